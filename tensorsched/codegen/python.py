@@ -1,0 +1,262 @@
+"""Lowered IR -> Python source: a slow, exact second backend that needs no OpenCL device.
+
+It runs work-groups as Python generators advanced in lockstep, so ``barrier`` (a ``yield``)
+and ``__local`` tiles shared by a work-group behave as on a device. Every buffer access is
+bounds-checked, and temporaries start as NaN (or None for integers), so an out-of-bounds access
+or a read of an unwritten element fails loudly instead of passing by luck.
+"""
+from __future__ import annotations
+
+import math
+
+from ..errors import CodegenError
+from ..ir import dtype as dt
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.visitor import Visitor
+
+_CALLS = {"exp": "_exp", "log": "math.log", "sqrt": "math.sqrt", "tanh": "math.tanh",
+          "sigmoid": "_sigmoid", "fabs": "abs", "pow": "math.pow"}
+
+
+def _exp(x):
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _sigmoid(x):
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+class OutOfBounds(IndexError):
+    pass
+
+
+def _ix(i, n, name):
+    if 0 <= i < n:
+        return i
+    raise OutOfBounds(f"access {name}[{i}] is outside the buffer of {n} elements")
+
+
+def run_lockstep(threads):
+    """Advance work-item generators together; each ``yield`` is a barrier."""
+    active = list(threads)
+    while active:
+        alive = []
+        for g in active:
+            try:
+                next(g)
+                alive.append(g)
+            except StopIteration:
+                pass
+        if alive and len(alive) != len(active):
+            raise CodegenError("barrier divergence: some work-items of a group reached a "
+                               "barrier that others skipped")
+        active = alive
+
+
+class _Names:
+    def __init__(self):
+        self.map, self.used = {}, set()
+
+    def __call__(self, obj, hint):
+        if obj not in self.map:
+            base = "".join(c if c.isalnum() else "_" for c in hint) or "v"
+            if base[0].isdigit():
+                base = "_" + base
+            name, k = base, 0
+            while name in self.used:
+                k += 1
+                name = f"{base}_{k}"
+            self.used.add(name)
+            self.map[obj] = name
+        return self.map[obj]
+
+
+class PythonEmitter:
+    def __init__(self, func):
+        self.func = func
+        self.names = _Names()
+        self.lines = []
+        self.sizes = {}
+
+    def buf(self, b):
+        self.sizes[b] = b.size
+        return self.names(b, "b_" + b.name)
+
+    def var(self, v):
+        return self.names(v, v.name)
+
+    # ---- expressions
+
+    def expr(self, e):
+        m = getattr(self, "e_" + type(e).__name__, None)
+        if m is None:
+            raise CodegenError(f"python backend: cannot evaluate {type(e).__name__}")
+        return m(e)
+
+    def e_IntImm(self, e):
+        return str(bool(e.value)) if e.dtype == "bool" else str(e.value)
+
+    def e_FloatImm(self, e):
+        return repr(float(e.value)) if math.isfinite(e.value) else f"float('{e.value}')"
+
+    def e_Var(self, e):
+        return self.var(e)
+
+    def e_BinOp(self, e):
+        a, b = self.expr(e.a), self.expr(e.b)
+        if e.op in ("min", "max"):
+            return f"{e.op}({a}, {b})"
+        if e.op == "/" and dt.is_float(e.dtype):
+            return f"_fdiv({a}, {b})"
+        return f"({a} {e.op} {b})"
+
+    def e_Cmp(self, e):
+        return f"({self.expr(e.a)} {e.op} {self.expr(e.b)})"
+
+    def e_And(self, e):
+        return f"({self.expr(e.a)} and {self.expr(e.b)})"
+
+    def e_Or(self, e):
+        return f"({self.expr(e.a)} or {self.expr(e.b)})"
+
+    def e_Not(self, e):
+        return f"(not {self.expr(e.a)})"
+
+    def e_Select(self, e):
+        return f"({self.expr(e.t)} if {self.expr(e.cond)} else {self.expr(e.f)})"
+
+    def e_Cast(self, e):
+        v = self.expr(e.value)
+        if dt.is_float(e.dtype):
+            return f"float({v})"
+        if dt.is_bool(e.dtype):
+            return f"bool({v})"
+        return f"int({v})"
+
+    def e_Call(self, e):
+        if e.name not in _CALLS:
+            raise CodegenError(f"python backend: unknown intrinsic '{e.name}'")
+        return f"{_CALLS[e.name]}({', '.join(self.expr(a) for a in e.args)})"
+
+    def e_Load(self, e):
+        if dt.lanes(e.index.dtype) != 1:
+            raise CodegenError("python backend: vector loads are not supported")
+        b = self.buf(e.buffer)
+        return f"{b}[_ix({self.expr(e.index)}, {e.buffer.size}, {e.buffer.name!r})]"
+
+    # ---- statements
+
+    def emit(self, line, ind):
+        self.lines.append("    " * ind + line)
+
+    def stmt(self, s, ind):
+        m = getattr(self, "s_" + type(s).__name__)
+        m(s, ind)
+
+    def s_Seq(self, s, ind):
+        if not s.stmts:
+            self.emit("pass", ind)
+        for x in s.stmts:
+            self.stmt(x, ind)
+
+    def s_Store(self, s, ind):
+        b = self.buf(s.buffer)
+        self.emit(f"{b}[_ix({self.expr(s.index)}, {s.buffer.size}, {s.buffer.name!r})] = "
+                  f"{self.expr(s.value)}", ind)
+
+    def s_For(self, f, ind):
+        lo = self.expr(f.min)
+        self.emit(f"for {self.var(f.var)} in range({lo}, {lo} + {self.expr(f.extent)}):", ind)
+        self.stmt(f.body, ind + 1)
+
+    def s_Produce(self, p, ind):
+        self.emit(f"# produce {p.name}", ind)
+        self.stmt(p.body, ind)
+
+    def s_IfThenElse(self, s, ind):
+        self.emit(f"if {self.expr(s.cond)}:", ind)
+        self.stmt(s.then, ind + 1)
+        if s.orelse is not None:
+            self.emit("else:", ind)
+            self.stmt(s.orelse, ind + 1)
+
+    def s_Allocate(self, a, ind):
+        b = a.buffer
+        fill = "float('nan')" if dt.is_float(b.dtype) else "None"
+        name = self.buf(b)
+        if b.scope == "shared":
+            self.emit(f"{name} = _shared.setdefault({b.name!r}, [{fill}] * {b.size})", ind)
+        else:
+            self.emit(f"{name} = [{fill}] * {b.size}", ind)
+        self.stmt(a.body, ind)
+
+    def s_Barrier(self, b, ind):
+        self.emit("yield", ind)
+
+    def s_ThreadExtent(self, t, ind):
+        # the outermost ThreadExtent of a kernel: launch the NDRange it and its body define
+        launch = {}
+
+        class _Collect(Visitor):
+            def visit_ThreadExtent(self, x):
+                if launch.setdefault(x.tag, (x.var, x.extent)) != (x.var, x.extent):
+                    raise CodegenError(f"{x.tag} has two extents in one kernel")
+                self.generic_visit(x)
+
+        _Collect().visit(t)
+        blocks = [(v, n) for tag, (v, n) in launch.items() if tag.startswith("blockIdx")]
+        threads = [(v, n) for tag, (v, n) in launch.items() if tag.startswith("threadIdx")]
+        fn = self.names(t, "workitem")
+        params = ", ".join(self.var(v) for v, _ in blocks + threads)
+        self.emit(f"def {fn}({params}{', ' if params else ''}_shared):", ind)
+        self.emit("if False:", ind + 1)
+        self.emit("yield", ind + 2)
+        self.stmt(_strip_thread_extents(t), ind + 1)
+        for v, n in blocks:
+            self.emit(f"for {self.var(v)} in range({n}):", ind)
+            ind += 1
+        self.emit("_shared = {}", ind)
+        gen = f"{fn}({params}{', ' if params else ''}_shared)"
+        loops = " ".join(f"for {self.var(v)} in range({n})" for v, n in threads)
+        self.emit(f"run_lockstep([{gen} {loops}])" if loops else f"run_lockstep([{gen}])", ind)
+
+    def source(self):
+        f = self.func
+        self.stmt(f.body, 1)
+        params = [self.buf(b) for b in f.args]
+        head = f"def {self.names(f, f.name)}({', '.join(params)}):"
+        return "\n".join([head] + self.lines) + "\n"
+
+
+def _strip_thread_extents(t):
+    from ..ir.visitor import Mutator
+
+    class _M(Mutator):
+        def visit_ThreadExtent(self, x):
+            return self.visit(x.body)
+
+    return _M().visit(t)
+
+
+def _fdiv(a, b):
+    try:
+        return a / b
+    except ZeroDivisionError:
+        return math.copysign(math.inf, a) if a else math.nan
+
+
+def compile_python(func):
+    """Compile a LoweredFunc to a Python function of flat lists; returns ``(fn, source)``."""
+    em = PythonEmitter(func)
+    src = em.source()
+    env = {"math": math, "_ix": _ix, "_exp": _exp, "_sigmoid": _sigmoid, "_fdiv": _fdiv,
+           "run_lockstep": run_lockstep}
+    exec(compile(src, f"<tensorsched python: {func.name}>", "exec"), env)
+    return env[em.names.map[func]], src

@@ -1,0 +1,78 @@
+"""The errors a user can cause, and the one a compiler bug causes.
+
+Every error a user can trigger is a ``TensorschedError`` subclass whose message says what was
+wrong, names the object (tensor, stage, axis) and, when it can, what to do instead.
+``InternalError`` is kept apart: it means tensorsched itself is wrong.
+"""
+
+
+class TensorschedError(Exception):
+    """Base class of every error a user of tensorsched can cause."""
+
+
+class ComputeError(TensorschedError):
+    """A compute declaration is malformed (wrong number of indices, bad dtype, bad reduction)."""
+
+
+class ScheduleError(TensorschedError):
+    """A schedule primitive was applied where it is not legal.
+
+    ``str()`` is the one-line message; ``render()`` adds the stage's leaf loops with the
+    offending axis marked.
+    """
+
+    def __init__(self, primitive, stage, message, axis=None):
+        self.primitive, self.stage, self.axis = primitive, stage, axis
+        where = f"stage '{stage.name}'" if stage is not None else "schedule"
+        ax = f", axis '{axis.var.name}'" if axis is not None and hasattr(axis, "var") else ""
+        super().__init__(f"{primitive}: {where}{ax}: {message}")
+
+    def render(self):
+        if self.stage is None:
+            return str(self)
+        lines = [str(self), f"leaf axes of stage '{self.stage.name}':"]
+        for iv in self.stage.leaf_iter_vars:
+            mark = "  <-- here" if iv is self.axis else ""
+            lines.append(f"  {iv.var.name}{mark}")
+        return "\n".join(lines)
+
+
+class LoweringError(TensorschedError):
+    """The schedule is legal primitive by primitive but cannot be lowered as a whole."""
+
+
+class CodegenError(TensorschedError):
+    """The lowered IR cannot be expressed for the target."""
+
+
+class BuildError(TensorschedError):
+    """The target compiler rejected generated code; carries its log and the saved source path."""
+
+    def __init__(self, message, log="", source_path=None, options=()):
+        self.log, self.source_path, self.options = log, source_path, tuple(options)
+        parts = [message]
+        if options:
+            parts.append(f"build options: {' '.join(options)}")
+        if source_path:
+            parts.append(f"source saved to {source_path}")
+        if log:
+            parts.append("build log:\n" + log.strip())
+        super().__init__("\n".join(parts))
+
+
+class RuntimeCallError(TensorschedError):
+    """A built module was called with arrays of the wrong number, shape or dtype."""
+
+
+class ParseError(TensorschedError):
+    """A text form could not be parsed; the message shows line, column and a caret."""
+
+
+class InternalError(Exception):
+    """A bug in tensorsched: please report it with the schedule that triggered it."""
+
+
+def check(cond, error_cls, *args, **kwargs):
+    """Raise ``error_cls(*args, **kwargs)`` unless ``cond`` holds."""
+    if not cond:
+        raise error_cls(*args, **kwargs)

@@ -1,0 +1,282 @@
+"""Expression nodes: immutable trees with value equality, except ``Var`` which is an identity.
+
+Arithmetic on expressions builds nodes (``i * 4 + j``); Python numbers are turned into constants
+of the other operand's type. ``//`` and ``%`` are floor division and floor modulo, as in Python.
+``==`` keeps its Python meaning (structural equality); ``a.equal(b)`` builds the comparison.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ComputeError
+from . import dtype as dt
+
+
+class ExprOps:
+    """Operator sugar shared by expressions and iteration variables."""
+    __slots__ = ()
+
+    def as_expr(self):
+        return self
+
+    def __add__(self, o): return binop("+", self, o)
+    def __radd__(self, o): return binop("+", o, self)
+    def __sub__(self, o): return binop("-", self, o)
+    def __rsub__(self, o): return binop("-", o, self)
+    def __mul__(self, o): return binop("*", self, o)
+    def __rmul__(self, o): return binop("*", o, self)
+    def __truediv__(self, o): return binop("/", self, o)
+    def __rtruediv__(self, o): return binop("/", o, self)
+    def __floordiv__(self, o): return binop("//", self, o)
+    def __rfloordiv__(self, o): return binop("//", o, self)
+    def __mod__(self, o): return binop("%", self, o)
+    def __rmod__(self, o): return binop("%", o, self)
+    def __neg__(self): return binop("-", const(0, self.as_expr().dtype), self)
+    def __lt__(self, o): return cmp("<", self, o)
+    def __le__(self, o): return cmp("<=", self, o)
+    def __gt__(self, o): return cmp(">", self, o)
+    def __ge__(self, o): return cmp(">=", self, o)
+    def equal(self, o): return cmp("==", self, o)
+    def not_equal(self, o): return cmp("!=", self, o)
+    def __and__(self, o): return And(as_expr(self), as_expr(o))
+    def __or__(self, o): return Or(as_expr(self), as_expr(o))
+    def __invert__(self): return Not(as_expr(self))
+
+    def astype(self, dtype):
+        e = as_expr(self)
+        dt.check_dtype(dtype, "astype")
+        return e if e.dtype == dtype else Cast(dtype, e)
+
+    def __bool__(self):
+        raise ComputeError("an expression has no truth value in Python; use ts.if_then_else, "
+                           "ts.all or ts.any to build conditions")
+
+
+class Expr(ExprOps):
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IntImm(Expr):
+    value: int
+    dtype: str = "int32"
+
+
+@dataclass(frozen=True, slots=True)
+class FloatImm(Expr):
+    value: float
+    dtype: str = "float32"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Var(Expr):
+    """A variable: two ``Var`` objects are different even when they share a name."""
+    name: str
+    dtype: str = "int32"
+
+    def __repr__(self):
+        return f"Var({self.name})"
+
+
+@dataclass(frozen=True, slots=True)
+class BinOp(Expr):
+    """``a op b`` with op in + - * / // % min max; ``//`` and ``%`` round toward minus infinity."""
+    op: str
+    a: Expr
+    b: Expr
+    dtype: str = field(default="", init=False, compare=False)
+
+    def __post_init__(self):
+        da, db = self.a.dtype, self.b.dtype
+        object.__setattr__(self, "dtype", da if dt.lanes(da) >= dt.lanes(db) else db)
+
+
+@dataclass(frozen=True, slots=True)
+class Cmp(Expr):
+    op: str
+    a: Expr
+    b: Expr
+
+    @property
+    def dtype(self):
+        return dt.with_lanes("bool", dt.lanes(self.a.dtype))
+
+
+@dataclass(frozen=True, slots=True)
+class And(Expr):
+    a: Expr
+    b: Expr
+    dtype = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class Or(Expr):
+    a: Expr
+    b: Expr
+    dtype = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Expr):
+    a: Expr
+    dtype = "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class Select(Expr):
+    """``cond ? t : f`` (ts.if_then_else)."""
+    cond: Expr
+    t: Expr
+    f: Expr
+
+    @property
+    def dtype(self):
+        return self.t.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    dtype: str
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """A pure intrinsic: exp, sqrt, sigmoid, log, tanh, fabs, pow, dot ..."""
+    name: str
+    args: tuple
+    dtype: str
+
+
+@dataclass(frozen=True, slots=True)
+class TensorLoad(Expr):
+    """``T[i, j]`` before lowering: an element of a tensor named by logical indices."""
+    tensor: object
+    indices: tuple
+
+    @property
+    def dtype(self):
+        return self.tensor.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class Load(Expr):
+    """``buffer[index]`` after flattening; a vector load when ``index`` is a Ramp."""
+    buffer: object
+    index: Expr
+
+    @property
+    def dtype(self):
+        return dt.with_lanes(self.buffer.dtype, dt.lanes(self.index.dtype))
+
+
+@dataclass(frozen=True, slots=True)
+class Ramp(Expr):
+    """The vector ``(base, base + stride, ..., base + (lanes-1)*stride)``."""
+    base: Expr
+    stride: Expr
+    lanes: int
+
+    @property
+    def dtype(self):
+        return dt.with_lanes(self.base.dtype, self.lanes)
+
+
+@dataclass(frozen=True, slots=True)
+class Broadcast(Expr):
+    value: Expr
+    lanes: int
+
+    @property
+    def dtype(self):
+        return dt.with_lanes(self.value.dtype, self.lanes)
+
+
+@dataclass(frozen=True, slots=True)
+class Reduce(Expr):
+    """A reduction (combiner in sum/max/min) of ``source`` over ``axis``, where ``condition``."""
+    combiner: str
+    source: Expr
+    axis: tuple
+    condition: Expr | None = None
+    dtype: str = field(default="float32")
+
+
+# ---------------------------------------------------------------- construction helpers
+
+def const(value, dtype=None):
+    """A constant; ``dtype`` defaults to int32 for ints and float32 for floats."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool):
+        return IntImm(int(value), dtype or "bool")
+    if dtype is None:
+        dtype = "int32" if isinstance(value, int) else "float32"
+    if dt.is_float(dtype):
+        return FloatImm(float(value), dtype)
+    if isinstance(value, float) and value != int(value):
+        raise ComputeError(f"const: {value} is not an integer but dtype is {dtype}")
+    return IntImm(int(value), dtype)
+
+
+def as_expr(x, dtype=None):
+    if isinstance(x, ExprOps):
+        return x.as_expr()
+    if isinstance(x, (int, float)):
+        return const(x, dtype)
+    if hasattr(x, "item") and not hasattr(x, "__len__"):      # numpy scalar
+        return const(x.item(), dtype)
+    raise ComputeError(f"cannot use {type(x).__name__} {x!r} in an expression")
+
+
+def _unify(a, b):
+    """Turn both operands into expressions of one dtype (numbers take the other's dtype)."""
+    a_num, b_num = not isinstance(a, ExprOps), not isinstance(b, ExprOps)
+    if a_num and not b_num:
+        b = as_expr(b)
+        a = as_expr(a, dt.element(b.dtype) if not (isinstance(a, float) and dt.is_int(b.dtype))
+                    else "float32")
+    elif b_num and not a_num:
+        a = as_expr(a)
+        b = as_expr(b, dt.element(a.dtype) if not (isinstance(b, float) and dt.is_int(a.dtype))
+                    else "float32")
+    else:
+        a, b = as_expr(a), as_expr(b)
+    ea, eb = dt.element(a.dtype), dt.element(b.dtype)
+    if ea != eb:
+        target = dt.element(dt.promote(ea, eb))
+        if ea != target:
+            a = Cast(dt.with_lanes(target, dt.lanes(a.dtype)), a)
+        if eb != target:
+            b = Cast(dt.with_lanes(target, dt.lanes(b.dtype)), b)
+    return a, b
+
+
+def binop(op, a, b):
+    a, b = _unify(a, b)
+    if op == "/" and dt.is_int(a.dtype):
+        raise ComputeError("'/' on integer expressions is ambiguous; write '//' for floor "
+                           "division (TVM's integer '/' becomes '//' in tensorsched)")
+    if op in ("//", "%") and dt.is_float(a.dtype):
+        raise ComputeError(f"'{op}' needs integer operands, got {a.dtype}")
+    return BinOp(op, a, b)
+
+
+def cmp(op, a, b):
+    a, b = _unify(a, b)
+    return Cmp(op, a, b)
+
+
+def is_const(e, value=None):
+    if isinstance(e, (IntImm, FloatImm)):
+        return value is None or e.value == value
+    return False
+
+
+def int_value(e):
+    """The Python int of an integer constant expression, else None."""
+    return e.value if isinstance(e, IntImm) else None
+
+
+TRUE = IntImm(1, "bool")
+FALSE = IntImm(0, "bool")

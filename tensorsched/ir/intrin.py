@@ -1,0 +1,117 @@
+"""The functions of the compute language: reductions, conditions and math intrinsics."""
+from __future__ import annotations
+
+import builtins
+
+from ..errors import ComputeError
+from . import dtype as dt
+from . import expr as E
+from .tensor import IterVar
+
+REDUCE_IDENTITY = {"sum": 0, "max": "lowest", "min": "highest"}
+
+
+def identity_value(combiner, dtype):
+    """The identity of a combiner in ``dtype`` (0 for sum, the lowest value for max ...)."""
+    import numpy as np
+    if combiner == "sum":
+        return E.const(0, dtype)
+    info = np.finfo(dt.NUMPY[dtype]) if dt.is_float(dtype) else np.iinfo(dt.NUMPY[dtype])
+    v = info.min if combiner == "max" else info.max
+    return E.const(float(v) if dt.is_float(dtype) else int(v), dtype)
+
+
+def _axes(axis, what):
+    axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    if not axes or not builtins.all(isinstance(a, IterVar) and a.kind == "reduce" for a in axes):
+        raise ComputeError(f"{what}: axis must be a reduce_axis or a list of them, got {axis!r}")
+    if len({id(a) for a in axes}) != len(axes):
+        raise ComputeError(f"{what}: the same reduce axis is listed twice")
+    return tuple(axes)
+
+
+def _reduction(combiner, expr, axis, where):
+    src = E.as_expr(expr)
+    cond = None if where is None else E.as_expr(where)
+    return E.Reduce(combiner, src, _axes(axis, f"ts.{combiner}"), cond, src.dtype)
+
+
+def sum(expr, axis, where=None):  # noqa: A001  (TVM's name)
+    """The sum of ``expr`` over the reduce axes ``axis`` (where ``where`` holds)."""
+    return _reduction("sum", expr, axis, where)
+
+
+def _is_axis_arg(x):
+    return isinstance(x, IterVar) or (isinstance(x, (list, tuple)) and x and
+                                      builtins.all(isinstance(a, IterVar) for a in x))
+
+
+def max(a, b=None, axis=None, where=None):  # noqa: A001
+    """``ts.max(expr, axis=k)`` reduces; ``ts.max(a, b)`` is the elementwise maximum."""
+    if axis is not None or _is_axis_arg(b):
+        return _reduction("max", a, axis if axis is not None else b, where)
+    return E.binop("max", a, b)
+
+
+def min(a, b=None, axis=None, where=None):  # noqa: A001
+    """``ts.min(expr, axis=k)`` reduces; ``ts.min(a, b)`` is the elementwise minimum."""
+    if axis is not None or _is_axis_arg(b):
+        return _reduction("min", a, axis if axis is not None else b, where)
+    return E.binop("min", a, b)
+
+
+def if_then_else(cond, t, f):
+    cond = E.as_expr(cond)
+    if not dt.is_bool(cond.dtype):
+        raise ComputeError(f"if_then_else: the condition must be a comparison, got {cond.dtype}")
+    t, f = E._unify(t, f)
+    return E.Select(cond, t, f)
+
+
+def all(*conds):  # noqa: A001
+    """True when every condition holds (``ts.all(i >= 1, i < n)``)."""
+    if not conds:
+        return E.TRUE
+    out = E.as_expr(conds[0])
+    for c in conds[1:]:
+        out = E.And(out, E.as_expr(c))
+    return out
+
+
+def any(*conds):  # noqa: A001
+    if not conds:
+        return E.FALSE
+    out = E.as_expr(conds[0])
+    for c in conds[1:]:
+        out = E.Or(out, E.as_expr(c))
+    return out
+
+
+def _float_call(name, x):
+    x = E.as_expr(x, "float32")
+    if not dt.is_float(x.dtype):
+        raise ComputeError(f"ts.{name} needs a float argument, got {x.dtype}; "
+                           "use .astype('float32')")
+    return E.Call(name, (x,), x.dtype)
+
+
+def exp(x): return _float_call("exp", x)
+def log(x): return _float_call("log", x)
+def sqrt(x): return _float_call("sqrt", x)
+def tanh(x): return _float_call("tanh", x)
+def sigmoid(x): return _float_call("sigmoid", x)
+def fabs(x): return _float_call("fabs", x)
+
+
+def power(x, y):
+    x, y = E._unify(x, y)
+    if not dt.is_float(x.dtype):
+        raise ComputeError(f"ts.power needs float arguments, got {x.dtype}")
+    return E.Call("pow", (x, y), x.dtype)
+
+
+def const(value, dtype=None):
+    """A constant of ``dtype`` (int32 for Python ints and float32 for floats by default)."""
+    if dtype is not None:
+        dt.check_dtype(dtype, "const")
+    return E.const(value, dtype)

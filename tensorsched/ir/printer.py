@@ -1,0 +1,189 @@
+"""The canonical text form of the IR, in TVM's style (``produce C { for (i, 0, 64) { ... } }``).
+
+Operators get parentheses only where the shared precedence table needs them. Variables keep
+their names; a variable that shadows another of the same name in scope gets a ``_1`` suffix so
+the text stays unambiguous.
+"""
+from __future__ import annotations
+
+from . import dtype as dt
+from . import expr as E
+from . import stmt as S
+from .precedence import ATOM, BINARY, FUNCTION_STYLE, UNARY, needs_parens
+
+
+class Printer:
+    def __init__(self):
+        self.names = {}          # Var -> printed name
+        self.in_scope = {}       # printed name -> count of binders using it
+
+    # ---- names
+
+    def bind(self, var):
+        name = var.name
+        if name in self.in_scope and self.in_scope[name] > 0 and self.names.get(var) != name:
+            k = 1
+            while f"{name}_{k}" in self.in_scope and self.in_scope[f"{name}_{k}"] > 0:
+                k += 1
+            name = f"{name}_{k}"
+        self.names[var] = name
+        self.in_scope[name] = self.in_scope.get(name, 0) + 1
+        return name
+
+    def unbind(self, var):
+        self.in_scope[self.names[var]] -= 1
+
+    def var(self, v):
+        return self.names.get(v, v.name)
+
+    # ---- expressions: (text, precedence)
+
+    def expr(self, e):
+        return self._expr(e)[0]
+
+    def _expr(self, e):
+        m = getattr(self, "e_" + type(e).__name__, None)
+        if m is None:
+            return f"<{type(e).__name__}>", ATOM
+        return m(e)
+
+    def _operand(self, e, prec, right):
+        text, p = self._expr(e)
+        return f"({text})" if needs_parens(p, prec, right) else text
+
+    def e_IntImm(self, e):
+        if e.dtype == "bool":
+            return ("True" if e.value else "False"), ATOM
+        if e.dtype != "int32":
+            return f"{e.dtype}({e.value})", ATOM
+        return (str(e.value), ATOM) if e.value >= 0 else (f"({e.value})", ATOM)
+
+    def e_FloatImm(self, e):
+        text = repr(float(e.value))
+        if text in ("inf", "-inf", "nan"):
+            return f'{e.dtype}("{text}")', ATOM
+        text = text[:-2] if text.endswith(".0") else text
+        if e.dtype == "float32":
+            return (f"{text}f", ATOM) if not text.startswith("-") else (f"({text}f)", ATOM)
+        return f"{e.dtype}({text})", ATOM
+
+    def e_Var(self, e):
+        return self.var(e), ATOM
+
+    def e_BinOp(self, e):
+        if e.op in FUNCTION_STYLE:
+            return f"{e.op}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
+        prec, spell = BINARY[e.op]
+        return (f"{self._operand(e.a, prec, False)} {spell} {self._operand(e.b, prec, True)}"
+                if prec < 10 else
+                f"{self._operand(e.a, prec, False)}{spell}{self._operand(e.b, prec, True)}"), prec
+
+    def e_Cmp(self, e):
+        prec, spell = BINARY[e.op]
+        return f"{self._operand(e.a, prec, False)} {spell} {self._operand(e.b, prec, True)}", prec
+
+    def e_And(self, e):
+        prec = BINARY["&&"][0]
+        return f"{self._operand(e.a, prec, False)} && {self._operand(e.b, prec, True)}", prec
+
+    def e_Or(self, e):
+        prec = BINARY["||"][0]
+        return f"{self._operand(e.a, prec, False)} || {self._operand(e.b, prec, True)}", prec
+
+    def e_Not(self, e):
+        return f"!{self._operand(e.a, UNARY, True)}", UNARY
+
+    def e_Select(self, e):
+        return f"select({self.expr(e.cond)}, {self.expr(e.t)}, {self.expr(e.f)})", ATOM
+
+    def e_Cast(self, e):
+        return f"{e.dtype}({self.expr(e.value)})", ATOM
+
+    def e_Call(self, e):
+        return f"{e.name}({', '.join(self.expr(a) for a in e.args)})", ATOM
+
+    def e_TensorLoad(self, e):
+        return f"{e.tensor.name}[{', '.join(self.expr(i) for i in e.indices)}]", ATOM
+
+    def e_Load(self, e):
+        return f"{e.buffer.name}[{self.expr(e.index)}]", ATOM
+
+    def e_Ramp(self, e):
+        return f"ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", ATOM
+
+    def e_Broadcast(self, e):
+        return f"broadcast({self.expr(e.value)}, {e.lanes})", ATOM
+
+    def e_Reduce(self, e):
+        axes = ", ".join(self.var(iv.var) for iv in e.axis)
+        where = f", where={self.expr(e.condition)}" if e.condition is not None else ""
+        return f"reduce_{e.combiner}({self.expr(e.source)}, axis=[{axes}]{where})", ATOM
+
+    # ---- statements
+
+    def stmt(self, s, indent=0):
+        out = []
+        self._stmt(s, indent, out)
+        return "\n".join(out)
+
+    def _stmt(self, s, ind, out):
+        pad = "  " * ind
+        if isinstance(s, S.Seq):
+            for x in s.stmts:
+                self._stmt(x, ind, out)
+        elif isinstance(s, S.Store):
+            out.append(f"{pad}{s.buffer.name}[{self.expr(s.index)}] = {self.expr(s.value)}")
+        elif isinstance(s, S.For):
+            for k, v in s.pragmas:
+                out.append(f"{pad}// pragma {k} = {v}")
+            name = self.bind(s.var)
+            head = "for" if s.kind == "serial" else s.kind
+            out.append(f"{pad}{head} ({name}, {self.expr(s.min)}, {self.expr(s.extent)}) {{")
+            self._stmt(s.body, ind + 1, out)
+            out.append(f"{pad}}}")
+            self.unbind(s.var)
+        elif isinstance(s, S.ThreadExtent):
+            name = self.bind(s.var)
+            out.append(f"{pad}// attr [{name}] thread_extent = {s.extent}")
+            self._stmt(s.body, ind, out)
+            self.unbind(s.var)
+        elif isinstance(s, S.Allocate):
+            b = s.buffer
+            dims = " * ".join(str(d) for d in b.shape)
+            out.append(f"{pad}allocate {b.name}[{b.dtype} * {dims}], {b.scope}")
+            self._stmt(s.body, ind, out)
+        elif isinstance(s, S.Produce):
+            out.append(f"{pad}produce {s.name} {{")
+            self._stmt(s.body, ind + 1, out)
+            out.append(f"{pad}}}")
+        elif isinstance(s, S.IfThenElse):
+            out.append(f"{pad}if ({self.expr(s.cond)}) {{")
+            self._stmt(s.then, ind + 1, out)
+            if s.orelse is not None:
+                out.append(f"{pad}}} else {{")
+                self._stmt(s.orelse, ind + 1, out)
+            out.append(f"{pad}}}")
+        elif isinstance(s, S.Barrier):
+            out.append(f"{pad}barrier({s.scope})")
+        else:
+            out.append(f"{pad}<{type(s).__name__}>")
+
+
+def print_expr(e):
+    return Printer().expr(e)
+
+
+def print_stmt(s):
+    return Printer().stmt(s)
+
+
+def print_func(f):
+    args = ", ".join(f"{b.name}: {b.dtype}[{', '.join(map(str, b.shape))}]" for b in f.args)
+    return f"func {f.name}({args}) {{\n{Printer().stmt(f.body, 1)}\n}}"
+
+
+def _expr_str(self):
+    return print_expr(self)
+
+
+E.Expr.__str__ = _expr_str

@@ -1,0 +1,385 @@
+"""Arithmetic simplifier that knows the ranges of loop variables.
+
+Integer expressions are put in a canonical linear form ``sum(coeff * atom) + const`` where an atom
+is a variable or an expression the form cannot open (``x // 4``, ``min(a, b)``, a load ...). The
+rules that need ranges work on that form:
+
+- ``(4*x + y) // 4  ->  x + y // 4`` always, and ``y // 4 -> 0`` when ``0 <= y < 4``;
+- ``(4*x + y) % 4   ->  y % 4``      always, and ``y % 4 -> y`` when ``0 <= y < 4``;
+- ``(x // a) // b -> x // (a*b)``; ``(x % a) % b -> x % b`` when ``b`` divides ``a``;
+- ``(x // c)*c + x % c -> x``;
+- ``min``/``max``/comparisons are decided when the ranges (or a constant difference) decide them.
+
+Ranges are inclusive ``(lo, hi)`` pairs of ints per variable; ``None`` means unknown.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from . import dtype as dt
+from . import expr as E
+from . import stmt as S
+from .visitor import Mutator
+
+
+# ---------------------------------------------------------------- canonical linear form
+
+class Lin:
+    """``sum(terms[atom] * atom) + const``; atoms keep their first-seen order."""
+    __slots__ = ("terms", "const")
+
+    def __init__(self, terms=None, const=0):
+        self.terms, self.const = terms or {}, const
+
+    def is_const(self):
+        return not self.terms
+
+    def scaled(self, k):
+        if k == 0:
+            return Lin()
+        return Lin({a: c * k for a, c in self.terms.items()}, self.const * k)
+
+    def plus(self, other, sign=1):
+        terms = dict(self.terms)
+        for a, c in other.terms.items():
+            n = terms.get(a, 0) + sign * c
+            if n:
+                terms[a] = n
+            else:
+                terms.pop(a, None)
+        return Lin(terms, self.const + sign * other.const)
+
+
+class Simplifier(Mutator):
+    def __init__(self, ranges=None):
+        self.ranges = dict(ranges or {})
+
+    # ---- bounds
+
+    def bound(self, e):
+        """Inclusive integer bounds of ``e`` as (lo, hi); either may be None (unknown)."""
+        if isinstance(e, Lin):
+            lo = hi = e.const
+            for atom, k in e.terms.items():
+                alo, ahi = self.bound(atom)
+                if k > 0:
+                    lo = None if lo is None or alo is None else lo + k * alo
+                    hi = None if hi is None or ahi is None else hi + k * ahi
+                else:
+                    lo = None if lo is None or ahi is None else lo + k * ahi
+                    hi = None if hi is None or alo is None else hi + k * alo
+            return lo, hi
+        if isinstance(e, E.IntImm):
+            return e.value, e.value
+        if isinstance(e, E.Var):
+            return self.ranges.get(e, (None, None))
+        if isinstance(e, E.BinOp):
+            if e.op in ("+", "-"):
+                return self.bound(self.lin(e))
+            (alo, ahi), (blo, bhi) = self.bound(e.a), self.bound(e.b)
+            if e.op == "*":
+                if None in (alo, ahi, blo, bhi):
+                    return None, None
+                p = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
+                return min(p), max(p)
+            if e.op in ("//", "%") and blo is not None and blo == bhi and blo > 0:
+                c = blo
+                if e.op == "//":
+                    return (None if alo is None else alo // c), (None if ahi is None else ahi // c)
+                if alo is not None and ahi is not None and alo // c == ahi // c:
+                    return alo % c, ahi % c
+                return 0, c - 1
+            if e.op == "min":
+                lo = None if alo is None or blo is None else min(alo, blo)
+                hi = ahi if bhi is None else (bhi if ahi is None else min(ahi, bhi))
+                return lo, hi
+            if e.op == "max":
+                lo = alo if blo is None else (blo if alo is None else max(alo, blo))
+                hi = None if ahi is None or bhi is None else max(ahi, bhi)
+                return lo, hi
+            return None, None
+        if isinstance(e, E.Select):
+            (alo, ahi), (blo, bhi) = self.bound(e.t), self.bound(e.f)
+            return (None if alo is None or blo is None else min(alo, blo),
+                    None if ahi is None or bhi is None else max(ahi, bhi))
+        return None, None
+
+    # ---- linear form
+
+    def lin(self, e):
+        if isinstance(e, E.IntImm):
+            return Lin(const=e.value)
+        if isinstance(e, E.BinOp) and not dt.is_float(e.dtype) and dt.lanes(e.dtype) == 1:
+            if e.op in ("+", "-"):
+                return self.lin(e.a).plus(self.lin(e.b), 1 if e.op == "+" else -1)
+            if e.op == "*":
+                la, lb = self.lin(e.a), self.lin(e.b)
+                if la.is_const():
+                    return lb.scaled(la.const)
+                if lb.is_const():
+                    return la.scaled(lb.const)
+                return self._atom(E.BinOp("*", self.to_expr(la), self.to_expr(lb)))
+            if e.op in ("//", "%"):
+                lb = self.lin(e.b)
+                if lb.is_const() and lb.const > 0:
+                    return (self._div if e.op == "//" else self._mod)(self.lin(e.a), lb.const)
+                return self._atom(E.BinOp(e.op, self.visit(e.a), self.visit(e.b)))
+            if e.op in ("min", "max"):
+                return self._minmax(e.op, self.lin(e.a), self.lin(e.b))
+        if isinstance(e, E.Var):
+            lo, hi = self.ranges.get(e, (None, None))
+            return Lin(const=lo) if lo is not None and lo == hi else Lin({e: 1})
+        return self._atom(self.generic_visit(e) if not isinstance(e, E.BinOp) else
+                          E.BinOp(e.op, self.visit(e.a), self.visit(e.b)))
+
+    def _atom(self, e):
+        if isinstance(e, E.IntImm):
+            return Lin(const=e.value)
+        return Lin({e: 1})
+
+    def _div(self, la, c):
+        if c == 1:
+            return la
+        q, r = Lin(), Lin(const=la.const % c)
+        q.const = la.const // c
+        for atom, k in la.terms.items():
+            if k % c == 0:
+                q.terms[atom] = k // c
+            else:
+                r.terms[atom] = k
+        lo, hi = self.bound(r)
+        if lo is not None and hi is not None and lo // c == hi // c:
+            return q.plus(Lin(const=lo // c))
+        # (x // a) // c  ->  x // (a*c)
+        if r.const == 0 and len(r.terms) == 1:
+            (atom, k), = r.terms.items()
+            if k == 1 and isinstance(atom, E.BinOp) and atom.op == "//" and \
+                    isinstance(atom.b, E.IntImm) and atom.b.value > 0:
+                return q.plus(self._atom(E.BinOp("//", atom.a, E.IntImm(atom.b.value * c))))
+        # common factor g of the rest and c: (g*x) // (g*m) -> x // m
+        g = math.gcd(c, r.const, *r.terms.values())
+        if g > 1:
+            return q.plus(self._div(Lin({a: k // g for a, k in r.terms.items()}, r.const // g), c // g))
+        return q.plus(self._atom(E.BinOp("//", self.to_expr(r), E.IntImm(c))))
+
+    def _mod(self, la, c):
+        if c == 1:
+            return Lin()
+        r = Lin({a: k for a, k in la.terms.items() if k % c}, la.const % c)
+        lo, hi = self.bound(r)
+        if lo is not None and hi is not None and lo // c == hi // c:
+            return r.plus(Lin(const=-(lo // c) * c))
+        if r.const == 0 and len(r.terms) == 1:
+            (atom, k), = r.terms.items()
+            if k == 1 and isinstance(atom, E.BinOp) and atom.op == "%" and \
+                    isinstance(atom.b, E.IntImm) and atom.b.value % c == 0:
+                return self._mod(self.lin(atom.a), c)
+        g = math.gcd(c, r.const, *r.terms.values())
+        if g > 1:
+            inner = self._mod(Lin({a: k // g for a, k in r.terms.items()}, r.const // g), c // g)
+            return inner.scaled(g)
+        return self._atom(E.BinOp("%", self.to_expr(r), E.IntImm(c)))
+
+    def _minmax(self, op, la, lb):
+        d = la.plus(lb, -1)
+        lo, hi = self.bound(d)
+        if op == "min":
+            if hi is not None and hi <= 0:
+                return la
+            if lo is not None and lo >= 0:
+                return lb
+        else:
+            if lo is not None and lo >= 0:
+                return la
+            if hi is not None and hi <= 0:
+                return lb
+        return self._atom(E.BinOp(op, self.to_expr(la), self.to_expr(lb)))
+
+    def to_expr(self, lin, dtype="int32"):
+        terms = dict(lin.terms)
+        # (x // c)*k*c + (x % c)*k  ->  x*k
+        changed = True
+        while changed:
+            changed = False
+            for atom, k in list(terms.items()):
+                if isinstance(atom, E.BinOp) and atom.op == "//" and isinstance(atom.b, E.IntImm):
+                    c = atom.b.value
+                    mod = E.BinOp("%", atom.a, atom.b)
+                    if k % c == 0 and terms.get(mod) == k // c:
+                        del terms[atom], terms[mod]
+                        rest = Lin(terms, lin.const).plus(self.lin(atom.a).scaled(k // c))
+                        terms, lin = rest.terms, rest
+                        changed = True
+                        break
+        out = None
+        for atom, k in terms.items():
+            if out is None:
+                out = atom if k == 1 else E.BinOp("*", atom, E.IntImm(k, dtype))
+            elif k > 0:
+                out = E.BinOp("+", out, atom if k == 1 else E.BinOp("*", atom, E.IntImm(k, dtype)))
+            else:
+                out = E.BinOp("-", out, atom if k == -1 else E.BinOp("*", atom, E.IntImm(-k, dtype)))
+        c = lin.const
+        if out is None:
+            return E.IntImm(c, dtype)
+        if c > 0:
+            out = E.BinOp("+", out, E.IntImm(c, dtype))
+        elif c < 0:
+            out = E.BinOp("-", out, E.IntImm(-c, dtype))
+        return out
+
+    # ---- expressions
+
+    def visit(self, node):
+        if isinstance(node, E.Expr) and dt.is_int(node.dtype) and dt.lanes(node.dtype) == 1 and \
+                not isinstance(node, (E.IntImm, E.Var)) and \
+                (isinstance(node, E.BinOp) or isinstance(node, E.Select)):
+            return self.to_expr(self.lin(node), node.dtype)
+        return super().visit(node)
+
+    def visit_BinOp(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        if isinstance(a, E.FloatImm) and isinstance(b, E.FloatImm):
+            fold = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+                    "/": lambda x, y: x / y if y else None, "min": min, "max": max}.get(e.op)
+            v = fold(a.value, b.value) if fold else None
+            if v is not None:
+                return E.FloatImm(v, e.dtype)
+        return e if a is e.a and b is e.b else E.BinOp(e.op, a, b)
+
+    def visit_Cmp(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        if dt.is_int(a.dtype) and dt.lanes(a.dtype) == 1:
+            lo, hi = self.bound(self.lin(a).plus(self.lin(b), -1))
+            decided = _decide(e.op, lo, hi)
+            if decided is not None:
+                return E.TRUE if decided else E.FALSE
+        if isinstance(a, E.FloatImm) and isinstance(b, E.FloatImm):
+            return E.TRUE if _compare(e.op, a.value, b.value) else E.FALSE
+        return e if a is e.a and b is e.b else E.Cmp(e.op, a, b)
+
+    def visit_And(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        if a == E.FALSE or b == E.FALSE:
+            return E.FALSE
+        if a == E.TRUE:
+            return b
+        if b == E.TRUE:
+            return a
+        return E.And(a, b)
+
+    def visit_Or(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        if a == E.TRUE or b == E.TRUE:
+            return E.TRUE
+        if a == E.FALSE:
+            return b
+        if b == E.FALSE:
+            return a
+        return E.Or(a, b)
+
+    def visit_Not(self, e):
+        a = self.visit(e.a)
+        if a == E.TRUE:
+            return E.FALSE
+        if a == E.FALSE:
+            return E.TRUE
+        return E.Not(a)
+
+    def visit_Select(self, e):
+        c = self.visit(e.cond)
+        if c == E.TRUE:
+            return self.visit(e.t)
+        if c == E.FALSE:
+            return self.visit(e.f)
+        return E.Select(c, self.visit(e.t), self.visit(e.f))
+
+    def visit_Cast(self, e):
+        v = self.visit(e.value)
+        if v.dtype == e.dtype:
+            return v
+        if isinstance(v, (E.IntImm, E.FloatImm)) and dt.lanes(e.dtype) == 1:
+            return E.const(v.value if dt.is_float(e.dtype) else int(v.value), e.dtype)
+        return e if v is e.value else E.Cast(e.dtype, v)
+
+    # ---- statements
+
+    def _with_range(self, var, lo, hi, fn):
+        old = self.ranges.get(var)
+        self.ranges[var] = (lo, hi)
+        try:
+            return fn()
+        finally:
+            if old is None:
+                del self.ranges[var]
+            else:
+                self.ranges[var] = old
+
+    def visit_For(self, f):
+        mn, ext = self.visit(f.min), self.visit(f.extent)
+        if isinstance(ext, E.IntImm) and ext.value <= 0:
+            return S.Seq(())
+        lo, _ = self.bound(mn)
+        elo, ehi = self.bound(ext)
+        mlo, mhi = self.bound(mn)
+        hi = None if mhi is None or ehi is None else mhi + ehi - 1
+        body = self._with_range(f.var, lo, hi, lambda: self.visit(f.body))
+        if mn is f.min and ext is f.extent and body is f.body:
+            return f
+        return dataclasses.replace(f, min=mn, extent=ext, body=body)
+
+    def visit_ThreadExtent(self, t):
+        body = self._with_range(t.var, 0, t.extent - 1, lambda: self.visit(t.body))
+        return t if body is t.body else dataclasses.replace(t, body=body)
+
+    def visit_IfThenElse(self, s):
+        c = self.visit(s.cond)
+        if c == E.TRUE:
+            return self.visit(s.then)
+        if c == E.FALSE:
+            return self.visit(s.orelse) if s.orelse is not None else S.Seq(())
+        then = self.visit(s.then)
+        orelse = self.visit(s.orelse) if s.orelse is not None else None
+        return S.IfThenElse(c, then, orelse)
+
+
+def _compare(op, x, y):
+    return {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y, "==": x == y, "!=": x != y}[op]
+
+
+def _decide(op, lo, hi):
+    """Decide ``d op 0`` from bounds of d, or None."""
+    if op == "<":
+        return True if hi is not None and hi < 0 else (False if lo is not None and lo >= 0 else None)
+    if op == "<=":
+        return True if hi is not None and hi <= 0 else (False if lo is not None and lo > 0 else None)
+    if op == ">":
+        return True if lo is not None and lo > 0 else (False if hi is not None and hi <= 0 else None)
+    if op == ">=":
+        return True if lo is not None and lo >= 0 else (False if hi is not None and hi < 0 else None)
+    if op == "==":
+        if lo is not None and lo == hi:
+            return lo == 0
+        return False if (lo is not None and lo > 0) or (hi is not None and hi < 0) else None
+    if op == "!=":
+        d = _decide("==", lo, hi)
+        return None if d is None else not d
+    return None
+
+
+def simplify(node, ranges=None):
+    """Simplify an expression or statement; ``ranges`` maps Vars to inclusive (lo, hi)."""
+    return Simplifier(ranges).visit(node)
+
+
+def const_bound(e, ranges):
+    """Inclusive integer bounds (lo, hi) of ``e`` under ``ranges``; None where unknown."""
+    s = Simplifier(ranges)
+    return s.bound(s.lin(e))
+
+
+def const_int(e, ranges=None):
+    """The value of ``e`` as a Python int if the simplifier proves it constant, else None."""
+    r = simplify(E.as_expr(e), ranges)
+    return r.value if isinstance(r, E.IntImm) else None

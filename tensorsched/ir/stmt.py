@@ -1,0 +1,126 @@
+"""Statement nodes of the loop IR, the buffers they touch, and the lowered function."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .expr import Expr, Var
+
+LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel")
+SCOPES = ("global", "shared", "local")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Buffer:
+    """A flat memory region. ``shape`` is the logical shape; ``scope`` is global/shared/local."""
+    name: str
+    dtype: str
+    shape: tuple
+    scope: str = "global"
+    image: bool = False          # read through an image2d_t (codegen picks read_imagef)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self):
+        return f"Buffer({self.name})"
+
+
+class Stmt:
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Store(Stmt):
+    buffer: Buffer
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class For(Stmt):
+    """``for (var, min, extent)``; ``kind`` is serial/unrolled/vectorized/parallel."""
+    var: Var
+    min: Expr
+    extent: Expr
+    kind: str
+    body: Stmt
+    pragmas: tuple = ()          # (key, value) pairs from Stage.pragma
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadExtent(Stmt):
+    """The body runs once per work-item index ``var`` (bound to ``tag``) in ``[0, extent)``."""
+    var: Var
+    tag: str
+    extent: int
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Allocate(Stmt):
+    """``buffer`` exists (uninitialised) while ``body`` runs."""
+    buffer: Buffer
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Produce(Stmt):
+    """Marks the statements that compute stage ``name`` (printed ``produce name { ... }``)."""
+    name: str
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Seq(Stmt):
+    stmts: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class IfThenElse(Stmt):
+    cond: Expr
+    then: Stmt
+    orelse: Stmt | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Barrier(Stmt):
+    """All work-items of a work-group wait here; ``scope`` says which memory is fenced."""
+    scope: str = "shared"
+
+
+def seq(*stmts):
+    """A sequence with nested sequences flattened and ``None`` dropped; one item stays itself."""
+    flat = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, Seq):
+            flat.extend(s.stmts)
+        else:
+            flat.append(s)
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+@dataclass(frozen=True, eq=False)
+class LoweredFunc:
+    """The result of ``ts.lower``: a name, the argument buffers in call order, and a body.
+
+    ``outputs`` names the argument buffers the function writes.
+    """
+    name: str
+    args: tuple
+    body: Stmt
+    outputs: tuple = field(default=())
+
+    def __str__(self):
+        from .printer import print_stmt
+        return print_stmt(self.body)
+
+    def script(self):
+        """The full text form, with the signature line."""
+        from .printer import print_func
+        return print_func(self)

@@ -1,0 +1,226 @@
+"""The tensor-expression level: ranges, iteration variables, tensors and the operations that
+produce them (``placeholder`` and ``compute``)."""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+from ..errors import ComputeError
+from . import dtype as dt
+from . import expr as E
+from .visitor import Visitor
+
+THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
+
+
+@dataclass(frozen=True)
+class Range:
+    min: int
+    extent: int
+
+
+@dataclass(eq=False)
+class IterVar(E.ExprOps):
+    """A loop: a variable, its domain, and its kind (``data``, ``reduce`` or ``thread``)."""
+    var: E.Var
+    dom: Range | None
+    kind: str = "data"
+    tag: str = ""
+
+    def as_expr(self):
+        return self.var
+
+    @property
+    def name(self):
+        return self.var.name
+
+    def __repr__(self):
+        ext = f", {self.dom.extent}" if self.dom else ""
+        return f"IterVar({self.var.name}{ext}, {self.kind})"
+
+    def __hash__(self):
+        return id(self)
+
+
+def reduce_axis(dom, name="k"):
+    """A reduction axis over ``dom`` = ``(min, max)`` (half-open, TVM style) or an extent."""
+    if isinstance(dom, int):
+        dom = (0, dom)
+    if not (isinstance(dom, (tuple, list)) and len(dom) == 2 and all(isinstance(d, int) for d in dom)):
+        raise ComputeError(f"reduce_axis '{name}': dom must be (begin, end) of ints, got {dom!r}")
+    lo, hi = dom
+    if hi <= lo:
+        raise ComputeError(f"reduce_axis '{name}': empty range ({lo}, {hi})")
+    return IterVar(E.Var(name), Range(lo, hi - lo), "reduce")
+
+
+def thread_axis(tag, name=None):
+    """The work-item index named by ``tag`` (``blockIdx.x`` ... ``threadIdx.z``)."""
+    if tag not in THREAD_TAGS:
+        from ..errors import ScheduleError
+        raise ScheduleError("thread_axis", None, f"unknown thread tag '{tag}'; use one of "
+                            f"{', '.join(THREAD_TAGS)}")
+    return IterVar(E.Var(name or tag), None, "thread", tag)
+
+
+class Operation:
+    name: str
+
+    @property
+    def input_tensors(self):
+        return []
+
+    def output(self, i=0):
+        if i != 0:
+            raise ComputeError(f"operation '{self.name}' has one output, asked for output {i}")
+        return self._out
+
+
+class PlaceholderOp(Operation):
+    def __init__(self, name, shape, dtype):
+        self.name, self.shape, self.dtype = name, shape, dtype
+        self._out = Tensor(self, shape, dtype, name)
+
+    def __repr__(self):
+        return f"placeholder({self.name})"
+
+
+class ComputeOp(Operation):
+    def __init__(self, name, axis, body, tag="", attrs=None):
+        self.name, self.axis, self.body, self.tag = name, tuple(axis), body, tag
+        self.attrs = dict(attrs or {})
+        self.reduce_axis = tuple(body.axis) if isinstance(body, E.Reduce) else ()
+        self.shape = tuple(iv.dom.extent for iv in self.axis)
+        self.dtype = body.dtype
+        self._out = Tensor(self, self.shape, self.dtype, name)
+
+    @property
+    def input_tensors(self):
+        return tensors_read(self.body)
+
+    def __repr__(self):
+        return f"compute({self.name})"
+
+
+class Tensor:
+    """The output of an operation; index it with ``T[i, j]`` or ``T[i][j]``."""
+
+    def __init__(self, op, shape, dtype, name):
+        self.op, self.shape, self.dtype, self.name = op, tuple(shape), dtype, name
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __getitem__(self, idx):
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        return _Slice(self, ())[idx]
+
+    def __repr__(self):
+        return f"Tensor({self.name}, {self.shape}, {self.dtype})"
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+
+class _Slice:
+    """A partly indexed tensor (``T[i]`` of a 2-d T), waiting for the remaining indices."""
+
+    def __init__(self, tensor, indices):
+        self.tensor, self.indices = tensor, indices
+
+    def __getitem__(self, idx):
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        indices = self.indices + tuple(E.as_expr(i) for i in idx)
+        t = self.tensor
+        for i in indices:
+            if not dt.is_int(i.dtype):
+                raise ComputeError(f"index of '{t.name}' must be an integer, got {i.dtype}")
+        if len(indices) > t.ndim:
+            raise ComputeError(f"tensor '{t.name}' has {t.ndim} dimensions but got {len(indices)} "
+                               "indices")
+        if len(indices) == t.ndim:
+            return E.TensorLoad(t, indices)
+        return _Slice(t, indices)
+
+    def __getattr__(self, name):
+        raise ComputeError(f"tensor '{self.tensor.name}' has {self.tensor.ndim} dimensions but was "
+                           f"used with {len(self.indices)} indices")
+
+
+def _check_shape(shape, what):
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, int) or d <= 0:
+            raise ComputeError(f"{what}: shape must be positive ints, got {shape!r}")
+    return shape
+
+
+def placeholder(shape, dtype="float32", name="placeholder"):
+    """An input tensor."""
+    shape = _check_shape(shape, f"placeholder '{name}'")
+    return PlaceholderOp(name, shape, dt.check_dtype(dtype, f"placeholder '{name}'")).output(0)
+
+
+def compute(shape, fcompute, name="compute", tag="", attrs=None):
+    """The tensor whose element at index ``(i, j, ...)`` is ``fcompute(i, j, ...)``."""
+    shape = _check_shape(shape, f"compute '{name}'")
+    try:
+        params = inspect.signature(fcompute).parameters.values()
+        names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    except (TypeError, ValueError):
+        names, varargs = [], True
+    if varargs:
+        names = names + [f"i{k}" for k in range(len(names), len(shape))]
+    if len(names) != len(shape):
+        raise ComputeError(f"compute '{name}': the function takes {len(names)} indices but the "
+                           f"shape {shape} has {len(shape)} dimensions")
+    axis = [IterVar(E.Var(n), Range(0, d), "data") for n, d in zip(names, shape)]
+    body = fcompute(*[iv.var for iv in axis])
+    if isinstance(body, (list, tuple)):
+        raise ComputeError(f"compute '{name}': one output per compute; return one expression")
+    if isinstance(body, _Slice):
+        body[()]                     # raises the dimension error
+    body = E.as_expr(body)
+    _check_body(name, body, axis)
+    return ComputeOp(name, axis, body, tag, attrs).output(0)
+
+
+def _check_body(name, body, axis):
+    """A reduction may only be the whole body; the body may only use its own index variables."""
+    allowed = {iv.var for iv in axis}
+    if isinstance(body, E.Reduce):
+        allowed |= {iv.var for iv in body.axis}
+
+    class _Check(Visitor):
+        def visit_Reduce(self, r):
+            if r is not body:
+                raise ComputeError(f"compute '{name}': a reduction (ts.sum/max/min) must be the "
+                                   "whole body, not part of a larger expression; compute it as "
+                                   "its own stage")
+            self.generic_visit(r)
+
+        def visit_Var(self, v):
+            if v not in allowed:
+                raise ComputeError(f"compute '{name}': variable '{v.name}' is neither an index "
+                                   "of this compute nor reduced over; a reduce axis must be "
+                                   "passed to ts.sum/max/min(..., axis=...)")
+
+    _Check().visit(body)
+
+
+def tensors_read(node):
+    """The tensors an expression reads, in first-use order."""
+    found = {}
+
+    class _V(Visitor):
+        def visit_TensorLoad(self, t):
+            found[t.tensor] = None
+            self.generic_visit(t)
+
+    _V().visit(node)
+    return list(found)

@@ -1,0 +1,119 @@
+"""Visitors and mutators: ``visit`` dispatches to ``visit_<ClassName>``.
+
+A mutator's default rebuilds a node from its visited children and returns the very same object
+when no child changed, so unchanged subtrees are shared and cheap to compare.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import expr as E
+from . import stmt as S
+
+# The child fields of each node class, in order: only these are visited.
+_CHILDREN = {
+    E.BinOp: ("a", "b"), E.Cmp: ("a", "b"), E.And: ("a", "b"), E.Or: ("a", "b"), E.Not: ("a",),
+    E.Select: ("cond", "t", "f"), E.Cast: ("value",), E.Call: ("args",),
+    E.TensorLoad: ("indices",), E.Load: ("index",), E.Ramp: ("base", "stride"),
+    E.Broadcast: ("value",), E.Reduce: ("source", "condition"),
+    S.Store: ("index", "value"), S.For: ("min", "extent", "body"), S.ThreadExtent: ("body",),
+    S.Allocate: ("body",), S.Produce: ("body",), S.Seq: ("stmts",),
+    S.IfThenElse: ("cond", "then", "orelse"), S.Barrier: (),
+    E.IntImm: (), E.FloatImm: (), E.Var: (),
+}
+
+
+def children(node):
+    out = []
+    for f in _CHILDREN[type(node)]:
+        v = getattr(node, f)
+        if isinstance(v, tuple):
+            out.extend(v)
+        elif v is not None:
+            out.append(v)
+    return out
+
+
+class Visitor:
+    """Walks every node; override ``visit_<Class>`` and call ``generic_visit`` to go on."""
+
+    def visit(self, node):
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        return method(node) if method else self.generic_visit(node)
+
+    def generic_visit(self, node):
+        for c in children(node):
+            self.visit(c)
+
+
+class Mutator:
+    """Rebuilds trees; the default keeps a node when none of its children changed."""
+
+    def visit(self, node):
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        return method(node) if method else self.generic_visit(node)
+
+    def generic_visit(self, node):
+        changes = {}
+        for f in _CHILDREN[type(node)]:
+            v = getattr(node, f)
+            if isinstance(v, tuple):
+                nv = tuple(self.visit(x) for x in v)
+                if any(a is not b for a, b in zip(nv, v)):
+                    changes[f] = nv
+            elif v is not None:
+                nv = self.visit(v)
+                if nv is not v:
+                    changes[f] = nv
+        if not changes:
+            return node
+        if isinstance(node, S.Seq):
+            return S.seq(*changes["stmts"])
+        return dataclasses.replace(node, **changes)
+
+
+class Substitute(Mutator):
+    """Replaces variables by expressions (``{Var: Expr}``)."""
+
+    def __init__(self, vmap):
+        self.vmap = vmap
+
+    def visit_Var(self, v):
+        return self.vmap.get(v, v)
+
+    def visit_For(self, node):
+        if node.var in self.vmap:
+            # a bound variable is renamed only when the map says so with a Var
+            new = self.vmap[node.var]
+            body = self.visit(node.body)
+            return dataclasses.replace(node, var=new, min=self.visit(node.min),
+                                       extent=self.visit(node.extent), body=body)
+        return self.generic_visit(node)
+
+
+def substitute(node, vmap):
+    return Substitute(vmap).visit(node) if vmap else node
+
+
+def free_vars(node):
+    """The Vars a tree mentions (loop variables included)."""
+    found = {}
+
+    class _V(Visitor):
+        def visit_Var(self, v):
+            found[v] = None
+
+        def visit_For(self, f):
+            found[f.var] = None
+            self.generic_visit(f)
+
+        def visit_ThreadExtent(self, t):
+            found[t.var] = None
+            self.generic_visit(t)
+
+    _V().visit(node)
+    return list(found)
+
+
+def uses_var(node, var):
+    return var in set(free_vars(node))

@@ -1,0 +1,87 @@
+"""``lower``: schedule -> loop-nest IR, as one list of named passes."""
+from __future__ import annotations
+
+import time
+
+from ..config import config
+from ..errors import LoweringError
+from ..ir.printer import print_stmt
+from ..ir.stmt import LoweredFunc
+from ..ir.tensor import Tensor
+from ..passes import insert_barriers, remove_trivial_loops, simplify_stmt
+from .schedule import Schedule
+from .schedule_ops import schedule_to_stmt
+
+# The pipeline after the loop nests are built, in order.
+PASSES = (
+    ("simplify", simplify_stmt),                         # canonical index arithmetic, dead guards
+    ("remove_trivial_loops", remove_trivial_loops),      # loops of one iteration disappear
+    ("simplify_again", simplify_stmt),                   # fold what the removal exposed
+    ("insert_barriers", insert_barriers),                # work-group barriers around shared tiles
+)
+
+
+def run_passes(stmt, passes=PASSES):
+    for name, fn in passes:
+        t0 = time.perf_counter()
+        new = fn(stmt)
+        if config.debug_ir and new is not stmt:
+            ms = (time.perf_counter() - t0) * 1e3
+            print(f"// after {name} ({ms:.2f} ms)\n{print_stmt(new)}\n")
+        stmt = new
+    return stmt
+
+
+def lower(sch, args, name="default_function", simple_mode=False):
+    """Lower schedule ``sch`` with arguments ``args`` (tensors, in call order) to loop IR.
+
+    Returns a ``LoweredFunc``; ``print`` shows its body in TVM's style. ``simple_mode`` is
+    accepted for TVM compatibility: the printed form is always the simple one.
+    """
+    if not isinstance(sch, Schedule):
+        raise LoweringError(f"lower: expected a schedule (ts.create_schedule), got {sch!r}")
+    args = list(args)
+    for a in args:
+        if not isinstance(a, Tensor):
+            raise LoweringError(f"lower: arguments must be tensors, got {a!r}")
+    if len({id(a) for a in args}) != len(args):
+        raise LoweringError("lower: a tensor is listed twice in the arguments")
+    stmt, ctx = schedule_to_stmt(sch, args)
+    stmt = run_passes(stmt)
+    bufs = []
+    for a in args:
+        st = ctx.stage_of(a)
+        if st is not None and st.attach_type != "root":
+            raise LoweringError(f"lower: argument '{a.name}' is computed inside another stage "
+                                f"({st.attach_type}); an argument must be computed at the root")
+        bufs.append(ctx.storage(a)[0])
+    missing = [op.name for op in sch.outputs if not any(ctx.stage_of(a) is sch.stage_map[op]
+                                                        for a in args)]
+    if missing:
+        raise LoweringError(f"lower: output '{missing[0]}' is not among the arguments; add it")
+    used = _placeholders_used(stmt)
+    absent = [b.name for b in used if b not in bufs]
+    if absent:
+        raise LoweringError(f"lower: input '{absent[0]}' is read but not among the arguments; "
+                            "add it")
+    outputs = tuple(b for b, a in zip(bufs, args) if ctx.stage_of(a) is not None)
+    return LoweredFunc(name, tuple(bufs), stmt, outputs)
+
+
+def _placeholders_used(stmt):
+    """Global buffers that are read but not allocated inside the function: its inputs."""
+    from ..ir.visitor import Visitor
+    loaded, allocated = {}, set()
+
+    class _V(Visitor):
+        def visit_Load(self, node):
+            if node.buffer.scope == "global":
+                loaded[node.buffer] = None
+            self.generic_visit(node)
+
+        def visit_Allocate(self, a):
+            allocated.add(a.buffer)
+            self.generic_visit(a)
+
+    _V().visit(stmt)
+    return [b for b in loaded if b not in allocated]

@@ -1,0 +1,457 @@
+"""``Schedule`` and ``Stage``: the primitives record what to do; ``lower`` does it.
+
+Each primitive checks that it is legal, appends a relation (``Split``, ``Fuse``) or sets an
+attribute, and updates the stage's leaf order. No loop IR is touched here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+from ..ir.stmt import SCOPES
+from ..ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor, tensors_read
+from ..ir.visitor import Mutator
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    parent: IterVar
+    outer: IterVar
+    inner: IterVar
+    factor: int | None
+    nparts: int | None
+
+
+@dataclass(frozen=True, eq=False)
+class Fuse:
+    outer: IterVar
+    inner: IterVar
+    fused: IterVar
+
+
+@dataclass
+class IterAttr:
+    kind: str = "serial"                  # serial / unrolled / vectorized / parallel
+    bind: IterVar | None = None           # thread_axis this loop is bound to
+    pragmas: list = field(default_factory=list)
+
+
+class Stage:
+    """How one operation is computed: its loops, their order and annotations, where it lives."""
+
+    def __init__(self, op, schedule):
+        self.op, self.origin_op, self.schedule = op, op, schedule
+        self.all_iter_vars = list(op.axis) + list(op.reduce_axis)
+        self.leaf_iter_vars = list(self.all_iter_vars)
+        self.relations = []
+        self.attrs = {}                       # IterVar -> IterAttr
+        self.attach_type = "root"             # root / inline / scope
+        self.attach_stage = None
+        self.attach_ivar = None
+        self.scope = None                     # storage scope; None: decided by lowering
+        self.is_output = False
+
+    @property
+    def name(self):
+        return self.op.name
+
+    def __repr__(self):
+        return f"stage({self.name})"
+
+    # ---- checks
+
+    def _error(self, primitive, message, axis=None):
+        return ScheduleError(primitive, self, message, axis)
+
+    def _check_leaf(self, primitive, iv):
+        if not isinstance(iv, IterVar):
+            raise self._error(primitive, f"expected an axis (IterVar), got {type(iv).__name__} "
+                              f"{iv!r}; take axes from s[T].op.axis or from split/fuse")
+        if iv in self.leaf_iter_vars:
+            return iv
+        if iv in self.all_iter_vars:
+            child = [r for r in self.relations if getattr(r, "parent", None) is iv or
+                     getattr(r, "outer", None) is iv or getattr(r, "inner", None) is iv]
+            how = "split" if child and isinstance(child[0], Split) and child[0].parent is iv \
+                else "fused"
+            raise self._error(primitive, f"axis '{iv.var.name}' was already {how}; use the axes "
+                              f"that {how} returned instead", iv)
+        owner = self.schedule._owner(iv)
+        where = f"it belongs to stage '{owner.name}'" if owner else "it is not an axis of it"
+        raise self._error(primitive, f"axis '{iv.var.name}' is not a loop of this stage: {where}; "
+                          f"use s[{self.name}].op.axis", iv)
+
+    def _check_not_inline(self, primitive):
+        if self.attach_type == "inline":
+            raise self._error(primitive, "the stage was inlined (compute_inline) and has no "
+                              "loops of its own")
+
+    def _attr(self, iv):
+        return self.attrs.setdefault(iv, IterAttr())
+
+    # ---- loop structure
+
+    def split(self, parent, factor=None, nparts=None):
+        """Split ``parent`` into ``(outer, inner)``; ``inner`` has ``factor`` iterations (or
+        ``outer`` has ``nparts``). A factor that does not divide the extent is legal."""
+        self._check_not_inline("split")
+        self._check_leaf("split", parent)
+        if (factor is None) == (nparts is None):
+            raise self._error("split", "give exactly one of factor= or nparts=", parent)
+        n = factor if factor is not None else nparts
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+            raise self._error("split", f"the {'factor' if factor is not None else 'nparts'} must "
+                              f"be a positive int, got {n!r}", parent)
+        kind = parent.kind
+        outer = IterVar(E.Var(parent.var.name + ".outer"), None, kind)
+        inner = IterVar(E.Var(parent.var.name + ".inner"), None, kind)
+        self.relations.append(Split(parent, outer, inner, factor, nparts))
+        self.all_iter_vars += [outer, inner]
+        pos = self.leaf_iter_vars.index(parent)
+        self.leaf_iter_vars[pos:pos + 1] = [outer, inner]
+        self._record("split", parent, factor=factor, nparts=nparts)
+        return outer, inner
+
+    def tile(self, x_parent, y_parent, x_factor, y_factor):
+        """Split two axes and order the result ``xo, yo, xi, yi``."""
+        xo, xi = self.split(x_parent, x_factor)
+        yo, yi = self.split(y_parent, y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
+    def fuse(self, *args):
+        """Fuse adjacent axes (outermost first) into one."""
+        self._check_not_inline("fuse")
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = tuple(args[0])
+        if len(args) < 2:
+            raise self._error("fuse", "give at least two axes to fuse")
+        for iv in args:
+            self._check_leaf("fuse", iv)
+        fused = args[0]
+        for inner in args[1:]:
+            fused = self._fuse2(fused, inner)
+        return fused
+
+    def _fuse2(self, outer, inner):
+        po, pi = self.leaf_iter_vars.index(outer), self.leaf_iter_vars.index(inner)
+        if pi != po + 1:
+            raise self._error("fuse", f"axes '{outer.var.name}' and '{inner.var.name}' are not "
+                              "adjacent (outer first) in the loop order; reorder them first", inner)
+        if outer.kind != inner.kind:
+            raise self._error("fuse", f"cannot fuse a {outer.kind} axis with a {inner.kind} axis",
+                              inner)
+        fused = IterVar(E.Var(f"{outer.var.name}.{inner.var.name}.fused"), None, outer.kind)
+        self.relations.append(Fuse(outer, inner, fused))
+        self.all_iter_vars.append(fused)
+        self.leaf_iter_vars[po:pi + 1] = [fused]
+        self._record("fuse", outer, inner=inner.var.name)
+        return fused
+
+    def reorder(self, *args):
+        """Put the given axes in this relative order; the other loops keep their places."""
+        self._check_not_inline("reorder")
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = tuple(args[0])
+        seen = set()
+        for iv in args:
+            self._check_leaf("reorder", iv)
+            if id(iv) in seen:
+                raise self._error("reorder", f"axis '{iv.var.name}' is listed twice", iv)
+            seen.add(id(iv))
+        positions = sorted(self.leaf_iter_vars.index(iv) for iv in args)
+        for pos, iv in zip(positions, args):
+            self.leaf_iter_vars[pos] = iv
+        self._record("reorder", None, axes=[iv.var.name for iv in args])
+
+    # ---- annotations
+
+    def _annotate(self, primitive, iv, kind):
+        self._check_not_inline(primitive)
+        self._check_leaf(primitive, iv)
+        a = self._attr(iv)
+        if a.bind is not None:
+            raise self._error(primitive, f"axis '{iv.var.name}' is bound to {a.bind.tag}; a bound "
+                              "axis cannot also be " + kind, iv)
+        if kind == "vectorized" and iv.kind == "reduce":
+            raise self._error(primitive, f"'{iv.var.name}' is a reduction axis; vectorize a data "
+                              "axis (reorder it innermost) instead", iv)
+        if kind == "parallel" and iv.kind == "reduce":
+            raise self._error(primitive, f"'{iv.var.name}' is a reduction axis and cannot run in "
+                              "parallel", iv)
+        a.kind = kind
+        self._record(primitive, iv)
+
+    def unroll(self, iv):
+        self._annotate("unroll", iv, "unrolled")
+
+    def vectorize(self, iv):
+        self._annotate("vectorize", iv, "vectorized")
+
+    def parallel(self, iv):
+        self._annotate("parallel", iv, "parallel")
+
+    def pragma(self, iv, key, value=1):
+        """Attach ``key = value`` to the loop of ``iv`` (for example ``unroll_explicit``)."""
+        self._check_not_inline("pragma")
+        self._check_leaf("pragma", iv)
+        if not isinstance(key, str):
+            raise self._error("pragma", f"pragma key must be a string, got {key!r}", iv)
+        self._attr(iv).pragmas.append((key, value))
+        self._record("pragma", iv, key=key, value=value)
+
+    def bind(self, iv, thread):
+        """Run the loop of ``iv`` as the work-item index ``thread`` (``ts.thread_axis(tag)``)."""
+        self._check_not_inline("bind")
+        self._check_leaf("bind", iv)
+        if not isinstance(thread, IterVar) or thread.kind != "thread":
+            raise self._error("bind", f"the second argument must be ts.thread_axis(tag), got "
+                              f"{thread!r}", iv)
+        if iv.kind == "reduce":
+            raise self._error("bind", f"'{iv.var.name}' is a reduction axis; binding it to "
+                              f"{thread.tag} would need a cross-thread reduction, which "
+                              "tensorsched does not do", iv)
+        a = self._attr(iv)
+        if a.bind is not None:
+            raise self._error("bind", f"axis '{iv.var.name}' is already bound to {a.bind.tag}", iv)
+        for other, oa in self.attrs.items():
+            if oa.bind is not None and oa.bind.tag == thread.tag:
+                raise self._error("bind", f"{thread.tag} is already bound to axis "
+                                  f"'{other.var.name}' of this stage; bind another tag", iv)
+        if a.kind != "serial":
+            raise self._error("bind", f"axis '{iv.var.name}' is {a.kind}; a bound axis cannot be",
+                              iv)
+        a.bind = thread
+        self._record("bind", iv, thread=thread.tag)
+
+    # ---- placement
+
+    def compute_at(self, parent, iv):
+        """Compute this stage inside the loop ``iv`` of stage ``parent``, just what it needs."""
+        if not isinstance(parent, Stage):
+            raise self._error("compute_at", f"the first argument must be a stage (s[T]), got "
+                              f"{parent!r}")
+        if parent is self:
+            raise self._error("compute_at", "a stage cannot be computed inside itself")
+        parent._check_leaf("compute_at", iv)
+        if self.is_output:
+            raise self._error("compute_at", "it is an output of the schedule and must be computed "
+                              "at the root")
+        if not self.schedule._reads_transitively(parent, self):
+            raise self._error("compute_at", f"stage '{parent.name}' does not read '{self.name}' "
+                              f"(directly or through other stages); compute '{self.name}' at a "
+                              "stage that consumes it")
+        self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, iv
+        self._record("compute_at", iv, parent=parent.name)
+
+    def compute_inline(self):
+        """Substitute this stage's expression into every consumer instead of storing it."""
+        if self.is_output:
+            raise self._error("compute_inline", "it is an output of the schedule; only "
+                              "intermediate stages can be inlined")
+        if self.op.reduce_axis:
+            raise self._error("compute_inline", "it is a reduction; a reduction cannot be "
+                              "inlined, use compute_at to place it inside its consumer")
+        if self.schedule._has_attached(self):
+            raise self._error("compute_inline", "other stages are computed at its loops; "
+                              "inline or move them first")
+        self.attach_type, self.attach_stage, self.attach_ivar = "inline", None, None
+        self._record("compute_inline", None)
+
+    def compute_root(self):
+        self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
+        self._record("compute_root", None)
+
+    def set_scope(self, scope):
+        _check_scope(scope, "set_scope", self)
+        self.scope = scope
+        self._record("set_scope", None, scope=scope)
+
+    def _record(self, primitive, iv, **kw):
+        self.schedule.trace.append((self.name, primitive, iv.var.name if iv is not None else None, kw))
+
+
+def _check_scope(scope, primitive, stage=None):
+    if scope not in SCOPES:
+        raise ScheduleError(primitive, stage, f"unknown scope '{scope}'; use one of "
+                            f"{', '.join(SCOPES)}")
+
+
+class _ReplaceTensors(Mutator):
+    def __init__(self, tmap):
+        self.tmap = tmap
+
+    def visit_TensorLoad(self, t):
+        idx = tuple(self.visit(i) for i in t.indices)
+        return E.TensorLoad(self.tmap.get(t.tensor, t.tensor), idx)
+
+
+class Schedule:
+    """The stages of a computation, in dataflow order, and the primitives that add stages."""
+
+    def __init__(self, outputs):
+        self.outputs = list(outputs)
+        self.trace = []
+        self.stages, self.stage_map, self.placeholders = [], {}, []
+        for op in _post_order(self.outputs):
+            if isinstance(op, PlaceholderOp):
+                self.placeholders.append(op)
+            else:
+                st = Stage(op, self)
+                self.stages.append(st)
+                self.stage_map[op] = st
+        for op in self.outputs:
+            self.stage_map[op].is_output = True
+
+    def __getitem__(self, t):
+        op = t.op if isinstance(t, Tensor) else t
+        if isinstance(op, Stage):
+            return op
+        if isinstance(op, PlaceholderOp):
+            raise ScheduleError("schedule", None, f"'{op.name}' is a placeholder (an input); it "
+                                "has no loops to schedule")
+        if op not in self.stage_map:
+            name = getattr(op, "name", repr(op))
+            raise ScheduleError("schedule", None, f"'{name}' is not part of this schedule; "
+                                "create_schedule from the ops that produce it")
+        return self.stage_map[op]
+
+    def stage_of(self, tensor):
+        return self.stage_map.get(tensor.op)
+
+    def _owner(self, iv):
+        for st in self.stages:
+            if iv in st.all_iter_vars:
+                return st
+        return None
+
+    def _has_attached(self, stage):
+        return any(st.attach_stage is stage for st in self.stages)
+
+    # ---- dataflow
+
+    def graph(self):
+        """The dataflow graph: a networkx DiGraph of stages (and placeholder ops), producer ->
+        consumer, built from the stages' current bodies."""
+        g = nx.DiGraph()
+        for op in self.placeholders:
+            g.add_node(op)
+        for st in self.stages:
+            g.add_node(st)
+            for t in tensors_read(st.op.body):
+                g.add_edge(self.stage_map.get(t.op, t.op), st)
+        return g
+
+    def _reads_transitively(self, consumer, producer):
+        g = self.graph()
+        return nx.has_path(g, producer, consumer)
+
+    def readers(self, stage):
+        return [st for st in self.stages if any(t.op in (stage.op, stage.origin_op)
+                                                for t in tensors_read(st.op.body))]
+
+    def _insert(self, stage, before):
+        self.stages.insert(self.stages.index(before), stage)
+        self.stage_map[stage.op] = stage
+
+    # ---- cache stages
+
+    def cache_read(self, tensor, scope, readers):
+        """A stage copying ``tensor`` into ``scope`` memory, read by ``readers`` instead."""
+        if not isinstance(tensor, Tensor):
+            raise ScheduleError("cache_read", None, f"expected a tensor, got {tensor!r}")
+        _check_scope(scope, "cache_read")
+        readers = readers if isinstance(readers, (list, tuple)) else [readers]
+        if not readers:
+            raise ScheduleError("cache_read", None, "give at least one reader")
+        reader_stages = [self[r] for r in readers]
+        cache = _copy_compute(tensor, f"{tensor.name}.{scope}")
+        for st in reader_stages:
+            if tensor not in tensors_read(st.op.body):
+                raise ScheduleError("cache_read", st, f"it does not read '{tensor.name}'; pass "
+                                    "only stages that read it as readers")
+        for st in reader_stages:
+            _rebind_body(st, _ReplaceTensors({tensor: cache}).visit(st.op.body))
+        new = Stage(cache.op, self)
+        new.scope = scope
+        self._insert(new, min(reader_stages, key=self.stages.index))
+        self.trace.append((tensor.name, "cache_read", None, {"scope": scope}))
+        return cache
+
+    def cache_write(self, tensor, scope):
+        """Compute ``tensor`` into a ``scope`` stage; the original stage copies it out."""
+        if not isinstance(tensor, Tensor):
+            raise ScheduleError("cache_write", None, f"expected a tensor, got {tensor!r}")
+        _check_scope(scope, "cache_write")
+        st = self[tensor]
+        if st.relations or any(a.bind is not None or a.kind != "serial" for a in st.attrs.values()):
+            raise ScheduleError("cache_write", st, "the stage was already scheduled; call "
+                                "cache_write before splitting, reordering or binding it")
+        op = st.op
+        # the cache stage computes the original body over fresh axes
+        axis = [IterVar(E.Var(iv.var.name + ".c"), iv.dom, "data") for iv in op.axis]
+        from ..ir.visitor import substitute
+        body = substitute(op.body, {a.var: b.var for a, b in zip(op.axis, axis)})
+        cop = ComputeOp(f"{op.name}.{scope}", axis, body)
+        cache = cop.output(0)
+        new = Stage(cop, self)
+        new.scope = scope
+        # the original stage now copies the cache out, keeping its axis variables
+        copy = E.TensorLoad(cache, tuple(iv.var for iv in op.axis))
+        _rebind_body(st, copy)
+        st.all_iter_vars = list(st.op.axis)
+        st.leaf_iter_vars = list(st.op.axis)
+        self._insert(new, st)
+        self.trace.append((tensor.name, "cache_write", None, {"scope": scope}))
+        return cache
+
+
+def _copy_compute(tensor, name):
+    axis = [IterVar(E.Var(f"ax{k}"), Range(0, d), "data") for k, d in enumerate(tensor.shape)]
+    op = ComputeOp(name, axis, E.TensorLoad(tensor, tuple(iv.var for iv in axis)))
+    return op.output(0)
+
+
+def _rebind_body(stage, body):
+    """Give ``stage`` a new op with ``body`` and the same axes, keeping the old op's lookups."""
+    old = stage.op
+    new = ComputeOp.__new__(ComputeOp)
+    new.name, new.axis, new.body, new.tag, new.attrs = old.name, old.axis, body, old.tag, old.attrs
+    new.reduce_axis = tuple(body.axis) if isinstance(body, E.Reduce) else ()
+    new.shape, new.dtype, new._out = old.shape, old.dtype, old.output(0)
+    stage.op = new
+    stage.schedule.stage_map[new] = stage
+
+
+def _post_order(outputs):
+    seen, order = set(), []
+
+    def visit(op):
+        if op in seen:
+            return
+        seen.add(op)
+        for t in op.input_tensors:
+            visit(t.op)
+        order.append(op)
+
+    for op in outputs:
+        visit(op)
+    return order
+
+
+def create_schedule(ops):
+    """A schedule for the given output operation(s) and everything they read."""
+    ops = ops if isinstance(ops, (list, tuple)) else [ops]
+    out = []
+    for op in ops:
+        op = op.op if isinstance(op, Tensor) else op
+        if not isinstance(op, Operation):
+            raise ScheduleError("create_schedule", None, f"expected operations (T.op), got {op!r}")
+        if isinstance(op, PlaceholderOp):
+            raise ScheduleError("create_schedule", None, f"'{op.name}' is a placeholder; schedule "
+                                "the compute that produces the output")
+        out.append(op)
+    return Schedule(out)

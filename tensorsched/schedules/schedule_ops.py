@@ -1,0 +1,403 @@
+"""From a schedule to one loop-nest statement with flat buffer accesses.
+
+Order of work: inline the ``compute_inline`` stages into their consumers, infer the region
+every stage computes (consumers first), give each stage a buffer, then build each stage's nest
+in leaf order with its ``compute_at`` producers placed inside the loop they are attached to.
+"""
+from __future__ import annotations
+
+import networkx as nx
+
+from ..errors import LoweringError, ScheduleError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.intrin import identity_value
+from ..ir.simplify import simplify
+from ..ir.tensor import PlaceholderOp, Tensor, tensors_read
+from ..ir.visitor import Mutator, substitute
+from .bound import SCOPE_RANK, infer_region, pass_down, pass_up, tag_rank
+
+
+class _Inline(Mutator):
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def visit_TensorLoad(self, t):
+        idx = tuple(self.visit(i) for i in t.indices)
+        st = self.ctx.stage_of(t.tensor)
+        if st is not None and st.attach_type == "inline":
+            body = self.ctx.body[st]
+            return substitute(body, {iv.var: i for iv, i in zip(st.op.axis, idx)})
+        return E.TensorLoad(t.tensor, idx)
+
+
+class _Flatten(Mutator):
+    """``T[i, j]`` -> ``T_buffer[(i - min_i)*extent_j + (j - min_j)]``."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def visit_TensorLoad(self, t):
+        idx = tuple(self.visit(i) for i in t.indices)
+        buf, region = self.ctx.storage(t.tensor)
+        return E.Load(buf, flat_index([i - m for i, (m, _) in zip(idx, region)],
+                                      [e for _, e in region]))
+
+
+def flat_index(indices, extents):
+    out = None
+    for i, e in zip(indices, extents):
+        out = i if out is None else out * e + i
+    return out if out is not None else E.IntImm(0)
+
+
+class Context:
+    def __init__(self, sched, args):
+        self.sched = sched
+        self.stages = [st for st in _topo(sched) if st.attach_type != "inline"]
+        self.body, self.region, self.buffer, self.ext = {}, {}, {}, {}
+        self.scope = {}
+        self.var_ranges = {}          # every loop Var -> (0, extent-1), for the simplifier
+        self.thread_vars = {}         # tag -> Var
+        self.bound_vars = {}          # leaf Var -> thread Var
+        self.placeholder_buf = {}
+        self.arg_tensors = args
+
+    def stage_of(self, tensor):
+        return self.sched.stage_map.get(tensor.op)
+
+    def storage(self, tensor):
+        st = self.stage_of(tensor)
+        if st is None:
+            op = tensor.op
+            if op not in self.placeholder_buf:
+                if not isinstance(op, PlaceholderOp):
+                    raise LoweringError(f"tensor '{tensor.name}' is not produced by this schedule")
+                self.placeholder_buf[op] = S.Buffer(op.name, op.dtype, op.shape)
+            return self.placeholder_buf[op], [(E.IntImm(0), d) for d in op.shape]
+        return self.buffer[st], self.region[st]
+
+    def thread_var(self, tag):
+        if tag not in self.thread_vars:
+            self.thread_vars[tag] = E.Var(tag)
+        return self.thread_vars[tag]
+
+
+def _topo(sched):
+    g = sched.graph()
+    order = {st: k for k, st in enumerate(sched.stages)}
+    topo = nx.lexicographical_topological_sort(g, key=lambda n: order.get(n, -1))
+    return [n for n in topo if n in order]
+
+
+# ---------------------------------------------------------------- attach tree and scopes
+
+def _ancestors(st):
+    """``[(stage, attach_ivar)]`` from ``st``'s attach parent up to its root stage."""
+    out, cur, seen = [], st, {st}
+    while cur.attach_type == "scope":
+        parent = cur.attach_stage
+        if parent in seen:
+            raise ScheduleError("compute_at", st, "the compute_at placements form a cycle")
+        if parent.attach_type == "inline":
+            raise ScheduleError("compute_at", cur, f"it is attached to stage '{parent.name}', "
+                                "which is inlined; attach it to a stage that has loops")
+        out.append((parent, cur.attach_ivar))
+        seen.add(parent)
+        cur = parent
+    return out
+
+
+def _outer_leaves(st):
+    """Leaves of the ancestors that enclose ``st`` (those at or outside each attach point)."""
+    out = []
+    for parent, iv in _ancestors(st):
+        pos = parent.leaf_iter_vars.index(iv)
+        out.extend(parent.leaf_iter_vars[:pos + 1])
+    return out
+
+
+def _bound_tag(st, iv):
+    a = st.attrs.get(iv)
+    return a.bind.tag if a is not None and a.bind is not None else None
+
+
+def _infer_scope(st):
+    if st.scope is not None:
+        return st.scope
+    if st.attach_type != "scope":
+        return "global"
+    tags = []
+    for parent, iv in _ancestors(st):
+        pos = parent.leaf_iter_vars.index(iv)
+        tags += [_bound_tag(parent, x) for x in parent.leaf_iter_vars[:pos + 1]]
+    if any(t and t.startswith("threadIdx") for t in tags):
+        return "local"
+    if any(t and t.startswith("blockIdx") for t in tags):
+        return "shared"
+    return "global"
+
+
+# ---------------------------------------------------------------- bound inference
+
+def infer_bounds(ctx):
+    readers = {st: [] for st in ctx.stages}
+    for st in ctx.stages:
+        for t in tensors_read(ctx.body[st]):
+            p = ctx.stage_of(t)
+            if p is not None and p in readers:
+                readers[p].append((st, t))
+    for st in reversed(ctx.stages):
+        ctx.scope[st] = _infer_scope(st)
+        if st.attach_type == "scope":
+            ctx.region[st] = _attached_region(ctx, st, readers[st])
+        else:
+            ctx.region[st] = [(E.IntImm(0), d) for d in st.op.shape]
+        root_ext = {iv: e for iv, (_, e) in zip(st.op.axis, ctx.region[st])}
+        root_ext.update({iv: iv.dom.extent for iv in st.op.reduce_axis})
+        ctx.ext[st] = pass_down(st, root_ext)
+        for iv in st.leaf_iter_vars:
+            ctx.var_ranges[iv.var] = (0, ctx.ext[st][iv] - 1)
+        scope = ctx.scope[st] if not st.is_output else "global"
+        shape = tuple(e for _, e in ctx.region[st])
+        ctx.buffer[st] = S.Buffer(st.name, st.op.dtype, shape, scope)
+
+
+def _attached_region(ctx, st, readers):
+    parent, ax = st.attach_stage, st.attach_ivar
+    ax_pos = parent.leaf_iter_vars.index(ax)
+    rank = SCOPE_RANK[ctx.scope[st]]
+    relaxed = {}
+    for iv in parent.leaf_iter_vars[ax_pos + 1:]:
+        relaxed[iv.var] = ctx.ext[parent][iv]
+    # work-item indices around the attach point that the whole tile must cover
+    for anc in [parent] + [a for a, _ in _ancestors(parent)]:
+        for iv in anc.leaf_iter_vars:
+            tag = _bound_tag(anc, iv)
+            if tag and rank <= tag_rank(tag):
+                relaxed[iv.var] = ctx.ext[anc][iv]
+    accesses = []
+    for reader, tensor in readers:
+        chain = [reader] + [a for a, _ in _ancestors(reader)]
+        if parent not in chain:
+            raise ScheduleError("compute_at", st, f"it is also read by stage '{reader.name}', "
+                                f"which is not computed inside '{parent.name}' at "
+                                f"'{ax.var.name}'; only one consumer can hold it")
+        if reader is not parent:
+            inside = chain[chain.index(parent) - 1]
+            pos = parent.leaf_iter_vars.index(inside.attach_ivar)
+            if pos < ax_pos:
+                raise ScheduleError("compute_at", st, f"its reader '{reader.name}' is computed at "
+                                    f"'{inside.attach_ivar.var.name}', outside "
+                                    f"'{ax.var.name}'; attach '{st.name}' further out")
+            for mid in chain[:chain.index(parent)]:
+                for iv in mid.leaf_iter_vars:
+                    relaxed[iv.var] = ctx.ext[mid][iv]
+        values = _root_values(ctx, reader)
+        vmap = {iv.var: values[iv] for iv in list(reader.op.axis) + list(reader.op.reduce_axis)}
+        for load in _loads_of(ctx.body[reader], tensor):
+            accesses.append([substitute(i, vmap) for i in load.indices])
+    if not accesses:
+        raise LoweringError(f"stage '{st.name}' is attached but nothing reads it")
+    return infer_region(st.op.shape, accesses, relaxed, ctx.var_ranges, st.name)
+
+
+def _root_values(ctx, st):
+    """Root axis -> ``min + offset`` expression in the stage's leaf variables."""
+    values, _ = pass_up(st, ctx.ext[st])
+    out = {}
+    for iv, (m, _) in zip(st.op.axis, ctx.region[st]):
+        out[iv] = simplify(m + values[iv])
+    for iv in st.op.reduce_axis:
+        out[iv] = simplify(values[iv] + iv.dom.min)
+    return out
+
+
+def _loads_of(expr, tensor):
+    found = []
+
+    class _V(Mutator):
+        def visit_TensorLoad(self, t):
+            if t.tensor is tensor:
+                found.append(t)
+            return self.generic_visit(t)
+
+    _V().visit(expr)
+    return found
+
+
+# ---------------------------------------------------------------- loop nests
+
+def build_stage(ctx, st, env):
+    """The statement computing stage ``st``; ``env`` maps thread tags bound around it to
+    ``(var, extent)``."""
+    leaves = st.leaf_iter_vars
+    ext = ctx.ext[st]
+    values, split_guards = pass_up(st, ext)
+    region = ctx.region[st]
+    root = _root_values(ctx, st)
+    vmap = {iv.var: root[iv] for iv in list(st.op.axis) + list(st.op.reduce_axis)}
+    buf = ctx.buffer[st]
+    out_index = flat_index([values[iv] for iv in st.op.axis], [e for _, e in region])
+    body = ctx.body[st]
+    flat = _Flatten(ctx)
+
+    def is_reduce_leaf(iv):
+        return iv.kind == "reduce"
+
+    # guards: uneven splits, and (for attached stages) staying inside the op's domain
+    data_guards, all_guards = [], []
+    for parent, cond in split_guards:
+        all_guards.append(cond)
+        if parent.kind != "reduce":
+            data_guards.append(cond)
+    if st.attach_type == "scope":
+        for iv, (m, e), dim in zip(st.op.axis, region, st.op.shape):
+            v = root[iv]
+            data_guards += [v < dim, v >= 0]
+            all_guards += [v < dim, v >= 0]
+    if isinstance(body, E.Reduce):
+        src = flat.visit(substitute(body.source, vmap))
+        old = E.Load(buf, out_index)
+        upd = E.BinOp("+", old, src) if body.combiner == "sum" else E.BinOp(body.combiner, old, src)
+        conds = list(all_guards)
+        if body.condition is not None:
+            conds.append(flat.visit(substitute(body.condition, vmap)))
+        main = _guard(conds, S.Store(buf, out_index, upd))
+        first_reduce = next(k for k, iv in enumerate(leaves) if is_reduce_leaf(iv))
+        init = _init_nest(ctx, st, leaves[first_reduce:], out_index, data_guards,
+                          identity_value(body.combiner, body.dtype))
+    else:
+        value = flat.visit(substitute(body, vmap))
+        main = _guard(all_guards, S.Store(buf, out_index, value))
+        first_reduce, init = None, None
+
+    # envs[k]: the thread tags bound outside leaf k
+    envs, cur = [], dict(env)
+    for iv in leaves:
+        envs.append(dict(cur))
+        tag = _bound_tag(st, iv)
+        if tag and tag not in cur:
+            cur[tag] = (ctx.thread_var(tag), ext[iv])
+    inner_env = cur
+
+    attached = {}
+    for child in ctx.stages:
+        if child.attach_type == "scope" and child.attach_stage is st:
+            attached.setdefault(child.attach_ivar, []).append(child)
+
+    stmt = main
+    for k in range(len(leaves) - 1, -1, -1):
+        iv = leaves[k]
+        inner_env_k = envs[k + 1] if k + 1 < len(leaves) else inner_env
+        kids = [build_stage(ctx, c, inner_env_k) for c in attached.get(iv, [])]
+        prefix = kids + ([init] if first_reduce == k + 1 else [])
+        stmt = _with_allocs(ctx, attached.get(iv, []), S.seq(*prefix, stmt))
+        stmt = _loop(ctx, st, iv, ext[iv], stmt, envs[k])
+    if first_reduce == 0:
+        stmt = S.seq(init, stmt)
+    return S.Produce(st.name, stmt)
+
+
+def _guard(conds, stmt):
+    if not conds:
+        return stmt
+    c = conds[0]
+    for x in conds[1:]:
+        c = E.And(c, x)
+    return S.IfThenElse(c, stmt)
+
+
+def _with_allocs(ctx, stages, stmt):
+    for c in reversed(stages):
+        stmt = S.Allocate(ctx.buffer[c], stmt)
+    return stmt
+
+
+def _loop(ctx, st, iv, extent, body, env):
+    attr = st.attrs.get(iv)
+    tag = attr.bind.tag if attr is not None and attr.bind is not None else None
+    if tag:
+        if tag in env:
+            var, outer_ext = env[tag]
+            if extent > outer_ext:
+                raise LoweringError(f"stage '{st.name}': axis '{iv.var.name}' is bound to {tag} "
+                                    f"with extent {extent}, but the enclosing kernel runs only "
+                                    f"{outer_ext} work-items along {tag}; use a split factor of "
+                                    f"at most {outer_ext}")
+            ctx.bound_vars[iv.var] = var
+            if extent < outer_ext:
+                body = S.IfThenElse(var < extent, body)
+            return body
+        var = ctx.thread_var(tag)
+        ctx.bound_vars[iv.var] = var
+        ctx.var_ranges[var] = (0, extent - 1)
+        return S.ThreadExtent(var, tag, extent, body)
+    kind = attr.kind if attr else "serial"
+    pragmas = tuple(attr.pragmas) if attr else ()
+    return S.For(iv.var, E.IntImm(0), E.IntImm(extent), kind, body, pragmas)
+
+
+def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, identity):
+    data = [iv for iv in leaves_from_reduce if iv.kind != "reduce"]
+    for iv in data:
+        if _bound_tag(st, iv):
+            raise ScheduleError("bind", st, f"axis '{iv.var.name}' is bound to a thread but sits "
+                                "inside a reduction loop; move it outside the reduction axes",
+                                iv)
+    fresh = {iv.var: E.Var(iv.var.name + ".init") for iv in data}
+    stmt = _guard([substitute(g, fresh) for g in guards],
+                  S.Store(ctx.buffer[st], substitute(out_index, fresh), identity))
+    for iv in reversed(data):
+        attr = st.attrs.get(iv)
+        kind = attr.kind if attr else "serial"
+        v = fresh[iv.var]
+        ctx.var_ranges[v] = (0, ctx.ext[st][iv] - 1)
+        stmt = S.For(v, E.IntImm(0), E.IntImm(ctx.ext[st][iv]), kind, stmt)
+    return stmt
+
+
+def check_bindings(ctx, st):
+    """A root stage's bound axes must all be outside its unbound loops (they become the NDRange);
+    loops of one iteration do not count."""
+    unbound = None
+    for iv in st.leaf_iter_vars:
+        tag = _bound_tag(st, iv)
+        if tag is None and ctx.ext[st][iv] == 1:
+            continue
+        if tag is None:
+            unbound = iv if unbound is None else unbound
+        elif unbound is not None:
+            raise ScheduleError("bind", st, f"axis '{iv.var.name}' is bound to {tag} but the "
+                                f"unbound loop '{unbound.var.name}' is outside it; reorder the "
+                                "bound axes outermost", iv)
+
+
+def schedule_to_stmt(sched, args):
+    """The whole computation as one statement; returns ``(stmt, context)``."""
+    ctx = Context(sched, args)
+    inline = _Inline(ctx)
+    for st in _topo(sched):
+        ctx.body[st] = inline.visit(st.op.body)
+    for st in ctx.stages:
+        _ancestors(st)
+        if st.attach_type == "scope" and st.attach_ivar not in st.attach_stage.leaf_iter_vars:
+            raise ScheduleError("compute_at", st, f"axis '{st.attach_ivar.var.name}' of stage "
+                                f"'{st.attach_stage.name}' was split or fused after compute_at; "
+                                "attach to one of its current loops")
+    infer_bounds(ctx)
+    parts, root_allocs = [], []
+    for st in ctx.stages:
+        if st.attach_type != "root":
+            continue
+        check_bindings(ctx, st)
+        parts.append(build_stage(ctx, st, {}))
+        if not st.is_output and not _is_arg(ctx, st):
+            root_allocs.append(st)
+    stmt = _with_allocs(ctx, root_allocs, S.seq(*parts))
+    stmt = substitute(stmt, ctx.bound_vars)
+    return stmt, ctx
+
+
+def _is_arg(ctx, st):
+    return any(isinstance(t, Tensor) and ctx.stage_of(t) is st for t in ctx.arg_tensors)
