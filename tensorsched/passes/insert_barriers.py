@@ -2,30 +2,33 @@
 
 A tile is filled cooperatively by the work-items of a group, so every work-item must wait
 after the fill before reading it, and, when the fill sits inside a loop, before overwriting
-what the previous iteration may still be reading.
+what the previous iteration may still be reading. Fills that follow each other share one
+barrier before and one after.
 """
 from ..ir import stmt as S
 from ..ir.visitor import Mutator, Visitor
 
 
-def _writes_shared(stmt):
+def _is_tile_fill(stmt):
+    """A Produce whose own stores (not those of a nested Produce) go to shared memory."""
+    if not isinstance(stmt, S.Produce):
+        return False
     found = []
 
     class _V(Visitor):
         def visit_Store(self, s):
-            if s.buffer.scope == "shared":
-                found.append(s)
+            found.append(s.buffer.scope == "shared")
 
-    _V().visit(stmt)
-    return bool(found)
+        def visit_Produce(self, p):
+            pass                                   # a nested stage is judged on its own
+
+    _V().generic_visit(stmt)
+    return any(found)
 
 
 class _Insert(Mutator):
     def __init__(self):
-        self.loop_depth = 0          # serial loops inside the current kernel
-
-    def visit_ThreadExtent(self, t):
-        return S.ThreadExtent(t.var, t.tag, t.extent, self.visit(t.body))
+        self.loop_depth = 0          # serial loops around the current statement
 
     def visit_For(self, f):
         self.loop_depth += 1
@@ -36,28 +39,30 @@ class _Insert(Mutator):
 
     def visit_Produce(self, p):
         body = self.visit(p.body)
-        if isinstance(p, S.Produce) and _writes_shared(body) and self._fills_tile(body):
-            before = S.Barrier("shared") if self.loop_depth else None
-            return S.seq(before, S.Produce(p.name, body), S.Barrier("shared"))
-        return p if body is p.body else S.Produce(p.name, body)
+        p = p if body is p.body else S.Produce(p.name, body)
+        return self._group([p]) if _is_tile_fill(p) else p
 
-    def _fills_tile(self, body):
-        # the produce of a shared stage itself (not of an enclosing kernel that holds one)
-        return not any(isinstance(x, S.Produce) for x in _walk_produces(body))
+    def visit_Seq(self, s):
+        out, run = [], []
+        for x in s.stmts:
+            if _is_tile_fill(x):
+                body = self.visit(x.body)
+                run.append(x if body is x.body else S.Produce(x.name, body))
+                continue
+            if run:
+                out.append(self._group(run))
+                run = []
+            out.append(self.visit(x))
+        if run:
+            out.append(self._group(run))
+        return S.seq(*out)
 
-
-def _walk_produces(stmt):
-    out = []
-
-    class _V(Visitor):
-        def visit_Produce(self, p):
-            out.append(p)
-
-    _V().generic_visit(stmt)
-    return out
+    def _group(self, fills):
+        before = S.Barrier("shared") if self.loop_depth else None
+        return S.seq(before, *fills, S.Barrier("shared"))
 
 
 def insert_barriers(stmt):
     """Requires: shared buffers written only inside the Produce of their stage.
-    Guarantees: a barrier after each such Produce, and one before it inside loops."""
+    Guarantees: a barrier after each run of tile fills, and one before it inside loops."""
     return _Insert().visit(stmt)
