@@ -1,0 +1,1 @@
+"""Code generation: lowered IR -> OpenCL C (``opencl.py``) or Python (``python.py``)."""

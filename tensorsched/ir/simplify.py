@@ -260,14 +260,29 @@ class Simplifier(Mutator):
         return e if a is e.a and b is e.b else E.Cmp(e.op, a, b)
 
     def visit_And(self, e):
-        a, b = self.visit(e.a), self.visit(e.b)
-        if a == E.FALSE or b == E.FALSE:
-            return E.FALSE
-        if a == E.TRUE:
-            return b
-        if b == E.TRUE:
-            return a
-        return E.And(a, b)
+        # flatten the chain of conjuncts, drop true and repeated ones (a guard of an uneven
+        # split and the domain guard of an attached stage are often the same condition)
+        terms, stack = [], [e]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, E.And):
+                stack += [x.b, x.a]
+            else:
+                terms.append(x)
+        out = []
+        for t in terms:
+            t = self.visit(t)
+            if t == E.FALSE:
+                return E.FALSE
+            if t == E.TRUE or t in out:
+                continue
+            out.append(t)
+        if not out:
+            return E.TRUE
+        c = out[0]
+        for t in out[1:]:
+            c = E.And(c, t)
+        return e if c == e else c
 
     def visit_Or(self, e):
         a, b = self.visit(e.a), self.visit(e.b)

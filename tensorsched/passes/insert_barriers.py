@@ -3,7 +3,8 @@
 A tile is filled cooperatively by the work-items of a group, so every work-item must wait
 after the fill before reading it, and, when the fill sits inside a loop, before overwriting
 what the previous iteration may still be reading. Fills that follow each other share one
-barrier before and one after.
+barrier before and one after, with one more between two of them when the later fill reads a
+tile that the earlier one writes.
 """
 from ..ir import stmt as S
 from ..ir.visitor import Mutator, Visitor
@@ -24,6 +25,25 @@ def _is_tile_fill(stmt):
 
     _V().generic_visit(stmt)
     return any(found)
+
+
+def _shared_accesses(stmt):
+    """The shared buffers ``stmt`` reads and those it writes, as two sets."""
+    reads, writes = set(), set()
+
+    class _V(Visitor):
+        def visit_Load(self, ld):
+            if ld.buffer.scope == "shared":
+                reads.add(ld.buffer)
+            self.generic_visit(ld)
+
+        def visit_Store(self, st):
+            if st.buffer.scope == "shared":
+                writes.add(st.buffer)
+            self.generic_visit(st)
+
+    _V().visit(stmt)
+    return reads, writes
 
 
 class _Insert(Mutator):
@@ -58,8 +78,21 @@ class _Insert(Mutator):
         return S.seq(*out)
 
     def _group(self, fills):
-        before = S.Barrier("shared") if self.loop_depth else None
-        return S.seq(before, *fills, S.Barrier("shared"))
+        """Barriers around a run of fills, and between two fills of the run when the later one
+        reads (or overwrites) a tile that an earlier one of the same segment writes (or reads):
+        another work-item may not have finished the earlier fill yet."""
+        out = [S.Barrier("shared")] if self.loop_depth else []
+        written, read = set(), set()
+        for f in fills:
+            f_reads, f_writes = _shared_accesses(f)
+            if (f_reads & written) or (f_writes & read):
+                out.append(S.Barrier("shared"))
+                written, read = set(), set()
+            out.append(f)
+            written |= f_writes
+            read |= f_reads
+        out.append(S.Barrier("shared"))
+        return S.seq(*out)
 
 
 def insert_barriers(stmt):

@@ -8,7 +8,7 @@ from ..errors import LoweringError
 from ..ir.printer import print_stmt
 from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
-from ..passes import insert_barriers, remove_trivial_loops, simplify_stmt
+from ..passes import hoist_guards, insert_barriers, remove_trivial_loops, simplify_stmt
 from .schedule import Schedule
 from .schedule_ops import schedule_to_stmt
 
@@ -17,6 +17,7 @@ PASSES = (
     ("simplify", simplify_stmt),                         # canonical index arithmetic, dead guards
     ("remove_trivial_loops", remove_trivial_loops),      # loops of one iteration disappear
     ("simplify_again", simplify_stmt),                   # fold what the removal exposed
+    ("hoist_guards", hoist_guards),                      # loop-invariant guard parts move out
     ("insert_barriers", insert_barriers),                # work-group barriers around shared tiles
 )
 

@@ -1,0 +1,247 @@
+"""Lowered IR -> OpenCL C 1.2: one ``__kernel`` per root stage.
+
+The facts of the dialect are the class attributes of ``OpenCLEmitter``; ``emit_opencl`` splits
+a lowered function into kernels, derives each NDRange from its bound axes, and prints them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import CodegenError
+from ..ir import dtype as dt
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.visitor import Visitor
+from ..passes import remove_trivial_loops, simplify_stmt, unroll_loops, vectorize_loops
+from ..ir.precedence import ATOM
+from .c_like import CStyleEmitter, Names
+
+WORK_ITEM = {"blockIdx.x": "get_group_id(0)", "blockIdx.y": "get_group_id(1)",
+             "blockIdx.z": "get_group_id(2)", "threadIdx.x": "get_local_id(0)",
+             "threadIdx.y": "get_local_id(1)", "threadIdx.z": "get_local_id(2)"}
+DIM = {"x": 0, "y": 1, "z": 2}
+KEYWORDS = ("kernel", "global", "local", "constant", "private", "int", "float", "half", "double",
+            "long", "bool", "char", "short", "uint", "image2d_t", "sampler_t", "restrict",
+            "const", "for", "if", "else", "while", "do", "return", "void", "inline", "static")
+
+HELPERS = {
+    "ts_floordiv": "int ts_floordiv(int a, int b) {\n  int q = a / b;\n"
+                   "  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;\n}",
+    "ts_floormod": "int ts_floormod(int a, int b) {\n  int r = a % b;\n"
+                   "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}",
+}
+
+# Passes that turn lowered IR into what the emitter prints, in order.
+PREPARE = (
+    ("vectorize_loops", vectorize_loops),       # vector types from vectorized loops
+    ("unroll_loops", unroll_loops),             # write out unrolled loops
+    ("simplify", simplify_stmt),                # fold the copies' index arithmetic
+    ("remove_trivial_loops", remove_trivial_loops),
+)
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """One ``__kernel``: its name, buffer parameters in order, and its NDRange."""
+    name: str
+    params: tuple
+    writes: frozenset
+    global_size: tuple
+    local_size: tuple
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """The OpenCL C of a lowered function: the text, its kernels in launch order, and the
+    temporary global buffers that pass data between kernels."""
+    name: str
+    text: str
+    kernels: tuple
+    temps: tuple
+
+
+class OpenCLEmitter(CStyleEmitter):
+    kernel_prefix = "__kernel"
+    global_qualifier = "__global"
+    local_qualifier = "__local"
+    barrier_call = "barrier(CLK_LOCAL_MEM_FENCE);"
+
+    def __init__(self, names, fp16="storage"):
+        super().__init__(names)
+        self.fp16 = fp16
+        if fp16 == "storage":
+            self.types = dict(self.types, float16="float")
+
+    def _half_global(self, b):
+        return dt.element(b.dtype) == "float16" and b.scope == "global" and self.fp16 == "storage"
+
+    def e_Load(self, e):
+        b, idx = self.buf(e.buffer), e.index
+        if isinstance(idx, E.Ramp):
+            if getattr(idx.stride, "value", None) == 1:
+                base = self.expr(idx.base)
+                ptr = f"{b} + {base}" if base != "0" else b
+                fn = f"vload_half{idx.lanes}" if self._half_global(e.buffer) else f"vload{idx.lanes}"
+                return f"{fn}(0, {ptr})", ATOM
+            lanes = [self.simp.visit(idx.base + idx.stride * k) for k in range(idx.lanes)]
+            parts = [self.expr(E.Load(e.buffer, i)) for i in lanes]
+            return f"(({self.ctype(e.dtype)})({', '.join(parts)}))", ATOM
+        if self._half_global(e.buffer):
+            return f"vload_half({self.expr(idx)}, {b})", ATOM
+        return f"{b}[{self.expr(idx)}]", ATOM
+
+    def store(self, s):
+        b, idx = self.buf(s.buffer), s.index
+        value = self.expr(s.value)
+        if isinstance(idx, E.Ramp):
+            if getattr(idx.stride, "value", None) != 1:
+                raise CodegenError("a vector store must be contiguous")
+            base = self.expr(idx.base)
+            ptr = f"{b} + {base}" if base != "0" else b
+            fn = f"vstore_half{idx.lanes}" if self._half_global(s.buffer) else f"vstore{idx.lanes}"
+            return f"{fn}({value}, 0, {ptr})"
+        if self._half_global(s.buffer):
+            return f"vstore_half({value}, {self.expr(idx)}, {b})"
+        return f"{b}[{self.expr(idx)}] = {value}"
+
+    def s_ThreadExtent(self, t, ind):
+        # work-item indices are declared at the top of the kernel
+        self._ranged(t.var, 0, t.extent - 1, lambda: self.stmt(t.body, ind))
+
+    def s_Barrier(self, b, ind):
+        self.emit(self.barrier_call, ind)
+
+    def s_Allocate(self, a, ind):
+        b = a.buffer
+        if b.scope == "local":
+            self.emit(f"{self.ctype(b.dtype)} {self.buf(b)}[{b.size}];", ind)
+        elif b.scope != "shared":
+            raise CodegenError(f"buffer '{b.name}' of scope {b.scope} cannot be allocated inside "
+                               "a kernel; compute the stage at the root or give it scope "
+                               "'shared' or 'local'")
+        self.stmt(a.body, ind)
+
+    def param(self, b, written):
+        const = "" if written else "const "
+        t = "half" if dt.element(b.dtype) == "float16" else self.ctype(b.dtype)
+        return f"{self.global_qualifier} {const}{t}* restrict {self.buf(b)}"
+
+
+
+class _Collect(Visitor):
+    """Thread extents, global buffers read/written, and allocations inside one kernel."""
+
+    def __init__(self):
+        self.launch, self.reads, self.writes, self.allocs = {}, {}, {}, {}
+
+    def visit_ThreadExtent(self, t):
+        if t.tag in self.launch and self.launch[t.tag][1] != t.extent:
+            raise CodegenError(f"{t.tag} is bound with extents {self.launch[t.tag][1]} and "
+                               f"{t.extent} in one kernel; use the same split factor")
+        self.launch.setdefault(t.tag, (t.var, t.extent))
+        self.generic_visit(t)
+
+    def visit_Load(self, node):
+        self.reads[node.buffer] = None
+        self.generic_visit(node)
+
+    def visit_Store(self, node):
+        self.writes[node.buffer] = None
+        self.generic_visit(node)
+
+    def visit_Allocate(self, a):
+        self.allocs[a.buffer] = None
+        self.generic_visit(a)
+
+
+def prepare(stmt):
+    for _, fn in PREPARE:
+        stmt = fn(stmt)
+    return stmt
+
+
+def split_kernels(func):
+    """``(temps, [(name, stmt)])``: the root temporaries and each root stage's statement."""
+    body, temps = func.body, []
+    while isinstance(body, S.Allocate):
+        if body.buffer.scope != "global":
+            raise CodegenError(f"buffer '{body.buffer.name}' (scope {body.buffer.scope}) is "
+                               "computed at the root; only global buffers can live between "
+                               "kernels: use compute_at to place it inside its consumer")
+        temps.append(body.buffer)
+        body = body.body
+    parts = body.stmts if isinstance(body, S.Seq) else (body,)
+    kernels = []
+    for p in parts:
+        name = p.name if isinstance(p, S.Produce) else "stage"
+        kernels.append((name, p))
+    return temps, kernels
+
+
+def emit_opencl(func, fp16="storage"):
+    """The OpenCL C of a lowered function as a ``KernelSource``."""
+    temps, parts = split_kernels(func)
+    names_used, kernels, texts, helpers = set(), [], [], set()
+    for stage_name, stmt in parts:
+        stmt = prepare(stmt)
+        col = _Collect()
+        col.visit(stmt)
+        kname = _unique(f"{func.name}_{stage_name}", names_used)
+        order = [b for b in func.args if b in col.reads or b in col.writes]
+        order += [b for b in temps if (b in col.reads or b in col.writes) and b not in order]
+        stray = [b for b in list(col.reads) + list(col.writes)
+                 if b not in order and b not in col.allocs]
+        if stray:
+            raise CodegenError(f"kernel {kname} uses buffer '{stray[0].name}' that is neither an "
+                               "argument nor allocated")
+        gsize, lsize = _ndrange(col.launch)
+        em = OpenCLEmitter(Names(KEYWORDS), fp16)
+        params = [em.param(b, b in col.writes) for b in order]
+        lines = []
+        if col.launch:
+            wg = tuple(list(lsize) + [1] * (3 - len(lsize)))
+            attr = f"__attribute__((reqd_work_group_size({wg[0]}, {wg[1]}, {wg[2]}))) "
+        else:
+            attr = ""
+        lines.append(f"{em.kernel_prefix} {attr}void {kname}({', '.join(params)}) {{")
+        for tag, (var, _) in sorted(col.launch.items(), key=lambda kv: kv[0]):
+            lines.append(f"  const int {em.var(var)} = {WORK_ITEM[tag]};")
+        for b in col.allocs:
+            if b.scope == "shared":
+                lines.append(f"  {em.local_qualifier} {em.ctype(b.dtype)} {em.buf(b)}[{b.size}];")
+        em.stmt(stmt, 1)
+        lines += em.lines
+        lines.append("}")
+        helpers |= em.helpers
+        texts.append("\n".join(lines))
+        kernels.append(KernelInfo(kname, tuple(order), frozenset(col.writes), gsize, lsize))
+    head = [f"// {func.name}: generated by tensorsched"]
+    if any(dt.element(b.dtype) == "float64" for b in list(func.args) + temps):
+        head.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    head += [HELPERS[h] for h in sorted(helpers)]
+    text = "\n\n".join(head + texts) + "\n"
+    return KernelSource(func.name, text, tuple(kernels), tuple(temps))
+
+
+def _ndrange(launch):
+    if not launch:
+        return (1,), (1,)
+    dims = 1 + max(DIM[tag[-1]] for tag in launch)
+    gsize, lsize = [], []
+    for d in "xyz"[:dims]:
+        blocks = launch.get(f"blockIdx.{d}", (None, 1))[1]
+        threads = launch.get(f"threadIdx.{d}", (None, 1))[1]
+        gsize.append(blocks * threads)
+        lsize.append(threads)
+    return tuple(gsize), tuple(lsize)
+
+
+def _unique(name, used):
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    out, k = base, 0
+    while out in used:
+        k += 1
+        out = f"{base}_{k}"
+    used.add(out)
+    return out
+

@@ -1,0 +1,40 @@
+"""Move the parts of a guard that do not depend on a loop out of that loop.
+
+``for (v) { if (a && b(v)) S }`` becomes ``if (a) { for (v) { if (b(v)) S } }``: the same
+statements run, the test of ``a`` runs once, and an innermost loop whose guard was only about
+outer indices becomes guard-free, so it can be vectorized.
+"""
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.visitor import Mutator, free_vars
+
+
+def _conjuncts(c):
+    return _conjuncts(c.a) + _conjuncts(c.b) if isinstance(c, E.And) else [c]
+
+
+def _all(conds):
+    out = None
+    for c in conds:
+        out = c if out is None else E.And(out, c)
+    return out
+
+
+class _Hoist(Mutator):
+    def visit_For(self, f):
+        body = self.visit(f.body)
+        if isinstance(body, S.IfThenElse) and body.orelse is None:
+            parts = _conjuncts(body.cond)
+            inv = [c for c in parts if f.var not in free_vars(c)]
+            rest = [c for c in parts if f.var in free_vars(c)]
+            if inv:
+                inner = body.then if not rest else S.IfThenElse(_all(rest), body.then)
+                return S.IfThenElse(_all(inv), S.For(f.var, f.min, f.extent, f.kind, inner,
+                                                     f.pragmas))
+        return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
+
+
+def hoist_guards(stmt):
+    """Guarantees: no guard conjunct inside a loop is independent of that loop's variable,
+    when the guard is the loop's whole body."""
+    return _Hoist().visit(stmt)

@@ -1,0 +1,163 @@
+"""Choosing the OpenCL device, by API (``set_device``) or by the environment (``TS_DEVICE``).
+
+``TS_DEVICE`` is ``P:D`` (platform and device indices, as ``tensorsched devices`` lists them)
+or a case-insensitive part of the device or platform name (``TS_DEVICE=pthread``). Without a
+choice the first GPU is taken, else the first CPU device whose compiler builds a probe kernel;
+a platform that fails to list its devices is skipped with a warning naming it.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+
+from ..errors import TensorschedError
+
+ENV_VAR = "TS_DEVICE"
+PROBE_SOURCE = "__kernel void probe(__global float* x) { x[get_global_id(0)] *= 2.0f; }\n"
+
+
+class DeviceError(TensorschedError):
+    """No usable OpenCL device, or the one asked for does not exist."""
+
+
+@dataclass(eq=False)
+class Device:
+    """An OpenCL device with its context and a profiling queue."""
+    cl_device: object
+    platform_index: int
+    device_index: int
+    _ctx: object = field(default=None, repr=False)
+    _queue: object = field(default=None, repr=False)
+
+    @property
+    def name(self):
+        return self.cl_device.name.strip()
+
+    @property
+    def platform_name(self):
+        return self.cl_device.platform.name.strip()
+
+    @property
+    def key(self):
+        return (self.platform_name, self.name, self.cl_device.driver_version)
+
+    @property
+    def context(self):
+        if self._ctx is None:
+            import pyopencl as cl
+            self._ctx = cl.Context([self.cl_device])
+        return self._ctx
+
+    @property
+    def queue(self):
+        if self._queue is None:
+            import pyopencl as cl
+            self._queue = cl.CommandQueue(
+                self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        return self._queue
+
+    @property
+    def max_work_group_size(self):
+        return self.cl_device.max_work_group_size
+
+    @property
+    def max_work_item_sizes(self):
+        return tuple(self.cl_device.max_work_item_sizes)
+
+    @property
+    def local_mem_size(self):
+        return self.cl_device.local_mem_size
+
+    @property
+    def has_fp16(self):
+        return "cl_khr_fp16" in self.cl_device.extensions
+
+    @property
+    def is_gpu(self):
+        import pyopencl as cl
+        return bool(self.cl_device.type & cl.device_type.GPU)
+
+    def probe(self):
+        """``None`` when a trivial kernel builds and runs correctly, else the error text."""
+        import numpy as np
+        import pyopencl as cl
+        try:
+            prg = cl.Program(self.context, PROBE_SOURCE).build()
+            x = np.arange(4, dtype=np.float32)
+            buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                            hostbuf=x)
+            prg.probe(self.queue, (4,), None, buf)
+            out = np.empty_like(x)
+            cl.enqueue_copy(self.queue, out, buf)
+            return None if np.array_equal(out, 2 * x) else "probe kernel computed wrong values"
+        except Exception as exc:                                     # noqa: BLE001
+            return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+
+
+def all_devices():
+    """Every device of every platform that lists its devices, in (platform, device) order."""
+    try:
+        import pyopencl as cl
+        platforms = cl.get_platforms()
+    except Exception as exc:                                         # noqa: BLE001
+        raise DeviceError(f"no OpenCL platform found ({exc}); install an OpenCL driver, e.g. "
+                          "'apt-get install pocl-opencl-icd'") from None
+    out = []
+    for p_i, p in enumerate(platforms):
+        try:
+            devs = p.get_devices()
+        except Exception as exc:                                     # noqa: BLE001
+            warnings.warn(f"OpenCL platform '{p.name}' skipped: {exc}", stacklevel=2)
+            continue
+        out += [Device(d, p_i, d_i) for d_i, d in enumerate(devs)]
+    return out
+
+
+def find_device(spec):
+    devices = all_devices()
+    if ":" in spec and all(part.isdigit() for part in spec.split(":")):
+        p, d = (int(x) for x in spec.split(":"))
+        for dev in devices:
+            if (dev.platform_index, dev.device_index) == (p, d):
+                return dev
+    else:
+        for dev in devices:
+            if spec.lower() in dev.name.lower() or spec.lower() in dev.platform_name.lower():
+                return dev
+    listing = "; ".join(f"{d.platform_index}:{d.device_index} {d.name}" for d in devices)
+    raise DeviceError(f"no OpenCL device matches '{spec}'; devices are: {listing or 'none'}")
+
+
+def default_device():
+    devices = all_devices()
+    for dev in devices:
+        if dev.is_gpu:
+            return dev
+    for dev in devices:
+        err = dev.probe()
+        if err is None:
+            return dev
+        warnings.warn(f"OpenCL device '{dev.name}' on '{dev.platform_name}' skipped: {err}",
+                      stacklevel=2)
+    raise DeviceError("no OpenCL device can build a kernel; install one, e.g. "
+                      "'apt-get install pocl-opencl-icd'")
+
+
+_current = None
+
+
+def set_device(spec):
+    """Use the device ``spec`` (``"P:D"``, part of a name, or a ``Device``) from now on."""
+    global _current
+    _current = spec if isinstance(spec, Device) else find_device(spec)
+    return _current
+
+
+def current_device():
+    """The device in use: ``set_device``'s, else ``TS_DEVICE``'s, else the default."""
+    global _current
+    if _current is None:
+        spec = os.environ.get(ENV_VAR)
+        _current = find_device(spec) if spec else default_device()
+    return _current

@@ -1,0 +1,185 @@
+"""A built OpenCL module: the source, the program, and launching it on numpy or device arrays."""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..build import check_call_args
+from ..codegen.opencl import emit_opencl
+from ..errors import BuildError, TensorschedError
+from .device import current_device, find_device
+
+DEFAULT_OPTIONS = ("-cl-std=CL1.2",)
+_PROGRAMS = {}          # (source, options, device key) -> built cl.Program
+
+
+class LaunchError(TensorschedError):
+    """A kernel's work-group does not fit the device."""
+
+
+def build_program(device, source, options):
+    """Build (or take from the cache) the program for ``source`` on ``device``."""
+    import pyopencl as cl
+    key = (source, tuple(options), device.key)
+    if key in _PROGRAMS:
+        return _PROGRAMS[key]
+    try:
+        prg = cl.Program(device.context, source).build(options=list(options))
+    except cl.RuntimeError as exc:
+        path = save_source(source)
+        log = getattr(exc, "what", lambda: str(exc))()
+        raise BuildError(f"the OpenCL compiler of '{device.name}' rejected the generated code",
+                         log=str(log), source_path=path, options=options) from None
+    _PROGRAMS[key] = prg
+    return prg
+
+
+def save_source(source):
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    folder = os.path.join(tempfile.gettempdir(), "tensorsched")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"kernel_{digest}.cl")
+    with open(path, "w") as f:
+        f.write(source)
+    return path
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-repeat times in seconds: device (profiling events of the kernels) and host (wall
+    clock of the whole call, transfers of numpy arrays included)."""
+    device_times: tuple
+    host_times: tuple
+
+    @property
+    def device_median(self):
+        return float(np.median(self.device_times))
+
+    @property
+    def host_median(self):
+        return float(np.median(self.host_times))
+
+    @property
+    def mean(self):                    # TVM's time_evaluator(...)(...).mean
+        return float(np.mean(self.device_times))
+
+    @property
+    def device_spread(self):
+        """(min, max) of the device times."""
+        return float(min(self.device_times)), float(max(self.device_times))
+
+    def gflops(self, flop):
+        return flop / self.device_median / 1e9
+
+
+class OpenCLModule:
+    """``mod(*arrays)`` runs the kernels; outputs land in the output arrays."""
+
+    def __init__(self, func, device=None, options=(), fp16="storage"):
+        self.func = func
+        self.device = find_device(device) if isinstance(device, str) else \
+            (device or current_device())
+        if fp16 == "native" and not self.device.has_fp16:
+            raise BuildError(f"fp16='native' needs cl_khr_fp16, which '{self.device.name}' does "
+                             "not have; use fp16='storage' (half in memory, float arithmetic)")
+        self.source = emit_opencl(func, fp16)
+        self._check_work_groups()
+        self.options = tuple(DEFAULT_OPTIONS) + tuple(options)
+        self.program = build_program(self.device, self.source.text, self.options)
+        self.kernels = [getattr(self.program, k.name) for k in self.source.kernels]
+        self._temps = None
+
+    def get_source(self):
+        return self.source.text
+
+    def _check_work_groups(self):
+        dev = self.device
+        for k in self.source.kernels:
+            size = int(np.prod(k.local_size))
+            dims = ", ".join(f"threadIdx.{'xyz'[d]}={n}" for d, n in enumerate(k.local_size))
+            if size > dev.max_work_group_size:
+                raise LaunchError(f"kernel {k.name}: the work-group ({dims}) has {size} "
+                                  f"work-items but '{dev.name}' allows at most "
+                                  f"{dev.max_work_group_size}; split the threadIdx axes smaller")
+            for d, n in enumerate(k.local_size):
+                if n > dev.max_work_item_sizes[d]:
+                    raise LaunchError(f"kernel {k.name}: threadIdx.{'xyz'[d]} has extent {n} but "
+                                      f"'{dev.name}' allows at most {dev.max_work_item_sizes[d]}")
+
+    # ---- running
+
+    def _device_args(self, arrays):
+        import pyopencl as cl
+        import pyopencl.array as cla
+        ctx, mf = self.device.context, cl.mem_flags
+        bufs, copies = {}, []
+        for a, b in zip(arrays, self.func.args):
+            if isinstance(a, cla.Array):
+                bufs[b] = a.data
+            else:
+                host = np.ascontiguousarray(a)
+                bufs[b] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
+                if b in self.func.outputs:
+                    copies.append((a, bufs[b]))
+        if self._temps is None:
+            self._temps = {t: cl.Buffer(ctx, mf.READ_WRITE, max(4, t.size * _itemsize(t)))
+                           for t in self.source.temps}
+        bufs.update(self._temps)
+        return bufs, copies
+
+    def _launch(self, bufs):
+        q = self.device.queue
+        events = []
+        for kern, info in zip(self.kernels, self.source.kernels):
+            events.append(kern(q, info.global_size, info.local_size,
+                               *[bufs[b] for b in info.params]))
+        return events
+
+    def _finish(self, copies):
+        import pyopencl as cl
+        q = self.device.queue
+        for a, buf in copies:
+            if a.flags.c_contiguous:
+                cl.enqueue_copy(q, a, buf)
+            else:
+                tmp = np.empty(a.shape, a.dtype)
+                cl.enqueue_copy(q, tmp, buf)
+                a[...] = tmp
+        q.finish()
+
+    def __call__(self, *arrays):
+        check_call_args(self.func, arrays)
+        bufs, copies = self._device_args(arrays)
+        self._launch(bufs)
+        self._finish(copies)
+
+    def time_evaluator(self, number=1, repeat=5, warmup=1):
+        """A function of the same arrays returning a ``Timing`` of ``repeat`` measurements,
+        each the mean of ``number`` runs, after ``warmup`` unmeasured runs."""
+        def run(*arrays):
+            check_call_args(self.func, arrays)
+            for _ in range(warmup):
+                self(*arrays)
+            dev_t, host_t = [], []
+            for _ in range(repeat):
+                d = 0.0
+                t0 = time.perf_counter()
+                for _ in range(number):
+                    bufs, copies = self._device_args(arrays)
+                    events = self._launch(bufs)
+                    self._finish(copies)
+                    d += sum((e.profile.end - e.profile.start) * 1e-9 for e in events)
+                host_t.append((time.perf_counter() - t0) / number)
+                dev_t.append(d / number)
+            return Timing(tuple(dev_t), tuple(host_t))
+        return run
+
+
+def _itemsize(buf):
+    from ..ir import dtype as dt
+    return np.dtype(dt.NUMPY[buf.dtype]).itemsize
