@@ -1,130 +1,21 @@
-"""Shared helpers for the tensorsched test suite.
-
-``check`` builds a schedule with the exact Python backend, fills the inputs with seeded random
-data (never zeros), poisons every output (NaN for floats, a sentinel for integers) so an
-unwritten element is caught, runs the module and compares each output with a float64 numpy
-reference.
-"""
+"""Fixtures of the core test suite. The helpers themselves live in ``ts_check.py``
+(``check(s, args, ref_fn)`` builds with the python target, fills inputs with seeded random
+non-zero data, poisons the outputs with NaN and compares with a float64 numpy reference)."""
 import os
 import sys
 
 import numpy as np
 import pytest
 
-import tensorsched as ts
-from tensorsched.ir.tensor import PlaceholderOp
+sys.path.insert(0, os.path.dirname(__file__))          # ts_check, seed_conv
 
-sys.path.insert(0, os.path.dirname(__file__))          # seed_conv
-
-INT_POISON = np.iinfo(np.int32).min + 7
-
-TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 1e-2}
+import ts_check  # noqa: E402
 
 
-def is_input(t):
-    return isinstance(t.op, PlaceholderOp)
-
-
-def random_array(shape, dtype, rng, positive=False, low=0.25, high=1.0):
-    """Random data of ``dtype`` with no zeros: magnitudes in [low, high), random signs."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        mag = rng.uniform(low, high, size=shape)
-    elif dtype.kind in "iu":
-        mag = rng.integers(1, 10, size=shape)
-    elif dtype.kind == "b":
-        return rng.integers(0, 2, size=shape).astype(bool)
-    else:                                                # pragma: no cover
-        raise TypeError(dtype)
-    if not positive:
-        mag = mag * rng.choice([-1, 1], size=shape)
-    return np.asarray(mag).astype(dtype)
-
-
-def poisoned(shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype=dtype)
-    if dtype.kind in "iu":
-        return np.full(shape, INT_POISON, dtype=dtype)
-    return np.zeros(shape, dtype=dtype)
-
-
-def assert_close(out, expected, dtype, name="output"):
-    out = np.asarray(out)
-    expected = np.asarray(expected, dtype=np.float64 if np.dtype(dtype).kind == "f" else None)
-    assert out.shape == expected.shape, f"{name}: shape {out.shape} != {expected.shape}"
-    if np.dtype(dtype).kind == "f":
-        assert not np.isnan(out).any(), (
-            f"{name}: {int(np.isnan(out).sum())} of {out.size} elements were never written "
-            f"(still NaN), first at {np.argwhere(np.isnan(out))[0].tolist()}")
-        rtol = TOL[str(np.dtype(dtype))]
-        scale = max(float(np.max(np.abs(expected))) if expected.size else 1.0, 1.0)
-        np.testing.assert_allclose(out.astype(np.float64), expected, rtol=rtol,
-                                   atol=rtol * scale, err_msg=name)
-    else:
-        assert not (out == INT_POISON).any(), f"{name}: some elements were never written"
-        np.testing.assert_array_equal(out, expected, err_msg=name)
-
-
-def check(s, args, ref_fn, inputs=None, seed=0, positive=False):
-    """Build ``s`` for the python target, run it on random inputs and compare with numpy.
-
-    ``args``: the tensors in call order (placeholders and outputs). ``ref_fn`` gets the input
-    arrays (as float64 for float inputs, in the order they appear in ``args``) and returns the
-    expected output, or a tuple with one array per output in ``args`` order. ``inputs`` may map
-    a placeholder tensor (or its name) to a fixed array. Returns the built module.
-    """
-    rng = np.random.default_rng(seed)
-    inputs = dict(inputs or {})
-    mod = ts.build(s, args, target="python")
-    arrays, in_arrays, outs = [], [], []
-    for t in args:
-        if is_input(t):
-            given = inputs.get(t, inputs.get(t.name))
-            a = (np.asarray(given, dtype=t.dtype) if given is not None else
-                 random_array(t.shape, t.dtype, rng, positive=positive))
-            assert a.shape == tuple(t.shape)
-            in_arrays.append(a)
-        else:
-            a = poisoned(t.shape, t.dtype)
-            outs.append((t, a))
-        arrays.append(a)
-    mod(*arrays)
-    ref_in = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in in_arrays]
-    expected = ref_fn(*ref_in)
-    if len(outs) == 1:
-        expected = (expected,)
-    assert len(expected) == len(outs), "ref_fn must return one array per output"
-    for (t, a), e in zip(outs, expected):
-        assert_close(a, e, t.dtype, name=t.name)
-    return mod
-
-
-def gemm(M, N, K, dtype="float32"):
-    """``C[i, j] = sum_k A[i, k] * B[k, j]``; returns ``(A, B, C)``."""
-    A = ts.placeholder((M, K), name="A", dtype=dtype)
-    B = ts.placeholder((K, N), name="B", dtype=dtype)
-    k = ts.reduce_axis((0, K), name="k")
-    C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
-    return A, B, C
-
-
-def gemm_ref(a, b):
-    return a @ b
-
-
-def conv_ref(d, k, pad=1):
-    """Direct NCHW conv2d, stride 1, in float64."""
-    _, _, H, W = d.shape
-    CO, _, KH, KW = k.shape
-    dp = np.pad(d, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    OH, OW = H + 2 * pad - KH + 1, W + 2 * pad - KW + 1
-    out = np.zeros((d.shape[0], CO, OH, OW))
-    for kh in range(KH):
-        for kw in range(KW):
-            out += np.einsum("nchw,oc->nohw", dp[:, :, kh:kh + OH, kw:kw + OW], k[:, :, kh, kw])
-    return out
+@pytest.fixture
+def check():
+    """The ``ts_check.check`` helper, for tests that prefer a fixture to an import."""
+    return ts_check.check
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tensorsched as ts
-from conftest import check, gemm, gemm_ref
+from ts_check import check, gemm, gemm_ref
 
 
 def default(*outs):

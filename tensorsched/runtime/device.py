@@ -3,7 +3,8 @@
 ``TS_DEVICE`` is ``P:D`` (platform and device indices, as ``tensorsched devices`` lists them)
 or a case-insensitive part of the device or platform name (``TS_DEVICE=pthread``). Without a
 choice the first GPU is taken, else the first CPU device whose compiler builds a probe kernel;
-a platform that fails to list its devices is skipped with a warning naming it.
+a platform that fails to list its devices is skipped with a warning naming it. Oclgrind (a
+checking simulator that calls itself a GPU) is used only when named.
 """
 from __future__ import annotations
 
@@ -129,8 +130,12 @@ def find_device(spec):
     raise DeviceError(f"no OpenCL device matches '{spec}'; devices are: {listing or 'none'}")
 
 
+CHECKING_PLATFORMS = ("oclgrind",)     # simulators: used only when asked for by name
+
+
 def default_device():
-    devices = all_devices()
+    devices = [d for d in all_devices()
+               if not any(c in d.platform_name.lower() for c in CHECKING_PLATFORMS)]
     for dev in devices:
         if dev.is_gpu:
             return dev

@@ -1,0 +1,145 @@
+"""Helpers of the OpenCL tests: random inputs (never zeros), NaN-poisoned outputs, a numpy
+comparison, and the seed conv's numpy reference."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+import tensorsched as ts
+from tensorsched.ir.tensor import PlaceholderOp
+
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)                      # seed_conv
+
+INT_POISON = np.iinfo(np.int32).min + 7
+RTOL = {"float32": 1e-5, "float16": 1e-2, "float64": 1e-12}
+
+
+def random_array(shape, dtype, rng, positive=False):
+    """Random values of ``dtype`` with no zeros (magnitudes 0.25..1 or 1..9, random signs)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        mag = rng.uniform(0.25, 1.0, size=shape)
+    else:
+        mag = rng.integers(1, 10, size=shape)
+    if not positive:
+        mag = mag * rng.choice([-1, 1], size=shape)
+    return np.asarray(mag).astype(dtype)
+
+
+def poisoned(shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.full(shape, np.nan, dtype=dtype)
+    return np.full(shape, INT_POISON, dtype=dtype)
+
+
+def assert_close(out, expected, dtype, name="output", rtol=None):
+    out = np.asarray(out)
+    dtype = str(np.dtype(dtype))
+    assert out.shape == tuple(np.shape(expected)), f"{name}: shape {out.shape}"
+    if np.dtype(dtype).kind == "f":
+        nan = np.isnan(out)
+        assert not nan.any(), (f"{name}: {int(nan.sum())} of {out.size} elements never written "
+                               f"(still NaN), first at {np.argwhere(nan)[0].tolist()}")
+        rtol = RTOL[dtype] if rtol is None else rtol
+        expected = np.asarray(expected, dtype=np.float64)
+        scale = max(float(np.max(np.abs(expected))), 1.0)
+        np.testing.assert_allclose(out.astype(np.float64), expected, rtol=rtol,
+                                   atol=rtol * scale, err_msg=name)
+    else:
+        assert not (out == INT_POISON).any(), f"{name}: some elements were never written"
+        np.testing.assert_array_equal(out, expected, err_msg=name)
+
+
+def make_arrays(args, rng, positive=False, inputs=None):
+    """``(arrays, input_arrays, [(tensor, output_array)])`` for the tensors ``args``."""
+    inputs = dict(inputs or {})
+    arrays, ins, outs = [], [], []
+    for t in args:
+        if isinstance(t.op, PlaceholderOp):
+            a = inputs.get(t.name)
+            a = random_array(t.shape, t.dtype, rng, positive) if a is None else \
+                np.asarray(a, dtype=t.dtype)
+            ins.append(a)
+        else:
+            a = poisoned(t.shape, t.dtype)
+            outs.append((t, a))
+        arrays.append(a)
+    return arrays, ins, outs
+
+
+def run_check(s, args, ref_fn, rng, name="kernel", positive=False, rtol=None, inputs=None,
+              **build_options):
+    """Build ``s`` for OpenCL, run it on random inputs into NaN-poisoned outputs and compare each
+    output with ``ref_fn(*inputs as float64)``. Returns the module."""
+    mod = ts.build(s, args, target="opencl", name=name, **build_options)
+    arrays, ins, outs = make_arrays(args, rng, positive, inputs)
+    mod(*arrays)
+    expected = ref_fn(*[a.astype(np.float64) if a.dtype.kind == "f" else a for a in ins])
+    if len(outs) == 1:
+        expected = (expected,)
+    assert len(expected) == len(outs)
+    for (t, a), e in zip(outs, expected):
+        assert_close(a, e, t.dtype, name=t.name, rtol=rtol)
+    return mod
+
+
+def gemm(M, N, K, dtype="float32"):
+    A = ts.placeholder((M, K), name="A", dtype=dtype)
+    B = ts.placeholder((K, N), name="B", dtype=dtype)
+    k = ts.reduce_axis((0, K), name="k")
+    C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return A, B, C
+
+
+def conv_ref(d, k, pad=1):
+    """NCHW conv2d with stride 1, in float64."""
+    _, _, H, W = d.shape
+    CO, _, KH, KW = k.shape
+    dp = np.pad(d, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    OH, OW = H + 2 * pad - KH + 1, W + 2 * pad - KW + 1
+    out = np.zeros((d.shape[0], CO, OH, OW))
+    for kh in range(KH):
+        for kw in range(KW):
+            out += np.einsum("nchw,oc->nohw", dp[:, :, kh:kh + OH, kw:kw + OW], k[:, :, kh, kw])
+    return out
+
+
+def gemm_shared_schedule(M, N, K, tile=8, threads=4, kfactor=4):
+    """The shared-memory GEMM of the examples: 8x8 output tiles per work-group of 4x4
+    work-items, register blocking through a local cache, A and B tiles in ``__local`` memory
+    filled cooperatively."""
+    A, B, C = gemm(M, N, K)
+    s = ts.create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [C])
+    BB = s.cache_read(B, "shared", [C])
+    CL = s.cache_write(C, "local")
+    i, j = s[C].op.axis
+    bx, by, tx, ty = s[C].tile(i, j, tile, tile)
+    tyo, tyi = s[C].split(ty, nparts=threads)
+    txo, txi = s[C].split(tx, nparts=threads)
+    s[C].reorder(bx, by, txo, tyo, txi, tyi)
+    s[C].bind(bx, ts.thread_axis("blockIdx.x"))
+    s[C].bind(by, ts.thread_axis("blockIdx.y"))
+    s[C].bind(txo, ts.thread_axis("threadIdx.x"))
+    s[C].bind(tyo, ts.thread_axis("threadIdx.y"))
+    s[CL].compute_at(s[C], tyo)
+    ii, jj = s[CL].op.axis
+    kk, = s[CL].op.reduce_axis
+    ko, ki = s[CL].split(kk, kfactor)
+    s[CL].reorder(ko, ki, ii, jj)
+    s[CL].vectorize(jj)
+    s[AA].compute_at(s[CL], ko)
+    s[BB].compute_at(s[CL], ko)
+    for X in (AA, BB):
+        a, b = s[X].op.axis
+        ao, ai = s[X].split(a, nparts=threads)
+        bo, bi = s[X].split(b, nparts=threads)
+        s[X].reorder(ao, bo, ai, bi)
+        s[X].bind(ao, ts.thread_axis("threadIdx.x"))
+        s[X].bind(bo, ts.thread_axis("threadIdx.y"))
+    return s, (A, B, C)

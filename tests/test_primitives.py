@@ -1,0 +1,719 @@
+"""Every schedule primitive, alone and combined, checked against numpy through the python
+target. Sizes are odd and split factors do not divide them, so every guard is exercised."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import seed_conv
+import tensorsched as ts
+from ts_check import check, conv_ref, gemm, gemm_ref
+
+
+def thr(tag):
+    return ts.thread_axis(tag)
+
+
+def gemm_sched(M=13, N=11, K=7):
+    A, B, C = gemm(M, N, K)
+    s = ts.create_schedule(C.op)
+    return A, B, C, s
+
+
+def chain2d(M=13, N=7):
+    """A -> B = 2A -> C = B + 1 -> D = C * C[.., reversed]; returns A, B, C, D."""
+    A = ts.placeholder((M, N), name="A")
+    B = ts.compute((M, N), lambda i, j: A[i, j] * 2.0, name="B")
+    C = ts.compute((M, N), lambda i, j: B[i, j] + 1.0, name="C")
+    D = ts.compute((M, N), lambda i, j: C[i, j] * C[i, N - 1 - j], name="D")
+    return A, B, C, D
+
+
+def chain_ref(a):
+    c = 2 * a + 1
+    return c * c[:, ::-1]
+
+
+def softmax(M=7, N=13):
+    A = ts.placeholder((M, N), name="A")
+    k = ts.reduce_axis((0, N), name="k")
+    mx = ts.compute((M,), lambda i: ts.max(A[i, k], axis=k), name="mx")
+    ex = ts.compute((M, N), lambda i, j: ts.exp(A[i, j] - mx[i]), name="ex")
+    k2 = ts.reduce_axis((0, N), name="k2")
+    sm = ts.compute((M,), lambda i: ts.sum(ex[i, k2], axis=k2), name="sm")
+    out = ts.compute((M, N), lambda i, j: ex[i, j] / sm[i], name="out")
+    return A, mx, ex, sm, out
+
+
+def softmax_ref(a):
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------- split
+
+@pytest.mark.parametrize("factor", [1, 2, 3, 4, 5, 6, 12, 13, 20])
+def test_split_factor(factor):
+    A, B, C, s = gemm_sched()
+    i, j = s[C].op.axis
+    io, ii = s[C].split(i, factor=factor)
+    check(s, [A, B, C], gemm_ref)
+
+
+@pytest.mark.parametrize("nparts", [1, 2, 3, 4, 5, 11, 17])
+def test_split_nparts(nparts):
+    A, B, C, s = gemm_sched()
+    i, j = s[C].op.axis
+    jo, ji = s[C].split(j, nparts=nparts)
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_split_factor_positional_and_larger_than_extent():
+    A, B, C, s = gemm_sched(5, 3, 7)
+    i, j = s[C].op.axis
+    io, ii = s[C].split(i, 8)                     # 8 > 5: one outer iteration, guarded
+    jo, ji = s[C].split(j, 100)
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_split_reduce_axis_uneven():
+    A, B, C, s = gemm_sched(5, 3, 13)
+    k, = s[C].op.reduce_axis
+    ko, ki = s[C].split(k, 4)
+    kio, kii = s[C].split(ki, 3)                  # a split of a split
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_split_twice_on_both_parts():
+    A, B, C, s = gemm_sched(37, 5, 3)
+    i, _ = s[C].op.axis
+    io, ii = s[C].split(i, 7)
+    ioo, ioi = s[C].split(io, nparts=2)
+    iio, iii = s[C].split(ii, 3)
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_tile():
+    A, B, C, s = gemm_sched()
+    i, j = s[C].op.axis
+    xo, yo, xi, yi = s[C].tile(i, j, x_factor=4, y_factor=3)
+    assert s[C].leaf_iter_vars[:4] == [xo, yo, xi, yi]
+    check(s, [A, B, C], gemm_ref)
+
+
+# ---------------------------------------------------------------- fuse
+
+def test_fuse_two():
+    A, B, C, s = gemm_sched()
+    i, j = s[C].op.axis
+    f = s[C].fuse(i, j)
+    assert s[C].leaf_iter_vars[0] is f
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_fuse_three_and_split():
+    A = ts.placeholder((3, 5, 7), name="A")
+    C = ts.compute((3, 5, 7), lambda i, j, k: A[i, j, k] * 2.0 + A[2 - i, j, 6 - k], name="C")
+    s = ts.create_schedule(C.op)
+    f = s[C].fuse(*s[C].op.axis)
+    fo, fi = s[C].split(f, 8)                     # 105 = 13*8 + 1: uneven
+    check(s, [A, C], lambda a: 2 * a + a[::-1, :, ::-1])
+
+
+def test_fuse_list_argument():
+    A, B, C, s = gemm_sched()
+    f = s[C].fuse(list(s[C].op.axis))
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_fuse_uneven_split_parts():
+    A = ts.placeholder((13, 7), name="A")
+    C = ts.compute((13, 7), lambda i, j: A[i, j] - 1.0, name="C")
+    s = ts.create_schedule(C.op)
+    i, j = s[C].op.axis
+    io, ii = s[C].split(i, 4)
+    f = s[C].fuse(ii, j)
+    fo, fi = s[C].split(f, 5)
+    check(s, [A, C], lambda a: a - 1)
+
+
+def test_fuse_reduce_axes():
+    A = ts.placeholder((5, 7, 3), name="A")
+    k1 = ts.reduce_axis((0, 7), name="k1")
+    k2 = ts.reduce_axis((0, 3), name="k2")
+    C = ts.compute((5,), lambda i: ts.sum(A[i, k1, k2], axis=[k1, k2]), name="C")
+    s = ts.create_schedule(C.op)
+    f = s[C].fuse(k1, k2)
+    fo, fi = s[C].split(f, 4)
+    check(s, [A, C], lambda a: a.sum(axis=(1, 2)))
+
+
+# ---------------------------------------------------------------- reorder
+
+@pytest.mark.parametrize("order", ["kij", "ikj", "jki", "jik"])
+def test_reorder_root_axes(order):
+    A, B, C, s = gemm_sched(7, 5, 3)
+    i, j = s[C].op.axis
+    k, = s[C].op.reduce_axis
+    ax = {"i": i, "j": j, "k": k}
+    s[C].reorder(*[ax[c] for c in order])
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_reorder_subset_keeps_other_positions():
+    A, B, C, s = gemm_sched()
+    i, j = s[C].op.axis
+    k, = s[C].op.reduce_axis
+    io, ii = s[C].split(i, 4)
+    jo, ji = s[C].split(j, 3)
+    ko, ki = s[C].split(k, 2)
+    s[C].reorder(ki, io)                          # only these two swap places
+    assert s[C].leaf_iter_vars == [ki, ii, jo, ji, ko, io]
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_reorder_split_reduce_between_data_axes():
+    A, B, C, s = gemm_sched()
+    i, j = s[C].op.axis
+    k, = s[C].op.reduce_axis
+    io, ii = s[C].split(i, 4)
+    ko, ki = s[C].split(k, 3)
+    s[C].reorder(ko, io, j, ki, ii)
+    check(s, [A, B, C], gemm_ref)
+
+
+# ---------------------------------------------------------------- annotations
+
+def test_unroll_vectorize_parallel():
+    A, B, C, s = gemm_sched(37, 29, 19)
+    i, j = s[C].op.axis
+    k, = s[C].op.reduce_axis
+    io, ii = s[C].split(i, 8)
+    jo, ji = s[C].split(j, 4)
+    ko, ki = s[C].split(k, 4)
+    s[C].reorder(io, jo, ko, ii, ki, ji)
+    s[C].parallel(io)
+    s[C].unroll(ki)
+    s[C].vectorize(ji)
+    text = str(ts.lower(s, [A, B, C]))
+    assert "parallel (i.outer, 0, 5)" in text
+    assert "unrolled (k.inner, 0, 4)" in text
+    assert "vectorized (j.inner, 0, 4)" in text
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_unroll_reduce_axis_and_vectorize_uneven():
+    A = ts.placeholder((13, 7), name="A")
+    k = ts.reduce_axis((0, 7), name="k")
+    C = ts.compute((13,), lambda i: ts.sum(A[i, k] * A[i, 6 - k], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    i, = s[C].op.axis
+    io, ii = s[C].split(i, 4)
+    s[C].reorder(io, k, ii)
+    s[C].unroll(k)
+    s[C].vectorize(ii)
+    check(s, [A, C], lambda a: (a * a[:, ::-1]).sum(axis=1))
+
+
+def test_pragma_is_printed_and_keeps_numbers():
+    A, B, C, s = gemm_sched(7, 5, 3)
+    i, j = s[C].op.axis
+    s[C].unroll(j)
+    s[C].pragma(j, "unroll_explicit", 0)
+    s[C].pragma(i, "auto_unroll_max_step", 16)
+    text = str(ts.lower(s, [A, B, C]))
+    assert "// pragma unroll_explicit = 0" in text
+    assert "// pragma auto_unroll_max_step = 16" in text
+    assert text.index("auto_unroll_max_step") < text.index("for (i, 0, 7)")
+    check(s, [A, B, C], gemm_ref)
+
+
+# ---------------------------------------------------------------- bind
+
+def test_bind_blocks_and_threads_uneven():
+    A = ts.placeholder((37,), name="A")
+    C = ts.compute((37,), lambda i: A[i] * 2.0 + A[36 - i], name="C")
+    s = ts.create_schedule(C.op)
+    bo, to = s[C].split(C.op.axis[0], 8)
+    s[C].bind(bo, thr("blockIdx.x"))
+    s[C].bind(to, thr("threadIdx.x"))
+    text = str(ts.lower(s, [A, C]))
+    assert "// attr [blockIdx.x] thread_extent = 5" in text
+    assert "// attr [threadIdx.x] thread_extent = 8" in text
+    assert "< 37" in text                         # the tail block is guarded
+    check(s, [A, C], lambda a: 2 * a + a[::-1])
+
+
+def test_bind_gemm_2d_grid_with_serial_inner():
+    A, B, C, s = gemm_sched(37, 29, 7)
+    i, j = s[C].op.axis
+    bx, by, tx, ty = s[C].tile(i, j, 8, 4)
+    txo, txi = s[C].split(tx, nparts=3)           # 8 does not split evenly into 3 parts
+    s[C].reorder(bx, by, txo, ty, txi)
+    s[C].bind(bx, thr("blockIdx.x"))
+    s[C].bind(by, thr("blockIdx.y"))
+    s[C].bind(txo, thr("threadIdx.x"))
+    s[C].bind(ty, thr("threadIdx.y"))
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_bind_all_six_tags_3d():
+    A = ts.placeholder((3, 5, 7), name="A")
+    C = ts.compute((3, 5, 7), lambda i, j, k: A[i, j, k] + 1.0, name="C")
+    s = ts.create_schedule(C.op)
+    i, j, k = s[C].op.axis
+    io, ii = s[C].split(i, 2)
+    jo, ji = s[C].split(j, 2)
+    ko, ki = s[C].split(k, 4)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    for ax, tag in zip((io, jo, ko, ii, ji, ki), ("blockIdx.z", "blockIdx.y", "blockIdx.x",
+                                                 "threadIdx.z", "threadIdx.y", "threadIdx.x")):
+        s[C].bind(ax, thr(tag))
+    check(s, [A, C], lambda a: a + 1)
+
+
+def test_bind_fused_axes():
+    A, B, C, s = gemm_sched(13, 11, 5)
+    i, j = s[C].op.axis
+    xo, yo, xi, yi = s[C].tile(i, j, 4, 3)
+    s[C].bind(s[C].fuse(xo, yo), thr("blockIdx.x"))
+    s[C].bind(s[C].fuse(xi, yi), thr("threadIdx.x"))
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_bind_two_kernels():
+    A = ts.placeholder((13,), name="A")
+    B = ts.compute((13,), lambda i: A[i] * 2.0, name="B")
+    C = ts.compute((13,), lambda i: B[12 - i] + 1.0, name="C")
+    s = ts.create_schedule(C.op)
+    for T, n in ((B, 4), (C, 5)):
+        o, i = s[T].split(T.op.axis[0], n)
+        s[T].bind(o, thr("blockIdx.x"))
+        s[T].bind(i, thr("threadIdx.x"))
+    check(s, [A, C], lambda a: 2 * a[::-1] + 1)
+
+
+def test_bind_reduction_with_serial_reduce_inside():
+    A = ts.placeholder((37, 13), name="A")
+    k = ts.reduce_axis((0, 13), name="k")
+    C = ts.compute((37,), lambda i: ts.max(A[i, k], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    io, ii = s[C].split(C.op.axis[0], 8)
+    s[C].bind(io, thr("blockIdx.x"))
+    s[C].bind(ii, thr("threadIdx.x"))
+    ko, ki = s[C].split(k, 4)
+    s[C].unroll(ki)
+    check(s, [A, C], lambda a: a.max(axis=1))
+
+
+# ---------------------------------------------------------------- compute_at
+
+def test_compute_at_elementwise_producer():
+    A, B, C, D = chain2d()
+    s = ts.create_schedule(D.op)
+    i, j = s[D].op.axis
+    io, ii = s[D].split(i, 4)
+    s[C].compute_at(s[D], io)
+    s[B].compute_at(s[C], s[C].op.axis[1])
+    text = str(ts.lower(s, [A, D]))
+    assert text.index("produce C") > text.index("for (i.outer, 0, 4)")
+    check(s, [A, D], chain_ref)
+
+
+def test_compute_at_stencil_halo():
+    A = ts.placeholder((13,), name="A")
+    B = ts.compute((13,), lambda i: A[i] * 2.0, name="B")
+    C = ts.compute((11,), lambda i: B[i] + B[i + 2], name="C")
+    s = ts.create_schedule(C.op)
+    io, ii = s[C].split(C.op.axis[0], 4)
+    s[B].compute_at(s[C], io)
+    assert "allocate B[float32 * 6]" in str(ts.lower(s, [A, C]))   # 4 + a halo of 2
+    check(s, [A, C], lambda a: 2 * a[:11] + 2 * a[2:])
+
+
+def test_compute_at_strided_reads():
+    A = ts.placeholder((27,), name="A")
+    B = ts.compute((27,), lambda i: A[i] + 1.0, name="B")
+    C = ts.compute((13,), lambda i: B[2 * i] + B[2 * i + 1], name="C")
+    s = ts.create_schedule(C.op)
+    io, ii = s[C].split(C.op.axis[0], 4)
+    s[B].compute_at(s[C], io)
+    check(s, [A, C], lambda a: a[0:26:2] + a[1:27:2] + 2)
+
+
+def test_compute_at_reduction_producer_in_consumer_loop():
+    A, B, C = gemm(13, 7, 11)
+    D = ts.compute((13, 7), lambda i, j: C[i, j] * 2.0, name="D")
+    s = ts.create_schedule(D.op)
+    i, j = s[D].op.axis
+    io, ii = s[D].split(i, 4)
+    jo, ji = s[D].split(j, 3)
+    s[D].reorder(io, jo, ii, ji)
+    s[C].compute_at(s[D], jo)
+    ci, cj = s[C].op.axis
+    k, = s[C].op.reduce_axis
+    ko, ki = s[C].split(k, 4)
+    s[C].reorder(ko, ci, ki, cj)
+    check(s, [A, B, D], lambda a, b: 2 * (a @ b))
+
+
+def test_compute_at_reduction_producer_innermost():
+    A, B, C = gemm(7, 5, 13)
+    D = ts.compute((7, 5), lambda i, j: C[i, j] + 1.0, name="D")
+    s = ts.create_schedule(D.op)
+    i, j = s[D].op.axis
+    s[C].compute_at(s[D], j)
+    assert "allocate C[float32 * 1 * 1]" in str(ts.lower(s, [A, B, D]))
+    check(s, [A, B, D], lambda a, b: a @ b + 1)
+
+
+def test_compute_at_under_threads_is_local():
+    A = ts.placeholder((13, 7), name="A")
+    B = ts.compute((13, 7), lambda i, j: A[i, j] * 3.0, name="B")
+    C = ts.compute((13, 7), lambda i, j: B[i, j] + B[i, 6 - j], name="C")
+    s = ts.create_schedule(C.op)
+    i, j = s[C].op.axis
+    s[C].bind(i, thr("blockIdx.x"))
+    s[C].bind(j, thr("threadIdx.x"))
+    s[B].compute_at(s[C], j)
+    assert "allocate B[float32 * 1 * 7], local" in str(ts.lower(s, [A, C]))
+    check(s, [A, C], lambda a: 3 * a + 3 * a[:, ::-1])
+
+
+def test_compute_root_undoes_compute_at():
+    A, B, C, D = chain2d()
+    s = ts.create_schedule(D.op)
+    s[C].compute_at(s[D], s[D].op.axis[0])
+    s[C].compute_root()
+    check(s, [A, D], chain_ref)
+
+
+def test_softmax_compute_at_rows():
+    A, mx, ex, sm, out = softmax()
+    s = ts.create_schedule(out.op)
+    i, j = s[out].op.axis
+    for T in (mx, ex, sm):
+        s[T].compute_at(s[out], i)
+    check(s, [A, out], softmax_ref)
+
+
+def test_softmax_default_and_inline():
+    A, mx, ex, sm, out = softmax()
+    check(ts.create_schedule(out.op), [A, out], softmax_ref)
+    s = ts.create_schedule(out.op)
+    s[ex].compute_inline()
+    io, ii = s[out].split(s[out].op.axis[0], 3)
+    s[mx].compute_at(s[out], io)
+    s[sm].compute_at(s[out], io)
+    check(s, [A, out], softmax_ref)
+
+
+def test_softmax_gpu_shared_rows():
+    A, mx, ex, sm, out = softmax()
+    s = ts.create_schedule(out.op)
+    i, j = s[out].op.axis
+    s[out].bind(i, thr("blockIdx.x"))
+    jo, ji = s[out].split(j, 4)
+    s[out].reorder(i, ji, jo)
+    s[out].bind(ji, thr("threadIdx.x"))
+    for T in (mx, ex, sm):
+        s[T].compute_at(s[out], i)
+    _, ej = s[ex].op.axis
+    ejo, eji = s[ex].split(ej, 4)
+    s[ex].reorder(eji, ejo)
+    s[ex].bind(eji, thr("threadIdx.x"))
+    text = str(ts.lower(s, [A, out]))
+    assert "allocate ex[float32 * 1 * 13], shared" in text
+    # sm reads the tile that the work-items fill together: a barrier must separate them
+    assert text.index("barrier(shared)", text.index("produce ex")) < text.index("produce sm")
+    check(s, [A, out], softmax_ref)
+
+
+def test_dependent_shared_fills_are_separated_by_a_barrier():
+    # B and C are shared tiles filled cooperatively; C reads elements of B written by other
+    # work-items, so C may only start after a barrier
+    A = ts.placeholder((5, 13), name="A")
+    B = ts.compute((5, 13), lambda i, j: A[i, j] * 2.0, name="B")
+    C = ts.compute((5, 13), lambda i, j: B[i, 12 - j] + 1.0, name="C")
+    D = ts.compute((5, 13), lambda i, j: C[i, j] * C[i, 12 - j], name="D")
+    s = ts.create_schedule(D.op)
+    i, j = s[D].op.axis
+    s[D].bind(i, thr("blockIdx.x"))
+    jo, ji = s[D].split(j, nparts=4)
+    s[D].bind(jo, thr("threadIdx.x"))
+    for T in (B, C):
+        s[T].compute_at(s[D], i)
+        _, b = s[T].op.axis
+        bo, bi = s[T].split(b, nparts=4)
+        s[T].bind(bo, thr("threadIdx.x"))
+    text = str(ts.lower(s, [A, D]))
+    assert text.count("barrier(shared)") == 2
+    check(s, [A, D], lambda a: (2 * a[:, ::-1] + 1) * (2 * a + 1))
+
+
+# ---------------------------------------------------------------- compute_inline
+
+@pytest.mark.parametrize("order", ["BC", "CB"])
+def test_compute_inline_chain_any_order(order):
+    A, B, C, D = chain2d()
+    s = ts.create_schedule(D.op)
+    for name in order:
+        s[{"B": B, "C": C}[name]].compute_inline()
+    text = str(ts.lower(s, [A, D]))
+    assert "produce B" not in text and "produce C" not in text
+    check(s, [A, D], chain_ref)
+
+
+def test_compute_inline_into_reduction():
+    A = ts.placeholder((7, 13), name="A")
+    B = ts.compute((7, 13), lambda i, j: A[i, j] * 2.0, name="B")
+    k = ts.reduce_axis((0, 13), name="k")
+    C = ts.compute((7,), lambda i: ts.sum(B[i, k] * B[i, 12 - k], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    s[B].compute_inline()
+    check(s, [A, C], lambda a: 4 * (a * a[:, ::-1]).sum(axis=1))
+
+
+def test_compute_inline_then_compute_at():
+    A, B, C, D = chain2d()
+    s = ts.create_schedule(D.op)
+    s[B].compute_inline()
+    s[C].compute_at(s[D], s[D].op.axis[0])
+    check(s, [A, D], chain_ref)
+
+
+def test_compute_inline_pad_into_conv_like_stencil():
+    A = ts.placeholder((5, 7), name="A")
+    P = ts.pad(A, [1, 1], name="P")
+    C = ts.compute((5, 7), lambda i, j: P[i, j] + P[i + 1, j + 1] + P[i + 2, j + 2], name="C")
+    s = ts.create_schedule(C.op)
+    s[P].compute_inline()
+    check(s, [A, C], lambda a: np.pad(a, 1)[:5, :7] + a + np.pad(a, 1)[2:, 2:])
+
+
+# ---------------------------------------------------------------- cache_read / cache_write
+
+def test_cache_read_global_two_readers():
+    A = ts.placeholder((13, 7), name="A")
+    B = ts.compute((13, 7), lambda i, j: A[i, j] * 2.0, name="B")
+    C = ts.compute((13, 7), lambda i, j: A[i, j] + B[i, j], name="C")
+    s = ts.create_schedule(C.op)
+    s.cache_read(A, "global", [B, C])
+    check(s, [A, C], lambda a: 3 * a)
+
+
+def test_cache_read_local_at_reduce_axis():
+    A, B, C, s = gemm_sched(7, 5, 13)
+    AL = s.cache_read(A, "local", [C])
+    BL = s.cache_read(B, "local", [C])
+    k, = s[C].op.reduce_axis
+    ko, ki = s[C].split(k, 4)
+    s[AL].compute_at(s[C], ko)
+    s[BL].compute_at(s[C], ko)
+    text = str(ts.lower(s, [A, B, C]))
+    assert "allocate A.local[float32 * 1 * 4], local" in text
+    assert "allocate B.local[float32 * 4 * 1], local" in text
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_cache_read_local_per_thread():
+    A, B, C, s = gemm_sched(13, 11, 7)
+    AL = s.cache_read(A, "local", [C])
+    i, j = s[C].op.axis
+    bx, by, tx, ty = s[C].tile(i, j, 4, 3)
+    for ax, tag in ((bx, "blockIdx.x"), (by, "blockIdx.y"), (tx, "threadIdx.x"),
+                    (ty, "threadIdx.y")):
+        s[C].bind(ax, thr(tag))
+    s[AL].compute_at(s[C], ty)
+    assert "allocate A.local[float32 * 1 * 7], local" in str(ts.lower(s, [A, B, C]))
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_cache_read_of_an_intermediate():
+    A = ts.placeholder((13, 7), name="A")
+    B = ts.compute((13, 7), lambda i, j: A[i, j] * 2.0, name="B")
+    C = ts.compute((13, 7), lambda i, j: B[i, j] + B[12 - i, j], name="C")
+    s = ts.create_schedule(C.op)
+    BL = s.cache_read(B, "local", [C])
+    s[BL].compute_at(s[C], s[C].op.axis[0])
+    check(s, [A, C], lambda a: 2 * a + 2 * a[::-1])
+
+
+def test_cache_read_shared_cooperative_fetch():
+    A, B, C, s = gemm_sched(13, 11, 7)
+    AA = s.cache_read(A, "shared", [C])
+    i, j = s[C].op.axis
+    bx, by, tx, ty = s[C].tile(i, j, 4, 4)
+    for ax, tag in ((bx, "blockIdx.x"), (by, "blockIdx.y"), (tx, "threadIdx.x"),
+                    (ty, "threadIdx.y")):
+        s[C].bind(ax, thr(tag))
+    s[AA].compute_at(s[C], by)
+    a0, a1 = s[AA].op.axis
+    s[AA].bind(a0, thr("threadIdx.x"))
+    text = str(ts.lower(s, [A, B, C]))
+    assert "allocate A.shared[float32 * 4 * 7], shared" in text
+    assert "barrier(shared)" in text
+    check(s, [A, B, C], gemm_ref)
+
+
+@pytest.mark.parametrize("M,N,K", [(37, 29, 23), (13, 11, 7), (8, 8, 8)])
+def test_gemm_shared_local_full_schedule(M, N, K):
+    """The GPU GEMM of /tmp/gemm_shared_example.py: shared tiles filled cooperatively by
+    threadIdx, a register block cached with cache_write, vectorized inner loop."""
+    A, B, C, s = gemm_sched(M, N, K)
+    AA = s.cache_read(A, "shared", [C])
+    BB = s.cache_read(B, "shared", [C])
+    CL = s.cache_write(C, "local")
+    i, j = s[C].op.axis
+    bx, by, tx, ty = s[C].tile(i, j, 8, 8)
+    tyo, tyi = s[C].split(ty, nparts=4)
+    txo, txi = s[C].split(tx, nparts=4)
+    s[C].reorder(bx, by, txo, tyo, txi, tyi)
+    s[C].bind(bx, thr("blockIdx.x"))
+    s[C].bind(by, thr("blockIdx.y"))
+    s[C].bind(txo, thr("threadIdx.x"))
+    s[C].bind(tyo, thr("threadIdx.y"))
+    s[CL].compute_at(s[C], tyo)
+    ii, jj = s[CL].op.axis
+    kk, = s[CL].op.reduce_axis
+    ko, ki = s[CL].split(kk, 4)
+    s[CL].reorder(ko, ki, ii, jj)
+    s[CL].vectorize(jj)
+    s[AA].compute_at(s[CL], ko)
+    s[BB].compute_at(s[CL], ko)
+    for X in (AA, BB):
+        a, b = s[X].op.axis
+        ao, ai = s[X].split(a, nparts=4)
+        bo, bi = s[X].split(b, nparts=4)
+        s[X].reorder(ao, bo, ai, bi)
+        s[X].bind(ao, thr("threadIdx.x"))
+        s[X].bind(bo, thr("threadIdx.y"))
+    text = str(ts.lower(s, [A, B, C]))
+    assert "allocate C.local[float32 * 2 * 2], local" in text
+    assert "allocate A.shared[float32 * 8 * 4], shared" in text
+    assert "allocate B.shared[float32 * 4 * 8], shared" in text
+    # a barrier before the fills (the previous k.outer iteration may still read) and after
+    fills = text.index("produce A.shared")
+    assert "barrier(shared)" in text[text.index("for (k.outer"):fills]
+    assert "barrier(shared)" in text[text.index("produce B.shared"):text.index("for (k.inner")]
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_cache_write_local_at_serial_loop():
+    A, B, C, s = gemm_sched(7, 5, 13)
+    CL = s.cache_write(C, "local")
+    io, ii = s[C].split(s[C].op.axis[0], 3)
+    s[CL].compute_at(s[C], io)
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_cache_write_local_at_thread_axis_elementwise():
+    A = ts.placeholder((13, 7), name="A")
+    B = ts.compute((13, 7), lambda i, j: A[i, j] * 2.0 - A[12 - i, j], name="B")
+    s = ts.create_schedule(B.op)
+    BL = s.cache_write(B, "local")
+    i, j = s[B].op.axis
+    io, ii = s[B].split(i, 5)
+    s[B].bind(io, thr("blockIdx.x"))
+    s[B].bind(ii, thr("threadIdx.x"))
+    s[BL].compute_at(s[B], ii)
+    assert "allocate B.local[float32 * 1 * 7], local" in str(ts.lower(s, [A, B]))
+    check(s, [A, B], lambda a: 2 * a - a[::-1])
+
+
+# ---------------------------------------------------------------- build of a lowered function
+
+def test_build_lowered_function():
+    A, B, C, s = gemm_sched(7, 5, 3)
+    func = ts.lower(s, [A, B, C], name="gemm")
+    mod = ts.build(func, target="python")
+    a = np.arange(21, dtype="float32").reshape(7, 3) - 10
+    b = np.arange(15, dtype="float32").reshape(3, 5) * 0.5 - 3
+    c = np.full((7, 5), np.nan, "float32")
+    mod(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    assert "def gemm(" in mod.get_source()
+
+
+def test_argument_order_is_call_order():
+    A, B, C, s = gemm_sched(5, 7, 3)
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (5, 3)).astype("float32")
+    b = rng.uniform(-1, 1, (3, 7)).astype("float32")
+    c = np.full((5, 7), np.nan, "float32")
+    a0, b0 = a.copy(), b.copy()
+    ts.build(s, [C, B, A], target="python")(c, b, a)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(a, a0)          # inputs are left alone
+    np.testing.assert_array_equal(b, b0)
+
+
+def test_intermediate_as_argument_is_written():
+    A, B, C, D = chain2d()
+    s = ts.create_schedule(D.op)
+    check(s, [A, C, D], lambda a: (2 * a + 1, chain_ref(a)))
+
+
+# ---------------------------------------------------------------- the seed's conv
+
+SMALL = dict(CI=3, IH=6, IW=8, CO=8)
+
+
+@pytest.fixture(scope="module")
+def small_conv():
+    return seed_conv.declare(**SMALL)
+
+
+@pytest.mark.parametrize("kernel_no", [1, 2, 3])
+def test_seed_conv_kernels_small(small_conv, kernel_no):
+    t = small_conv
+    s = seed_conv.schedule(t, kernel_no)
+    check(s, [t[0], t[1], t[-1]], lambda d, k: conv_ref(d, k))
+
+
+def test_seed_conv_default_schedule_with_inlined_pad(small_conv):
+    t = small_conv
+    s = ts.create_schedule(t[-1].op)
+    s[t[2]].compute_inline()
+    check(s, [t[0], t[1], t[-1]], lambda d, k: conv_ref(d, k))
+
+
+def test_seed_conv_num_thread_and_odd_width():
+    t = seed_conv.declare(CI=2, IH=5, IW=4, CO=4, VC=2)
+    s = seed_conv.schedule(t, 3, num_thread=2)
+    check(s, [t[0], t[1], t[-1]], lambda d, k: conv_ref(d, k))
+
+
+def test_seed_conv_packed_stages_as_arguments(small_conv):
+    t = small_conv
+    data, kernel, data_pad, data_vec, kernel_vec, conv, output = t
+    s = seed_conv.schedule(t, 2)
+
+    def ref(d, k):
+        co, ci, kh, kw = k.shape
+        kv = k.reshape(co // 4, 4, ci, kh, kw).transpose(0, 2, 3, 4, 1)
+        return kv, conv_ref(d, k)
+    check(s, [data, kernel, kernel_vec, output], ref)
+
+
+# ---------------------------------------------------------------- random schedules
+
+@settings(max_examples=30, deadline=None)
+@given(fi=st.integers(1, 9), fj=st.integers(1, 7), fk=st.integers(1, 11),
+       order=st.permutations(range(6)), inner=st.sampled_from(["none", "unroll", "vectorize"]),
+       use_nparts=st.booleans())
+def test_gemm_random_splits_and_orders(fi, fj, fk, order, inner, use_nparts):
+    A, B, C, s = gemm_sched(7, 5, 9)
+    i, j = s[C].op.axis
+    k, = s[C].op.reduce_axis
+    io, ii = s[C].split(i, nparts=fi) if use_nparts else s[C].split(i, fi)
+    jo, ji = s[C].split(j, fj)
+    ko, ki = s[C].split(k, fk)
+    leaves = [io, ii, jo, ji, ko, ki]
+    s[C].reorder(*[leaves[p] for p in order])
+    last = s[C].leaf_iter_vars[-1]
+    if inner == "unroll":
+        s[C].unroll(last)
+    elif inner == "vectorize" and last.kind != "reduce":
+        s[C].vectorize(last)
+    check(s, [A, B, C], gemm_ref)
