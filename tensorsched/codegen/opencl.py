@@ -12,7 +12,8 @@ from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.visitor import Visitor
-from ..passes import remove_trivial_loops, simplify_stmt, unroll_loops, vectorize_loops
+from ..passes import (remove_trivial_loops, run_passes, simplify_stmt, unroll_loops,
+                      vectorize_loops)
 from ..ir.precedence import ATOM
 from .c_like import CStyleEmitter, Names
 
@@ -154,10 +155,8 @@ class _Collect(Visitor):
         self.generic_visit(a)
 
 
-def prepare(stmt):
-    for _, fn in PREPARE:
-        stmt = fn(stmt)
-    return stmt
+def prepare(stmt, args=()):
+    return run_passes(stmt, PREPARE, args)
 
 
 def split_kernels(func):
@@ -183,7 +182,7 @@ def emit_opencl(func, fp16="storage"):
     temps, parts = split_kernels(func)
     names_used, kernels, texts, helpers = set(), [], [], set()
     for stage_name, stmt in parts:
-        stmt = prepare(stmt)
+        stmt = prepare(stmt, tuple(func.args) + tuple(temps))
         col = _Collect()
         col.visit(stmt)
         kname = _unique(f"{func.name}_{stage_name}", names_used)

@@ -1,10 +1,11 @@
 """Passes over lowered IR: each is a pure function ``Stmt -> Stmt`` named by a verb."""
 from .hoist_guards import hoist_guards
 from .insert_barriers import insert_barriers
+from .manager import run_passes
 from .remove_trivial_loops import remove_trivial_loops
 from .simplify_stmt import simplify_stmt
 from .unroll import unroll_loops
 from .vectorize import vectorize_loops
 
-__all__ = ["hoist_guards", "insert_barriers", "remove_trivial_loops", "simplify_stmt", "unroll_loops",
+__all__ = ["hoist_guards", "insert_barriers", "remove_trivial_loops", "run_passes", "simplify_stmt", "unroll_loops",
            "vectorize_loops"]

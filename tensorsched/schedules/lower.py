@@ -1,14 +1,11 @@
 """``lower``: schedule -> loop-nest IR, as one list of named passes."""
 from __future__ import annotations
 
-import time
-
-from ..config import config
 from ..errors import LoweringError
-from ..ir.printer import print_stmt
 from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
-from ..passes import hoist_guards, insert_barriers, remove_trivial_loops, simplify_stmt
+from ..passes import (hoist_guards, insert_barriers, remove_trivial_loops, run_passes,
+                      simplify_stmt)
 from .schedule import Schedule
 from .schedule_ops import schedule_to_stmt
 
@@ -20,17 +17,6 @@ PASSES = (
     ("hoist_guards", hoist_guards),                      # loop-invariant guard parts move out
     ("insert_barriers", insert_barriers),                # work-group barriers around shared tiles
 )
-
-
-def run_passes(stmt, passes=PASSES):
-    for name, fn in passes:
-        t0 = time.perf_counter()
-        new = fn(stmt)
-        if config.debug_ir and new is not stmt:
-            ms = (time.perf_counter() - t0) * 1e3
-            print(f"// after {name} ({ms:.2f} ms)\n{print_stmt(new)}\n")
-        stmt = new
-    return stmt
 
 
 def lower(sch, args, name="default_function", simple_mode=False):
@@ -48,7 +34,8 @@ def lower(sch, args, name="default_function", simple_mode=False):
     if len({id(a) for a in args}) != len(args):
         raise LoweringError("lower: a tensor is listed twice in the arguments")
     stmt, ctx = schedule_to_stmt(sch, args)
-    stmt = run_passes(stmt)
+    arg_bufs = [ctx.storage(a)[0] for a in args]
+    stmt = run_passes(stmt, PASSES, args=arg_bufs)
     bufs = []
     for a in args:
         st = ctx.stage_of(a)

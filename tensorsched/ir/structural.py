@@ -1,0 +1,65 @@
+"""Structural equality up to renaming of bound variables (alpha-equivalence), and a matching
+hash. Loop and thread variables are binding sites: ``for (i) A[i] = 0`` equals
+``for (j) A[j] = 0``. Free variables and buffers compare by name, dtype (and shape)."""
+from __future__ import annotations
+
+import dataclasses
+
+from . import expr as E
+from . import stmt as S
+
+
+def _fields(node):
+    return [(f.name, getattr(node, f.name)) for f in dataclasses.fields(node) if f.compare]
+
+
+class _Equal:
+    def __init__(self):
+        self.vmap = {}               # Var of a -> Var of b, for bound variables
+
+    def eq(self, a, b):
+        if a is b:
+            return True
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, E.Var):
+            if a in self.vmap:
+                return self.vmap[a] is b
+            return a.name == b.name and a.dtype == b.dtype
+        if isinstance(a, S.Buffer):
+            return (a.name, a.dtype, a.shape, a.scope, a.image) == \
+                   (b.name, b.dtype, b.shape, b.scope, b.image)
+        if isinstance(a, (list, tuple)):
+            return len(a) == len(b) and all(self.eq(x, y) for x, y in zip(a, b))
+        if isinstance(a, (S.For, S.ThreadExtent)):
+            if a.var.dtype != b.var.dtype:
+                return False
+            self.vmap[a.var] = b.var
+        if dataclasses.is_dataclass(a):
+            return all(self.eq(x, getattr(b, name)) for name, x in _fields(a))
+        return a == b
+
+
+def structural_equal(a, b):
+    """Whether two IR trees are equal up to the names of the variables they bind."""
+    return _Equal().eq(a, b)
+
+
+def structural_hash(node):
+    """A hash that is equal for structurally equal trees."""
+    bound = {}
+
+    def h(x):
+        if isinstance(x, E.Var):
+            return hash(("var", bound[x])) if x in bound else hash(("free", x.name, x.dtype))
+        if isinstance(x, S.Buffer):
+            return hash(("buf", x.name, x.dtype, x.shape, x.scope))
+        if isinstance(x, (list, tuple)):
+            return hash(tuple(h(y) for y in x))
+        if isinstance(x, (S.For, S.ThreadExtent)):
+            bound[x.var] = len(bound)
+        if dataclasses.is_dataclass(x):
+            return hash((type(x).__name__,) + tuple(h(v) for _, v in _fields(x)))
+        return hash(x)
+
+    return h(node)
