@@ -10,6 +10,9 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))          # ts_check, seed_conv
 
 import ts_check  # noqa: E402
+from tensorsched.config import config  # noqa: E402
+
+config.verify = True            # check the IR between lowering passes (as TS_VERIFY=1 does)
 
 
 @pytest.fixture

@@ -717,3 +717,105 @@ def test_gemm_random_splits_and_orders(fi, fj, fk, order, inner, use_nparts):
     elif inner == "vectorize" and last.kind != "reduce":
         s[C].vectorize(last)
     check(s, [A, B, C], gemm_ref)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_stencil_random_placement(data):
+    """A producer read at shifted positions, placed at a random loop of a randomly split and
+    reordered consumer (or inlined, or at the root): bound inference must cover the halo."""
+    M, N = data.draw(st.sampled_from([(7, 5), (13, 7), (5, 11)]))
+    A = ts.placeholder((M + 2, N + 2), name="A")
+    B = ts.compute((M + 2, N + 2), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    reduce = data.draw(st.booleans())
+    if reduce:
+        k = ts.reduce_axis((0, 3), name="k")
+        C = ts.compute((M, N), lambda i, j: ts.sum(B[i + k, j + 2 - k], axis=k), name="C")
+
+        def ref(a):
+            b = 2 * a + 1
+            return sum(b[q:q + M, 2 - q:2 - q + N] for q in range(3))
+    else:
+        C = ts.compute((M, N), lambda i, j: B[i, j] + B[i + 2, j + 1] * B[i + 1, j + 2],
+                       name="C")
+
+        def ref(a):
+            b = 2 * a + 1
+            return b[:M, :N] + b[2:, 1:N + 1] * b[1:M + 1, 2:]
+    s = ts.create_schedule(C.op)
+    i, j = s[C].op.axis
+    io, ii = s[C].split(i, data.draw(st.integers(1, M + 1)))
+    jo, ji = s[C].split(j, data.draw(st.integers(1, N + 1)))
+    s[C].reorder(*data.draw(st.permutations(s[C].leaf_iter_vars)))
+    where = data.draw(st.sampled_from(["root", "at", "inline"]))
+    if where == "at":
+        s[B].compute_at(s[C], data.draw(st.sampled_from(s[C].leaf_iter_vars)))
+        if data.draw(st.booleans()):
+            s[B].split(s[B].op.axis[1], data.draw(st.integers(1, 4)))
+    elif where == "inline":
+        s[B].compute_inline()
+    check(s, [A, C], ref)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_gemm_gpu_random_tiles_and_caches(data):
+    """Random GPU GEMM schedules: tiles bound to blocks and threads, an optional register
+    block (cache_write) and an optional shared/local cache of A placed at a random loop."""
+    M, N, K = data.draw(st.sampled_from([(13, 11, 7), (9, 6, 5), (16, 8, 4)]))
+    A, B, C = gemm(M, N, K)
+    s = ts.create_schedule(C.op)
+    scope = data.draw(st.sampled_from(["shared", "local", None]))
+    AA = s.cache_read(A, scope, [C]) if scope else None
+    CL = s.cache_write(C, "local") if data.draw(st.booleans()) else None
+    i, j = s[C].op.axis
+    bx, by, tx, ty = s[C].tile(i, j, data.draw(st.integers(1, 8)), data.draw(st.integers(1, 8)))
+    for ax, tag in ((bx, "blockIdx.x"), (by, "blockIdx.y"), (tx, "threadIdx.x"),
+                    (ty, "threadIdx.y")):
+        s[C].bind(ax, thr(tag))
+    host = C
+    if CL is not None:
+        s[CL].compute_at(s[C], data.draw(st.sampled_from([by, ty])))
+        host = CL
+    if AA is not None:
+        k, = s[host].op.reduce_axis
+        s[host].split(k, data.draw(st.integers(1, K + 1)))
+        places = [x for x in s[host].leaf_iter_vars
+                  if not (host is C and scope == "shared" and x in (tx, ty))]
+        s[AA].compute_at(s[host], data.draw(st.sampled_from(places)))
+        if scope == "shared" and data.draw(st.booleans()):
+            a0o, _ = s[AA].split(s[AA].op.axis[0], nparts=data.draw(st.integers(1, 4)))
+            s[AA].bind(a0o, thr("threadIdx.x"))
+    try:
+        ts.lower(s, [A, B, C])
+    except ts.LoweringError as e:
+        # the cooperative fetch asked for another number of work-items than the kernel has
+        assert "in the same kernel" in str(e) or "the enclosing kernel runs only" in str(e)
+        return
+    check(s, [A, B, C], gemm_ref)
+
+
+def test_explicit_unrolling_pass_keeps_the_numbers():
+    """The unroll pass used by the OpenCL code generator writes unrolled loops out; running its
+    output with the python target gives the same numbers."""
+    import dataclasses
+
+    from tensorsched.passes import unroll_loops
+    A, B, C, s = gemm_sched(7, 5, 11)
+    i, j = s[C].op.axis
+    k, = s[C].op.reduce_axis
+    jo, ji = s[C].split(j, 3)
+    ko, ki = s[C].split(k, 4)
+    s[C].reorder(i, jo, ko, ki, ji)
+    s[C].unroll(ki)
+    s[C].unroll(ji)
+    func = ts.lower(s, [A, B, C])
+    unrolled = dataclasses.replace(func, body=unroll_loops(func.body))
+    text = str(unrolled)
+    assert "unrolled" not in text and "k.inner" not in text
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (7, 11)).astype("float32")
+    b = rng.uniform(-1, 1, (11, 5)).astype("float32")
+    c = np.full((7, 5), np.nan, "float32")
+    ts.build(unrolled, target="python")(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)

@@ -126,8 +126,12 @@ class Tensor:
         return self is other
 
 
-class _Slice:
-    """A partly indexed tensor (``T[i]`` of a 2-d T), waiting for the remaining indices."""
+class _Slice(E.ExprOps):
+    """A partly indexed tensor (``T[i]`` of a 2-d T), waiting for the remaining indices.
+
+    Using it as a value (``T[i] * 2.0``, ``ts.exp(T[i])``) raises the dimension error: the
+    operator sugar of ``ExprOps`` goes through ``as_expr``.
+    """
 
     def __init__(self, tensor, indices):
         self.tensor, self.indices = tensor, indices
@@ -146,9 +150,14 @@ class _Slice:
             return E.TensorLoad(t, indices)
         return _Slice(t, indices)
 
-    def __getattr__(self, name):
+    def as_expr(self):
         raise ComputeError(f"tensor '{self.tensor.name}' has {self.tensor.ndim} dimensions but was "
                            f"used with {len(self.indices)} indices")
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)            # keep Python's protocols (copy, pickle) sane
+        self.as_expr()
 
 
 def _check_shape(shape, what):

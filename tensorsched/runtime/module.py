@@ -32,7 +32,8 @@ def build_program(device, source, options):
         prg = cl.Program(device.context, source).build(options=list(options))
     except cl.RuntimeError as exc:
         path = save_source(source)
-        log = getattr(exc, "what", lambda: str(exc))()
+        record = getattr(exc, "what", None)        # pyopencl's _ErrorRecord: .what() is the log
+        log = record.what() if callable(getattr(record, "what", None)) else str(exc)
         raise BuildError(f"the OpenCL compiler of '{device.name}' rejected the generated code",
                          log=str(log), source_path=path, options=options) from None
     _PROGRAMS[key] = prg
@@ -41,7 +42,7 @@ def build_program(device, source, options):
 
 def save_source(source):
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-    folder = os.path.join(tempfile.gettempdir(), "tensorsched")
+    folder = os.path.join(tempfile.gettempdir(), "tensorsched-kernels")
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"kernel_{digest}.cl")
     with open(path, "w") as f:
@@ -91,7 +92,8 @@ class OpenCLModule:
         self._check_work_groups()
         self.options = tuple(DEFAULT_OPTIONS) + tuple(options)
         self.program = build_program(self.device, self.source.text, self.options)
-        self.kernels = [getattr(self.program, k.name) for k in self.source.kernels]
+        import pyopencl as cl      # cl.Kernel: a cached program's kernels are fetched anew
+        self.kernels = [cl.Kernel(self.program, k.name) for k in self.source.kernels]
         self._temps = None
 
     def get_source(self):

@@ -34,15 +34,17 @@ def lower(sch, args, name="default_function", simple_mode=False):
     if len({id(a) for a in args}) != len(args):
         raise LoweringError("lower: a tensor is listed twice in the arguments")
     stmt, ctx = schedule_to_stmt(sch, args)
-    arg_bufs = [ctx.storage(a)[0] for a in args]
-    stmt = run_passes(stmt, PASSES, args=arg_bufs)
-    bufs = []
     for a in args:
         st = ctx.stage_of(a)
+        if st is not None and st.attach_type == "inline":
+            raise LoweringError(f"lower: argument '{a.name}' was inlined (compute_inline) and "
+                                "has no buffer of its own; drop it from the arguments or do not "
+                                "inline it")
         if st is not None and st.attach_type != "root":
             raise LoweringError(f"lower: argument '{a.name}' is computed inside another stage "
                                 f"({st.attach_type}); an argument must be computed at the root")
-        bufs.append(ctx.storage(a)[0])
+    bufs = [ctx.storage(a)[0] for a in args]
+    # user errors first, so that the IR verifier (TS_VERIFY=1) only ever sees complete functions
     missing = [op.name for op in sch.outputs if not any(ctx.stage_of(a) is sch.stage_map[op]
                                                         for a in args)]
     if missing:
@@ -52,6 +54,7 @@ def lower(sch, args, name="default_function", simple_mode=False):
     if absent:
         raise LoweringError(f"lower: input '{absent[0]}' is read but not among the arguments; "
                             "add it")
+    stmt = run_passes(stmt, PASSES, args=bufs)
     outputs = tuple(b for b, a in zip(bufs, args) if ctx.stage_of(a) is not None)
     return LoweredFunc(name, tuple(bufs), stmt, outputs)
 

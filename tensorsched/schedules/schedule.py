@@ -92,6 +92,18 @@ class Stage:
     def _attr(self, iv):
         return self.attrs.setdefault(iv, IterAttr())
 
+    def _check_plain(self, primitive, iv):
+        """``iv`` carries no annotation that ``primitive`` (split/fuse) would silently drop."""
+        a = self.attrs.get(iv)
+        if a is None:
+            return
+        what = (f"bound to {a.bind.tag}" if a.bind is not None else
+                a.kind if a.kind != "serial" else
+                f"annotated with pragma '{a.pragmas[0][0]}'" if a.pragmas else None)
+        if what:
+            raise self._error(primitive, f"axis '{iv.var.name}' is {what}, which {primitive} would "
+                              f"drop; call {primitive} first and annotate its result", iv)
+
     # ---- loop structure
 
     def split(self, parent, factor=None, nparts=None):
@@ -99,6 +111,7 @@ class Stage:
         ``outer`` has ``nparts``). A factor that does not divide the extent is legal."""
         self._check_not_inline("split")
         self._check_leaf("split", parent)
+        self._check_plain("split", parent)
         if (factor is None) == (nparts is None):
             raise self._error("split", "give exactly one of factor= or nparts=", parent)
         n = factor if factor is not None else nparts
@@ -131,6 +144,7 @@ class Stage:
             raise self._error("fuse", "give at least two axes to fuse")
         for iv in args:
             self._check_leaf("fuse", iv)
+            self._check_plain("fuse", iv)
         fused = args[0]
         for inner in args[1:]:
             fused = self._fuse2(fused, inner)
@@ -236,6 +250,13 @@ class Stage:
                               f"{parent!r}")
         if parent is self:
             raise self._error("compute_at", "a stage cannot be computed inside itself")
+        if parent.schedule is not self.schedule:
+            raise self._error("compute_at", f"stage '{parent.name}' belongs to another schedule; "
+                              "take both stages from the same schedule s")
+        if parent.attach_type == "inline":
+            raise self._error("compute_at", f"stage '{parent.name}' was inlined "
+                              "(compute_inline) and has no loops; attach it to a stage that "
+                              "has loops")
         parent._check_leaf("compute_at", iv)
         if self.is_output:
             raise self._error("compute_at", "it is an output of the schedule and must be computed "
@@ -295,6 +316,7 @@ class Schedule:
     def __init__(self, outputs):
         self.outputs = list(outputs)
         self.trace = []
+        self.image_inputs = set()
         self.stages, self.stage_map, self.placeholders = [], {}, []
         for op in _post_order(self.outputs):
             if isinstance(op, PlaceholderOp):
@@ -380,6 +402,20 @@ class Schedule:
         self._insert(new, min(reader_stages, key=self.stages.index))
         self.trace.append((tensor.name, "cache_read", None, {"scope": scope}))
         return cache
+
+    def use_image(self, tensor):
+        """Read the 2-d float32 input ``tensor`` through an ``image2d_t`` (the texture path, as
+        seed 004 does for B): each RGBA texel holds 4 consecutive elements of a row."""
+        op = getattr(tensor, "op", None)
+        if not isinstance(op, PlaceholderOp):
+            raise ScheduleError("use_image", None, f"{tensor!r} is not an input placeholder; "
+                                "only inputs can be read through an image")
+        if len(op.shape) != 2 or op.dtype != "float32" or op.shape[1] % 4:
+            raise ScheduleError("use_image", None, f"input '{op.name}' is {op.dtype}{list(op.shape)}"
+                                "; an image input must be 2-d float32 with a last dimension "
+                                "divisible by 4 (pad it with ts.pad or pick another input)")
+        self.image_inputs.add(op)
+        self.trace.append((op.name, "use_image", None, {}))
 
     def cache_write(self, tensor, scope):
         """Compute ``tensor`` into a ``scope`` stage; the original stage copies it out."""

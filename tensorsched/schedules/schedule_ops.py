@@ -59,6 +59,7 @@ class Context:
         self.scope = {}
         self.var_ranges = {}          # every loop Var -> (0, extent-1), for the simplifier
         self.thread_vars = {}         # tag -> Var
+        self.kernel_extents = {}      # tag -> (extent, stage, axis) in the kernel being built
         self.bound_vars = {}          # leaf Var -> thread Var
         self.placeholder_buf = {}
         self.arg_tensors = args
@@ -73,7 +74,8 @@ class Context:
             if op not in self.placeholder_buf:
                 if not isinstance(op, PlaceholderOp):
                     raise LoweringError(f"tensor '{tensor.name}' is not produced by this schedule")
-                self.placeholder_buf[op] = S.Buffer(op.name, op.dtype, op.shape)
+                self.placeholder_buf[op] = S.Buffer(op.name, op.dtype, op.shape,
+                                                    image=op in self.sched.image_inputs)
             return self.placeholder_buf[op], [(E.IntImm(0), d) for d in op.shape]
         return self.buffer[st], self.region[st]
 
@@ -329,6 +331,21 @@ def _loop(ctx, st, iv, extent, body, env):
             if extent < outer_ext:
                 body = S.IfThenElse(var < extent, body)
             return body
+        root = _kernel_root(st)
+        if root is not st and not any(_bound_tag(root, x) == tag for x in root.leaf_iter_vars):
+            raise ScheduleError("bind", st, f"axis '{iv.var.name}' is bound to {tag}, but stage "
+                                f"'{root.name}', whose kernel '{st.name}' is computed in, binds "
+                                f"no axis to {tag}: every work-item along {tag} would compute "
+                                f"all of '{root.name}'; bind an axis of '{root.name}' to {tag} "
+                                "as well", iv)
+        prev = ctx.kernel_extents.setdefault(tag, (extent, st, iv))
+        if prev[0] != extent:
+            pe, pst, piv = prev
+            raise LoweringError(f"stage '{st.name}': axis '{iv.var.name}' is bound to {tag} with "
+                                f"extent {extent}, but stage '{pst.name}' binds axis "
+                                f"'{piv.var.name}' to {tag} with extent {pe} in the same kernel; "
+                                f"a kernel has one extent per thread tag: split so that both "
+                                f"have the same extent (e.g. split(..., nparts={pe}))")
         var = ctx.thread_var(tag)
         ctx.bound_vars[iv.var] = var
         ctx.var_ranges[var] = (0, extent - 1)
@@ -336,6 +353,12 @@ def _loop(ctx, st, iv, extent, body, env):
     kind = attr.kind if attr else "serial"
     pragmas = tuple(attr.pragmas) if attr else ()
     return S.For(iv.var, E.IntImm(0), E.IntImm(extent), kind, body, pragmas)
+
+
+def _kernel_root(st):
+    """The root stage of the kernel that ``st`` is computed in."""
+    anc = _ancestors(st)
+    return anc[-1][0] if anc else st
 
 
 def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, identity):
@@ -355,6 +378,22 @@ def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, identity):
         ctx.var_ranges[v] = (0, ctx.ext[st][iv] - 1)
         stmt = S.For(v, E.IntImm(0), E.IntImm(ctx.ext[st][iv]), kind, stmt)
     return stmt
+
+
+def check_scope_bindings(ctx, st):
+    """A stage in memory private to a work-item ("local") cannot bind thread or block indices,
+    nor a work-group's ("shared") stage block indices: each work-item (group) would fill only
+    its own part of its own copy and read the rest unwritten."""
+    rank = SCOPE_RANK[ctx.scope[st]]
+    for iv in st.leaf_iter_vars:
+        tag = _bound_tag(st, iv)
+        if tag and tag_rank(tag) < rank:
+            who = "work-item" if rank == SCOPE_RANK["local"] else "work-group"
+            fix = ("give it scope 'shared' to fill it cooperatively, or drop the binding"
+                   if tag.startswith("threadIdx") else "drop the binding")
+            raise ScheduleError("bind", st, f"axis '{iv.var.name}' is bound to {tag}, but the "
+                                f"stage lives in '{ctx.scope[st]}' memory, private to one {who}: "
+                                f"each {who} would fill only part of its own copy; {fix}", iv)
 
 
 def check_bindings(ctx, st):
@@ -386,11 +425,28 @@ def schedule_to_stmt(sched, args):
                                 f"'{st.attach_stage.name}' was split or fused after compute_at; "
                                 "attach to one of its current loops")
     infer_bounds(ctx)
+    for st in ctx.stages:
+        check_scope_bindings(ctx, st)
+        if ctx.scope[st] == "shared" and st.attach_type == "scope" and not any(
+                _bound_tag(p, x) for p, at in _ancestors(st)
+                for x in p.leaf_iter_vars[:p.leaf_iter_vars.index(at) + 1]):
+            root = _kernel_root(st)
+            raise LoweringError(f"stage '{st.name}' has scope 'shared' (memory of a work-group), "
+                                f"but no axis of '{root.name}' around it is bound to a thread "
+                                f"axis: did you forget to bind? Bind the outer axes of "
+                                f"'{root.name}' to blockIdx/threadIdx, or use scope 'local'")
     parts, root_allocs = [], []
     for st in ctx.stages:
         if st.attach_type != "root":
             continue
+        if ctx.scope[st] != "global" and not st.is_output:
+            raise LoweringError(f"stage '{st.name}' has scope '{ctx.scope[st]}' but is computed "
+                                "at the root, where its buffer would have to outlive the kernel "
+                                "that fills it; attach it inside its consumer with "
+                                f"s[{st.name}].compute_at(s[consumer], axis), or use scope "
+                                "'global'")
         check_bindings(ctx, st)
+        ctx.kernel_extents = {}
         parts.append(build_stage(ctx, st, {}))
         if not st.is_output and not _is_arg(ctx, st):
             root_allocs.append(st)

@@ -1,0 +1,151 @@
+"""2-d convolution (NCHW data, OIHW kernel, dilation 1) in three declarations:
+
+- ``conv2d_nchw``: direct, a reduction over (ci, kh, kw) of the padded input;
+- ``conv2d_nchw_spatial_pack``: seed 003's spatial packing (``data_vec``, ``kernel_vec``,
+  ``conv`` on tiles VH x VW x VC, then ``output_unpack``);
+- ``conv2d_nchw_im2col``: the GEMM method (``data_col`` of shape (N*OH*OW, CI*KH*KW) times the
+  reshaped kernel).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ComputeError
+from ..ir import intrin as I
+from ..ir.expr import const
+from ..ir.tensor import Tensor, compute, placeholder, reduce_axis
+from .pad import pad
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    N: int
+    CI: int
+    IH: int
+    IW: int
+    CO: int
+    KH: int
+    KW: int
+    stride: int = 1
+    pad: int = 0
+
+    @property
+    def OH(self):
+        return (self.IH + 2 * self.pad - self.KH) // self.stride + 1
+
+    @property
+    def OW(self):
+        return (self.IW + 2 * self.pad - self.KW) // self.stride + 1
+
+    @property
+    def flop(self):
+        return 2 * self.N * self.CO * self.OH * self.OW * self.CI * self.KH * self.KW
+
+
+def _inputs(shape, dtype):
+    if shape.OH <= 0 or shape.OW <= 0:
+        raise ComputeError(f"conv2d: the kernel {shape.KH}x{shape.KW} does not fit the padded "
+                           f"input {shape.IH}x{shape.IW} (pad {shape.pad})")
+    data = placeholder((shape.N, shape.CI, shape.IH, shape.IW), dtype, name="data")
+    kernel = placeholder((shape.CO, shape.CI, shape.KH, shape.KW), dtype, name="kernel")
+    return data, kernel
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def conv2d_nchw(shape, dtype="float32", out_dtype=None):
+    """Direct convolution; returns ``(data, kernel, output)``."""
+    out_dtype = out_dtype or dtype
+    data, kernel = _inputs(shape, dtype)
+    p, s = shape.pad, shape.stride
+    data_pad = pad(data, [0, 0, p, p], name="data_pad")
+    ci = reduce_axis((0, shape.CI), name="ci")
+    kh = reduce_axis((0, shape.KH), name="kh")
+    kw = reduce_axis((0, shape.KW), name="kw")
+    out = compute((shape.N, shape.CO, shape.OH, shape.OW), lambda n, co, h, w: I.sum(
+        data_pad[n, ci, h * s + kh, w * s + kw].astype(out_dtype) *
+        kernel[co, ci, kh, kw].astype(out_dtype), axis=[ci, kh, kw]), name="conv2d",
+        tag="conv2d_nchw")
+    return data, kernel, out
+
+
+def conv2d_nchw_spatial_pack(shape, VH=1, VW=4, VC=4, dtype="float32", out_dtype=None):
+    """Seed 003's declaration. Returns ``(data, kernel, output)``; the intermediate stages are
+    reachable as ``output.op.input_tensors`` and by name (``data_vec``, ``kernel_vec``, ``conv``).
+
+    Output sizes that VH, VW or VC do not divide are covered by rounding the tiles up: the
+    packed input is padded further and the packed kernel is zero beyond CO.
+    """
+    out_dtype = out_dtype or dtype
+    data, kernel = _inputs(shape, dtype)
+    N, CI, CO, KH, KW = shape.N, shape.CI, shape.CO, shape.KH, shape.KW
+    HS = WS = shape.stride
+    OH, OW = shape.OH, shape.OW
+    OHB, OWB, COB = _ceil(OH, VH), _ceil(OW, VW), _ceil(CO, VC)
+    rows, cols = (VH - 1) * HS + KH, (VW - 1) * WS + KW          # input window of one tile
+    need_h, need_w = (OHB - 1) * VH * HS + rows, (OWB - 1) * VW * WS + cols
+    p = shape.pad
+    data_pad = pad(data, [0, 0, p, p],
+                   [0, 0, max(p, need_h - shape.IH - p), max(p, need_w - shape.IW - p)],
+                   name="data_pad")
+    dvshape = (N, OHB, OWB, CI, rows, cols)
+    kvshape = (COB, CI, KH, KW, VC)
+    ovshape = (N, COB, OHB, OWB, VH, VW, VC)
+    oshape = (N, CO, OH, OW)
+    data_vec = compute(dvshape, lambda n, h, w, ci, vh, vw:
+                       data_pad[n][ci][h * VH * HS + vh][w * VW * WS + vw], name="data_vec")
+    if CO % VC:
+        kernel_vec = compute(kvshape, lambda co, ci, kh, kw, vc: I.if_then_else(
+            co * VC + vc < CO, kernel[I.min(co * VC + vc, CO - 1)][ci][kh][kw],
+            const(0, dtype)), name="kernel_vec")
+    else:
+        kernel_vec = compute(kvshape, lambda co, ci, kh, kw, vc:
+                             kernel[co * VC + vc][ci][kh][kw], name="kernel_vec")
+    ci = reduce_axis((0, CI), name="ci")
+    kh = reduce_axis((0, KH), name="kh")
+    kw = reduce_axis((0, KW), name="kw")
+    conv = compute(ovshape, lambda n, co, h, w, vh, vw, vc: I.sum(
+        data_vec[n, h, w, ci, vh * HS + kh, vw * WS + kw].astype(out_dtype) *
+        kernel_vec[co, ci, kh, kw, vc].astype(out_dtype), axis=[ci, kh, kw]), name="conv")
+    output = compute(oshape, lambda n, co, h, w:
+                     conv[n][co // VC][h // VH][w // VW][h % VH][w % VW][co % VC],
+                     name="output_unpack", tag="direct_conv_output")
+    return data, kernel, output
+
+
+def conv2d_nchw_im2col(shape, dtype="float32", out_dtype=None):
+    """The GEMM method: ``data_col`` (N*OH*OW x CI*KH*KW) times ``kernel_mat`` (CI*KH*KW x CO),
+    then ``output`` back in NCHW. Returns ``(data, kernel, output)``; the GEMM stage is named
+    ``conv_gemm``."""
+    out_dtype = out_dtype or dtype
+    data, kernel = _inputs(shape, dtype)
+    N, CI, CO, KH, KW, OH, OW = shape.N, shape.CI, shape.CO, shape.KH, shape.KW, shape.OH, shape.OW
+    s, p = shape.stride, shape.pad
+    M, K = N * OH * OW, CI * KH * KW
+    data_pad = pad(data, [0, 0, p, p], name="data_pad")
+    data_col = compute((M, K), lambda m, k: data_pad[
+        m // (OH * OW), k // (KH * KW), (m // OW) % OH * s + k // KW % KH,
+        m % OW * s + k % KW], name="data_col")
+    kernel_mat = compute((K, CO), lambda k, co: kernel[co, k // (KH * KW), k // KW % KH, k % KW],
+                         name="kernel_mat")
+    kk = reduce_axis((0, K), name="k")
+    gemm = compute((M, CO), lambda m, co: I.sum(data_col[m, kk].astype(out_dtype) *
+                                               kernel_mat[kk, co].astype(out_dtype), axis=kk),
+                   name="conv_gemm", tag="gemm_NN")
+    output = compute((N, CO, OH, OW), lambda n, co, h, w: gemm[(n * OH + h) * OW + w, co],
+                     name="output")
+    return data, kernel, output
+
+
+def stages_by_name(output):
+    """``{name: tensor}`` of every compute stage feeding ``output`` (and ``output`` itself)."""
+    found, todo = {}, [output]
+    while todo:
+        t = todo.pop()
+        if not isinstance(t, Tensor) or t.name in found:
+            continue
+        found[t.name] = t
+        todo += list(t.op.input_tensors)
+    return found

@@ -1,0 +1,47 @@
+"""CPU-device GEMM (PoCL): a large register tile per work-item, tiny work-groups, wide vectors,
+no ``__local`` staging (a CPU's caches do that job).
+
+Knobs: ``tile_y`` / ``tile_x`` = (work-items, outputs per work-item), ``vec`` (vector width of
+the columns), ``tile_k`` (K step, unrolled).
+"""
+import tensorsched as ts
+
+from ...tune.space import split_axis
+from ..gemm import gemm
+from ..nn import epilogue as make_epilogue
+from .common import bind_2d, reduction_and_epilogue
+
+
+def gemm_cpu(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
+    A, B, C = gemm(M, N, K, layout, dtype)
+    O, extra = make_epilogue(C, epilogue)
+    ty, wy = cfg.define_split("tile_y", M, 3, policy="candidates", default=(2, 16),
+                              candidates=[(t, w) for t in (1, 2, 4) for w in (4, 8, 16, 32)])
+    tx, wx = cfg.define_split("tile_x", N, 3, policy="candidates", default=(2, 16),
+                              candidates=[(t, w) for t in (1, 2, 4) for w in (8, 16, 32, 64)])
+    vec = cfg.define_knob("vec", (16, 8, 4))
+    (kstep,) = cfg.define_split("tile_k", K, 2, policy="candidates", default=(4,),
+                                candidates=[(k,) for k in (1, 2, 4, 8)])
+    cfg.constrain(wx % vec == 0, "columns per work-item not a multiple of the vector width")
+
+    s = ts.create_schedule(O.op)
+    comp, out = reduction_and_epilogue(s, O)
+    i, j = s[out].op.axis
+    by, tyy, wyy = split_axis(s[out], i, (ty, wy))
+    bx, txx, wxx = split_axis(s[out], j, (tx, wx))
+    s[out].reorder(by, bx, tyy, txx, wyy, wxx)
+    bind_2d(s, out, by, bx, tyy, txx)
+    xo, xv = s[out].split(wxx, vec)
+    s[out].vectorize(xv)
+
+    s[comp].compute_at(s[out], txx)
+    ci, cj = s[comp].op.axis
+    (ck,) = s[comp].op.reduce_axis
+    ko, ki = s[comp].split(ck, kstep)
+    cjo, cjv = s[comp].split(cj, vec)
+    s[comp].reorder(ko, ki, ci, cjo, cjv)
+    s[comp].unroll(ki)
+    s[comp].unroll(ci)
+    s[comp].unroll(cjo)
+    s[comp].vectorize(cjv)
+    return s, [A, B] + extra + [O]

