@@ -29,6 +29,10 @@ def check_call_args(func, arrays):
         if np.dtype(dtype) != np.dtype(dt.NUMPY[b.dtype]):
             raise RuntimeCallError(f"{func.name}: argument '{b.name}' has dtype {np.dtype(dtype)}, "
                                    f"expected {b.dtype}")
+        flags = getattr(a, "flags", None)
+        if b in func.outputs and isinstance(a, np.ndarray) and not flags.writeable:
+            raise RuntimeCallError(f"{func.name}: output '{b.name}' is a read-only array; pass a "
+                                   "writeable one (np.empty(...)) to receive the result")
 
 
 class PythonModule:

@@ -3,7 +3,6 @@
 Sizes are odd (primes) so that nothing lines up by accident.
 """
 import numpy as np
-import pytest
 
 import tensorsched as ts
 from ts_check import check, gemm, gemm_ref

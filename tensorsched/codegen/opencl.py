@@ -25,7 +25,14 @@ KEYWORDS = ("kernel", "global", "local", "constant", "private", "int", "float", 
             "long", "bool", "char", "short", "uint", "image2d_t", "sampler_t", "restrict",
             "const", "for", "if", "else", "while", "do", "return", "void", "inline", "static")
 
+SAMPLER = ("__constant sampler_t ts_sampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | "
+           "CLK_FILTER_NEAREST;")
+
 HELPERS = {
+    "ts_read_image": "float ts_read_image(__read_only image2d_t img, int row, int col) {\n"
+                     "  float4 t = read_imagef(img, ts_sampler, (int2)(col >> 2, row));\n"
+                     "  int k = col & 3;\n"
+                     "  return k == 0 ? t.x : (k == 1 ? t.y : (k == 2 ? t.z : t.w));\n}",
     "ts_floordiv": "int ts_floordiv(int a, int b) {\n  int q = a / b;\n"
                    "  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;\n}",
     "ts_floormod": "int ts_floormod(int a, int b) {\n  int r = a % b;\n"
@@ -85,6 +92,8 @@ class OpenCLEmitter(CStyleEmitter):
 
     def e_Load(self, e):
         b, idx = self.buf(e.buffer), e.index
+        if e.buffer.image:
+            return self._image_load(e), ATOM
         if isinstance(idx, E.Ramp):
             if getattr(idx.stride, "value", None) == 1:
                 base = self.expr(idx.base)
@@ -98,7 +107,26 @@ class OpenCLEmitter(CStyleEmitter):
             return f"vload_half({self.expr(idx)}, {b})", ATOM
         return f"{b}[{self.expr(idx)}]", ATOM
 
+    def _image_load(self, e):
+        """Element (row, col) of a 2-d input read as an RGBA float image: texel (col/4, row)."""
+        b, idx, width = self.buf(e.buffer), e.index, e.buffer.shape[1]
+        if isinstance(idx, E.Ramp) and getattr(idx.stride, "value", None) == 1 and \
+                idx.lanes == 4 and self.simp.visit(idx.base % 4) == E.IntImm(0):
+            row, col = self.simp.visit(idx.base // width), self.simp.visit(idx.base % width)
+            col4 = self.simp.visit(col // 4)
+            return f"read_imagef({b}, ts_sampler, (int2)({self.expr(col4)}, {self.expr(row)}))"
+        if isinstance(idx, E.Ramp):
+            lanes = [self.simp.visit(idx.base + idx.stride * k) for k in range(idx.lanes)]
+            parts = [self._image_load(E.Load(e.buffer, i)) for i in lanes]
+            return f"(({self.ctype(e.dtype)})({', '.join(parts)}))"
+        self.helpers.add("ts_read_image")
+        row, col = self.simp.visit(idx // width), self.simp.visit(idx % width)
+        return f"ts_read_image({b}, {self.expr(row)}, {self.expr(col)})"
+
     def store(self, s):
+        if s.buffer.image:
+            raise CodegenError(f"buffer '{s.buffer.name}' is read through an image and cannot "
+                               "be written")
         b, idx = self.buf(s.buffer), s.index
         value = self.expr(s.value)
         if isinstance(idx, E.Ramp):
@@ -130,6 +158,8 @@ class OpenCLEmitter(CStyleEmitter):
         self.stmt(a.body, ind)
 
     def param(self, b, written):
+        if b.image:
+            return f"__read_only image2d_t {self.buf(b)}"
         const = "" if written else "const "
         t = "half" if dt.element(b.dtype) == "float16" else self.ctype(b.dtype)
         return f"{self.global_qualifier} {const}{t}* restrict {self.buf(b)}"
@@ -259,6 +289,8 @@ def emit_opencl(func, fp16="storage"):
         head.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     if uses_half:
         head.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
+    if any(b.image for b in func.args):
+        head.append(SAMPLER)
     head += [HELPERS[h] for h in sorted(helpers)]
     text = "\n\n".join(head + texts) + "\n"
     return KernelSource(func.name, text, tuple(kernels), tuple(temps))

@@ -15,8 +15,8 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.visitor import Visitor
 
-_CALLS = {"exp": "_exp", "log": "math.log", "sqrt": "math.sqrt", "tanh": "math.tanh",
-          "sigmoid": "_sigmoid", "fabs": "abs", "pow": "math.pow"}
+_CALLS = {"exp": "_exp", "log": "_log", "sqrt": "_sqrt", "tanh": "math.tanh",
+          "sigmoid": "_sigmoid", "fabs": "abs", "pow": "_pow"}
 
 
 def _exp(x):
@@ -24,6 +24,27 @@ def _exp(x):
         return math.exp(x)
     except OverflowError:
         return math.inf
+
+
+def _nan_on_domain_error(fn):
+    def wrapped(*args):
+        try:
+            return fn(*args)
+        except (ValueError, ZeroDivisionError):
+            return math.nan          # as C's sqrt/log/pow give NaN (or -inf) outside their domain
+        except OverflowError:
+            return math.inf
+    return wrapped
+
+
+_sqrt = _nan_on_domain_error(math.sqrt)
+_pow = _nan_on_domain_error(math.pow)
+
+
+def _log(x):
+    if x == 0:
+        return -math.inf
+    return math.log(x) if x > 0 else math.nan
 
 
 def _sigmoid(x):
@@ -257,6 +278,7 @@ def compile_python(func):
     em = PythonEmitter(func)
     src = em.source()
     env = {"math": math, "_ix": _ix, "_exp": _exp, "_sigmoid": _sigmoid, "_fdiv": _fdiv,
+           "_sqrt": _sqrt, "_log": _log, "_pow": _pow,
            "run_lockstep": run_lockstep}
     exec(compile(src, f"<tensorsched python: {func.name}>", "exec"), env)
     return env[em.names.map[func]], src

@@ -101,6 +101,18 @@ class OpenCLModule:
 
     def _check_work_groups(self):
         dev = self.device
+        for b in self.func.args:
+            if b.image:
+                width, height = b.shape[1] // 4, b.shape[0]
+                if not dev.cl_device.image_support:
+                    raise LaunchError(f"input '{b.name}' is read through an image but "
+                                      f"'{dev.name}' has no image support; drop use_image")
+                if width > dev.cl_device.image2d_max_width or \
+                        height > dev.cl_device.image2d_max_height:
+                    raise LaunchError(f"input '{b.name}' needs a {width}x{height} image but "
+                                      f"'{dev.name}' allows at most "
+                                      f"{dev.cl_device.image2d_max_width}x"
+                                      f"{dev.cl_device.image2d_max_height}; drop use_image")
         for k in self.source.kernels:
             size = int(np.prod(k.local_size))
             dims = ", ".join(f"threadIdx.{'xyz'[d]}={n}" for d, n in enumerate(k.local_size))
@@ -121,7 +133,9 @@ class OpenCLModule:
         ctx, mf = self.device.context, cl.mem_flags
         bufs, copies = {}, []
         for a, b in zip(arrays, self.func.args):
-            if isinstance(a, cla.Array):
+            if b.image:
+                bufs[b] = a if isinstance(a, cl.Image) else _image(ctx, a)
+            elif isinstance(a, cla.Array):
                 bufs[b] = a.data
             else:
                 host = np.ascontiguousarray(a)
@@ -180,6 +194,14 @@ class OpenCLModule:
                 dev_t.append(d / number)
             return Timing(tuple(dev_t), tuple(host_t))
         return run
+
+
+def _image(ctx, array):
+    """A read-only RGBA float image holding a (rows, cols) float32 array, 4 columns a texel."""
+    import pyopencl as cl
+    rows, cols = array.shape
+    texels = np.ascontiguousarray(array, dtype=np.float32).reshape(rows, cols // 4, 4)
+    return cl.image_from_array(ctx, texels, num_channels=4, mode="r")
 
 
 def _itemsize(buf):
