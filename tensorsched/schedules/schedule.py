@@ -444,6 +444,64 @@ class Schedule:
         self.trace.append((tensor.name, "cache_write", None, {"scope": scope}))
         return cache
 
+    def rfactor(self, tensor, axis, factor_axis=0):
+        """Factor the reduction of ``tensor`` over the reduce leaf ``axis``: a new stage
+        ``T.rf`` holds one partial result per value of ``axis`` (the other reduce loops
+        reduced), and ``tensor`` then sums those partial results. ``axis`` becomes data axis
+        number ``factor_axis`` of the new stage, so it can be vectorized, unrolled or bound."""
+        if not isinstance(tensor, Tensor):
+            raise ScheduleError("rfactor", None, f"expected a tensor, got {tensor!r}")
+        st = self[tensor]
+        body = st.op.body
+        if not isinstance(body, E.Reduce) or body.combiner != "sum":
+            raise ScheduleError("rfactor", st, "only a sum reduction can be factored")
+        st._check_leaf("rfactor", axis)
+        if axis.kind != "reduce":
+            raise ScheduleError("rfactor", st, f"'{axis.var.name}' is not a reduction axis", axis)
+        data = set(st.op.axis)
+        if any(getattr(r, "parent", None) in data or getattr(r, "outer", None) in data
+               for r in st.relations) or any(a.bind is not None for a in st.attrs.values()):
+            raise ScheduleError("rfactor", st, "call rfactor before splitting or binding the "
+                                "data axes; only its reduction axes may be split", axis)
+        from ..ir.visitor import substitute
+        from .bound import pass_down, pass_up
+        ext = pass_down(st, {iv: iv.dom.extent for iv in st.op.reduce_axis})
+        red_leaves = [iv for iv in st.leaf_iter_vars if iv.kind == "reduce"]
+        new_data = [IterVar(E.Var(iv.var.name), iv.dom, "data") for iv in st.op.axis]
+        fvar = IterVar(E.Var(axis.var.name), Range(0, ext[axis]), "data")
+        new_red = {iv: IterVar(E.Var(iv.var.name), Range(0, ext[iv]), "reduce")
+                   for iv in red_leaves if iv is not axis}
+        leaf_value = {axis: fvar.var, **{iv: nv.var for iv, nv in new_red.items()}}
+        values, guards = pass_up(st, ext, lambda iv: leaf_value.get(iv, iv.var))
+        vmap = {iv.var: values[iv] + iv.dom.min for iv in st.op.reduce_axis}
+        vmap.update({a.var: b.var for a, b in zip(st.op.axis, new_data)})
+        cond = [substitute(c, vmap) for _, c in guards]
+        if body.condition is not None:
+            cond.append(substitute(body.condition, vmap))
+        where = None
+        for c in cond:
+            where = c if where is None else E.And(where, c)
+        if not new_red:
+            raise ScheduleError("rfactor", st, f"'{axis.var.name}' is the only reduction loop; "
+                                "split the reduction first and factor one of its parts", axis)
+        rf_body = E.Reduce("sum", substitute(body.source, vmap), tuple(new_red.values()), where,
+                           body.dtype)
+        if not 0 <= factor_axis <= len(new_data):
+            raise ScheduleError("rfactor", st, f"factor_axis must be in 0..{len(new_data)}", axis)
+        rf_axes = new_data[:factor_axis] + [fvar] + new_data[factor_axis:]
+        rf_op = ComputeOp(f"{st.name}.rf", rf_axes, rf_body)
+        rf = rf_op.output(0)
+        rv = IterVar(E.Var(axis.var.name + ".v"), Range(0, ext[axis]), "reduce")
+        idx = [iv.var for iv in st.op.axis]
+        idx.insert(factor_axis, rv.var)
+        _rebind_body(st, E.Reduce("sum", E.TensorLoad(rf, tuple(idx)), (rv,), None, body.dtype))
+        st.relations, st.attrs = [], {}
+        st.all_iter_vars = list(st.op.axis) + [rv]
+        st.leaf_iter_vars = list(st.all_iter_vars)
+        self._insert(Stage(rf_op, self), st)
+        self.trace.append((tensor.name, "rfactor", axis.var.name, {}))
+        return rf
+
 
 def _copy_compute(tensor, name):
     axis = [IterVar(E.Var(f"ax{k}"), Range(0, d), "data") for k, d in enumerate(tensor.shape)]

@@ -6,15 +6,9 @@ from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 
 
-def reduction_and_epilogue(s, out):
-    """``(comp, out_tensor)``: the stage that accumulates and the one that writes the output.
-
-    With no epilogue, ``comp`` is a ``cache_write(out, "local")`` stage and the output stage
-    copies it out; with an elementwise epilogue chain (bias, ReLU, sigmoid), the chain's inner
-    stages are inlined into the last one and the reduction itself becomes the accumulator.
-    """
-    if out.op.reduce_axis:
-        return s.cache_write(out, "local"), out
+def inline_epilogue(s, out):
+    """The reduction behind ``out``: ``out`` is it, or the last stage of an elementwise chain
+    (bias, ReLU, sigmoid) over it, whose inner stages are inlined into ``out``."""
     chain, t = [], out
     while isinstance(t.op, ComputeOp) and not t.op.reduce_axis:
         reads = [x for x in t.op.input_tensors if isinstance(x.op, ComputeOp)]
@@ -25,7 +19,19 @@ def reduction_and_epilogue(s, out):
         t = reads[0]
     for mid in chain[1:]:
         s[mid].compute_inline()
-    return t, out
+    return t
+
+
+def reduction_and_epilogue(s, out):
+    """``(comp, out)``: the stage that accumulates and the one that writes the output.
+
+    With no epilogue, ``comp`` is a ``cache_write(out, "local")`` stage and the output stage
+    copies it out; with an elementwise epilogue, the reduction itself accumulates and the
+    epilogue's last stage writes the output.
+    """
+    if out.op.reduce_axis:
+        return s.cache_write(out, "local"), out
+    return inline_epilogue(s, out), out
 
 
 def bind_2d(s, stage, by, bx, ty, tx):

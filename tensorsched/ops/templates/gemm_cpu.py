@@ -15,6 +15,13 @@ from .common import bind_2d, reduction_and_epilogue
 def gemm_cpu(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
     A, B, C = gemm(M, N, K, layout, dtype)
     O, extra = make_epilogue(C, epilogue)
+    s = ts.create_schedule(O.op)
+    schedule_gemm_cpu(cfg, s, O, M, N, K)
+    return s, [A, B] + extra + [O]
+
+
+def schedule_gemm_cpu(cfg, s, O, M, N, K):
+    """Schedule the GEMM (plus elementwise epilogue) producing ``O``."""
     ty, wy = cfg.define_split("tile_y", M, 3, policy="candidates", default=(2, 16),
                               candidates=[(t, w) for t in (1, 2, 4) for w in (4, 8, 16, 32)])
     tx, wx = cfg.define_split("tile_x", N, 3, policy="candidates", default=(2, 16),
@@ -24,7 +31,6 @@ def gemm_cpu(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
                                 candidates=[(k,) for k in (1, 2, 4, 8)])
     cfg.constrain(wx % vec == 0, "columns per work-item not a multiple of the vector width")
 
-    s = ts.create_schedule(O.op)
     comp, out = reduction_and_epilogue(s, O)
     i, j = s[out].op.axis
     by, tyy, wyy = split_axis(s[out], i, (ty, wy))
@@ -44,4 +50,3 @@ def gemm_cpu(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
     s[comp].unroll(ci)
     s[comp].unroll(cjo)
     s[comp].vectorize(cjv)
-    return s, [A, B] + extra + [O]

@@ -20,6 +20,13 @@ LOCAL_MEM = 48 * 1024
 def gemm_gpu_tiled(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
     A, B, C = gemm(M, N, K, layout, dtype)
     O, extra = make_epilogue(C, epilogue)
+    s = ts.create_schedule(O.op)
+    schedule_gemm_gpu(cfg, s, O, A, B, M, N, K)
+    return s, [A, B] + extra + [O]
+
+
+def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K):
+    """Schedule the GEMM (plus elementwise epilogue) producing ``O`` from ``A`` and ``B``."""
     ty, wy = cfg.define_split("tile_y", M, 3, policy="candidates", default=(16, 4),
                               candidates=[(t, w) for t in THREADS for w in PER_ITEM])
     tx, wx = cfg.define_split("tile_x", N, 3, policy="candidates", default=(16, 4),
@@ -31,7 +38,6 @@ def gemm_gpu_tiled(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
     cfg.constrain(tx * ty <= 1024, "work-group over 1024 work-items")
     cfg.constrain((ty * wy + tx * wx) * kstep * 4 <= LOCAL_MEM, "__local tiles over 48 KiB")
 
-    s = ts.create_schedule(O.op)
     comp, out = reduction_and_epilogue(s, O)
     AA = s.cache_read(A, "shared", [comp])
     BB = s.cache_read(B, "shared", [comp])
@@ -64,4 +70,3 @@ def gemm_gpu_tiled(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
         s[T].bind(co, ts.thread_axis("threadIdx.x"))
         if vec:
             s[T].vectorize(cl)
-    return s, [A, B] + extra + [O]
