@@ -592,10 +592,12 @@ def test_gemm_shared_local_full_schedule(M, N, K):
     assert "allocate C.local[float32 * 2 * 2], local" in text
     assert "allocate A.shared[float32 * 8 * 4], shared" in text
     assert "allocate B.shared[float32 * 4 * 8], shared" in text
-    # a barrier before the fills (the previous k.outer iteration may still read) and after
-    fills = text.index("produce A.shared")
-    assert "barrier(shared)" in text[text.index("for (k.outer"):fills]
+    # a barrier after the fills, and one closing the k.outer body (the next iteration's fills
+    # must wait until every work-item has read this iteration's tiles)
     assert "barrier(shared)" in text[text.index("produce B.shared"):text.index("for (k.inner")]
+    lines = text[text.index("for (k.inner"):text.index("for (i.inner.inner")].splitlines()
+    closing = [ln.strip() for ln in lines if ln.strip()]
+    assert closing[-3:-1] == ["barrier(shared)", "}"]
     check(s, [A, B, C], gemm_ref)
 
 

@@ -1,10 +1,13 @@
 """Work-group barriers around the filling of ``__local`` ("shared") tiles.
 
 A tile is filled cooperatively by the work-items of a group, so every work-item must wait
-after the fill before reading it, and, when the fill sits inside a loop, before overwriting
-what the previous iteration may still be reading. Fills that follow each other share one
-barrier before and one after, with one more between two of them when the later fill reads a
-tile that the earlier one writes.
+after the fill before reading it, and, when the fill sits inside a loop, before the next
+iteration overwrites what this one may still be reading: that barrier closes the body of the
+innermost loop around the fill (rather than opening the next fill, which is equivalent, and a
+shape PoCL's work-group compiler handles: a conditional just before the back edge of a loop
+with barriers otherwise trips its region formation). Fills that follow each other share the
+barrier after them, with one more between two of them when the later fill reads a tile that
+the earlier one writes.
 """
 from ..ir import stmt as S
 from ..ir.visitor import Mutator, Visitor
@@ -48,14 +51,17 @@ def _shared_accesses(stmt):
 
 class _Insert(Mutator):
     def __init__(self):
-        self.loop_depth = 0          # serial loops around the current statement
+        self.fills_in_loop = [False]       # per enclosing loop: does its body fill a tile?
 
     def visit_For(self, f):
-        self.loop_depth += 1
+        self.fills_in_loop.append(False)
         try:
-            return self.generic_visit(f)
+            body = self.visit(f.body)
+            if self.fills_in_loop[-1]:
+                body = S.seq(body, S.Barrier("shared"))
         finally:
-            self.loop_depth -= 1
+            self.fills_in_loop.pop()
+        return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
 
     def visit_Produce(self, p):
         body = self.visit(p.body)
@@ -81,7 +87,8 @@ class _Insert(Mutator):
         """Barriers around a run of fills, and between two fills of the run when the later one
         reads (or overwrites) a tile that an earlier one of the same segment writes (or reads):
         another work-item may not have finished the earlier fill yet."""
-        out = [S.Barrier("shared")] if self.loop_depth else []
+        self.fills_in_loop[-1] = True
+        out = []
         written, read = set(), set()
         for f in fills:
             f_reads, f_writes = _shared_accesses(f)
@@ -97,5 +104,6 @@ class _Insert(Mutator):
 
 def insert_barriers(stmt):
     """Requires: shared buffers written only inside the Produce of their stage.
-    Guarantees: a barrier after each run of tile fills, and one before it inside loops."""
+    Guarantees: a barrier after each run of tile fills, and one at the end of the body of the
+    innermost loop around it."""
     return _Insert().visit(stmt)

@@ -21,7 +21,6 @@ __kernel __attribute__((reqd_work_group_size(4, 4, 1))) void gemm_C(__global con
     }
   }
   for (int k_outer = 0; k_outer < 6; ++k_outer) {
-    barrier(CLK_LOCAL_MEM_FENCE);
     // A.shared
     if (k_outer * 4 + threadIdx_y < 23) {
       for (int ax0_inner = 0; ax0_inner < 2; ++ax0_inner) {
@@ -53,6 +52,7 @@ __kernel __attribute__((reqd_work_group_size(4, 4, 1))) void gemm_C(__global con
         }
       }
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
   for (int i_inner_inner = 0; i_inner_inner < 2; ++i_inner_inner) {
     if (blockIdx_x * 8 + threadIdx_x * 2 + i_inner_inner < 37) {

@@ -96,16 +96,17 @@ def gemm(M, N, K, dtype="float32"):
     return A, B, C
 
 
-def conv_ref(d, k, pad=1):
-    """NCHW conv2d with stride 1, in float64."""
+def conv_ref(d, k, pad=1, stride=1):
+    """NCHW conv2d in float64."""
     _, _, H, W = d.shape
     CO, _, KH, KW = k.shape
-    dp = np.pad(d, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    OH, OW = H + 2 * pad - KH + 1, W + 2 * pad - KW + 1
+    dp = np.pad(d.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    OH, OW = (H + 2 * pad - KH) // stride + 1, (W + 2 * pad - KW) // stride + 1
     out = np.zeros((d.shape[0], CO, OH, OW))
     for kh in range(KH):
         for kw in range(KW):
-            out += np.einsum("nchw,oc->nohw", dp[:, :, kh:kh + OH, kw:kw + OW], k[:, :, kh, kw])
+            window = dp[:, :, kh:kh + stride * OH:stride, kw:kw + stride * OW:stride]
+            out += np.einsum("nchw,oc->nohw", window, k[:, :, kh, kw])
     return out
 
 

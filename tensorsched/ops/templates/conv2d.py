@@ -1,0 +1,137 @@
+"""conv2d templates: seed 003's spatially packed schedule, and the GEMM method.
+
+``conv2d_spatial_pack`` knobs: ``VH``, ``VW``, ``VC`` (the packing tiles), ``num_thread``,
+``unroll`` and ``vectorize`` (the tutorial's kernel 1 / 2 / 3 choices), and ``accumulate``:
+``"global"`` is the tutorial's schedule, accumulating in the packed ``conv`` buffer;
+``"local"`` accumulates each work-item's VH x VW x VC tile in registers
+(``cache_write(conv, "local")``) and writes it once.
+
+``conv2d_im2col`` is the GEMM method: ``data_col`` and ``kernel_mat`` kernels, then a GEMM
+scheduled by the CPU or GPU GEMM template (``gemm="cpu"`` or ``"gpu"``), then the NCHW output.
+"""
+import tensorsched as ts
+
+from ..conv2d import conv2d_nchw_im2col, conv2d_nchw_spatial_pack, stages_by_name
+from ..nn import epilogue as make_epilogue
+from .common import inline_epilogue
+from .gemm_cpu import schedule_gemm_cpu
+from .gemm_gpu import schedule_gemm_gpu
+
+
+def _tile_and_bind3d(s, t, z, y, x, z_factor, y_factor=1, x_factor=1):
+    zo, zi = s[t].split(z, z_factor)
+    yo, yi = s[t].split(y, y_factor)
+    xo, xi = s[t].split(x, x_factor)
+    s[t].bind(zo, ts.thread_axis("blockIdx.z"))
+    s[t].bind(zi, ts.thread_axis("threadIdx.z"))
+    s[t].bind(yo, ts.thread_axis("blockIdx.y"))
+    s[t].bind(yi, ts.thread_axis("threadIdx.y"))
+    s[t].bind(xo, ts.thread_axis("blockIdx.x"))
+    s[t].bind(xi, ts.thread_axis("threadIdx.x"))
+    return xi
+
+
+def _tile_and_bind(s, t, y, x, y_factor, x_factor=None):
+    x_factor = x_factor or y_factor
+    yo, xo, yi, xi = s[t].tile(y, x, y_factor, x_factor)
+    s[t].bind(xo, ts.thread_axis("blockIdx.x"))
+    s[t].bind(xi, ts.thread_axis("threadIdx.x"))
+    s[t].bind(yo, ts.thread_axis("blockIdx.y"))
+    s[t].bind(yi, ts.thread_axis("threadIdx.y"))
+
+
+def conv2d_spatial_pack(cfg, shape, dtype="float32", epilogue=()):
+    VH = cfg.define_knob("VH", (1, 2))
+    VW = cfg.define_knob("VW", (4, 2, 8))
+    VC = cfg.define_knob("VC", (4, 8, 2))
+    num_thread = cfg.define_knob("num_thread", (8, 4, 16))
+    unroll = cfg.define_knob("unroll", (1, 0))
+    vectorize = cfg.define_knob("vectorize", (1, 0))
+    accumulate = cfg.define_knob("accumulate", ("local", "global"))
+    data, kernel, output = conv2d_nchw_spatial_pack(shape, VH, VW, VC, dtype)
+    O, extra = make_epilogue(output, epilogue, bias_axis=1)
+    s = ts.create_schedule(O.op)
+    st = stages_by_name(output)
+    data_vec, kernel_vec, conv = st["data_vec"], st["kernel_vec"], st["conv"]
+    s[st["data_pad"]].compute_inline()
+    if O is not output:
+        s[output].compute_inline()
+        inline_epilogue(s, O)
+
+    _, h, w, ci, vh, vw = s[data_vec].op.axis
+    _tile_and_bind3d(s, data_vec, h, w, ci, 1)
+    if unroll:
+        s[data_vec].unroll(vw)
+    co, ci, kh, kw, vc = s[kernel_vec].op.axis
+    _tile_and_bind(s, kernel_vec, co, ci, 1)
+    if unroll:
+        s[kernel_vec].unroll(kh)
+        s[kernel_vec].unroll(kw)
+    if vectorize:
+        s[kernel_vec].vectorize(vc)
+    elif unroll:
+        s[kernel_vec].unroll(vc)
+
+    acc = s.cache_write(conv, "local") if accumulate == "local" else conv
+    _, c, h, w, vh, vw, vc = s[conv].op.axis
+    if acc is conv:
+        kc, kh, kw = s[conv].op.reduce_axis
+        s[conv].reorder(_, c, h, w, vh, kc, kh, kw, vw, vc)
+    tx = _tile_and_bind3d(s, conv, c, h, w, num_thread, 1, 1)
+    if acc is not conv:
+        if vectorize:
+            s[conv].vectorize(vc)
+        s[acc].compute_at(s[conv], tx)
+        _, c, h, w, vh, vw, vc = s[acc].op.axis
+        kc, kh, kw = s[acc].op.reduce_axis
+        s[acc].reorder(kc, kh, kw, vh, vw, vc)
+        vh_loop = vh
+    else:
+        vh_loop = None
+    target = acc
+    if unroll:
+        s[target].unroll(kh)
+        s[target].unroll(kw)
+        s[target].unroll(vw)
+        if vh_loop is not None:
+            s[target].unroll(vh_loop)
+    if vectorize:
+        s[target].vectorize(vc)
+    elif unroll:
+        s[target].unroll(vc)
+
+    _, co, oh, ow = s[O].op.axis
+    _tile_and_bind3d(s, O, co, oh, ow, num_thread, 1, 1)
+    return s, [data, kernel] + extra + [O]
+
+
+def conv2d_im2col(cfg, shape, dtype="float32", epilogue=(), gemm="cpu"):
+    """The GEMM method; ``gemm`` picks the GEMM template ("cpu" or "gpu") whose knobs it has."""
+    data, kernel, output = conv2d_nchw_im2col(shape, dtype)
+    O, extra = make_epilogue(output, epilogue, bias_axis=1)
+    s = ts.create_schedule(O.op)
+    st = stages_by_name(output)
+    s[st["data_pad"]].compute_inline()
+    if O is not output:
+        s[output].compute_inline()
+        inline_epilogue(s, O)
+    for name in ("data_col", "kernel_mat"):
+        t = st[name]
+        f = s[t].fuse(*s[t].op.axis)
+        fo, fi = s[t].split(f, 64)
+        s[t].bind(fo, ts.thread_axis("blockIdx.x"))
+        s[t].bind(fi, ts.thread_axis("threadIdx.x"))
+    M, K = st["data_col"].shape
+    N = st["kernel_mat"].shape[1]
+    gemm_out = st["conv_gemm"]
+    if gemm == "gpu":
+        schedule_gemm_gpu(cfg, s, gemm_out, st["data_col"], st["kernel_mat"], M, N, K)
+    else:
+        schedule_gemm_cpu(cfg, s, gemm_out, M, N, K)
+    n, co, oh, ow = s[O].op.axis
+    f = s[O].fuse(n, co, oh)
+    s[O].bind(f, ts.thread_axis("blockIdx.x"))
+    wo, wi = s[O].split(ow, 64)
+    s[O].reorder(wi, wo)
+    s[O].bind(wi, ts.thread_axis("threadIdx.x"))
+    return s, [data, kernel] + extra + [O]

@@ -1,0 +1,96 @@
+"""Every operator template, at several knob settings and odd shapes, matches numpy on the CPU
+device (outputs poisoned first)."""
+import zlib
+
+import numpy as np
+import pytest
+
+import tensorsched as ts
+from tensorsched.ops.conv2d import ConvShape
+from tensorsched.ops.templates import TEMPLATES, space
+from tensorsched.tune.space import Config
+
+from ocl_util import conv_ref
+
+
+def _points(cfg, k=2, seed=0):
+    """The default point, the first and last valid points, and a few random valid ones."""
+    pts = [p for p in cfg.points()]
+    rng = np.random.default_rng(seed)
+    picks = [pts[0], pts[-1]] + [pts[i] for i in rng.choice(len(pts), min(k, len(pts)), False)]
+    return [{}] + picks
+
+
+def _gemm_inputs(args, rng, transposed_b):
+    sign = rng.choice([-1, 1], args[0].shape)
+    a = (rng.uniform(0.25, 1, args[0].shape) * sign).astype(np.float32)
+    b = rng.uniform(0.25, 1, args[1].shape).astype(np.float32)
+    bmat = b.T if transposed_b else b
+    return [a, b], a.astype(np.float64) @ bmat
+
+
+def _apply_epilogue(ref, epilogue, extra_inputs, rng, axis):
+    ins = []
+    for kind in epilogue:
+        if kind == "bias":
+            bias = rng.uniform(0.25, 1, ref.shape[axis]).astype(np.float32)
+            ins.append(bias)
+            shape = [1] * ref.ndim
+            shape[axis] = -1
+            ref = ref + bias.reshape(shape)
+        elif kind == "relu":
+            ref = np.maximum(ref, 0)
+        elif kind == "sigmoid":
+            ref = 1 / (1 + np.exp(-ref))
+    return ref, ins
+
+
+GEMM_SHAPES = [(37, 29, 23), (16, 20, 12)]
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES["gemm"]))
+@pytest.mark.parametrize("shape", GEMM_SHAPES)
+def test_gemm_template(ocl_device, rng, name, shape):
+    tmpl = TEMPLATES["gemm"][name]
+    M, N, K = shape
+    if name == "adreno" and N % 4:
+        N += 4 - N % 4                      # the image path needs whole float4 texels
+    for k, point in enumerate(_points(space(tmpl, M, N, K), seed=zlib.crc32(name.encode()) % 100)):
+        cfg = Config(point)
+        epilogue = (("bias", "relu"), ("sigmoid",), ())[k % 3]
+        s, args = tmpl(cfg, M, N, K, epilogue=epilogue)
+        if not cfg.valid:
+            continue
+        mod = ts.build(s, args, target="opencl")
+        ins, ref = _gemm_inputs(args, rng, transposed_b=(name == "vec_dot"))
+        ref, extra = _apply_epilogue(ref, epilogue, args, rng, axis=1)
+        out = np.full(args[-1].shape, np.nan, np.float32)
+        mod(*ins, *extra, out)
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max(),
+                                   err_msg=f"{name} {point} {epilogue}")
+
+
+CONV_SHAPES = [ConvShape(1, 3, 7, 9, 5, 3, 3, 1, 1), ConvShape(1, 4, 9, 8, 6, 3, 3, 2, 1),
+               ConvShape(2, 3, 5, 6, 7, 1, 1, 1, 0)]
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES["conv2d"]))
+@pytest.mark.parametrize("shape", CONV_SHAPES, ids=str)
+def test_conv2d_template(ocl_device, rng, name, shape):
+    tmpl = TEMPLATES["conv2d"][name]
+    for k, point in enumerate(_points(space(tmpl, shape), k=2, seed=len(name))):
+        cfg = Config(point)
+        epilogue = (("bias", "relu"), ())[k % 2]
+        s, args = tmpl(cfg, shape, epilogue=epilogue)
+        if not cfg.valid:
+            continue
+        mod = ts.build(s, args, target="opencl")
+        d = rng.uniform(-1, 1, args[0].shape).astype(np.float32)
+        w = rng.uniform(-1, 1, args[1].shape).astype(np.float32)
+        ref = conv_ref(d, w, shape.pad, shape.stride)
+        ref, extra = _apply_epilogue(ref, epilogue, args, rng, axis=1)
+        out = np.full(args[-1].shape, np.nan, np.float32)
+        mod(d, w, *extra, out)
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max(),
+                                   err_msg=f"{name} {point} {epilogue}")
+
