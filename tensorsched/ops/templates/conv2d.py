@@ -58,8 +58,9 @@ def conv2d_spatial_pack(cfg, shape, dtype="float32", epilogue=()):
         s[output].compute_inline()
         inline_epilogue(s, O)
 
-    _, h, w, ci, vh, vw = s[data_vec].op.axis
-    _tile_and_bind3d(s, data_vec, h, w, ci, 1)
+    # the batch axis joins the outermost bound axis of each stage (the seed has batch 1)
+    n, h, w, ci, vh, vw = s[data_vec].op.axis
+    _tile_and_bind3d(s, data_vec, s[data_vec].fuse(n, h), w, ci, 1)
     if unroll:
         s[data_vec].unroll(vw)
     co, ci, kh, kw, vc = s[kernel_vec].op.axis
@@ -73,10 +74,13 @@ def conv2d_spatial_pack(cfg, shape, dtype="float32", epilogue=()):
         s[kernel_vec].unroll(vc)
 
     acc = s.cache_write(conv, "local") if accumulate == "local" else conv
-    _, c, h, w, vh, vw, vc = s[conv].op.axis
+    n, c, h, w, vh, vw, vc = s[conv].op.axis
     if acc is conv:
         kc, kh, kw = s[conv].op.reduce_axis
-        s[conv].reorder(_, c, h, w, vh, kc, kh, kw, vw, vc)
+        s[conv].reorder(n, c, h, w, vh, kc, kh, kw, vw, vc)
+    if shape.N > 1:
+        s[conv].reorder(c, n, h)
+        h = s[conv].fuse(n, h)
     tx = _tile_and_bind3d(s, conv, c, h, w, num_thread, 1, 1)
     if acc is not conv:
         if vectorize:
@@ -100,7 +104,10 @@ def conv2d_spatial_pack(cfg, shape, dtype="float32", epilogue=()):
     elif unroll:
         s[target].unroll(vc)
 
-    _, co, oh, ow = s[O].op.axis
+    n, co, oh, ow = s[O].op.axis
+    if shape.N > 1:
+        s[O].reorder(co, n, oh)
+        oh = s[O].fuse(n, oh)
     _tile_and_bind3d(s, O, co, oh, ow, num_thread, 1, 1)
     return s, [data, kernel] + extra + [O]
 
