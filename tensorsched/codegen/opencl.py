@@ -11,10 +11,11 @@ from ..errors import CodegenError
 from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.precedence import ATOM
+from ..ir.simplify import Simplifier
 from ..ir.visitor import Mutator, Visitor
 from ..passes import (remove_trivial_loops, run_passes, simplify_stmt, unroll_loops,
                       vectorize_loops)
-from ..ir.precedence import ATOM
 from .c_like import CStyleEmitter, Names
 
 WORK_ITEM = {"blockIdx.x": "get_group_id(0)", "blockIdx.y": "get_group_id(1)",
@@ -77,6 +78,7 @@ class OpenCLEmitter(CStyleEmitter):
     def __init__(self, names, fp16="storage"):
         super().__init__(names)
         self.fp16 = fp16
+        self.vector_regs = {}          # private Buffer -> lanes, held as an array of vectors
         self.uses_half = False
         if fp16 == "storage":
             self.types = dict(self.types, float16="float")
@@ -90,8 +92,14 @@ class OpenCLEmitter(CStyleEmitter):
     def _half_global(self, b):
         return dt.element(b.dtype) == "float16" and b.scope == "global" and self.fp16 == "storage"
 
+    def _vector_slot(self, buf, idx):
+        """The element of a register tile held as an array of vectors (see s_Allocate)."""
+        return f"{self.buf(buf)}[{self.expr(_SIMP.visit(idx.base // idx.lanes))}]"
+
     def e_Load(self, e):
         b, idx = self.buf(e.buffer), e.index
+        if e.buffer in self.vector_regs:
+            return self._vector_slot(e.buffer, idx), ATOM
         if e.buffer.image:
             return self._image_load(e), ATOM
         if isinstance(idx, E.Ramp):
@@ -129,6 +137,8 @@ class OpenCLEmitter(CStyleEmitter):
                                "be written")
         b, idx = self.buf(s.buffer), s.index
         value = self.expr(s.value)
+        if s.buffer in self.vector_regs:
+            return f"{self._vector_slot(s.buffer, idx)} = {value}"
         if isinstance(idx, E.Ramp):
             if getattr(idx.stride, "value", None) != 1:
                 raise CodegenError("a vector store must be contiguous")
@@ -150,7 +160,13 @@ class OpenCLEmitter(CStyleEmitter):
     def s_Allocate(self, a, ind):
         b = a.buffer
         if b.scope == "local":
-            self.emit(f"{self.ctype(b.dtype)} {self.buf(b)}[{b.size}];", ind)
+            lanes = _vector_register_lanes(a)
+            if lanes:
+                self.vector_regs[b] = lanes
+                vt = self.ctype(dt.with_lanes(b.dtype, lanes))
+                self.emit(f"{vt} {self.buf(b)}[{b.size // lanes}];", ind)
+            else:
+                self.emit(f"{self.ctype(b.dtype)} {self.buf(b)}[{b.size}];", ind)
         elif b.scope != "shared":
             raise CodegenError(f"buffer '{b.name}' of scope {b.scope} cannot be allocated inside "
                                "a kernel; compute the stage at the root or give it scope "
@@ -164,6 +180,39 @@ class OpenCLEmitter(CStyleEmitter):
         t = "half" if dt.element(b.dtype) == "float16" else self.ctype(b.dtype)
         return f"{self.global_qualifier} {const}{t}* restrict {self.buf(b)}"
 
+
+
+_SIMP = Simplifier()
+
+
+def _vector_register_lanes(alloc):
+    """The vector width L when every access to the private buffer of ``alloc`` is an aligned
+    L-wide vector (``ramp(L*m, 1, L)``): the buffer is then declared as an array of ``floatL``
+    and indexed by ``m``, a form OpenCL compilers keep in registers. Else None."""
+    buf, lanes = alloc.buffer, set()
+
+    class _V(Visitor):
+        def visit_Load(self, node):
+            if node.buffer is buf:
+                lanes.add(_aligned_lanes(node.index))
+            self.generic_visit(node)
+
+        def visit_Store(self, node):
+            if node.buffer is buf:
+                lanes.add(_aligned_lanes(node.index))
+            self.generic_visit(node)
+
+    _V().visit(alloc.body)
+    if len(lanes) != 1:
+        return None
+    n = lanes.pop()
+    return n if n and buf.size % n == 0 else None
+
+
+def _aligned_lanes(idx):
+    if not (isinstance(idx, E.Ramp) and getattr(idx.stride, "value", None) == 1):
+        return None
+    return idx.lanes if _SIMP.visit(idx.base % idx.lanes) == E.IntImm(0) else None
 
 
 class _Collect(Visitor):
