@@ -12,6 +12,7 @@ from .ir.tensor import compute, placeholder, reduce_axis, thread_axis
 from .ops.pad import pad
 from .schedules.lower import lower
 from .schedules.schedule import create_schedule
+from . import tune  # noqa: E402  (ts.tune.apply_best, ts.tune.Task ...)
 
 __version__ = "0.1.0"
 

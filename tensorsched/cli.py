@@ -1,7 +1,8 @@
-"""The ``tensorsched`` command line: ``devices`` and ``peak`` (more commands come with the tuner)."""
+"""The ``tensorsched`` command line: ``devices``, ``peak``, ``tune`` and ``source``."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .errors import TensorschedError
@@ -35,6 +36,123 @@ def cmd_peak(args):
     _table(["kernel", "median", "result check"], rows)
 
 
+def _parse_ints(text, what):
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise TensorschedError(f"{what} must be comma-separated integers, got '{text}'") from None
+
+
+def _tasks(args):
+    """The tasks a ``tune`` command asks for."""
+    import csv
+
+    from .tune.task import Task
+    template = args.template or _default_template(args.kind, args.device)
+    epilogue = tuple(x for x in (args.epilogue or "").split(",") if x)
+    shapes = []
+    if args.shape:
+        shapes.append(_parse_ints(args.shape, "--shape"))
+    if args.shapes:
+        with open(args.shapes, newline="") as f:
+            rows = list(csv.reader(f))
+        if args.kind == "gemm":
+            for n, row in enumerate(rows, 1):
+                if not row or not row[0].strip() or not row[0].strip().lstrip("-").isdigit():
+                    continue                                   # header or blank line
+                vals = _parse_ints(",".join(row), f"{args.shapes}:{n}")
+                if len(vals) != 4 or vals[3] != 1:
+                    raise TensorschedError(f"{args.shapes}:{n}: expected M,N,K,B with B = 1, "
+                                           f"got {row}")
+                shapes.append(vals[:3])
+        else:
+            head = rows[0]
+            for row in rows[1:]:
+                r = dict(zip(head, row))
+                if int(r.get("groups", 1)) != 1:
+                    continue                                   # depthwise: not a conv2d here
+                shapes.append((1, int(r["in_c"]), int(r["in_h"]), int(r["in_w"]),
+                               int(r["out_c"]), int(r["kernel_h"]), int(r["kernel_w"]),
+                               int(r["stride"]), int(r["pad"])))
+    if not shapes:
+        raise TensorschedError("give --shape or --shapes")
+    seen, tasks = set(), []
+    for sh in shapes:
+        t = Task(args.kind, template, sh, epilogue=epilogue)
+        if t.key() not in seen:
+            seen.add(t.key())
+            tasks.append(t)
+    return tasks
+
+
+def _default_template(kind, device):
+    from .runtime.device import current_device, find_device
+    dev = find_device(device) if device else current_device()
+    if kind == "gemm":
+        return "gpu_tiled" if dev.is_gpu else "cpu"
+    return "spatial_pack"
+
+
+def cmd_tune(args):
+    from .tune.tuner import tune
+    rows = []
+    for task in _tasks(args):
+        res = tune(task, args.log, strategy=args.strategy, trials=args.trials,
+                   resume=args.resume, device=args.device, timeout=args.timeout,
+                   repeat=args.repeat, seed=args.seed)
+        b = res.best
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
+        rows.append([str(task), f"{b.gflops:.1f}" if b else "-",
+                     f"{b.device_ms:.3f}" if b else "-",
+                     _fmt_config(b.config) if b else "no correct kernel", counts])
+    print()
+    _table(["task", "best GFLOP/s", "device ms", "best config", "trials"], rows)
+    print(f"\nlog: {os.path.abspath(args.log)}")
+
+
+def _fmt_config(config):
+    return " ".join(f"{k}={'x'.join(map(str, v)) if isinstance(v, tuple) else v}"
+                    for k, v in config.items())
+
+
+def cmd_source(args):
+    import json
+
+    from .codegen.opencl import emit_opencl
+    from .schedules.lower import lower
+    from .tune.log import best_records, read_log
+    from .tune.task import Task
+    best = best_records(read_log(args.log), device=args.device_name)
+    if not best:
+        raise TensorschedError(f"{args.log} has no correct trial"
+                               f"{' on ' + args.device_name if args.device_name else ''}")
+    os.makedirs(args.out, exist_ok=True)
+    for rec in best.values():
+        task = Task.from_dict(rec.task)
+        s, targs, _ = task.instantiate(rec.config)
+        name = f"{task.kind}_{task.template}_{'x'.join(map(str, task.shape))}"
+        src = emit_opencl(lower(s, targs, name=name))
+        cl_path = os.path.join(args.out, name + ".cl")
+        with open(cl_path, "w") as f:
+            f.write(src.text)
+        meta = {
+            "task": rec.task, "config": {k: list(v) if isinstance(v, tuple) else v
+                                         for k, v in rec.config.items()},
+            "device": rec.device, "device_ms": rec.device_ms, "gflops": rec.gflops,
+            "build_options": ["-cl-std=CL1.2"],
+            "arguments": [{"name": b.name, "dtype": b.dtype, "shape": list(b.shape),
+                           "image2d": b.image} for b in lower(s, targs).args],
+            "temporaries": [{"name": b.name, "dtype": b.dtype, "shape": list(b.shape)}
+                            for b in src.temps],
+            "kernels": [{"name": k.name, "global_size": list(k.global_size),
+                         "local_size": list(k.local_size),
+                         "arguments": [b.name for b in k.params]} for k in src.kernels],
+        }
+        with open(os.path.join(args.out, name + ".json"), "w") as f:
+            json.dump(meta, f, indent=2)
+        print(f"{cl_path} ({rec.gflops:.1f} GFLOP/s on {rec.device}) and its .json")
+
+
 def _table(head, rows):
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     fmt = " | ".join(f"{{:<{w}}}" for w in widths)
@@ -52,9 +170,30 @@ def main(argv=None):
     pk.add_argument("--device", help="P:D or part of a device name (default: TS_DEVICE, else "
                     "the first GPU, else the CPU)")
     pk.add_argument("--repeat", type=int, default=5)
+    tu = sub.add_parser("tune", help="grid-search a template's knobs on the device")
+    tu.add_argument("kind", choices=["gemm", "conv2d"])
+    tu.add_argument("--shape", help="M,N,K for gemm; N,CI,H,W,CO,KH,KW,stride,pad for conv2d")
+    tu.add_argument("--shapes", help="a CSV of shapes: headerless M,N,K,B for gemm (as "
+                    "../shared/data/*.acl_format.csv), the layer table for conv2d")
+    tu.add_argument("--template", help="template name (default: cpu or gpu_tiled for gemm by "
+                    "device type, spatial_pack for conv2d)")
+    tu.add_argument("--epilogue", help="comma-separated: bias,relu,sigmoid")
+    tu.add_argument("--trials", type=int, help="candidates to measure per shape (default: all)")
+    tu.add_argument("--strategy", choices=["grid", "random"], default="grid")
+    tu.add_argument("--log", default="tensorsched_tune.jsonl")
+    tu.add_argument("--resume", action="store_true", help="skip configs already in the log")
+    tu.add_argument("--device", help="P:D or part of a device name")
+    tu.add_argument("--timeout", type=float, default=20.0, help="seconds per candidate")
+    tu.add_argument("--repeat", type=int, default=5, help="timed runs per candidate")
+    tu.add_argument("--seed", type=int, default=0)
+    so = sub.add_parser("source", help="write the best logged kernels as .cl + launch JSON")
+    so.add_argument("--log", required=True)
+    so.add_argument("--out", default=".")
+    so.add_argument("--device-name", help="only records of this device (as logged)")
     args = p.parse_args(argv)
     try:
-        {"devices": cmd_devices, "peak": cmd_peak}[args.command](args)
+        {"devices": cmd_devices, "peak": cmd_peak, "tune": cmd_tune,
+         "source": cmd_source}[args.command](args)
     except TensorschedError as exc:
         print(f"tensorsched: {exc}", file=sys.stderr)
         return 2

@@ -55,7 +55,7 @@ def _split_candidates(extent, num_outputs, policy, candidates, max_factor):
 @dataclass(frozen=True)
 class Knob:
     name: str
-    kind: str              # "split" or "knob"
+    kind: str              # "split", "knob" or "reorder"
     candidates: tuple
     default: object
 
@@ -100,6 +100,18 @@ class Config:
         default = tuple(default) if default is not None else cands[0]
         return self._define(Knob(name, "split", cands, default))
 
+    def define_reorder(self, name, axes, candidates=None, default=None):
+        """A loop order of ``axes`` (names or IterVars): all permutations, or ``candidates``
+        (tuples of indices into ``axes``). The value is a tuple of indices."""
+        n = len(axes)
+        cands = tuple(tuple(c) for c in candidates) if candidates is not None else \
+            tuple(itertools.permutations(range(n)))
+        for c in cands:
+            if sorted(c) != list(range(n)):
+                raise ConfigError(f"reorder '{name}': {c} is not a permutation of 0..{n - 1}")
+        default = tuple(default) if default is not None else cands[0]
+        return self._define(Knob(name, "reorder", cands, default))
+
     def constrain(self, ok, why=""):
         """Mark this point invalid when ``ok`` is false (the grid skips it without building)."""
         if not ok:
@@ -118,6 +130,15 @@ class Config:
         names = list(self.space)
         for combo in itertools.product(*(self.space[n].candidates for n in names)):
             yield dict(zip(names, combo))
+
+    def point(self, index):
+        """Point number ``index`` of the grid order, without enumerating the ones before it."""
+        names, out = list(self.space), {}
+        for n in reversed(names):
+            cands = self.space[n].candidates
+            index, r = divmod(index, len(cands))
+            out[n] = cands[r]
+        return {n: out[n] for n in names}
 
     def __repr__(self):
         return f"Config({self.values})"

@@ -58,6 +58,7 @@ def _factored(cfg, s, C, O, wg, per_item, vec):
 
 
 def gemm_vec_dot(cfg, M, N, K, dtype="float32", epilogue=()):
+    """Seed 000 "just vectorize"; B is given transposed (N x K)."""
     A, B, C = gemm(M, N, K, "NT", dtype)
     O, extra = make_epilogue(C, epilogue)
     vec = cfg.define_knob("vec", (8, 4, 16))
@@ -66,6 +67,9 @@ def gemm_vec_dot(cfg, M, N, K, dtype="float32", epilogue=()):
     inline_epilogue(s, O)
     _factored(cfg, s, C, O, wg, (1, 1), vec)
     return s, [A, B] + extra + [O]
+
+
+gemm_vec_dot.b_transposed = True           # its B argument is N x K
 
 
 def _morton(A, B, M, N, K):

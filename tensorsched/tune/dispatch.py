@@ -1,0 +1,43 @@
+"""Using tuning results: ``apply_best(log)`` makes ``instantiate`` build each task with its best
+logged config (the fastest correct one on the current device), else the template's defaults.
+
+    with ts.tune.apply_best("gemm.jsonl"):
+        s, args = ts.tune.instantiate("gemm", "cpu", (1024, 1024, 1024))
+"""
+from __future__ import annotations
+
+import contextlib
+
+from .log import best_records, read_log
+from .task import Task
+
+_ACTIVE = []          # stack of {task key: config}
+
+
+@contextlib.contextmanager
+def apply_best(log_path, device=None):
+    """Within the block, ``instantiate`` uses the best config of ``log_path`` for each task."""
+    from .tuner import DeviceLimits
+    name = device if device and " / " in device else DeviceLimits.of(device).name
+    best = {k: r.config for k, r in best_records(read_log(log_path), device=name).items()}
+    _ACTIVE.append(best)
+    try:
+        yield best
+    finally:
+        _ACTIVE.pop()
+
+
+def best_config(task):
+    """The config ``apply_best`` chose for ``task``, or None."""
+    for table in reversed(_ACTIVE):
+        if task.key() in table:
+            return table[task.key()]
+    return None
+
+
+def instantiate(kind, template, shape, dtype="float32", epilogue=()):
+    """``(schedule, args)`` of a template, with the best logged config when ``apply_best`` is
+    active and has one for this task."""
+    task = Task(kind, template, tuple(shape), dtype, tuple(epilogue))
+    s, args, _ = task.instantiate(best_config(task))
+    return s, args

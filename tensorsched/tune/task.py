@@ -1,0 +1,147 @@
+"""A tuning task: one template at one shape, with the inputs and numpy reference every
+candidate is checked against.
+
+A task is plain data (``kind``, ``template``, ``shape``, ``dtype``, ``epilogue``) so it can be
+written to a log and sent to worker processes; ``instantiate(config)`` builds the schedule.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..errors import TensorschedError
+from ..ops.conv2d import ConvShape
+from ..ops.templates import TEMPLATES
+from .space import Config
+
+
+class TaskError(TensorschedError):
+    """An unknown template or a malformed shape."""
+
+
+@dataclass(frozen=True)
+class Task:
+    kind: str                    # "gemm" or "conv2d"
+    template: str                # a name in TEMPLATES[kind], or "package.module:function"
+    shape: tuple                 # (M, N, K) or the ConvShape fields
+    dtype: str = "float32"
+    epilogue: tuple = field(default=())
+
+    def __post_init__(self):
+        if self.kind not in TEMPLATES:
+            raise TaskError(f"unknown operator '{self.kind}'; use one of {', '.join(TEMPLATES)}")
+        if self.template not in TEMPLATES[self.kind] and ":" not in self.template:
+            raise TaskError(f"unknown {self.kind} template '{self.template}'; use one of "
+                            f"{', '.join(TEMPLATES[self.kind])}, or your own as "
+                            "'package.module:function'")
+        want = 3 if self.kind == "gemm" else len(ConvShape.__dataclass_fields__)
+        if len(self.shape) != want or not all(isinstance(x, int) and x > 0 or
+                                               (self.kind == "conv2d" and x == 0)
+                                               for x in self.shape):
+            raise TaskError(f"{self.kind} shape must be {want} positive ints, got {self.shape}")
+        object.__setattr__(self, "shape", tuple(self.shape))
+        object.__setattr__(self, "epilogue", tuple(self.epilogue))
+
+    # ---- identity
+
+    def key(self):
+        """A stable string naming the task in logs."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(d["kind"], d["template"], tuple(d["shape"]), d.get("dtype", "float32"),
+                   tuple(d.get("epilogue", ())))
+
+    def __str__(self):
+        shape = "x".join(map(str, self.shape))
+        ep = f" +{'+'.join(self.epilogue)}" if self.epilogue else ""
+        return f"{self.kind} {shape} [{self.template}]{ep}"
+
+    # ---- building
+
+    @property
+    def function(self):
+        """The template function: a registered one, or ``module:function`` imported (so that
+        worker processes find a user's own template too)."""
+        if self.template in TEMPLATES[self.kind]:
+            return TEMPLATES[self.kind][self.template]
+        import importlib
+        module, _, name = self.template.partition(":")
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as exc:
+            raise TaskError(f"cannot import template '{self.template}': {exc}") from None
+
+    def shape_args(self):
+        return self.shape if self.kind == "gemm" else (ConvShape(*self.shape),)
+
+    def instantiate(self, config=None):
+        """``(schedule, args, cfg)`` for ``config`` (a dict or Config; default: the defaults)."""
+        cfg = config if isinstance(config, Config) else Config(config or {})
+        s, args = self.function(cfg, *self.shape_args(), dtype=self.dtype,
+                                epilogue=self.epilogue)
+        return s, args, cfg
+
+    def space(self):
+        cfg = Config()
+        self.function(cfg, *self.shape_args(), dtype=self.dtype, epilogue=self.epilogue)
+        return cfg
+
+    @property
+    def flop(self):
+        if self.kind == "gemm":
+            M, N, K = self.shape
+            return 2 * M * N * K
+        return ConvShape(*self.shape).flop
+
+    # ---- checking
+
+    def inputs(self, args, seed=0):
+        """Random inputs (never zeros) for the argument tensors but the last (the output)."""
+        rng = np.random.default_rng(seed)
+        out = []
+        for t in args[:-1]:
+            mag = rng.uniform(0.25, 1.0, t.shape) * rng.choice([-1, 1], t.shape)
+            out.append(mag.astype(t.dtype))
+        return out
+
+    def reference(self, inputs):
+        """The expected output in float64, from numpy."""
+        x = [np.asarray(a, dtype=np.float64) for a in inputs]
+        if self.kind == "gemm":
+            a, b = x[0], x[1]
+            if getattr(self.function, "b_transposed", False):
+                b = b.T
+            ref, axis = a @ b, 1
+        else:
+            sh = ConvShape(*self.shape)
+            ref, axis = conv2d_reference(x[0], x[1], sh.stride, sh.pad), 1
+        extra = iter(x[2:])
+        for kind in self.epilogue:
+            if kind == "bias":
+                bias = next(extra)
+                shape = [1] * ref.ndim
+                shape[axis] = -1
+                ref = ref + bias.reshape(shape)
+            elif kind == "relu":
+                ref = np.maximum(ref, 0)
+            elif kind == "sigmoid":
+                ref = 1 / (1 + np.exp(-ref))
+        return ref
+
+
+def conv2d_reference(d, k, stride, pad):
+    """NCHW convolution in float64 with numpy."""
+    _, _, H, W = d.shape
+    CO, _, KH, KW = k.shape
+    dp = np.pad(d, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    OH, OW = (H + 2 * pad - KH) // stride + 1, (W + 2 * pad - KW) // stride + 1
+    out = np.zeros((d.shape[0], CO, OH, OW))
+    for kh in range(KH):
+        for kw in range(KW):
+            window = dp[:, :, kh:kh + stride * OH:stride, kw:kw + stride * OW:stride]
+            out += np.einsum("nchw,oc->nohw", window, k[:, :, kh, kw])
+    return out
