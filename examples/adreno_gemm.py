@@ -160,7 +160,7 @@ def plot(path, results, sizes, device):
     ax.set_xlabel("work-group (y x x)")
     ax.set_ylabel("GFLOPS (device time)")
     ax.set_title(f"seed 004's image2d GEMM on {device}", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1, 1))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"\nplot written to {path}")

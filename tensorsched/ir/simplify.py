@@ -255,9 +255,30 @@ class Simplifier(Mutator):
             decided = _decide(e.op, lo, hi)
             if decided is not None:
                 return E.TRUE if decided else E.FALSE
+            if e.op == "<" and isinstance(b, E.IntImm):
+                dropped = self._drop_remainder(a, b.value)
+                if dropped is not None:
+                    return E.Cmp("<", dropped, b)
         if isinstance(a, E.FloatImm) and isinstance(b, E.FloatImm):
             return E.TRUE if _compare(e.op, a.value, b.value) else E.FALSE
         return e if a is e.a and b is e.b else E.Cmp(e.op, a, b)
+
+    def _drop_remainder(self, a, c):
+        """``q + r < c`` is ``q < c`` when ``q`` and ``c`` are multiples of some ``m`` and
+        ``0 <= r < m``: the lane of a vector (or the element of a tile) drops out of a bounds
+        guard whose tile size divides the bound. Returns the simpler left side, or None."""
+        la = self.lin(a)
+        for m in sorted({math.gcd(c, k) for k in la.terms.values()}, reverse=True):
+            if m <= 1:
+                break
+            q = Lin({t: k for t, k in la.terms.items() if k % m == 0}, la.const - la.const % m)
+            r = Lin({t: k for t, k in la.terms.items() if k % m}, la.const % m)
+            if not r.terms or c % m:
+                continue
+            lo, hi = self.bound(r)
+            if lo is not None and hi is not None and 0 <= lo and hi < m:
+                return self.to_expr(q, a.dtype)
+        return None
 
     def visit_And(self, e):
         # flatten the chain of conjuncts, drop true and repeated ones (a guard of an uneven

@@ -38,12 +38,17 @@ def _factored(cfg, s, C, O, wg, per_item, vec):
     CF = s.rfactor(C, ki, factor_axis=2)
     tx, ii, ji = _rows_cols(s, O, wg, per_item)
     if O is not C:
+        # the partial sums and their total both live in registers under the work-item
+        s[CF].compute_at(s[O], tx)
         s[C].compute_at(s[O], tx)
         cy, cx = s[C].op.axis
         (kv,) = s[C].op.reduce_axis
         s[C].reorder(cy, cx, kv)
+        s[C].unroll(cy)
+        s[C].unroll(cx)
         s[C].unroll(kv)
-        s[CF].compute_at(s[C], cy)
+        s[O].unroll(ii)
+        s[O].unroll(ji)
     else:
         s[O].unroll(ii)
         s[O].unroll(ji)
