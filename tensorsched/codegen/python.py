@@ -7,6 +7,7 @@ or a read of an unwritten element fails loudly instead of passing by luck.
 """
 from __future__ import annotations
 
+import keyword
 import math
 
 from ..errors import CodegenError
@@ -14,6 +15,7 @@ from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.visitor import Visitor
+from .c_like import Names
 
 _CALLS = {"exp": "_exp", "log": "_log", "sqrt": "_sqrt", "tanh": "math.tanh",
           "sigmoid": "_sigmoid", "fabs": "abs", "pow": "_pow"}
@@ -81,28 +83,10 @@ def run_lockstep(threads):
         active = alive
 
 
-class _Names:
-    def __init__(self):
-        self.map, self.used = {}, set()
-
-    def __call__(self, obj, hint):
-        if obj not in self.map:
-            base = "".join(c if c.isalnum() else "_" for c in hint) or "v"
-            if base[0].isdigit():
-                base = "_" + base
-            name, k = base, 0
-            while name in self.used:
-                k += 1
-                name = f"{base}_{k}"
-            self.used.add(name)
-            self.map[obj] = name
-        return self.map[obj]
-
-
 class PythonEmitter:
     def __init__(self, func):
         self.func = func
-        self.names = _Names()
+        self.names = Names(keyword.kwlist + ["math", "run_lockstep"])
         self.lines = []
         self.sizes = {}
 
