@@ -8,6 +8,8 @@ from .errors import (BuildError, CodegenError, ComputeError, InternalError, Lowe
                      ParseError, RuntimeCallError, ScheduleError, TensorschedError)
 from .ir.intrin import (all, any, const, exp, fabs, if_then_else, log, max, min, power, sigmoid,
                         sqrt, sum, tanh)
+from .ir.parser import parse_ir
+from .ir.te_text import parse_expr
 from .ir.tensor import compute, placeholder, reduce_axis, thread_axis
 from .ops.pad import pad
 from .schedules.lower import lower
@@ -19,7 +21,7 @@ __version__ = "0.1.0"
 __all__ = [
     "placeholder", "compute", "reduce_axis", "thread_axis", "sum", "max", "min", "const",
     "if_then_else", "all", "any", "exp", "log", "sqrt", "tanh", "sigmoid", "fabs", "power", "pad",
-    "create_schedule", "lower", "build",
+    "create_schedule", "lower", "build", "parse_ir", "parse_expr",
     "TensorschedError", "ComputeError", "ScheduleError", "LoweringError", "CodegenError",
     "BuildError", "RuntimeCallError", "ParseError", "InternalError",
 ]

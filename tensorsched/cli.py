@@ -117,6 +117,7 @@ def _fmt_config(config):
 
 def cmd_source(args):
     import json
+    import re
 
     from .codegen.opencl import emit_opencl
     from .schedules.lower import lower
@@ -130,7 +131,9 @@ def cmd_source(args):
     for rec in best.values():
         task = Task.from_dict(rec.task)
         s, targs, _ = task.instantiate(rec.config)
-        name = f"{task.kind}_{task.template}_{'x'.join(map(str, task.shape))}"
+        name = "_".join([task.kind, task.template, "x".join(map(str, task.shape)),
+                         *task.epilogue] + ([task.dtype] if task.dtype != "float32" else []))
+        name = re.sub(r"\W", "_", name)      # 'pkg.module:function' templates: no ':' in names
         src = emit_opencl(lower(s, targs, name=name))
         cl_path = os.path.join(args.out, name + ".cl")
         with open(cl_path, "w") as f:
@@ -183,7 +186,8 @@ def main(argv=None):
     tu.add_argument("--log", default="tensorsched_tune.jsonl")
     tu.add_argument("--resume", action="store_true", help="skip configs already in the log")
     tu.add_argument("--device", help="P:D or part of a device name")
-    tu.add_argument("--timeout", type=float, default=20.0, help="seconds per candidate")
+    tu.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate, its "
+                    "compile included (PoCL compiles a kernel at its first launch)")
     tu.add_argument("--repeat", type=int, default=5, help="timed runs per candidate")
     tu.add_argument("--seed", type=int, default=0)
     so = sub.add_parser("source", help="write the best logged kernels as .cl + launch JSON")

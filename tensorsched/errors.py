@@ -65,7 +65,28 @@ class RuntimeCallError(TensorschedError):
 
 
 class ParseError(TensorschedError):
-    """A text form could not be parsed; the message shows line, column and a caret."""
+    """A text form could not be parsed.
+
+    ``str()`` is ``file:line:col: message``, then the source line and a caret under the
+    column (as ``gcc`` and xDSL print it). ``line`` and ``column`` count from 1; ``message``
+    alone says what was wrong and, for a syntax error, what was expected.
+    """
+
+    def __init__(self, message, line=None, column=None, source_line=None, filename="<text>",
+                 width=1):
+        self.message, self.line, self.column = message, line, column
+        self.source_line, self.filename, self.width = source_line, filename, max(width, 1)
+        super().__init__(self._render())
+
+    def _render(self):
+        if self.line is None:
+            return self.message
+        out = [f"{self.filename}:{self.line}:{self.column}: {self.message}"]
+        if self.source_line is not None:
+            src = self.source_line.rstrip("\n")
+            lead = "".join(c if c == "\t" else " " for c in src[:self.column - 1])
+            out += [f"  {src}", f"  {lead}{'^' * self.width}"]
+        return "\n".join(out)
 
 
 class InternalError(Exception):

@@ -10,6 +10,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))          # ts_check, seed_conv
 
 import ts_check  # noqa: E402
+from roundtrip_hook import ir_text_roundtrip  # noqa: E402,F401  (autouse: lowerings round-trip)
 from tensorsched.config import config  # noqa: E402
 
 config.verify = True            # check the IR between lowering passes (as TS_VERIFY=1 does)

@@ -60,8 +60,16 @@ def min(a, b=None, axis=None, where=None):  # noqa: A001
     return E.binop("min", a, b)
 
 
+def _condition(cond, where):
+    if isinstance(cond, bool):
+        raise ComputeError(f"{where}: the condition is the Python value {cond}; `==` and `!=` "
+                           "compare expressions structurally in tensorsched, so write "
+                           "a.equal(b) / a.not_equal(b) to build the comparison")
+    return E.as_expr(cond)
+
+
 def if_then_else(cond, t, f):
-    cond = E.as_expr(cond)
+    cond = _condition(cond, "if_then_else")
     if not dt.is_bool(cond.dtype):
         raise ComputeError(f"if_then_else: the condition must be a comparison, got {cond.dtype}")
     t, f = E._unify(t, f)
@@ -72,18 +80,18 @@ def all(*conds):  # noqa: A001
     """True when every condition holds (``ts.all(i >= 1, i < n)``)."""
     if not conds:
         return E.TRUE
-    out = E.as_expr(conds[0])
+    out = _condition(conds[0], "ts.all")
     for c in conds[1:]:
-        out = E.And(out, E.as_expr(c))
+        out = E.And(out, _condition(c, "ts.all"))
     return out
 
 
 def any(*conds):  # noqa: A001
     if not conds:
         return E.FALSE
-    out = E.as_expr(conds[0])
+    out = _condition(conds[0], "ts.any")
     for c in conds[1:]:
-        out = E.Or(out, E.as_expr(c))
+        out = E.Or(out, _condition(c, "ts.any"))
     return out
 
 

@@ -1,7 +1,8 @@
 """The one operator table: precedence (higher binds tighter) and spelling of each binary operator.
 
-The IR printer and the C-family code generators both read it, so a parenthesis is added in
-exactly the places where precedence requires one.
+The IR printer and the C-family code generators read it, so a parenthesis is added in exactly
+the places where precedence requires one; the IR grammar and the tensor-expression grammar are
+generated from it (``parser.binary_rules``), so the parsers read the text as it was printed.
 """
 
 BINARY = {

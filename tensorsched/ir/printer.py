@@ -2,14 +2,33 @@
 
 Operators get parentheses only where the shared precedence table needs them. Variables keep
 their names; a variable that shadows another of the same name in scope gets a ``_1`` suffix so
-the text stays unambiguous.
+the text stays unambiguous. ``ir/grammar.lark`` (``ts.parse_ir``) reads this text back.
+
+``allocate`` and ``// attr [..] thread_extent`` lines own the rest of their block; one that
+does not (it is followed by more statements of the enclosing sequence) is printed inside a
+bare ``{ ... }`` block. A typed constant is ``int64(5)`` or ``float16(1.5)``; a cast of a plain
+``int32`` constant spells the constant's type too (``float16(int32(5))``) so the two differ.
 """
 from __future__ import annotations
+
+import json
+import re
 
 from . import dtype as dt
 from . import expr as E
 from . import stmt as S
 from .precedence import ATOM, BINARY, FUNCTION_STYLE, UNARY, needs_parens
+
+
+# Words of the grammar that a name cannot be (tests check this list against grammar.lark).
+KEYWORDS = frozenset({"func", "for", "unrolled", "vectorized", "parallel", "if", "else",
+                      "produce", "allocate", "barrier", "thread_extent", "True", "False"})
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*\Z")
+
+
+def ident(name):
+    """``name`` as the grammar reads it: quoted when it is a keyword or has odd characters."""
+    return name if _PLAIN_NAME.match(name) and name not in KEYWORDS else json.dumps(name)
 
 
 class Printer:
@@ -34,7 +53,7 @@ class Printer:
         self.in_scope[self.names[var]] -= 1
 
     def var(self, v):
-        return self.names.get(v, v.name)
+        return ident(self.names.get(v, v.name))
 
     # ---- expressions: (text, precedence)
 
@@ -97,16 +116,22 @@ class Printer:
         return f"select({self.expr(e.cond)}, {self.expr(e.t)}, {self.expr(e.f)})", ATOM
 
     def e_Cast(self, e):
-        return f"{e.dtype}({self.expr(e.value)})", ATOM
+        v = e.value
+        if isinstance(v, E.IntImm) and v.dtype == "int32":      # not to be read as int64(5)
+            return f"{e.dtype}(int32({v.value}))", ATOM
+        return f"{e.dtype}({self.expr(v)})", ATOM
 
     def e_Call(self, e):
-        return f"{e.name}({', '.join(self.expr(a) for a in e.args)})", ATOM
+        args = [self.expr(a) for a in e.args]
+        if not e.args or e.args[0].dtype != e.dtype:             # the parser's default dtype
+            args.append(f"dtype={e.dtype}")
+        return f"{ident(e.name)}({', '.join(args)})", ATOM
 
     def e_TensorLoad(self, e):
-        return f"{e.tensor.name}[{', '.join(self.expr(i) for i in e.indices)}]", ATOM
+        return f"{ident(e.tensor.name)}[{', '.join(self.expr(i) for i in e.indices)}]", ATOM
 
     def e_Load(self, e):
-        return f"{e.buffer.name}[{self.expr(e.index)}]", ATOM
+        return f"{ident(e.buffer.name)}[{self.expr(e.index)}]", ATOM
 
     def e_Ramp(self, e):
         return f"ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", ATOM
@@ -129,31 +154,38 @@ class Printer:
     def _stmt(self, s, ind, out):
         pad = "  " * ind
         if isinstance(s, S.Seq):
-            for x in s.stmts:
-                self._stmt(x, ind, out)
+            for k, x in enumerate(s.stmts):
+                if isinstance(x, (S.Allocate, S.ThreadExtent)) and k + 1 < len(s.stmts):
+                    out.append(f"{pad}{{")                      # its scope ends before the rest
+                    self._stmt(x, ind + 1, out)
+                    out.append(f"{pad}}}")
+                else:
+                    self._stmt(x, ind, out)
         elif isinstance(s, S.Store):
-            out.append(f"{pad}{s.buffer.name}[{self.expr(s.index)}] = {self.expr(s.value)}")
+            out.append(f"{pad}{ident(s.buffer.name)}[{self.expr(s.index)}] = "
+                       f"{self.expr(s.value)}")
         elif isinstance(s, S.For):
             for k, v in s.pragmas:
-                out.append(f"{pad}// pragma {k} = {v}")
-            name = self.bind(s.var)
+                out.append(f"{pad}// pragma {k} = {repr(v) if isinstance(v, str) else v}")
+            name = ident(self.bind(s.var))
             head = "for" if s.kind == "serial" else s.kind
             out.append(f"{pad}{head} ({name}, {self.expr(s.min)}, {self.expr(s.extent)}) {{")
             self._stmt(s.body, ind + 1, out)
             out.append(f"{pad}}}")
             self.unbind(s.var)
         elif isinstance(s, S.ThreadExtent):
-            name = self.bind(s.var)
-            out.append(f"{pad}// attr [{name}] thread_extent = {s.extent}")
+            name = ident(self.bind(s.var))
+            tag = "" if name == s.tag else f": {s.tag}"
+            out.append(f"{pad}// attr [{name}{tag}] thread_extent = {s.extent}")
             self._stmt(s.body, ind, out)
             self.unbind(s.var)
         elif isinstance(s, S.Allocate):
             b = s.buffer
-            dims = " * ".join(str(d) for d in b.shape)
-            out.append(f"{pad}allocate {b.name}[{b.dtype} * {dims}], {b.scope}")
+            dims = "".join(f" * {d}" for d in b.shape)
+            out.append(f"{pad}allocate {ident(b.name)}[{b.dtype}{dims}], {b.scope}")
             self._stmt(s.body, ind, out)
         elif isinstance(s, S.Produce):
-            out.append(f"{pad}produce {s.name} {{")
+            out.append(f"{pad}produce {ident(s.name)} {{")
             self._stmt(s.body, ind + 1, out)
             out.append(f"{pad}}}")
         elif isinstance(s, S.IfThenElse):
@@ -178,8 +210,9 @@ def print_stmt(s):
 
 
 def print_func(f):
-    args = ", ".join(f"{b.name}: {b.dtype}[{', '.join(map(str, b.shape))}]" for b in f.args)
-    return f"func {f.name}({args}) {{\n{Printer().stmt(f.body, 1)}\n}}"
+    args = ", ".join(f"{ident(b.name)}: {b.dtype}[{', '.join(map(str, b.shape))}]"
+                     f"{' image' if b.image else ''}" for b in f.args)
+    return f"func {ident(f.name)}({args}) {{\n{Printer().stmt(f.body, 1)}\n}}"
 
 
 def _expr_str(self):

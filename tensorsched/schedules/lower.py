@@ -1,6 +1,7 @@
 """``lower``: schedule -> loop-nest IR, as one list of named passes."""
 from __future__ import annotations
 
+from ..config import config
 from ..errors import LoweringError
 from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
@@ -56,7 +57,11 @@ def lower(sch, args, name="default_function", simple_mode=False):
                             "add it")
     stmt = run_passes(stmt, PASSES, args=bufs)
     outputs = tuple(b for b, a in zip(bufs, args) if ctx.stage_of(a) is not None)
-    return LoweredFunc(name, tuple(bufs), stmt, outputs)
+    func = LoweredFunc(name, tuple(bufs), stmt, outputs)
+    if config.roundtrip:                                 # TS_ROUNDTRIP=1: print, parse, compare
+        from ..ir.parser import check_roundtrip
+        check_roundtrip(func)
+    return func
 
 
 def _placeholders_used(stmt):

@@ -106,6 +106,7 @@ class LogWriter:
             finally:
                 os.close(fd)
         except OSError as exc:
+            self._needs_newline = True      # a part of the line may have been written
             raise LogError(f"cannot append to the tuning log {self.path}: {exc.strerror or exc}; "
                            "the records already in it are intact; free space and rerun with "
                            "--resume") from None

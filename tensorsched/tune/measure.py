@@ -11,11 +11,26 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
+import time
 import traceback
 
 import numpy as np
 
 RTOL = {"float32": 1e-5, "float16": 1e-2, "float64": 1e-10}
+START_TIMEOUT = 120.0       # seconds a fresh worker may take to import and open the device
+
+
+def exit_with_parent():
+    """In a worker process: exit when the tuner that started it dies (``kill -9`` included),
+    even while a hung kernel holds the main thread, instead of lingering as an orphan."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _select_device(device):
@@ -77,7 +92,15 @@ def measure_one(task_dict, config, repeat, cache):
 
 
 def _runner_main(conn, device):
+    exit_with_parent()
     _select_device(device)
+    try:                        # start up now, not in the first candidate's timeout
+        from ..runtime.device import current_device
+        from .task import Task  # noqa: F401  (imports the templates)
+        current_device().queue
+    except Exception:                                                # noqa: BLE001
+        pass                    # the first candidate reports it
+    conn.send("ready")
     cache = {}
     while True:
         try:
@@ -97,7 +120,7 @@ def _runner_main(conn, device):
 class Runner:
     """A worker process that measures one candidate at a time, with a timeout."""
 
-    def __init__(self, device=None, timeout=20.0):
+    def __init__(self, device=None, timeout=60.0):
         self.device, self.timeout = device, timeout
         self.ctx = mp.get_context("spawn")
         self.proc = None
@@ -108,6 +131,9 @@ class Runner:
         self.proc = self.ctx.Process(target=_runner_main, args=(child, self.device), daemon=True)
         self.proc.start()
         child.close()
+        # the worker's start-up (seconds: spawn, imports, the driver) is not the candidate's
+        if not self.conn.poll(max(START_TIMEOUT, self.timeout)) or self.conn.recv() != "ready":
+            raise EOFError("the worker process did not start")
 
     def _kill(self):
         if self.proc is not None:
@@ -117,9 +143,9 @@ class Runner:
             self.restarts += 1
 
     def measure(self, task_dict, config, repeat=5):
-        if self.proc is None or not self.proc.is_alive():
-            self._start()
         try:
+            if self.proc is None or not self.proc.is_alive():
+                self._start()
             self.conn.send((task_dict, config, repeat))
             if self.conn.poll(self.timeout):
                 return self.conn.recv()
@@ -127,6 +153,8 @@ class Runner:
             return {"status": "timeout", "error": f"no result within {self.timeout:g} s; the "
                     "worker was killed"}
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            if self.proc is not None:
+                self.proc.join(1)           # reap it, for its exit code
             code = self.proc.exitcode if self.proc is not None else None
             self._kill()
             return {"status": "crash", "error": f"the worker process died (exit code {code})"}

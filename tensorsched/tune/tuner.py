@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import TensorschedError
 from .log import LogWriter, Record, best_records, config_key, read_log
-from .measure import Runner, prebuild
+from .measure import Runner, exit_with_parent, prebuild
 from .task import Task
 
 STRATEGIES = ("grid", "random")
@@ -107,7 +107,7 @@ def candidate_order(task, strategy, seed=0):
     raise TensorschedError(f"unknown strategy '{strategy}'; use one of {', '.join(STRATEGIES)}")
 
 
-def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None, timeout=20.0,
+def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None, timeout=60.0,
          repeat=5, seed=0, n_build=None, progress=True):
     """Tune ``task``: measure up to ``trials`` candidates (all by default) and log each one.
 
@@ -116,6 +116,10 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
     """
     t0 = time.time()
     limits = DeviceLimits.of(device)
+    if not device:              # the workers use this process's device (set_device() included)
+        from ..runtime.device import current_device
+        dev = current_device()
+        device = f"{dev.platform_index}:{dev.device_index}"
     space = task.space()
     done = set()
     if resume:
@@ -129,7 +133,11 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
     writer = LogWriter(log_path)
     runner = Runner(device, timeout)
     n_build = n_build or max(1, (os.cpu_count() or 2))
-    pool = cf.ProcessPoolExecutor(n_build, mp_context=mp.get_context("spawn"))
+
+    def new_pool():
+        return cf.ProcessPoolExecutor(n_build, mp_context=mp.get_context("spawn"),
+                                      initializer=exit_with_parent)
+    pool, pool_broken = new_pool(), False
     counts = {}
     budget = trials if trials is not None else space.size()
     bar = _progress(budget, str(task), progress)
@@ -163,6 +171,9 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
                     break
             if not batch:
                 break
+            if pool_broken:                     # a build worker died in the last batch
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool, pool_broken = new_pool(), False
             futures = {}
             for config in batch:
                 why = early_filter(task, config, limits)
@@ -175,8 +186,11 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
                 config = futures[fut]
                 try:
                     status, error = fut.result()
-                except Exception as exc:                 # noqa: BLE001  (a pool worker died)
-                    status, error = "crash", f"build worker died: {exc}"
+                except Exception:                        # noqa: BLE001
+                    # a build worker died (a compiler crash?) and took the pool's other builds
+                    # with it: the runner builds these itself, with the timeout, and records the
+                    # culprit as a crash
+                    status, error, pool_broken = "ok", "", True
                 if status != "ok":
                     log(config, {"status": status, "error": error})
                 else:

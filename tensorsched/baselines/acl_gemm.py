@@ -1,0 +1,390 @@
+"""Running and timing the ACL-style GEMM (``AclGemm``) and its GEMM-method convolution
+(``AclConv2d``) on an OpenCL device.
+
+    gemm = AclGemm("reshaped", "4,4,4,1,2,0,1,1,0", M, N, K, batch=2)
+    gemm(a, b, c)                       # numpy arrays (B, M, K), (B, K, N), (B, M, N); 2-D if B = 1
+    t = gemm.time(a, b, c, repeat=5)    # AclTiming: t.mean (all kernels), t.gemm_mean (GEMM only)
+
+A config is checked (``configs.GEMMConfig``, ``configs.check_fits``) before anything is built;
+an illegal one raises ``AclConfigError``. Timing uses the profiling events of the kernels
+(device time), as tensorsched's ``OpenCLModule.time_evaluator`` does. The benchmark figure is
+the **mean** of ``repeat`` runs after ``warmup`` unmeasured runs, as ACL's benchmark averages
+its 5 runs; the per-run times are kept, so ``AclTiming.median`` is there too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import RuntimeCallError
+from ..runtime.device import current_device, find_device
+from ..runtime.module import build_program
+from .configs import (AclConfigError, as_config, check_fits, lhs_layout, rhs_layout,
+                      strategy_name)
+from .kernels import conv_source, gemm_source
+
+OPTIONS = ("-cl-std=CL1.2",)
+GEMM_KERNEL = {"native": "gemm_native", "reshaped_rhs_only": "gemm_reshaped_rhs_only",
+               "reshaped": "gemm_reshaped"}
+
+
+@dataclass(frozen=True)
+class AclTiming:
+    """Device times in seconds of each measured run: ``total_times`` (every kernel of one call:
+    reshapes, im2col, ... and the GEMM), ``gemm_times`` (the GEMM kernel alone) and
+    ``kernel_times`` (kernel name -> per-run times). The reported figure is the mean."""
+    total_times: tuple
+    gemm_times: tuple
+    kernel_times: dict
+
+    @property
+    def mean(self):
+        """Mean device time of one call, all kernels (the benchmark's figure)."""
+        return float(np.mean(self.total_times))
+
+    @property
+    def gemm_mean(self):
+        """Mean device time of the GEMM kernel alone."""
+        return float(np.mean(self.gemm_times))
+
+    @property
+    def median(self):
+        return float(np.median(self.total_times))
+
+    @property
+    def gemm_median(self):
+        return float(np.median(self.gemm_times))
+
+    @property
+    def total_ms(self):
+        return self.mean * 1e3
+
+    @property
+    def gemm_ms(self):
+        return self.gemm_mean * 1e3
+
+    # the names of tensorsched's runtime.module.Timing, so a table can print either
+    @property
+    def device_times(self):
+        return self.total_times
+
+    @property
+    def device_median(self):
+        return self.median
+
+    @property
+    def device_spread(self):
+        return float(min(self.total_times)), float(max(self.total_times))
+
+    def gflops(self, flop):
+        """GFLOP/s of the mean of all kernels."""
+        return flop / self.mean / 1e9
+
+    def kernel_means(self):
+        return {k: float(np.mean(v)) for k, v in self.kernel_times.items()}
+
+
+def _device(device):
+    if device is None:
+        return current_device()
+    return find_device(device) if isinstance(device, str) else device
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def _check_array(x, shape, name, output=False):
+    """``x`` as a C-contiguous float32 array of ``shape`` (a 2-D array stands for batch 1)."""
+    if not isinstance(x, np.ndarray):
+        raise RuntimeCallError(f"{name} must be a numpy array, got {type(x).__name__}")
+    if x.shape != shape and not (shape[0] == 1 and x.shape == shape[1:]):
+        want = f"{shape}" + (f" or {shape[1:]}" if shape[0] == 1 else "")
+        raise RuntimeCallError(f"{name} has shape {x.shape}, expected {want}")
+    if output:
+        if x.dtype != np.float32:
+            raise RuntimeCallError(f"{name} must be float32 (it receives the result), "
+                                   f"got {x.dtype}")
+        if not x.flags.writeable:
+            raise RuntimeCallError(f"{name} is read-only; it receives the result")
+        return x
+    if x.dtype != np.float32:
+        raise RuntimeCallError(f"{name} must be float32, got {x.dtype}")
+    return np.ascontiguousarray(x)
+
+
+class AclGemm:
+    """An ACL-style GEMM ``C = A * B`` of one strategy and config, built for one device.
+
+    ``strategy``: ``"native"``, ``"reshaped_rhs_only"`` or ``"reshaped"``; ``config``: a
+    ``GEMMConfig`` or its CSV text in the strategy's column order (``configs.COLUMNS``).
+    ``broadcast_b``: one B (K x N) for every batch item (a convolution's weights).
+    The work-group shape is left to the driver (ACL's GEMM tuner does not tune it either).
+    """
+
+    def __init__(self, strategy, config, M, N, K, batch=1, device=None, broadcast_b=False):
+        self.strategy = strategy_name(strategy)
+        self.config = as_config(self.strategy, config)
+        self.M, self.N, self.K, self.batch = M, N, K, batch
+        self.broadcast_b = broadcast_b
+        self.device = _device(device)
+        check_fits(self.config, M, N, K, batch, self.device, broadcast_b)
+        self.source = gemm_source(self.config)
+        self.program = build_program(self.device, self.source, OPTIONS)
+        import pyopencl as cl      # a cached program's kernels are fetched anew
+        self.kernels = {name: cl.Kernel(self.program, name) for name in self.kernel_names}
+        self.buffers = None
+
+    @property
+    def kernel_names(self):
+        """The kernels of one call, in launch order."""
+        return {"native": ("gemm_native",),
+                "reshaped_rhs_only": ("reshape_rhs", "gemm_reshaped_rhs_only"),
+                "reshaped": ("reshape_lhs", "reshape_rhs", "gemm_reshaped")}[self.strategy]
+
+    @property
+    def flop(self):
+        return 2 * self.M * self.N * self.K * self.batch
+
+    def get_source(self):
+        return self.source
+
+    # ---- device memory
+
+    def _allocate(self):
+        import pyopencl as cl
+        ctx, mf, cfg = self.device.context, cl.mem_flags, self.config
+        M, N, K, nb = self.M, self.N, self.K, self.batch
+        b_items = 1 if self.broadcast_b else nb
+        bufs = {"A": cl.Buffer(ctx, mf.READ_WRITE, 4 * M * K * nb),
+                "B": cl.Buffer(ctx, mf.READ_WRITE, 4 * K * N * b_items),
+                "C": cl.Buffer(ctx, mf.READ_WRITE, 4 * M * N * nb)}
+        if self.strategy != "native":
+            rhs = rhs_layout(cfg, N, K)
+            if cfg.export_to_cl_image_rhs:
+                fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
+                create_image = getattr(cl, "create_image", cl.Image)   # pyopencl >= 2024.2
+                bufs["Brs"] = create_image(ctx, mf.READ_WRITE, fmt,
+                                           shape=(rhs.row_stride // 4, rhs.rows * b_items))
+            else:
+                bufs["Brs"] = cl.Buffer(ctx, mf.READ_WRITE, 4 * rhs.size * b_items)
+        if self.strategy == "reshaped":
+            bufs["Ars"] = cl.Buffer(ctx, mf.READ_WRITE, 4 * lhs_layout(cfg, M, K).size * nb)
+        self.buffers = bufs
+        return bufs
+
+    def _plan(self):
+        """``[(kernel name, global size, arguments)]`` of one call."""
+        i32 = np.int32
+        cfg, bufs = self.config, self.buffers or self._allocate()
+        M, N, K, nb = self.M, self.N, self.K, self.batch
+        b_items = 1 if self.broadcast_b else nb
+        b_batch = 0 if self.broadcast_b else K * N
+        gemm_grid = (_ceil(N, cfg.n0), _ceil(M, cfg.m0), nb)
+        if self.strategy == "native":
+            return [("gemm_native", gemm_grid,
+                     (bufs["A"], bufs["B"], bufs["C"], i32(M), i32(N), i32(K), i32(M * K),
+                      i32(b_batch), i32(M * N)))]
+        rhs = rhs_layout(cfg, N, K)
+        per_item = rhs.rows if cfg.export_to_cl_image_rhs else rhs.size
+        rhs_batch = 0 if self.broadcast_b else per_item
+        plan = [("reshape_rhs", (rhs.blocks, rhs.kblocks, b_items),
+                 (bufs["B"], bufs["Brs"], i32(K), i32(N), i32(b_batch), i32(per_item)))]
+        if self.strategy == "reshaped_rhs_only":
+            return plan + [("gemm_reshaped_rhs_only", gemm_grid,
+                            (bufs["A"], bufs["Brs"], bufs["C"], i32(M), i32(N), i32(K),
+                             i32(M * K), i32(rhs_batch), i32(M * N)))]
+        lhs = lhs_layout(cfg, M, K)
+        return [("reshape_lhs", (lhs.kblocks, lhs.blocks, nb),
+                 (bufs["A"], bufs["Ars"], i32(M), i32(K), i32(M * K), i32(lhs.size)))] + plan + [
+                ("gemm_reshaped", gemm_grid,
+                 (bufs["Ars"], bufs["Brs"], bufs["C"], i32(M), i32(N), i32(K), i32(lhs.size),
+                  i32(rhs_batch), i32(M * N)))]
+
+    def launch(self, skip=()):
+        """Enqueue one call on the device buffers; ``[(kernel name, event)]``."""
+        q, events = self.device.queue, []
+        for name, grid, args in self._plan():
+            if name in skip:
+                continue
+            events.append((name, self.kernels[name](q, grid, None, *args)))
+        return events
+
+    def upload(self, a, b):
+        import pyopencl as cl
+        nb, b_items = self.batch, 1 if self.broadcast_b else self.batch
+        a = _check_array(a, (nb, self.M, self.K), "A")
+        b = _check_array(b, (b_items, self.K, self.N), "B")
+        bufs = self.buffers or self._allocate()
+        cl.enqueue_copy(self.device.queue, bufs["A"], a)
+        cl.enqueue_copy(self.device.queue, bufs["B"], b)
+
+    def download(self, c):
+        import pyopencl as cl
+        c = _check_array(c, (self.batch, self.M, self.N), "C", output=True)
+        host = c if c.flags.c_contiguous else np.empty(c.shape, np.float32)
+        cl.enqueue_copy(self.device.queue, host, self.buffers["C"])
+        self.device.queue.finish()
+        if host is not c:
+            c[...] = host
+
+    def __call__(self, a, b, c):
+        """``c[...] = a @ b`` on the device."""
+        _check_array(c, (self.batch, self.M, self.N), "C", output=True)
+        self.upload(a, b)
+        self.launch()
+        self.download(c)
+
+    def time(self, a, b, c, repeat=5, warmup=1, include_rhs_reshape=True):
+        """Device time of one call, as an ``AclTiming`` of ``repeat`` runs after ``warmup``
+        unmeasured ones; its figure is the **mean** (``.mean``: all kernels of a call, reshapes
+        included; ``.gemm_mean``: the GEMM kernel alone). ``include_rhs_reshape=False`` runs the
+        RHS reshape once beforehand and leaves it out, as ACL does for constant weights.
+        The result of the last run lands in ``c``."""
+        _check_array(c, (self.batch, self.M, self.N), "C", output=True)
+        self.upload(a, b)
+        skip = () if include_rhs_reshape else ("reshape_rhs",)
+        if skip:
+            self.launch()
+        timing = time_runs(self.device, lambda: self.launch(skip), GEMM_KERNEL[self.strategy],
+                           repeat, warmup)
+        self.download(c)
+        return timing
+
+
+def time_runs(device, launch, gemm_kernel, repeat, warmup):
+    """Run ``launch()`` (which returns ``[(name, event)]``) ``warmup + repeat`` times and
+    collect the profiling times of the measured runs."""
+    for _ in range(warmup):
+        launch()
+    device.queue.finish()
+    totals, gemms, per_kernel = [], [], {}
+    for _ in range(repeat):
+        events = launch()
+        device.queue.finish()
+        times = [(name, (ev.profile.end - ev.profile.start) * 1e-9) for name, ev in events]
+        totals.append(sum(t for _, t in times))
+        gemms.append(sum(t for name, t in times if name == gemm_kernel))
+        for name, t in times:
+            per_kernel.setdefault(name, []).append(t)
+    return AclTiming(tuple(totals), tuple(gemms), {k: tuple(v) for k, v in per_kernel.items()})
+
+
+def _pair(v, name):
+    pair = (v, v) if isinstance(v, (int, np.integer)) else tuple(v)
+    if len(pair) != 2 or any(int(x) != x for x in pair):
+        raise AclConfigError(f"conv2d {name} must be an integer or a pair, got {v!r}")
+    return tuple(int(x) for x in pair)
+
+
+class AclConv2d:
+    """The GEMM method of an NCHW convolution, ACL-style: ``im2col`` (output positions x
+    CI*KH*KW), an ``AclGemm`` with M = OH*OW, N = CO, K = CI*KH*KW (the layout of the GEMMParam
+    lists, so a tuned config applies as it is) and ``col2im`` back to NCHW. The weights
+    (CO, CI, KH, KW) become the K x CO matrix on the host, as ACL's configure step reshapes them
+    once.
+
+    ``shape``: a ``tensorsched.ops.conv2d.ConvShape`` or anything with the fields
+    ``N, CI, IH, IW, CO, KH, KW, stride, pad`` (stride, pad: an integer or an (h, w) pair), or
+    those nine values as a tuple.
+    """
+
+    def __init__(self, strategy, config, shape, device=None):
+        if isinstance(shape, (tuple, list)):
+            names = ("N", "CI", "IH", "IW", "CO", "KH", "KW", "stride", "pad")
+            shape = dict(zip(names, shape))
+        else:
+            shape = {k: getattr(shape, k) for k in ("N", "CI", "IH", "IW", "CO", "KH", "KW",
+                                                    "stride", "pad")}
+        self.N, self.CI, self.IH, self.IW = shape["N"], shape["CI"], shape["IH"], shape["IW"]
+        self.CO, self.KH, self.KW = shape["CO"], shape["KH"], shape["KW"]
+        self.stride, self.pad = _pair(shape["stride"], "stride"), _pair(shape["pad"], "pad")
+        self.OH = (self.IH + 2 * self.pad[0] - self.KH) // self.stride[0] + 1
+        self.OW = (self.IW + 2 * self.pad[1] - self.KW) // self.stride[1] + 1
+        if self.OH < 1 or self.OW < 1 or min(self.stride) < 1 or min(self.pad) < 0:
+            raise AclConfigError(f"conv2d {shape}: no output (OH={self.OH}, OW={self.OW}); "
+                                 "check kernel size, stride and pad")
+        self.gemm = AclGemm(strategy, config, self.OH * self.OW, self.CO,
+                            self.CI * self.KH * self.KW, batch=self.N, device=device,
+                            broadcast_b=True)
+        self.device = self.gemm.device
+        self.source = conv_source(self.KH, self.KW, self.stride, self.pad)
+        program = build_program(self.device, self.source, OPTIONS)
+        import pyopencl as cl
+        self.kernels = {k: cl.Kernel(program, k) for k in ("im2col", "col2im")}
+        self._out = None
+
+    @property
+    def out_shape(self):
+        return (self.N, self.CO, self.OH, self.OW)
+
+    @property
+    def flop(self):
+        return self.gemm.flop
+
+    def get_source(self):
+        return self.source + "\n" + self.gemm.source
+
+    def _upload(self, data, weight):
+        import pyopencl as cl
+        data = _check_array(data, (self.N, self.CI, self.IH, self.IW), "data")
+        weight = _check_array(weight, (self.CO, self.CI, self.KH, self.KW), "weight")
+        bufs = self.gemm.buffers or self.gemm._allocate()
+        if self._out is None:
+            self._data = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY, data.nbytes)
+            self._out = cl.Buffer(self.device.context, cl.mem_flags.WRITE_ONLY,
+                                  4 * int(np.prod(self.out_shape)))
+        cl.enqueue_copy(self.device.queue, self._data, data)
+        w_mat = np.ascontiguousarray(weight.reshape(self.CO, -1).T)       # K x CO
+        cl.enqueue_copy(self.device.queue, bufs["B"], w_mat)
+
+    def launch(self, skip=()):
+        i32, q, g = np.int32, self.device.queue, self.gemm
+        M = self.OH * self.OW
+        events = [("im2col", self.kernels["im2col"](
+            q, (M, self.CI, self.N), None, self._data, g.buffers["A"], i32(self.CI),
+            i32(self.IH), i32(self.IW), i32(self.OH), i32(self.OW)))]
+        events += g.launch(skip)
+        events.append(("col2im", self.kernels["col2im"](
+            q, (M, self.CO, self.N), None, g.buffers["C"], self._out, i32(M), i32(self.CO))))
+        return events
+
+    def _download(self, out):
+        import pyopencl as cl
+        out = _check_array(out, self.out_shape, "out", output=True)
+        host = out if out.flags.c_contiguous else np.empty(out.shape, np.float32)
+        cl.enqueue_copy(self.device.queue, host, self._out)
+        self.device.queue.finish()
+        if host is not out:
+            out[...] = host
+
+    def __call__(self, data, weight, out):
+        """``out`` (N, CO, OH, OW) = conv2d(data (N, CI, IH, IW), weight (CO, CI, KH, KW))."""
+        _check_array(out, self.out_shape, "out", output=True)
+        self._upload(data, weight)
+        self.launch()
+        self._download(out)
+
+    def time(self, data, weight, out, repeat=5, warmup=1, include_rhs_reshape=True):
+        """As ``AclGemm.time``: the mean of all kernels (im2col, reshapes, GEMM, col2im) and
+        of the GEMM alone. ``include_rhs_reshape=False`` leaves out the weights' reshape
+        (ACL runs it once, when the layer is configured)."""
+        _check_array(out, self.out_shape, "out", output=True)
+        self._upload(data, weight)
+        skip = () if include_rhs_reshape else ("reshape_rhs",)
+        if skip:
+            self.gemm.launch()
+        timing = time_runs(self.device, lambda: self.launch(skip),
+                           GEMM_KERNEL[self.gemm.strategy], repeat, warmup)
+        self._download(out)
+        return timing
+
+
+def conv2d_gemm_shape(N, CI, IH, IW, CO, KH, KW, stride=1, pad=0):
+    """The GEMMParam ``(M, N, K, B)`` of a convolution's GEMM method: M = OH*OW, N = CO,
+    K = CI*KH*KW, B = the batch."""
+    sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(pad, "pad")
+    OH, OW = (IH + 2 * ph - KH) // sh + 1, (IW + 2 * pw - KW) // sw + 1
+    return (OH * OW, CO, CI * KH * KW, N)

@@ -1,0 +1,640 @@
+"""The grid-search tuner: knob spaces, search order, the log, and (on the OpenCL device) the
+measurement's isolation and checks, resuming after ``kill -9``, ``apply_best`` and
+``tensorsched source``.
+
+The templates tuned here are the tiny ones of ``tune_templates.py`` (16x16x16, 3 to 8 points):
+each ``tune`` call costs the start of its worker processes (about a second) plus a few tenths
+of a second per trial.
+"""
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import tensorsched as ts
+from tensorsched.errors import TensorschedError
+from tensorsched.runtime.device import DeviceError, current_device
+from tensorsched.tune import Config, ConfigError
+from tensorsched.tune.dispatch import apply_best, best_config, instantiate
+from tensorsched.tune.log import (LogError, LogWriter, Record, best_records, config_key,
+                                  export_csv, read_log)
+from tensorsched.tune.space import factorizations
+from tensorsched.tune.task import Task
+from tensorsched.tune.tuner import DeviceLimits, candidate_order, early_filter, tune
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+SHAPE = (16, 16, 16)
+
+
+def tmpl(name):
+    return Task("gemm", f"tune_templates:{name}", SHAPE)
+
+
+def run_tune(task, log, **kw):
+    kw = {"timeout": 20.0, "repeat": 2, "n_build": 1, "progress": False, **kw}
+    return tune(task, str(log), **kw)
+
+
+def valid_records(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return read_log(str(path))
+
+
+def statuses(path):
+    return [r.status for r in valid_records(path)]
+
+
+def cl_source(s, args):
+    from tensorsched.codegen.opencl import emit_opencl
+    return emit_opencl(ts.lower(s, args, name="k")).text
+
+
+@pytest.fixture(scope="module")
+def device():
+    try:
+        return current_device()
+    except DeviceError as exc:
+        pytest.skip(f"no OpenCL device: {exc}")
+    except ImportError as exc:
+        pytest.skip(f"pyopencl cannot be imported: {exc}")
+
+
+@pytest.fixture(scope="module")
+def tiny_log(device, tmp_path_factory):
+    """A log with every point of ``gemm_tiny`` measured, in grid order."""
+    path = tmp_path_factory.mktemp("tiny") / "tiny.jsonl"
+    res = run_tune(tmpl("gemm_tiny"), path)
+    assert res.counts == {"ok": 8}, res.counts
+    return path
+
+
+def subprocess_env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([TESTS, ROOT] + [p for p in
+                                                         [env.get("PYTHONPATH")] if p])
+    env.update(extra)
+    return env
+
+
+# ---------------------------------------------------------------------------- spaces
+
+def brute_splits(extent, parts, keep):
+    """The inner parts (tuples of ``parts - 1`` ints) of every way to split ``extent``,
+    filtered by ``keep``, by brute force."""
+    import itertools
+    rng = range(1, extent + 1)
+    return sorted(c for c in itertools.product(rng, repeat=parts - 1) if keep(c))
+
+
+@pytest.mark.parametrize("extent,parts", [(12, 2), (12, 3), (16, 3), (7, 2), (36, 4)])
+def test_split_factors_and_divisors_are_the_exact_factorizations(extent, parts):
+    want = brute_splits(extent, parts, lambda c: extent % int(np.prod(c)) == 0)
+    for policy in ("factors", "divisors"):
+        cfg = Config()
+        cfg.define_split("x", extent, parts, policy=policy)
+        assert list(cfg.space["x"].candidates) == want, policy
+    # factorizations() itself: every ordered product, no duplicates
+    fs = factorizations(extent, parts)
+    assert len(set(fs)) == len(fs) and all(int(np.prod(f)) == extent for f in fs)
+    assert sorted(f[1:] for f in fs) == want
+
+
+def test_split_sizes_for_known_extents():
+    cfg = Config()
+    cfg.define_split("f12", 12, 2, policy="factors")
+    cfg.define_split("f12x3", 12, 3, policy="factors")
+    cfg.define_split("p16x3", 16, 3, policy="power2")
+    cfg.define_split("p10", 10, 2, policy="power2")
+    cfg.define_split("p16m", 16, 3, policy="power2", max_factor=4)
+    cfg.define_split("c", 64, 3, policy="candidates", candidates=[(2, 4), [8, 1]])
+    sizes = {n: len(k.candidates) for n, k in cfg.space.items()}
+    # 12: 6 divisors; 12 into 3 ordered factors: 18; powers of two a*b <= 16: exponents
+    # e1 + e2 <= 4 -> 15; 10: 1, 2, 4, 8; max_factor 4: e1 + e2 <= 2 -> 6
+    assert sizes == {"f12": 6, "f12x3": 18, "p16x3": 15, "p10": 4, "p16m": 6, "c": 2}
+    assert cfg.space["f12"].candidates == ((1,), (2,), (3,), (4,), (6,), (12,))
+    assert cfg.space["p10"].candidates == ((1,), (2,), (4,), (8,))
+    assert cfg.space["c"].candidates == ((2, 4), (8, 1))
+    assert cfg.size() == 6 * 18 * 15 * 4 * 6 * 2
+    assert cfg["f12"] == (1,)                        # the default: the first candidate
+
+
+def test_knob_reorder_constrain_and_values():
+    cfg = Config()
+    assert cfg.define_knob("unroll", (1, 0)) == 1
+    assert cfg.define_reorder("order", ["i", "j", "k"]) == (0, 1, 2)
+    assert len(cfg.space["order"].candidates) == 6
+    assert set(cfg.space["order"].candidates) == {
+        (0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)}
+    cfg.define_reorder("two", ["i", "j", "k"], candidates=[(2, 1, 0), (0, 1, 2)])
+    assert cfg.space["two"].candidates == ((2, 1, 0), (0, 1, 2))
+    assert cfg.size() == 2 * 6 * 2
+    with pytest.raises(ConfigError, match="not a permutation"):
+        cfg.define_reorder("bad", ["i", "j"], candidates=[(0, 0)])
+    with pytest.raises(ConfigError, match="no candidates"):
+        cfg.define_knob("empty", ())
+    with pytest.raises(ConfigError, match="candidates"):
+        cfg.define_split("s", 8, 2, policy="candidates")
+    with pytest.raises(ConfigError, match="unknown policy"):
+        cfg.define_split("s", 8, 2, policy="primes")
+    with pytest.raises(ConfigError, match="defined twice"):
+        cfg.define_knob("unroll", (0, 1, 2))
+
+    # values: chosen ones are returned (lists from JSON too), others are refused
+    chosen = Config({"unroll": 0, "order": [2, 0, 1]})
+    assert chosen.define_knob("unroll", (1, 0)) == 0
+    assert chosen.define_reorder("order", ["i", "j", "k"]) == (2, 0, 1)
+    with pytest.raises(ConfigError, match="not one of its candidates"):
+        Config({"unroll": 5}).define_knob("unroll", (1, 0))
+
+    c = Config()
+    c.constrain(True, "fine")
+    assert c.valid
+    c.constrain(False, "too big")
+    assert not c.valid and c.constraints == ["too big"]
+
+
+def test_real_template_spaces_have_their_known_sizes():
+    # gemm cpu: tile_y 3*4, tile_x 3*4, vec 3, tile_k 4; gpu_tiled: 16, 16, 4, 2, 2
+    assert Task("gemm", "cpu", (256, 256, 256)).space().size() == 12 * 12 * 3 * 4
+    assert Task("gemm", "gpu_tiled", (128, 128, 128)).space().size() == 16 * 16 * 4 * 2 * 2
+    # the cpu template's constraint: columns per work-item a multiple of the vector width
+    _, _, cfg = Task("gemm", "cpu", (256, 256, 256)).instantiate(
+        {"tile_x": (2, 8), "vec": 16})
+    assert not cfg.valid and "vector width" in cfg.constraints[0]
+
+
+def test_grid_order_is_deterministic_and_point_matches_points():
+    def space():
+        cfg = Config()
+        cfg.define_split("a", 12, 2, policy="factors")
+        cfg.define_knob("b", ("x", "y", "z"))
+        cfg.define_reorder("c", ["i", "j"])
+        return cfg
+    first, second = list(space().points()), list(space().points())
+    assert first == second
+    assert len(first) == space().size() == 6 * 3 * 2
+    assert len({json.dumps(p, sort_keys=True) for p in first}) == len(first)
+    s = space()
+    assert [s.point(i) for i in range(s.size())] == first
+    # the last knob defined varies fastest, the first slowest
+    assert first[0] == {"a": (1,), "b": "x", "c": (0, 1)}
+    assert first[1] == {"a": (1,), "b": "x", "c": (1, 0)}
+    assert first[6] == {"a": (2,), "b": "x", "c": (0, 1)}
+    # a real template, too (4096 points)
+    gpu = Task("gemm", "gpu_tiled", (128, 128, 128)).space()
+    pts = list(gpu.points())
+    for i in (0, 1, 17, 1000, 4095):
+        assert gpu.point(i) == pts[i]
+
+
+def test_candidate_order_grid_and_random():
+    task = Task("gemm", "cpu", (256, 256, 256))
+    size = task.space().size()
+    assert list(candidate_order(task, "grid")) == list(range(size))
+    a, b = candidate_order(task, "random", seed=3), candidate_order(task, "random", seed=3)
+    assert a == b
+    assert sorted(a) == list(range(size))             # every point once
+    assert a != list(range(size))
+    assert candidate_order(task, "random", seed=4) != a
+    with pytest.raises(TensorschedError, match="unknown strategy"):
+        candidate_order(task, "annealing")
+
+
+# ---------------------------------------------------------------------------- the log
+
+def record(config, status="ok", device_ms=1.0, device="dev"):
+    return Record(task=json.loads(tmpl("gemm_tiny").key()), device=device, config=config,
+                  status=status, device_ms=device_ms if status == "ok" else None,
+                  gflops=1.0 if status == "ok" else None)
+
+
+def test_read_log_skips_damaged_lines_and_writer_appends_on_a_fresh_line(tmp_path):
+    path = str(tmp_path / "log.jsonl")
+    w = LogWriter(path)
+    w.append(record({"unroll": 0}))
+    w.append(record({"unroll": 1}, status="wrong"))
+    good = open(path, "rb").read()
+    with open(path, "ab") as f:                       # damage: a line that is not JSON, a
+        f.write(b"not json at all\n")                 # record without fields, and a record
+        f.write(b'{"config": {}}\n')                  # cut short by a kill
+        f.write(good.splitlines()[0][:40])
+    damaged = open(path, "rb").read()
+    with pytest.warns(UserWarning) as caught:
+        recs = read_log(path)
+    assert [r.config for r in recs] == [{"unroll": 0}, {"unroll": 1}]
+    assert [r.status for r in recs] == ["ok", "wrong"]
+    msgs = [str(c.message) for c in caught]
+    assert len(msgs) == 3
+    assert all("skipped a damaged log line" in m for m in msgs)
+    assert [f"{path}:{n}:" in m for n, m in zip((3, 4, 5), msgs)] == [True] * 3
+    assert open(path, "rb").read() == damaged          # reading never rewrites
+
+    LogWriter(path).append(record({"unroll": 1, "tile_x": (8,)}))
+    after = open(path, "rb").read()
+    assert after.startswith(damaged)                  # appended, nothing rewritten
+    assert after[len(damaged):len(damaged) + 2] == b"\n{"
+    with pytest.warns(UserWarning):
+        recs = read_log(path)
+    assert recs[-1].config == {"unroll": 1, "tile_x": (8,)}      # tuples come back as tuples
+    assert len(recs) == 3
+    assert read_log(str(tmp_path / "missing.jsonl")) == []
+
+
+def test_full_disk_raises_log_error_and_keeps_earlier_records(tmp_path, monkeypatch):
+    path = str(tmp_path / "log.jsonl")
+    w = LogWriter(path)
+    w.append(record({"unroll": 0}))
+    w.append(record({"unroll": 1}))
+    before = open(path, "rb").read()
+    real_write = os.write
+
+    def short_write(fd, data):                       # half the line fits, then the disk is full
+        return real_write(fd, data[:len(data) // 2])
+
+    def enospc(fd, data):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "write", short_write)
+        with pytest.raises(LogError, match="records already in it are intact"):
+            w.append(record({"unroll": 0, "tile_x": (8,)}))
+        m.setattr(os, "write", enospc)
+        with pytest.raises(LogError, match="No space left on device"):
+            w.append(record({"unroll": 0, "tile_y": (8,)}))
+    assert open(path, "rb").read().startswith(before)
+    with pytest.warns(UserWarning, match=":3:"):       # the half line
+        recs = read_log(path)
+    assert [r.config for r in recs] == [{"unroll": 0}, {"unroll": 1}]
+
+    # space again: the same writer goes on on a fresh line, the half line stays skipped
+    w.append(record({"unroll": 1, "tile_y": (8,)}))
+    with pytest.warns(UserWarning, match=":3:"):
+        recs = read_log(path)
+    assert [r.config for r in recs] == [{"unroll": 0}, {"unroll": 1},
+                                        {"unroll": 1, "tile_y": (8,)}]
+
+
+def test_best_records_takes_the_fastest_correct_one():
+    recs = [record({"unroll": 0}, device_ms=2.0), record({"unroll": 1}, device_ms=1.0),
+            record({"unroll": 1, "tile_x": (8,)}, status="wrong"),
+            record({"unroll": 0, "tile_x": (8,)}, device_ms=0.5, device="other")]
+    best = best_records(recs, device="dev")
+    assert [r.config for r in best.values()] == [{"unroll": 1}]
+    assert list(best_records(recs).values())[0].device == "other"
+
+
+def test_export_csv(tmp_path):
+    recs = [record({"unroll": 0, "tile_x": (8,)}), record({"unroll": 1}, status="wrong")]
+    recs[1].error = "output differs from numpy: relative error 1e-01"
+    out = tmp_path / "log.csv"
+    export_csv(recs, str(out))
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2
+    assert list(rows[0]) == ["kind", "template", "shape", "epilogue", "device", "config",
+                             "status", "device_ms", "host_ms", "gflops", "error"]
+    assert rows[0]["shape"] == "16x16x16" and rows[0]["template"] == "tune_templates:gemm_tiny"
+    assert json.loads(rows[0]["config"]) == {"tile_x": [8], "unroll": 0}
+    assert [r["status"] for r in rows] == ["ok", "wrong"]
+    assert rows[1]["error"].startswith("output differs") and rows[1]["device_ms"] == ""
+
+
+# ---------------------------------------------------------------------------- early filter
+
+def test_early_filter_rejects_without_building(monkeypatch):
+    import tensorsched.runtime.module
+
+    def no_build(*a, **k):
+        raise AssertionError("early_filter must not build")
+    monkeypatch.setattr(tensorsched.runtime.module, "build_program", no_build)
+    monkeypatch.setattr(sys.modules["tensorsched.build"], "build", no_build)
+    monkeypatch.setattr(ts, "build", no_build)
+
+    small = DeviceLimits("fake", 256, (256, 256, 64), 2048)
+    wide = tmpl("gemm_wide")
+    assert early_filter(wide, {"threads": (8,)}, small) is None
+    assert "work-group of 16384 over the device's 256" in \
+        early_filter(wide, {"threads": (128,)}, small)
+    narrow = DeviceLimits("fake", 1 << 20, (64, 64, 1), 2048)
+    assert "threadIdx.x = 128 over the device's 64" in \
+        early_filter(wide, {"threads": (128,)}, narrow)
+    assert early_filter(wide, {"threads": (8,)}, narrow) is None
+    # __local memory: gpu_tiled stages (16*4 + 16*4) * 8 floats = 4 KiB per work-group
+    gpu = Task("gemm", "gpu_tiled", (64, 64, 64))
+    assert "bytes of __local memory over the device's 2048" in early_filter(gpu, {}, small)
+    assert early_filter(gpu, {}, DeviceLimits("fake", 256, (256, 256, 64), 48 * 1024)) is None
+    # private memory: the cpu template's 16x16 float register tile is 1 KiB per work-item
+    cpu = Task("gemm", "cpu", (64, 64, 64))
+    big = DeviceLimits("fake", 4096, (4096, 4096, 4096), 1 << 20)
+    assert early_filter(cpu, {}, big) is None
+    assert "bytes of private memory per work-item over 512" in \
+        early_filter(cpu, {}, big, private_bytes=512)
+    # a template's own constraint
+    assert "vector width" in early_filter(Task("gemm", "cpu", (256, 256, 256)),
+                                          {"tile_x": (2, 8), "vec": 16}, big)
+
+
+# ---------------------------------------------------------------------------- on the device
+
+@pytest.mark.opencl
+def test_grid_tune_logs_every_point_in_grid_order(tiny_log):
+    recs = read_log(str(tiny_log))
+    space = tmpl("gemm_tiny").space()
+    assert [r.config for r in recs] == list(space.points())
+    assert all(r.status == "ok" and r.device_ms > 0 and r.host_ms > 0 and r.gflops > 0
+               for r in recs)
+    assert all(r.task == json.loads(tmpl("gemm_tiny").key()) for r in recs)
+
+
+@pytest.mark.opencl
+def test_resume_of_a_finished_log_measures_nothing_and_no_resume_refuses(tiny_log):
+    before = open(tiny_log, "rb").read()
+    res = run_tune(tmpl("gemm_tiny"), tiny_log, resume=True)
+    assert res.counts == {"skipped": 8}
+    assert res.best is not None and res.best.status == "ok"
+    with pytest.raises(TensorschedError, match="already has trials"):
+        run_tune(tmpl("gemm_tiny"), tiny_log)
+    assert open(tiny_log, "rb").read() == before
+
+
+@pytest.mark.opencl
+def test_random_strategy_is_deterministic_for_a_seed(device, tmp_path):
+    task = tmpl("gemm_tiny")
+    order = candidate_order(task, "random", seed=7)
+    assert order == candidate_order(task, "random", seed=7)
+    res = run_tune(task, tmp_path / "r.jsonl", strategy="random", trials=4, seed=7)
+    space = task.space()
+    assert [r.config for r in read_log(str(tmp_path / "r.jsonl"))] == \
+        [space.point(i) for i in order[:4]]
+    assert res.counts == {"ok": 4}
+
+
+@pytest.mark.opencl
+def test_planted_wrong_kernel_is_caught_logged_and_never_best(device, tmp_path):
+    log = tmp_path / "wrong.jsonl"
+    res = run_tune(tmpl("gemm_planted_wrong"), log)
+    recs = read_log(str(log))
+    assert len(recs) == 8 and res.counts == {"ok": 4, "wrong": 4}
+    for r in recs:
+        if r.config["bug"]:
+            assert r.status == "wrong", r
+            assert "differs from numpy" in r.error
+            assert r.device_ms is None and r.gflops is None      # never timed, never ranked
+        else:
+            assert r.status == "ok", r
+    assert res.best.config["bug"] == 0
+    fastest = min((r for r in recs if r.status == "ok"), key=lambda r: r.device_ms)
+    assert res.best.config == fastest.config
+
+
+@pytest.mark.opencl
+@pytest.mark.slow
+def test_planted_hanging_kernel_is_killed_at_its_timeout(device, tmp_path):
+    log = tmp_path / "hang.jsonl"
+    timeout = 4.0
+    t0 = time.time()
+    res = run_tune(tmpl("gemm_planted_hang"), log, trials=3, timeout=timeout)
+    elapsed = time.time() - t0
+    recs = read_log(str(log))
+    # grid order: (tile_x 4, hang 0), (4, hang 1), (8, hang 0)
+    assert [r.config["hang"] for r in recs] == [0, 1, 0]
+    assert [r.status for r in recs] == ["ok", "timeout", "ok"]   # tuning went on after it
+    assert "no result within 4 s" in recs[1].error
+    assert recs[2].timestamp - recs[1].timestamp < 20             # a fresh worker took over
+    assert recs[1].timestamp - recs[0].timestamp >= timeout - 0.5
+    assert elapsed < timeout + 40
+    assert res.counts == {"ok": 2, "timeout": 1}
+    assert res.best.config["hang"] == 0
+
+
+@pytest.mark.opencl
+def test_crashing_workers_are_recorded_and_tuning_goes_on(device, tmp_path):
+    """crash = 1 kills the measuring worker, crash = 2 every worker that builds it (the prebuild
+    pool's too, which breaks the pool: the others of its batch must still be measured)."""
+    log = tmp_path / "crash.jsonl"
+    res = run_tune(tmpl("gemm_planted_crash"), log, n_build=2)
+    recs = read_log(str(log))
+    assert [(r.config["tile_x"], r.config["crash"]) for r in recs] == \
+        [((4,), 0), ((4,), 1), ((4,), 2), ((8,), 0), ((8,), 1), ((8,), 2)]
+    assert [r.status for r in recs] == ["ok", "crash", "crash", "ok", "crash", "crash"]
+    assert all("worker process died" in r.error for r in recs if r.status == "crash")
+    assert res.best.config["crash"] == 0
+
+
+@pytest.mark.opencl
+def test_early_filter_in_tuning_logs_invalid(device, tmp_path):
+    log = tmp_path / "wide.jsonl"
+    res = run_tune(tmpl("gemm_wide"), log)
+    recs = {r.config["threads"]: r for r in read_log(str(log))}
+    assert len(recs) == 3
+    assert [recs[t].status for t in ((4,), (8,), (128,))] == ["ok", "ok", "invalid"]
+    assert "work-group of 16384 over the device's" in recs[(128,)].error
+    assert recs[(128,)].device_ms is None
+    assert res.counts == {"ok": 2, "invalid": 1}
+
+
+@pytest.mark.opencl
+def test_apply_best_builds_the_logged_best(tiny_log, tmp_path):
+    task = tmpl("gemm_tiny")
+    recs = read_log(str(tiny_log))
+    fastest = min((r for r in recs if r.status == "ok"), key=lambda r: r.device_ms)
+    with apply_best(str(tiny_log)) as table:
+        assert table[task.key()] == fastest.config
+        assert best_config(task) == fastest.config
+        s, args = instantiate("gemm", "tune_templates:gemm_tiny", SHAPE)
+        assert cl_source(s, args) == cl_source(*task.instantiate(fastest.config)[:2])
+    assert best_config(task) is None                  # only inside the block
+    s, args = instantiate("gemm", "tune_templates:gemm_tiny", SHAPE)
+    assert cl_source(s, args) == cl_source(*task.instantiate()[:2])
+
+    # a planted faster record decides, a faster wrong one does not
+    log = tmp_path / "planted.jsonl"
+    with open(tiny_log, "rb") as f, open(log, "wb") as g:
+        g.write(f.read())
+    dev = fastest.device
+    w = LogWriter(str(log))
+    pick = {"tile_y": (8,), "tile_x": (4,), "unroll": 1}
+    w.append(Record(task=fastest.task, device=dev, config=pick, status="ok",
+                    device_ms=fastest.device_ms / 100, gflops=1e3))
+    w.append(Record(task=fastest.task, device=dev, config={"tile_y": (4,), "tile_x": (8,),
+                                                           "unroll": 0},
+                    status="wrong", device_ms=1e-9))
+    with apply_best(str(log)):
+        s, args = instantiate("gemm", "tune_templates:gemm_tiny", SHAPE)
+    text = cl_source(s, args)
+    assert "reqd_work_group_size(4, 8, 1)" in text and text == cl_source(
+        *task.instantiate(pick)[:2])
+    # the built module computes the GEMM
+    mod = ts.build(s, args, target="opencl")
+    rng = np.random.default_rng(0)
+    a, b = (rng.uniform(-1, 1, (16, 16)).astype("float32") for _ in range(2))
+    c = np.full((16, 16), np.nan, dtype="float32")
+    mod(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.opencl
+def test_source_writes_cl_and_launch_json_that_match(tiny_log, tmp_path, capsys):
+    import pyopencl as cl
+
+    from tensorsched.cli import main
+    out = tmp_path / "src"
+    assert main(["source", "--log", str(tiny_log), "--out", str(out)]) == 0
+    files = sorted(os.listdir(out))
+    assert files == ["gemm_tune_templates_gemm_tiny_16x16x16.cl",
+                     "gemm_tune_templates_gemm_tiny_16x16x16.json"]
+    text = (out / files[0]).read_text()
+    meta = json.loads((out / files[1]).read_text())
+    best = min((r for r in read_log(str(tiny_log)) if r.status == "ok"),
+               key=lambda r: r.device_ms)
+    assert meta["config"] == json.loads(config_key(best.config))
+    assert meta["device_ms"] == best.device_ms
+    assert [a["name"] for a in meta["arguments"]] == ["A", "B", "C"]
+    assert len(meta["kernels"]) == 1
+    k = meta["kernels"][0]
+    (ty,), (tx,) = best.config["tile_y"], best.config["tile_x"]
+    assert k["local_size"] == [tx, ty] and k["global_size"] == [16, 16]
+    assert f"void {k['name']}(" in text
+    assert f"reqd_work_group_size({tx}, {ty}, 1)" in text
+    assert k["arguments"] == ["A", "B", "C"]
+
+    # ready to embed: build the .cl with plain pyopencl and launch it as the JSON says
+    dev = current_device()
+    prg = cl.Program(dev.context, text).build(options=meta["build_options"])
+    rng = np.random.default_rng(1)
+    host = {a["name"]: rng.uniform(-1, 1, a["shape"]).astype(a["dtype"])
+            for a in meta["arguments"]}
+    mf = cl.mem_flags
+    bufs = {n: cl.Buffer(dev.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=v)
+            for n, v in host.items()}
+    getattr(prg, k["name"])(dev.queue, k["global_size"], k["local_size"],
+                            *[bufs[n] for n in k["arguments"]])
+    c = np.empty_like(host["C"])
+    cl.enqueue_copy(dev.queue, c, bufs["C"])
+    np.testing.assert_allclose(c, host["A"].astype(np.float64) @ host["B"], rtol=1e-5,
+                               atol=1e-5)
+
+    assert main(["source", "--log", str(tmp_path / "none.jsonl"), "--out", str(out)]) == 2
+    assert "has no correct trial" in capsys.readouterr().err
+
+
+def _children(pid):
+    """Live child processes of ``pid`` (Linux /proc), zombies left out."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(d))
+    return out
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.opencl
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc for the worker processes")
+def test_kill_9_midway_then_resume_logs_every_config_once(device, tmp_path):
+    log = tmp_path / "killed.jsonl"
+    cmd = [sys.executable, "-m", "tensorsched.cli", "tune", "gemm", "--shape", "16,16,16",
+           "--template", "tune_templates:gemm_slow", "--log", str(log), "--timeout", "20",
+           "--repeat", "2"]
+    proc = subprocess.Popen(cmd, cwd=str(tmp_path), env=subprocess_env(TS_TEST_SLOW="0.4"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    workers = []
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if log.exists() and log.read_bytes().count(b"\n") >= 3:
+                break
+            assert proc.poll() is None, "the tuner ended before it was killed"
+            time.sleep(0.05)
+        else:
+            pytest.fail("no 3 trials logged within 90 s")
+        workers = _children(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        # its worker processes notice and exit (no orphans left behind)
+        deadline = time.time() + 10
+        while time.time() < deadline and any(_alive(p) for p in workers):
+            time.sleep(0.1)
+        assert workers and not any(_alive(p) for p in workers), workers
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)       # whatever is left of this test's group
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait(10)
+
+    first = log.read_bytes()
+    n_first = len(read_log(str(log)))
+    assert 3 <= n_first < 8
+    # a kill during a write (or a crash of the machine) can leave a cut line: add one
+    with open(log, "ab") as f:
+        f.write(first.splitlines()[0][:57])
+    damaged = log.read_bytes()
+
+    again = subprocess.run(cmd + ["--resume"], cwd=str(tmp_path), capture_output=True,
+                           text=True, env=subprocess_env(TS_TEST_SLOW="0"), timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "skipped a damaged log line" in again.stderr
+    assert f"skipped {n_first}" in again.stdout
+    assert log.read_bytes().startswith(damaged)       # appended only
+    with pytest.warns(UserWarning, match="skipped a damaged log line"):
+        recs = read_log(str(log))
+    keys = [config_key(r.config) for r in recs]
+    space = tmpl("gemm_slow").space()
+    assert sorted(keys) == sorted(config_key(p) for p in space.points())   # each once
+    assert all(r.status == "ok" for r in recs)
+
+
+@pytest.mark.opencl
+def test_full_disk_during_tuning_stops_with_log_error_and_resume_finishes(device, tmp_path,
+                                                                           monkeypatch):
+    log = tmp_path / "full.jsonl"
+    real_write = os.write
+    appended = []
+
+    def write(fd, data):
+        try:
+            is_log = os.path.samefile(f"/proc/self/fd/{fd}", log) if os.path.isdir(
+                "/proc") else data.startswith((b"{", b"\n{"))
+        except OSError:
+            is_log = False
+        if is_log:
+            if len(appended) >= 3:
+                raise OSError(28, "No space left on device")
+            appended.append(data)
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    with pytest.raises(LogError, match="No space left on device"):
+        run_tune(tmpl("gemm_tiny"), log)
+    monkeypatch.undo()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # nothing damaged: no warning
+        recs = read_log(str(log))
+    assert [r.config for r in recs] == list(tmpl("gemm_tiny").space().points())[:3]
+    res = run_tune(tmpl("gemm_tiny"), log, resume=True)
+    assert res.counts == {"skipped": 3, "ok": 5}
+    assert sorted(config_key(r.config) for r in read_log(str(log))) == \
+        sorted(config_key(p) for p in tmpl("gemm_tiny").space().points())
