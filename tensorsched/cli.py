@@ -110,6 +110,26 @@ def cmd_tune(args):
     print(f"\nlog: {os.path.abspath(args.log)}")
 
 
+def cmd_compare(args):
+    from .compare import compare, plot, print_table
+    from .runtime.device import current_device, find_device
+    if args.layers:
+        args.shapes = args.layers
+    tasks = _tasks(args)
+    if args.limit:
+        tasks = tasks[:args.limit]
+    rows = compare(tasks, args.log, args.acl_dir, trials=args.trials, strategy=args.strategy,
+                   rounds=args.rounds, repeat=args.repeat, device=args.device,
+                   timeout=args.timeout)
+    dev = find_device(args.device) if args.device else current_device()
+    print_table(rows, dev.name)
+    print(f"\nlogs: {os.path.abspath(args.log)} (tensorsched), {os.path.abspath(args.acl_dir)} "
+          "(ACL-style)")
+    if args.plot:
+        plot(rows, args.plot)
+        print(f"plot: {args.plot}")
+
+
 def _fmt_config(config):
     return " ".join(f"{k}={'x'.join(map(str, v)) if isinstance(v, tuple) else v}"
                     for k, v in config.items())
@@ -190,13 +210,30 @@ def main(argv=None):
                     "compile included (PoCL compiles a kernel at its first launch)")
     tu.add_argument("--repeat", type=int, default=5, help="timed runs per candidate")
     tu.add_argument("--seed", type=int, default=0)
+    co = sub.add_parser("compare", help="tensorsched against the tuned ACL-style GEMM baseline")
+    co.add_argument("kind", choices=["gemm", "conv2d"])
+    co.add_argument("--shape", help="as for tune")
+    co.add_argument("--shapes", help="gemm: headerless M,N,K,B CSV")
+    co.add_argument("--layers", help="conv2d: the layer table CSV (../shared/data/...)")
+    co.add_argument("--limit", type=int, help="only the first N shapes of the file")
+    co.add_argument("--template")
+    co.add_argument("--epilogue")
+    co.add_argument("--trials", type=int, default=40, help="tensorsched candidates per shape")
+    co.add_argument("--strategy", choices=["grid", "random"], default="random")
+    co.add_argument("--log", default="tensorsched_tune.jsonl")
+    co.add_argument("--acl-dir", default="acl_tuning", help="the ACL-style tuner's folder")
+    co.add_argument("--rounds", type=int, default=5, help="side-by-side rounds")
+    co.add_argument("--repeat", type=int, default=5)
+    co.add_argument("--timeout", type=float, default=60.0)
+    co.add_argument("--device")
+    co.add_argument("--plot", help="write a PNG bar chart (needs matplotlib)")
     so = sub.add_parser("source", help="write the best logged kernels as .cl + launch JSON")
     so.add_argument("--log", required=True)
     so.add_argument("--out", default=".")
     so.add_argument("--device-name", help="only records of this device (as logged)")
     args = p.parse_args(argv)
     try:
-        {"devices": cmd_devices, "peak": cmd_peak, "tune": cmd_tune,
+        {"devices": cmd_devices, "peak": cmd_peak, "tune": cmd_tune, "compare": cmd_compare,
          "source": cmd_source}[args.command](args)
     except TensorschedError as exc:
         print(f"tensorsched: {exc}", file=sys.stderr)

@@ -1,0 +1,154 @@
+"""tensorsched against the ACL-style baseline, side by side in one run on one device.
+
+Both sides are tuned first (or their logs are loaded: both tuners resume): tensorsched's grid
+searcher over a template's knobs, and the ACL-style tuner over its GEMMConfig search lists.
+Then, for each shape, ``rounds`` rounds each time the best tensorsched kernel and the best
+ACL-style kernel back to back; the ratio of each round is kept, and the table reports the
+median ratio and its spread (min..max) over the rounds.
+
+GEMM compares with ``AclGemm``; conv2d compares tensorsched's conv template with the GEMM
+method (im2col + the best ACL-style GEMM of the conv's GEMM shape + col2im).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import TensorschedError
+
+
+@dataclass
+class Row:
+    shape: str
+    flop: int
+    ts_seconds: float
+    acl_seconds: float
+    acl_strategy: str
+    ratios: list
+    ts_config: dict
+    acl_config: str
+
+    @property
+    def ratio(self):
+        return float(np.median(self.ratios))
+
+    @property
+    def spread(self):
+        return float(min(self.ratios)), float(max(self.ratios))
+
+
+def compare(tasks, log, acl_dir, trials=None, strategy="random", rounds=5, repeat=5,
+            device=None, progress=True, timeout=60.0, acl_config_lists=None):
+    """Tune (or resume) both sides for ``tasks`` (``Task`` objects) and measure them;
+    ``acl_config_lists`` replaces the ACL-style tuner's shipped search lists."""
+    from . import build
+    from .baselines.acl_gemm import AclConv2d, AclGemm
+    from .baselines.acl_tuner import best_acl, tune_acl
+    from .ops.conv2d import ConvShape
+    from .tune.dispatch import apply_best, best_config
+    from .tune.tuner import tune
+
+    gemm_params = []
+    for t in tasks:
+        if t.kind == "gemm":
+            gemm_params.append(tuple(t.shape) + (1,))
+        else:
+            from .baselines.acl_gemm import conv2d_gemm_shape
+            gemm_params.append(tuple(conv2d_gemm_shape(*t.shape)))
+        tune(t, log, strategy=strategy, trials=trials, resume=True, device=device,
+             progress=progress, timeout=timeout)
+    os.makedirs(acl_dir, exist_ok=True)
+    acl = tune_acl(sorted(set(gemm_params)), config_lists=acl_config_lists, out_dir=acl_dir,
+                   device=device, repeat=repeat, resume=True, progress=progress)
+
+    rows = []
+    with apply_best(log, device):
+        for t, gp in zip(tasks, gemm_params):
+            cfg = best_config(t)
+            if cfg is None:
+                raise TensorschedError(f"no correct tensorsched kernel was found for {t}")
+            s, args, _ = t.instantiate(cfg)
+            mod = build(s, args, target="opencl", device=device)
+            inputs = t.inputs(args)
+            ref = t.reference(inputs)
+            out = np.full(args[-1].shape, np.nan, np.float32)
+            mod(*inputs, out)
+            _check(out, ref, f"tensorsched {t}")
+            M, N, K, B = gp
+            choice = best_acl(M, N, K, acl, batch=B, device=device)
+            if t.kind == "gemm":
+                base = AclGemm(choice.strategy, choice.config, M, N, K, device=device)
+                a_out = np.full((M, N), np.nan, np.float32)
+                base(inputs[0], inputs[1], a_out)
+
+                def acl_time(base=base, i=inputs, o=a_out):
+                    return base.time(i[0], i[1], o, repeat=repeat).mean
+            else:
+                base = AclConv2d(choice.strategy, choice.config, ConvShape(*t.shape),
+                                 device=device)
+                a_out = np.full(args[-1].shape, np.nan, np.float32)
+                base(inputs[0], inputs[1], a_out)
+
+                def acl_time(base=base, i=inputs, o=a_out):
+                    return base.time(i[0], i[1], o, repeat=repeat,
+                                     include_rhs_reshape=False).mean
+            _check(a_out, ref, f"ACL-style {choice.strategy} for {t}")
+            ts_times, acl_times, ratios = [], [], []
+            for _ in range(rounds):
+                ts_t = mod.time_evaluator(repeat=repeat)(*inputs, out).device_median
+                ac_t = acl_time()
+                ts_times.append(ts_t)
+                acl_times.append(ac_t)
+                ratios.append(ac_t / ts_t)
+            rows.append(Row(_shape_str(t), t.flop, float(np.median(ts_times)),
+                            float(np.median(acl_times)), choice.strategy, ratios, dict(cfg),
+                            str(choice.config)))
+    return rows
+
+
+def _check(out, ref, what):
+    err = float(np.max(np.abs(out - ref)) / (np.max(np.abs(ref)) or 1.0))
+    if not err <= 1e-5:
+        raise TensorschedError(f"{what} does not match numpy (relative error {err:.1e})")
+
+
+def _shape_str(t):
+    if t.kind == "gemm":
+        return "GEMM " + "x".join(map(str, t.shape))
+    n, ci, h, w, co, kh, kw, s, p = t.shape
+    return f"conv {h}x{w}x{ci}->{co} {kh}x{kw} s{s} p{p}" + (f" n{n}" if n != 1 else "")
+
+
+def print_table(rows, device_name):
+    print(f"\nside by side on {device_name} (device time; tensorsched: median of repeats, "
+          "ACL-style: mean of repeats as ACL reports; ratio = ACL time / tensorsched time per "
+          "round, median and min..max over rounds)")
+    head = f"{'shape':<32} | {'tensorsched':>12} | {'ACL-style':>10} | {'strategy':<17} | " \
+           f"{'ratio':>6} | spread"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        lo, hi = r.spread
+        print(f"{r.shape:<32} | {r.flop / r.ts_seconds / 1e9:7.1f} GF/s | "
+              f"{r.flop / r.acl_seconds / 1e9:5.1f} GF/s | {r.acl_strategy:<17} | "
+              f"{r.ratio:5.2f}x | {lo:.2f}..{hi:.2f}")
+
+
+def plot(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise TensorschedError("--plot needs matplotlib: pip install 'tensorsched[plot]'") from None
+    fig, ax = plt.subplots(figsize=(max(6, len(rows) * 0.8), 4))
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [r.flop / r.ts_seconds / 1e9 for r in rows], 0.4, label="tensorsched")
+    ax.bar(x + 0.2, [r.flop / r.acl_seconds / 1e9 for r in rows], 0.4, label="ACL-style")
+    ax.set_xticks(x, [r.shape for r in rows], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("GFLOP/s")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
