@@ -48,6 +48,11 @@ def _tasks(args):
     import csv
 
     from .tune.task import Task
+    if getattr(args, "expr", None):
+        return [Task("expr", args.template or "generic", (), args.dtype, (), args.expr,
+                     args.shape or "")]
+    if args.kind is None:
+        raise TensorschedError("give the operator (gemm or conv2d) or --expr")
     template = args.template or _default_template(args.kind, args.device)
     epilogue = tuple(x for x in (args.epilogue or "").split(",") if x)
     shapes = []
@@ -176,6 +181,55 @@ def cmd_source(args):
         print(f"{cl_path} ({rec.gflops:.1f} GFLOP/s on {rec.device}) and its .json")
 
 
+def add_ir_parser(subparsers):
+    p = subparsers.add_parser(
+        "ir", help="print the lowered IR of a tensor expression given as text",
+        description="Lower a tensor expression written as text (ts.parse_expr) with the default "
+                    "schedule, or the generic template, and print its IR or OpenCL source.")
+    p.add_argument("--expr", required=True,
+                   help='statements separated by ";" or newlines, e.g. '
+                        '"C[i, j] += A[i, k] * B[k, j]"')
+    p.add_argument("--shape", default="",
+                   help="index extents and input shapes: i=1024,j=1024,k=1024 (A=34x34)")
+    p.add_argument("--dtype", default="float32", help="dtype of the inputs (default float32)")
+    p.add_argument("--name", default="default_function", help="the function's name")
+    p.add_argument("--generic", action="store_true",
+                   help="schedule with the generic template's default knobs (split, bind, "
+                        "unroll, vectorize) instead of the default schedule")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--func", action="store_true",
+                      help="print the function form (with the signature; ts.parse_ir reads it)")
+    form.add_argument("--opencl", action="store_true", help="print the OpenCL source instead")
+    return p
+
+
+def schedule_text(expr, shape, dtype="float32", generic=False):
+    """``(schedule, args)`` for tensor-expression text: the default schedule of its last
+    statement (or the generic template's defaults); args are the inputs then the output."""
+    from .ir.tensor import PlaceholderOp
+    from .ir.te_text import parse_expr
+    from .schedules.schedule import create_schedule
+    if generic:
+        from .ops.templates.generic import generic as template
+        from .tune.space import Config
+        return template(Config(), expr, shape, dtype=dtype)
+    tensors = list(parse_expr(expr, shape, dtype).values())
+    out = tensors[-1]
+    args = [t for t in tensors if isinstance(t.op, PlaceholderOp)] + [out]
+    return create_schedule(out.op), args
+
+
+def cmd_ir(args):
+    from .schedules.lower import lower
+    s, targs = schedule_text(args.expr, args.shape, args.dtype, args.generic)
+    func = lower(s, targs, name=args.name)
+    if args.opencl:
+        from .codegen.opencl import emit_opencl
+        print(emit_opencl(func).text)
+    else:
+        print(func.script() if args.func else func)
+
+
 def _table(head, rows):
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     fmt = " | ".join(f"{{:<{w}}}" for w in widths)
@@ -194,8 +248,12 @@ def main(argv=None):
                     "the first GPU, else the CPU)")
     pk.add_argument("--repeat", type=int, default=5)
     tu = sub.add_parser("tune", help="grid-search a template's knobs on the device")
-    tu.add_argument("kind", choices=["gemm", "conv2d"])
-    tu.add_argument("--shape", help="M,N,K for gemm; N,CI,H,W,CO,KH,KW,stride,pad for conv2d")
+    tu.add_argument("kind", nargs="?", choices=["gemm", "conv2d"])
+    tu.add_argument("--shape", help="M,N,K for gemm; N,CI,H,W,CO,KH,KW,stride,pad for conv2d; "
+                    "the extents (i=64,j=64,k=64) for --expr")
+    tu.add_argument("--expr", help="tune a tensor expression given as text with the generic "
+                    "template, e.g. \"C[i, j] += A[i, k] * B[k, j]\"")
+    tu.add_argument("--dtype", default="float32")
     tu.add_argument("--shapes", help="a CSV of shapes: headerless M,N,K,B for gemm (as "
                     "../shared/data/*.acl_format.csv), the layer table for conv2d")
     tu.add_argument("--template", help="template name (default: cpu or gpu_tiled for gemm by "
@@ -227,6 +285,7 @@ def main(argv=None):
     co.add_argument("--timeout", type=float, default=60.0)
     co.add_argument("--device")
     co.add_argument("--plot", help="write a PNG bar chart (needs matplotlib)")
+    add_ir_parser(sub)
     so = sub.add_parser("source", help="write the best logged kernels as .cl + launch JSON")
     so.add_argument("--log", required=True)
     so.add_argument("--out", default=".")
@@ -234,7 +293,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     try:
         {"devices": cmd_devices, "peak": cmd_peak, "tune": cmd_tune, "compare": cmd_compare,
-         "source": cmd_source}[args.command](args)
+         "source": cmd_source, "ir": cmd_ir}[args.command](args)
     except TensorschedError as exc:
         print(f"tensorsched: {exc}", file=sys.stderr)
         return 2

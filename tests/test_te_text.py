@@ -14,7 +14,7 @@ from tensorsched.ir.te_text import parse_shapes
 from tensorsched.ir.tensor import PlaceholderOp
 from tensorsched.ops.conv2d import ConvShape, conv2d_nchw
 from tensorsched.ops.templates.generic import generic
-from tensorsched.text_cli import add_ir_parser, cmd_ir
+from tensorsched.cli import add_ir_parser, cmd_ir
 from tensorsched.tune.space import Config
 from ts_check import assert_close, conv_ref, gemm, random_array
 

@@ -203,7 +203,8 @@ class Simplifier(Mutator):
         while changed:
             changed = False
             for atom, k in list(terms.items()):
-                if isinstance(atom, E.BinOp) and atom.op == "//" and isinstance(atom.b, E.IntImm):
+                if isinstance(atom, E.BinOp) and atom.op == "//" and isinstance(atom.b, E.IntImm) \
+                        and atom.b.value > 0:
                     c = atom.b.value
                     mod = E.BinOp("%", atom.a, atom.b)
                     if k % c == 0 and terms.get(mod) == k // c:

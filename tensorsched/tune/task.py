@@ -28,8 +28,16 @@ class Task:
     shape: tuple                 # (M, N, K) or the ConvShape fields
     dtype: str = "float32"
     epilogue: tuple = field(default=())
+    expr: str = ""               # kind "expr": statements as text (ts.parse_expr) ...
+    expr_shapes: str = ""        # ... and their extents, "i=64,j=64,k=64"
 
     def __post_init__(self):
+        if self.kind == "expr":
+            if not self.expr:
+                raise TaskError("an expr task needs the expression text (--expr)")
+            object.__setattr__(self, "shape", ())
+            object.__setattr__(self, "epilogue", ())
+            return
         if self.kind not in TEMPLATES:
             raise TaskError(f"unknown operator '{self.kind}'; use one of {', '.join(TEMPLATES)}")
         if self.template not in TEMPLATES[self.kind] and ":" not in self.template:
@@ -53,9 +61,11 @@ class Task:
     @classmethod
     def from_dict(cls, d):
         return cls(d["kind"], d["template"], tuple(d["shape"]), d.get("dtype", "float32"),
-                   tuple(d.get("epilogue", ())))
+                   tuple(d.get("epilogue", ())), d.get("expr", ""), d.get("expr_shapes", ""))
 
     def __str__(self):
+        if self.kind == "expr":
+            return f"expr '{self.expr}' ({self.expr_shapes}) [{self.template}]"
         shape = "x".join(map(str, self.shape))
         ep = f" +{'+'.join(self.epilogue)}" if self.epilogue else ""
         return f"{self.kind} {shape} [{self.template}]{ep}"
@@ -66,7 +76,10 @@ class Task:
     def function(self):
         """The template function: a registered one, or ``module:function`` imported (so that
         worker processes find a user's own template too)."""
-        if self.template in TEMPLATES[self.kind]:
+        if self.kind == "expr" and self.template == "generic":
+            from ..ops.templates.generic import generic
+            return generic
+        if self.kind != "expr" and self.template in TEMPLATES[self.kind]:
             return TEMPLATES[self.kind][self.template]
         import importlib
         module, _, name = self.template.partition(":")
@@ -76,22 +89,29 @@ class Task:
             raise TaskError(f"cannot import template '{self.template}': {exc}") from None
 
     def shape_args(self):
+        if self.kind == "expr":
+            return (self.expr, self.expr_shapes)
         return self.shape if self.kind == "gemm" else (ConvShape(*self.shape),)
+
+    def _call(self, cfg):
+        extra = {} if self.kind == "expr" else {"epilogue": self.epilogue}
+        return self.function(cfg, *self.shape_args(), dtype=self.dtype, **extra)
 
     def instantiate(self, config=None):
         """``(schedule, args, cfg)`` for ``config`` (a dict or Config; default: the defaults)."""
         cfg = config if isinstance(config, Config) else Config(config or {})
-        s, args = self.function(cfg, *self.shape_args(), dtype=self.dtype,
-                                epilogue=self.epilogue)
+        s, args = self._call(cfg)
         return s, args, cfg
 
     def space(self):
         cfg = Config()
-        self.function(cfg, *self.shape_args(), dtype=self.dtype, epilogue=self.epilogue)
+        self._call(cfg)
         return cfg
 
     @property
     def flop(self):
+        if self.kind == "expr":
+            return _expr_flop(self.expr, self.expr_shapes, self.dtype)
         if self.kind == "gemm":
             M, N, K = self.shape
             return 2 * M * N * K
@@ -109,7 +129,10 @@ class Task:
         return out
 
     def reference(self, inputs):
-        """The expected output in float64, from numpy."""
+        """The expected output in float64, from numpy (for text expressions: the exact Python
+        backend on the plain schedule, or for large ones the template's default config)."""
+        if self.kind == "expr":
+            return _expr_reference(self, inputs)
         x = [np.asarray(a, dtype=np.float64) for a in inputs]
         if self.kind == "gemm":
             a, b = x[0], x[1]
@@ -145,3 +168,38 @@ def conv2d_reference(d, k, stride, pad):
             window = dp[:, :, kh:kh + stride * OH:stride, kw:kw + stride * OW:stride]
             out += np.einsum("nchw,oc->nohw", window, k[:, :, kh, kw])
     return out
+
+
+PYTHON_REFERENCE_LIMIT = 2_000_000       # loop iterations the exact Python backend may run
+
+
+def _expr_flop(expr, shapes, dtype):
+    """2 per reduction step and 1 per elementwise element, over all stages."""
+    from ..ir.te_text import parse_expr
+    total = 0
+    for t in parse_expr(expr, shapes, dtype).values():
+        op = t.op
+        if not hasattr(op, "axis"):
+            continue
+        n = int(np.prod(op.shape))
+        red = int(np.prod([iv.dom.extent for iv in op.reduce_axis])) if op.reduce_axis else 0
+        total += 2 * n * red if red else n
+    return max(total, 1)
+
+
+def _expr_reference(task, inputs):
+    from ..build import build
+    from ..ir.te_text import parse_expr
+    from ..schedules.schedule import create_schedule
+    from ..ir.tensor import PlaceholderOp
+    if _expr_flop(task.expr, task.expr_shapes, task.dtype) <= PYTHON_REFERENCE_LIMIT:
+        tensors = list(parse_expr(task.expr, task.expr_shapes, task.dtype).values())
+        out = tensors[-1]
+        args = [t for t in tensors if isinstance(t.op, PlaceholderOp)] + [out]
+        mod = build(create_schedule(out.op), args, target="python")
+    else:
+        s, args, _ = task.instantiate(None)
+        mod = build(s, args, target="opencl")
+    res = np.full(args[-1].shape, np.nan, dtype=args[-1].dtype)
+    mod(*inputs, res)
+    return res.astype(np.float64)
