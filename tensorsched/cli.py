@@ -59,8 +59,12 @@ def _tasks(args):
     if args.shape:
         shapes.append(_parse_ints(args.shape, "--shape"))
     if args.shapes:
-        with open(args.shapes, newline="") as f:
-            rows = list(csv.reader(f))
+        try:
+            with open(args.shapes, newline="") as f:
+                rows = list(csv.reader(f))
+        except OSError as exc:
+            raise TensorschedError(f"cannot read --shapes {args.shapes}: "
+                                   f"{exc.strerror or exc}") from None
         if args.kind == "gemm":
             for n, row in enumerate(rows, 1):
                 if not row or not row[0].strip() or not row[0].strip().lstrip("-").isdigit():
@@ -71,14 +75,21 @@ def _tasks(args):
                                            f"got {row}")
                 shapes.append(vals[:3])
         else:
-            head = rows[0]
-            for row in rows[1:]:
+            head = rows[0] if rows else []
+            for n, row in enumerate(rows[1:], 2):
                 r = dict(zip(head, row))
-                if int(r.get("groups", 1)) != 1:
-                    continue                                   # depthwise: not a conv2d here
-                shapes.append((1, int(r["in_c"]), int(r["in_h"]), int(r["in_w"]),
-                               int(r["out_c"]), int(r["kernel_h"]), int(r["kernel_w"]),
-                               int(r["stride"]), int(r["pad"])))
+                try:
+                    if int(r.get("groups", 1)) != 1:
+                        continue                               # depthwise: not a conv2d here
+                    shapes.append((1, int(r["in_c"]), int(r["in_h"]), int(r["in_w"]),
+                                   int(r["out_c"]), int(r["kernel_h"]), int(r["kernel_w"]),
+                                   int(r["stride"]), int(r["pad"])))
+                except (KeyError, ValueError) as exc:
+                    what = f"no column {exc}" if isinstance(exc, KeyError) else str(exc)
+                    raise TensorschedError(
+                        f"{args.shapes}:{n}: {what}; a conv2d layer table has the integer "
+                        "columns in_c, in_h, in_w, out_c, kernel_h, kernel_w, stride, pad (and "
+                        "groups) under a header line") from None
     if not shapes:
         raise TensorschedError("give --shape or --shapes")
     seen, tasks = set(), []

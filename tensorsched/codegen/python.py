@@ -197,7 +197,8 @@ class PythonEmitter:
         fill = "float('nan')" if dt.is_float(b.dtype) else "None"
         name = self.buf(b)
         if b.scope == "shared":
-            self.emit(f"{name} = _shared.setdefault({b.name!r}, [{fill}] * {b.size})", ind)
+            # keyed by the buffer's unique identifier: two stages may share a name
+            self.emit(f"{name} = _shared.setdefault({name!r}, [{fill}] * {b.size})", ind)
         else:
             self.emit(f"{name} = [{fill}] * {b.size}", ind)
         self.stmt(a.body, ind)

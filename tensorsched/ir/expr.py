@@ -210,6 +210,8 @@ def const(value, dtype=None):
         return value
     if isinstance(value, bool):
         return IntImm(int(value), dtype or "bool")
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__float__"):
+        raise ComputeError(f"const: {value!r} is not a number")
     if dtype is None:
         dtype = "int32" if isinstance(value, int) else "float32"
     if dt.is_float(dtype):

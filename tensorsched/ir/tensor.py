@@ -116,6 +116,11 @@ class Tensor:
         idx = idx if isinstance(idx, tuple) else (idx,)
         return _Slice(self, ())[idx]
 
+    def __iter__(self):
+        # without this, iteration would call __getitem__(0), (1), ... for ever
+        raise ComputeError(f"tensor '{self.name}' cannot be iterated; index it ({self.name}[i]) "
+                           "or, where a list of tensors is expected, write one ([A, B, C])")
+
     def __repr__(self):
         return f"Tensor({self.name}, {self.shape}, {self.dtype})"
 
@@ -154,6 +159,9 @@ class _Slice(E.ExprOps):
         raise ComputeError(f"tensor '{self.tensor.name}' has {self.tensor.ndim} dimensions but was "
                            f"used with {len(self.indices)} indices")
 
+    def __iter__(self):
+        self.as_expr()
+
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)            # keep Python's protocols (copy, pickle) sane
@@ -177,6 +185,9 @@ def placeholder(shape, dtype="float32", name="placeholder"):
 def compute(shape, fcompute, name="compute", tag="", attrs=None):
     """The tensor whose element at index ``(i, j, ...)`` is ``fcompute(i, j, ...)``."""
     shape = _check_shape(shape, f"compute '{name}'")
+    if not callable(fcompute):
+        raise ComputeError(f"compute '{name}': the second argument must be a function of the "
+                           f"indices (lambda i, j: ...), got {type(fcompute).__name__}")
     try:
         params = inspect.signature(fcompute).parameters.values()
         names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

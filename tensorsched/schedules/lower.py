@@ -28,6 +28,9 @@ def lower(sch, args, name="default_function", simple_mode=False):
     """
     if not isinstance(sch, Schedule):
         raise LoweringError(f"lower: expected a schedule (ts.create_schedule), got {sch!r}")
+    if not isinstance(args, (list, tuple)):
+        raise LoweringError(f"lower: give the arguments as a list of tensors ([A, B, C]), got "
+                            f"{args!r}")
     args = list(args)
     for a in args:
         if not isinstance(a, Tensor):

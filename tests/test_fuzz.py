@@ -1,0 +1,209 @@
+"""The schedule fuzzer (``tensorsched.testing.fuzz``): random legal schedules of GEMM, conv2d
+(direct and spatially packed), a softmax chain and an elementwise chain must match numpy;
+random illegal ones must raise a ``TensorschedError`` and nothing else. A failing case is
+shrunk by hypothesis and reported as the Python code that reproduces it.
+
+The normal suite runs a few hundred examples with the exact Python target (and a few dozen
+on the OpenCL device); ``pytest tests/test_fuzz.py --fuzz-long`` runs thousands and prints the
+counts at the end of the session (``scripts/fuzz.py`` does the same outside pytest).
+"""
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import tensorsched as ts
+from tensorsched.testing import fuzz
+
+LONG = 20                       # --fuzz-long multiplies the example counts by this
+
+
+def examples(request, n):
+    return n * LONG if request.config.getoption("--fuzz-long", default=False) else n
+
+
+def fuzz_run(n, mode, workloads=fuzz.WORKLOADS, target="python", stats=None, max_steps=8,
+             small=True):
+    @settings(max_examples=n, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.filter_too_much])
+    @given(case=fuzz.cases(workloads, mode=mode, max_steps=max_steps, small=small))
+    def run(case):
+        fuzz.run_case(case, target=target, stats=stats)
+    run()
+
+
+@pytest.mark.parametrize("workload", fuzz.WORKLOADS)
+def test_legal_schedules_match_numpy(request, workload):
+    fuzz_run(examples(request, 40), "legal", [workload], small=not request.config.getoption(
+        "--fuzz-long", default=False))
+
+
+def test_illegal_sequences_raise_tensorsched_errors_only(request):
+    fuzz_run(examples(request, 100), "illegal")
+
+
+def test_random_primitive_calls_raise_or_compute_right(request):
+    fuzz_run(examples(request, 60), "random")
+
+
+@pytest.fixture(scope="module")
+def ocl_device():
+    from tensorsched.runtime.device import DeviceError, current_device
+    try:
+        return current_device()
+    except (DeviceError, ImportError) as exc:
+        pytest.skip(f"no OpenCL device: {exc}")
+
+
+@pytest.mark.opencl
+def test_legal_schedules_on_the_opencl_device(request, ocl_device):
+    """On the device the vectorize and unroll passes and the OpenCL code generator run too."""
+    fuzz_run(examples(request, 20), "legal", target="opencl")
+
+
+# ---------------------------------------------------------------------------- the fuzzer itself
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=fuzz.cases(mode="legal"))
+def test_printed_case_is_the_code_that_runs(case):
+    """``to_python`` is a standalone script: executing it does what ``run_case`` did."""
+    stats = Counter()
+    outcome = fuzz.run_case(case, stats=stats)
+    code = fuzz.to_python(case)
+    compile(code, "<case>", "exec")
+    if outcome.status == "passed":
+        exec(code, {})
+    else:
+        with pytest.raises(ts.TensorschedError):
+            exec(code, {})
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=fuzz.cases(mode="illegal"))
+def test_printed_illegal_case_raises(case):
+    if any(st.expect == "error" for st in case.steps):
+        with pytest.raises(ts.TensorschedError):
+            exec(fuzz.to_python(case), {})
+
+
+def test_a_planted_bug_is_found_and_shrunk_to_code(monkeypatch):
+    """Bound inference that rounds the outer extent of a split down (a classic bug) computes
+    too few iterations: the fuzzer finds it and prints a short script with one split."""
+    from tensorsched.config import config
+    from tensorsched.schedules import bound
+    monkeypatch.setattr(bound, "ceil_div", lambda a, b: a // b)
+    monkeypatch.setattr(config, "roundtrip", False)     # one bug at a time
+    with pytest.raises(fuzz.FuzzFailure) as info:
+        fuzz_run(300, "legal", ["elementwise"], stats=Counter(), max_steps=3)
+    msg = str(info.value)
+    assert "--- reproduce with ---" in msg and "never written" in msg
+    code = msg.split("--- reproduce with ---\n")[1].split("--- traceback ---")[0]
+    body = code.split("func = ts.lower")[0].rsplit("    return ", 1)[1].splitlines()[1:]
+    steps = [ln for ln in body if ln.strip() and ".op.axis" not in ln and
+             ".op.reduce_axis" not in ln]
+    splits = [ln for ln in steps if ".split(" in ln or ".tile(" in ln]
+    assert len(splits) == 1 and len(steps) <= 5, code     # a split, maybe bound (GPU style)
+    compile(code, "<shrunk>", "exec")
+
+
+def test_an_internal_exception_is_a_failure_not_a_rejection(monkeypatch):
+    """A primitive that leaks a KeyError is reported as a bug with the code of the case."""
+    from tensorsched.schedules.schedule import Stage
+    real = Stage.unroll
+
+    def leaky(self, iv):
+        real(self, iv)
+        raise KeyError("planted")
+    monkeypatch.setattr(Stage, "unroll", leaky)
+    case = fuzz.Case("gemm", (("M", 3), ("N", 2), ("K", 5)),
+                     (fuzz.Step("unroll", "C", (fuzz.Ax("C", "j", ("axis", ("i", "j"))),)),))
+    with pytest.raises(fuzz.FuzzFailure, match="KeyError") as info:
+        fuzz.run_case(case, stats=Counter())
+    assert "s[C].unroll(C_j)" in str(info.value)
+    assert "C_i, C_j = s[C].op.axis" in str(info.value)
+
+
+def test_illegal_case_that_is_accepted_is_a_failure():
+    case = fuzz.Case("gemm", (("M", 3), ("N", 2), ("K", 5)),
+                     (fuzz.Step("split", "C", (fuzz.Ax("C", "i", ("axis", ("i", "j"))),),
+                                (("factor", 2),), expect="error"),), mode="illegal")
+    with pytest.raises(fuzz.FuzzFailure, match="illegal schedule was accepted"):
+        fuzz.run_case(case, stats=Counter())
+
+
+# ---------------------------------------------------------------------------- bugs it found
+
+def test_two_shared_stages_of_one_name_keep_their_own_memory(monkeypatch):
+    """Found by the fuzzer: ``cache_read(T2, "shared")`` twice makes two stages named
+    ``T2.shared``; the Python backend kept a work-group's ``__local`` memory by buffer name,
+    so the two tiles shared one list and the output was wrong."""
+    import numpy as np
+
+    from tensorsched.config import config
+    from tensorsched.testing import check_numerics
+    monkeypatch.setattr(config, "roundtrip", False)   # the IR text cannot tell them apart yet
+    M, N = 5, 3
+    A = ts.placeholder((M, N), name="A")
+    T2 = ts.compute((M, N), lambda i, j: A[i, j] * 2.0 - 0.5, name="T2")
+    out = ts.compute((M, N), lambda i, j: T2[i, j] * A[M - 1 - i, j] + T2[i, N - 1 - j],
+                     name="out")
+    s = ts.create_schedule(out.op)
+    outer = s.cache_read(T2, "shared", [out])
+    inner = s.cache_read(T2, "shared", [outer])
+    assert s[outer].op.name == s[inner].op.name == "T2.shared"
+    io, ii = s[out].split(s[out].op.axis[0], 2)
+    s[out].bind(io, ts.thread_axis("blockIdx.x"))
+    s[out].bind(ii, ts.thread_axis("threadIdx.x"))
+    s[outer].compute_at(s[out], io)
+    s[inner].compute_at(s[outer], s[outer].op.axis[0])
+
+    def ref(a):
+        t2 = 2 * a - 0.5
+        return t2 * a[::-1] + t2[:, ::-1]
+    check_numerics(s, [A, out], ref, target="python")
+    assert np.isfinite(ref(np.ones((M, N)))).all()
+
+
+def test_reduction_in_a_work_group_tile_is_computed_once():
+    """Found by the fuzzer: a reduction computed at a block axis (so in ``__local`` memory)
+    but not spread over the work-items was computed by every work-item of the group, all
+    adding into the same tile. With a cooperative fill inside its reduction loop (barriers
+    between the iterations) the Python backend summed it once per work-item; on a device the
+    read-modify-writes race (Oclgrind: "Read-write data race"). Now work-item 0 along each
+    threadIdx the stage does not bind writes it."""
+    from tensorsched.testing import check_numerics
+    A = ts.placeholder((5, 7), name="A")
+    B = ts.placeholder((7, 3), name="B")
+    k = ts.reduce_axis((0, 7), name="k")
+    C = ts.compute((5, 3), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    D = ts.compute((5, 3), lambda i, j: C[i, j] + 1.0, name="D")
+    s = ts.create_schedule(D.op)
+    i, j = s[D].op.axis
+    s[D].bind(i, ts.thread_axis("blockIdx.x"))
+    s[D].bind(j, ts.thread_axis("threadIdx.x"))
+    s[C].compute_at(s[D], i)                          # a tile of C per work-group
+    AA = s.cache_read(A, "shared", [C])
+    s[AA].compute_at(s[C], s[C].op.reduce_axis[0])    # refilled inside C's reduction loop
+    text = str(ts.lower(s, [A, B, D]))
+    assert "allocate C[float32 * 1 * 3], shared" in text and "threadIdx.x == 0" in text
+    check_numerics(s, [A, B, D], lambda a, b: a @ b + 1, target="python")
+
+
+def test_unrolled_loop_holding_an_allocation_declares_one_buffer_per_copy():
+    """Found by the fuzzer on the OpenCL target: a cache stage computed inside an unrolled
+    loop was declared once per written-out iteration under one name ("redefinition of
+    'data_local'" from the OpenCL compiler). Each copy now owns its buffer."""
+    import re
+
+    from tensorsched.codegen.opencl import emit_opencl
+    A = ts.placeholder((3, 4), name="A")
+    B = ts.compute((3, 4), lambda i, j: A[i, j] * 2.0, name="B")
+    s = ts.create_schedule(B.op)
+    AL = s.cache_read(A, "local", [B])
+    i, j = s[B].op.axis
+    s[B].unroll(j)
+    s[AL].compute_at(s[B], j)
+    text = emit_opencl(ts.lower(s, [A, B], name="k")).text
+    decls = re.findall(r"^\s*float (\w+)\[", text, re.M)
+    assert len(decls) == 4 and len(set(decls)) == 4, text
