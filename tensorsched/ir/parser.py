@@ -590,6 +590,8 @@ def parse_ir(text, filename="<ir>"):
     form the buffers that no ``allocate`` line declares become 1-d float32 arguments (typed
     by what is stored into them), sized to cover every index; free variables are allowed.
     """
+    if not isinstance(text, str):
+        raise ParseError(f"parse_ir: expected the IR as a str, got {type(text).__name__}")
     tree = _parse_tree(text, filename)
     builder = IRBuilder(text, filename)
     try:

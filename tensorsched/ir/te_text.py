@@ -368,6 +368,12 @@ class _Indexed(E.ExprOps):
 def parse_expr(text, shapes=None, dtype="float32", filename="<expr>"):
     """Tensors from tensor-expression text (see the module docstring): a dict name ->
     ``Tensor``, inputs (placeholders) first, then one compute stage per statement."""
+    if not isinstance(text, str):
+        raise ParseError(f"parse_expr: expected the statements as a str, got "
+                         f"{type(text).__name__}")
+    if shapes is not None and not isinstance(shapes, (str, dict)):
+        raise ParseError("parse_expr: shapes must be a str like 'i=64,j=64' or a dict name -> "
+                         f"extent, got {type(shapes).__name__}")
     dt.check_dtype(dtype, "parse_expr")
     try:
         tree = te_parser().parse(text)
