@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 __all__ = [
     "placeholder", "compute", "reduce_axis", "thread_axis", "sum", "max", "min", "const",
     "if_then_else", "all", "any", "exp", "log", "sqrt", "tanh", "sigmoid", "fabs", "power", "pad",
-    "create_schedule", "lower", "build", "parse_ir", "parse_expr",
+    "create_schedule", "lower", "build", "parse_ir", "parse_expr", "tune",
     "TensorschedError", "ComputeError", "ScheduleError", "LoweringError", "CodegenError",
     "BuildError", "RuntimeCallError", "ParseError", "InternalError",
 ]

@@ -9,7 +9,6 @@ import numpy as np
 from ..errors import CodegenError
 from ..ir import dtype as dt
 from ..ir import expr as E
-from ..ir import stmt as S
 from ..ir.precedence import ATOM, BINARY, UNARY, needs_parens
 from ..ir.simplify import Simplifier
 

@@ -12,8 +12,6 @@ import math
 
 from ..errors import CodegenError
 from ..ir import dtype as dt
-from ..ir import expr as E
-from ..ir import stmt as S
 from ..ir.visitor import Visitor
 from .c_like import Names
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 
-from . import dtype as dt
 from . import expr as E
 from . import stmt as S
 from .precedence import ATOM, BINARY, FUNCTION_STYLE, UNARY, needs_parens

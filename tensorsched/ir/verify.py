@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ..errors import InternalError
 from . import dtype as dt
-from . import stmt as S
 from .printer import print_stmt
 from .visitor import Visitor
 
