@@ -145,7 +145,7 @@ def test_bind_same_tag_twice_in_a_stage():
         s[C].bind(j, thr("threadIdx.x"))
 
 
-@pytest.mark.parametrize("tag", ["threadIdx.w", "blockidx.x", "vthread", "threadIdx"])
+@pytest.mark.parametrize("tag", ["threadIdx.w", "blockidx.x", "vthread.x", "threadIdx"])
 def test_unknown_thread_tag(tag):
     with raises(ts.ScheduleError, f"unknown thread tag '{tag}'", "blockIdx.x", "threadIdx.z"):
         ts.thread_axis(tag)

@@ -163,9 +163,10 @@ def test_knob_reorder_constrain_and_values():
 
 
 def test_real_template_spaces_have_their_known_sizes():
-    # gemm cpu: tile_y 3*4, tile_x 3*4, vec 3, tile_k 4; gpu_tiled: 16, 16, 4, 2, 2
+    # gemm cpu: tile_y 3*4, tile_x 3*4, vec 3, tile_k 4; gpu_tiled: tile_y/x 2*3*4 each,
+    # tile_k 3, unroll_k, a_layout, a_pad, fetch_vec 2 each
     assert Task("gemm", "cpu", (256, 256, 256)).space().size() == 12 * 12 * 3 * 4
-    assert Task("gemm", "gpu_tiled", (128, 128, 128)).space().size() == 16 * 16 * 4 * 2 * 2
+    assert Task("gemm", "gpu_tiled", (128, 128, 128)).space().size() == 24 * 24 * 3 * 2 ** 4
     # the cpu template's constraint: columns per work-item a multiple of the vector width
     _, _, cfg = Task("gemm", "cpu", (256, 256, 256)).instantiate(
         {"tile_x": (2, 8), "vec": 16})
@@ -189,7 +190,7 @@ def test_grid_order_is_deterministic_and_point_matches_points():
     assert first[0] == {"a": (1,), "b": "x", "c": (0, 1)}
     assert first[1] == {"a": (1,), "b": "x", "c": (1, 0)}
     assert first[6] == {"a": (2,), "b": "x", "c": (0, 1)}
-    # a real template, too (4096 points)
+    # a real template, too
     gpu = Task("gemm", "gpu_tiled", (128, 128, 128)).space()
     pts = list(gpu.points())
     for i in (0, 1, 17, 1000, 4095):
@@ -328,7 +329,7 @@ def test_early_filter_rejects_without_building(monkeypatch):
     assert "threadIdx.x = 128 over the device's 64" in \
         early_filter(wide, {"threads": (128,)}, narrow)
     assert early_filter(wide, {"threads": (8,)}, narrow) is None
-    # __local memory: gpu_tiled stages (16*4 + 16*4) * 8 floats = 4 KiB per work-group
+    # __local memory: gpu_tiled's default A and B tiles take 8 KiB per work-group at 64^3
     gpu = Task("gemm", "gpu_tiled", (64, 64, 64))
     assert "bytes of __local memory over the device's 2048" in early_filter(gpu, {}, small)
     assert early_filter(gpu, {}, DeviceLimits("fake", 256, (256, 256, 64), 48 * 1024)) is None

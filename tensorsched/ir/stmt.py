@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from .expr import Expr, Var
 
-LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel")
+LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel", "vthread")
 SCOPES = ("global", "shared", "local")
 
 
@@ -42,7 +42,8 @@ class Store(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class For(Stmt):
-    """``for (var, min, extent)``; ``kind`` is serial/unrolled/vectorized/parallel."""
+    """``for (var, min, extent)``; ``kind`` is serial/unrolled/vectorized/parallel, or vthread
+    (a virtual-thread loop, gone after the ``inject_virtual_threads`` pass)."""
     var: Var
     min: Expr
     extent: Expr

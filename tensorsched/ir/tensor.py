@@ -10,7 +10,8 @@ from . import dtype as dt
 from . import expr as E
 from .visitor import Visitor
 
-THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
+THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
+               "vthread")
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,10 @@ def reduce_axis(dom, name="k"):
 
 
 def thread_axis(tag, name=None):
-    """The work-item index named by ``tag`` (``blockIdx.x`` ... ``threadIdx.z``)."""
+    """The work-item index named by ``tag`` (``blockIdx.x`` ... ``threadIdx.z``), or a virtual
+    thread (``"vthread"``): a loop whose iterations the compiler interleaves inside one work-item,
+    sharing the work-group's ``"shared"`` tiles, so that each work-item's outputs can be spread
+    at a stride over the tile (``ts.thread_axis("vthread", name="vx")``; several may be bound)."""
     if tag not in THREAD_TAGS:
         from ..errors import ScheduleError
         raise ScheduleError("thread_axis", None, f"unknown thread tag '{tag}'; use one of "

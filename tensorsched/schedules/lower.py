@@ -5,13 +5,14 @@ from ..config import config
 from ..errors import LoweringError
 from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
-from ..passes import (hoist_guards, insert_barriers, remove_trivial_loops, run_passes,
-                      simplify_stmt)
+from ..passes import (hoist_guards, inject_virtual_threads, insert_barriers,
+                      remove_trivial_loops, run_passes, simplify_stmt)
 from .schedule import Schedule
 from .schedule_ops import schedule_to_stmt
 
 # The pipeline after the loop nests are built, in order.
 PASSES = (
+    ("inject_virtual_threads", inject_virtual_threads),   # vthread loops interleaved, once each
     ("simplify", simplify_stmt),                         # canonical index arithmetic, dead guards
     ("remove_trivial_loops", remove_trivial_loops),      # loops of one iteration disappear
     ("simplify_again", simplify_stmt),                   # fold what the removal exposed
@@ -44,6 +45,10 @@ def lower(sch, args, name="default_function", simple_mode=False):
             raise LoweringError(f"lower: argument '{a.name}' was inlined (compute_inline) and "
                                 "has no buffer of its own; drop it from the arguments or do not "
                                 "inline it")
+        if st is not None and (st.layout is not None or st.align):
+            raise LoweringError(f"lower: argument '{a.name}' has a transform_layout or "
+                                "storage_align, but an argument's layout is that of the array "
+                                "the caller passes (row-major); use them on cache stages")
         if st is not None and st.attach_type != "root":
             raise LoweringError(f"lower: argument '{a.name}' is computed inside another stage "
                                 f"({st.attach_type}); an argument must be computed at the root")

@@ -52,6 +52,8 @@ class Stage:
         self.attach_stage = None
         self.attach_ivar = None
         self.scope = None                     # storage scope; None: decided by lowering
+        self.layout = None                    # storage order of the axes (transform_layout)
+        self.align = {}                       # axis position -> (factor, offset) (storage_align)
         self.is_output = False
 
     @property
@@ -232,7 +234,8 @@ class Stage:
         if a.bind is not None:
             raise self._error("bind", f"axis '{iv.var.name}' is already bound to {a.bind.tag}", iv)
         for other, oa in self.attrs.items():
-            if oa.bind is not None and oa.bind.tag == thread.tag:
+            if oa.bind is not None and oa.bind.tag == thread.tag and \
+                    (thread.tag != "vthread" or oa.bind is thread):
                 raise self._error("bind", f"{thread.tag} is already bound to axis "
                                   f"'{other.var.name}' of this stage; bind another tag", iv)
         if a.kind != "serial":
@@ -290,6 +293,48 @@ class Stage:
         _check_scope(scope, "set_scope", self)
         self.scope = scope
         self._record("set_scope", None, scope=scope)
+
+    def transform_layout(self, mapping):
+        """Store this stage's tensor with its dimensions permuted. ``mapping`` receives the
+        stage's axes (as variables) and returns them in storage order: ``lambda i, k: [k, i]``
+        keeps a ``"shared"`` tile of A column-major, so that a work-item's rows of A are adjacent
+        and load as one vector. Only permutations are supported (TVM also allows split and fused
+        dimensions); the stage's loops are unchanged: reorder them to match if you like."""
+        self._check_not_inline("transform_layout")
+        if not callable(mapping):
+            raise self._error("transform_layout", f"expected a function of the {len(self.op.axis)} "
+                              f"axes, e.g. lambda i, j: [j, i]; got {mapping!r}")
+        axes = [iv.var for iv in self.op.axis]
+        try:
+            out = list(mapping(*axes))
+        except TypeError as exc:
+            raise self._error("transform_layout", f"calling the mapping with the {len(axes)} "
+                              f"axes ({', '.join(v.name for v in axes)}) failed: {exc}") from None
+        pos = {v: k for k, v in enumerate(axes)}
+        if len(out) != len(axes) or any(not isinstance(v, E.Var) or v not in pos for v in out) \
+                or len(set(out)) != len(out):
+            raise self._error("transform_layout", "the mapping must return each axis exactly once, "
+                              f"in the new order (a permutation of {', '.join(v.name for v in axes)}); "
+                              f"got {out!r}")
+        self.layout = tuple(pos[v] for v in out)
+        self._record("transform_layout", None, order=[v.name for v in out])
+
+    def storage_align(self, axis, factor, offset):
+        """Pad this stage's buffer so that the stride of dimension ``axis`` (an element of
+        ``op.axis``) is ``k*factor + offset`` elements: ``storage_align(AA.op.axis[0], 32, 1)``
+        on a ``"shared"`` tile with 32-element rows makes its rows 33 elements apart, so the
+        work-items that read one column hit different memory banks."""
+        self._check_not_inline("storage_align")
+        if axis not in self.op.axis:
+            raise self._error("storage_align", f"{axis!r} is not one of this stage's axes "
+                              f"({', '.join(iv.var.name for iv in self.op.axis)}); pass "
+                              "s[T].op.axis[k]")
+        if not isinstance(factor, int) or not isinstance(offset, int) or factor < 1 or \
+                not 0 <= offset < factor:
+            raise self._error("storage_align", f"need integers factor >= 1 and 0 <= offset < "
+                              f"factor, got factor={factor!r}, offset={offset!r}", axis)
+        self.align[self.op.axis.index(axis)] = (factor, offset)
+        self._record("storage_align", axis, factor=factor, offset=offset)
 
     def _record(self, primitive, iv, **kw):
         self.schedule.trace.append((self.name, primitive, iv.var.name if iv is not None else None, kw))

@@ -32,7 +32,7 @@ class _Inline(Mutator):
 
 
 class _Flatten(Mutator):
-    """``T[i, j]`` -> ``T_buffer[(i - min_i)*extent_j + (j - min_j)]``."""
+    """``T[i, j]`` -> ``T_buffer[(i - min_i)*stride_i + (j - min_j)*stride_j]``."""
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -40,8 +40,11 @@ class _Flatten(Mutator):
     def visit_TensorLoad(self, t):
         idx = tuple(self.visit(i) for i in t.indices)
         buf, region = self.ctx.storage(t.tensor)
-        return E.Load(buf, flat_index([i - m for i, (m, _) in zip(idx, region)],
-                                      [e for _, e in region]))
+        st = self.ctx.stage_of(t.tensor)
+        rel = [i - m for i, (m, _) in zip(idx, region)]
+        if st is None:
+            return E.Load(buf, flat_index(rel, [e for _, e in region]))
+        return E.Load(buf, strided_index(rel, self.ctx.strides[st]))
 
 
 def flat_index(indices, extents):
@@ -51,12 +54,48 @@ def flat_index(indices, extents):
     return out if out is not None else E.IntImm(0)
 
 
+def strided_index(indices, strides):
+    out = None
+    for i, s in zip(indices, strides):
+        term = i if s == 1 else i * s
+        out = term if out is None else out + term
+    return out if out is not None else E.IntImm(0)
+
+
+def storage_layout(st, extents):
+    """``(strides, shape)`` of stage ``st``'s buffer over a region of ``extents``: row-major in
+    the dimension order of ``transform_layout`` (default: the axis order), each dimension's
+    stride raised to ``k*factor + offset`` where ``storage_align`` asks. ``strides`` is in the
+    op's axis order; ``shape`` is the allocation's shape in storage order."""
+    n = len(extents)
+    perm = st.layout if st.layout is not None else tuple(range(n))
+    ext = [extents[p] for p in perm]
+    strides = [1] * n
+    for d in range(n - 1, -1, -1):
+        if d < n - 1:
+            strides[d] = strides[d + 1] * ext[d + 1]
+        if perm[d] in st.align:
+            factor, offset = st.align[perm[d]]
+            strides[d] += (offset - strides[d]) % factor
+    if all(strides[d] == strides[d + 1] * ext[d + 1] for d in range(n - 1)):
+        shape = tuple(ext)
+    elif all(strides[d] % strides[d + 1] == 0 for d in range(n - 1)):
+        shape = (ext[0],) + tuple(strides[d] // strides[d + 1] for d in range(n - 1))
+    else:
+        shape = (strides[0] * ext[0],) if n else ()
+    by_axis = [0] * n
+    for d, p in enumerate(perm):
+        by_axis[p] = strides[d]
+    return by_axis, shape
+
+
 class Context:
     def __init__(self, sched, args):
         self.sched = sched
         self.stages = [st for st in _topo(sched) if st.attach_type != "inline"]
         self.body, self.region, self.buffer, self.ext = {}, {}, {}, {}
         self.scope = {}
+        self.strides = {}             # stage -> stride of each axis in its buffer
         self.var_ranges = {}          # every loop Var -> (0, extent-1), for the simplifier
         self.thread_vars = {}         # tag -> Var
         self.kernel_extents = {}      # tag -> (extent, stage, axis) in the kernel being built
@@ -161,7 +200,7 @@ def infer_bounds(ctx):
         for iv in st.leaf_iter_vars:
             ctx.var_ranges[iv.var] = (0, ctx.ext[st][iv] - 1)
         scope = ctx.scope[st] if not st.is_output else "global"
-        shape = tuple(e for _, e in ctx.region[st])
+        ctx.strides[st], shape = storage_layout(st, [e for _, e in ctx.region[st]])
         ctx.buffer[st] = S.Buffer(st.name, st.op.dtype, shape, scope)
 
 
@@ -240,7 +279,7 @@ def build_stage(ctx, st, env):
     root = _root_values(ctx, st)
     vmap = {iv.var: root[iv] for iv in list(st.op.axis) + list(st.op.reduce_axis)}
     buf = ctx.buffer[st]
-    out_index = flat_index([values[iv] for iv in st.op.axis], [e for _, e in region])
+    out_index = strided_index([values[iv] for iv in st.op.axis], ctx.strides[st])
     body = ctx.body[st]
     flat = _Flatten(ctx)
 
@@ -253,11 +292,18 @@ def build_stage(ctx, st, env):
         all_guards.append(cond)
         if parent.kind != "reduce":
             data_guards.append(cond)
-    if st.attach_type == "scope":
+    # a work-group tile is filled with zeros outside the op's domain (every element the
+    # work-items read is written); a private tile that reads only tiles needs no domain test
+    zero_fill = ctx.scope[st] == "shared" and not isinstance(body, E.Reduce)
+    domain = []
+    if st.attach_type == "scope" and not _private_reads_only(ctx, st):
         for iv, (m, e), dim in zip(st.op.axis, region, st.op.shape):
             v = root[iv]
-            data_guards += [v < dim, v >= 0]
-            all_guards += [v < dim, v >= 0]
+            if zero_fill:
+                domain += [v < dim, v >= 0]
+            else:
+                data_guards += [v < dim, v >= 0]
+                all_guards += [v < dim, v >= 0]
     # a work-group tile that the stage does not spread over every threadIdx of its kernel is
     # written by the first work-item along the others only (each would write the same tile)
     leaders = _leader_tags(ctx, st, env)
@@ -277,6 +323,8 @@ def build_stage(ctx, st, env):
                           identity_value(body.combiner, body.dtype))
     else:
         value = flat.visit(substitute(body, vmap))
+        if domain:
+            value = E.Select(_all(domain), value, E.const(0, value.dtype))
         main = _guard(all_guards, S.Store(buf, out_index, value))
         first_reduce, init = None, None
 
@@ -285,7 +333,7 @@ def build_stage(ctx, st, env):
     for iv in leaves:
         envs.append(dict(cur))
         tag = _bound_tag(st, iv)
-        if tag and tag not in cur:
+        if tag and tag != "vthread" and tag not in cur:
             cur[tag] = (ctx.thread_var(tag), ext[iv])
     inner_env = cur
 
@@ -308,6 +356,23 @@ def build_stage(ctx, st, env):
         if not enclosing:            # the guard's work-item index, outside the kernel's loop
             stmt = S.ThreadExtent(var, tag, extent, stmt)
     return S.Produce(st.name, stmt)
+
+
+def _private_reads_only(ctx, st):
+    """A ``"local"`` stage that reads work-group or private tiles only may compute the part of
+    its tile outside the op's domain: it stays inside its own buffer, every read stays inside
+    a tile that bound inference sized to cover it (a tile clipped to its tensor's shape does
+    not count), and those elements are never stored by the guarded consumer. Dropping the
+    domain guards leaves the register tile's loops guard-free."""
+    if ctx.scope.get(st) != "local":
+        return False
+    for t in tensors_read(ctx.body[st]):
+        p = ctx.stage_of(t)
+        if p is None or ctx.scope.get(p, "global") == "global":
+            return False
+        if any(e >= dim for (_, e), dim in zip(ctx.region[p], p.op.shape)):
+            return False
+    return True
 
 
 def _leader_tags(ctx, st, env):
@@ -336,13 +401,15 @@ def _leader_tags(ctx, st, env):
     return out
 
 
-def _guard(conds, stmt):
-    if not conds:
-        return stmt
+def _all(conds):
     c = conds[0]
     for x in conds[1:]:
         c = E.And(c, x)
-    return S.IfThenElse(c, stmt)
+    return c
+
+
+def _guard(conds, stmt):
+    return S.IfThenElse(_all(conds), stmt) if conds else stmt
 
 
 def _with_allocs(ctx, stages, stmt):
@@ -354,6 +421,8 @@ def _with_allocs(ctx, stages, stmt):
 def _loop(ctx, st, iv, extent, body, env):
     attr = st.attrs.get(iv)
     tag = attr.bind.tag if attr is not None and attr.bind is not None else None
+    if tag == "vthread":              # interleaved by the inject_virtual_threads pass
+        return S.For(iv.var, E.IntImm(0), E.IntImm(extent), "vthread", body)
     if tag:
         if tag in env:
             var, outer_ext = env[tag]

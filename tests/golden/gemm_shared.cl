@@ -11,44 +11,22 @@ __kernel __attribute__((reqd_work_group_size(4, 4, 1))) void gemm_C(__global con
   float C_local[4];
   // C.local
   for (int i_c_init = 0; i_c_init < 2; ++i_c_init) {
-    if (blockIdx_x * 8 + threadIdx_x * 2 + i_c_init < 37) {
-      if (blockIdx_y * 8 + threadIdx_y * 2 < 29) {
-        C_local[i_c_init * 2] = 0.0f;
-      }
-      if (blockIdx_y * 8 + threadIdx_y * 2 + 1 < 29) {
-        C_local[i_c_init * 2 + 1] = 0.0f;
-      }
-    }
+    vstore2(((float2)(0.0f)), 0, C_local + i_c_init * 2);
   }
   for (int k_outer = 0; k_outer < 6; ++k_outer) {
     // A.shared
-    if (k_outer * 4 + threadIdx_y < 23) {
-      for (int ax0_inner = 0; ax0_inner < 2; ++ax0_inner) {
-        if (blockIdx_x * 8 + threadIdx_x * 2 + ax0_inner < 37) {
-          A_shared[threadIdx_x * 8 + ax0_inner * 4 + threadIdx_y] = A[blockIdx_x * 184 + threadIdx_x * 46 + ax0_inner * 23 + k_outer * 4 + threadIdx_y];
-        }
-      }
+    for (int ax0_inner = 0; ax0_inner < 2; ++ax0_inner) {
+      A_shared[threadIdx_x * 8 + ax0_inner * 4 + threadIdx_y] = (blockIdx_x * 8 + threadIdx_x * 2 + ax0_inner < 37 && k_outer * 4 + threadIdx_y < 23 ? A[blockIdx_x * 184 + threadIdx_x * 46 + ax0_inner * 23 + k_outer * 4 + threadIdx_y] : 0.0f);
     }
     // B.shared
-    if (k_outer * 4 + threadIdx_x < 23) {
-      for (int ax1_inner = 0; ax1_inner < 2; ++ax1_inner) {
-        if (blockIdx_y * 8 + threadIdx_y * 2 + ax1_inner < 29) {
-          B_shared[threadIdx_x * 8 + threadIdx_y * 2 + ax1_inner] = B[k_outer * 116 + threadIdx_x * 29 + blockIdx_y * 8 + threadIdx_y * 2 + ax1_inner];
-        }
-      }
+    for (int ax1_inner = 0; ax1_inner < 2; ++ax1_inner) {
+      B_shared[threadIdx_x * 8 + threadIdx_y * 2 + ax1_inner] = (k_outer * 4 + threadIdx_x < 23 && blockIdx_y * 8 + threadIdx_y * 2 + ax1_inner < 29 ? B[k_outer * 116 + threadIdx_x * 29 + blockIdx_y * 8 + threadIdx_y * 2 + ax1_inner] : 0.0f);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int k_inner = 0; k_inner < 4; ++k_inner) {
       if (k_outer * 4 + k_inner < 23) {
         for (int i_c = 0; i_c < 2; ++i_c) {
-          if (blockIdx_x * 8 + threadIdx_x * 2 + i_c < 37) {
-            if (blockIdx_y * 8 + threadIdx_y * 2 < 29) {
-              C_local[i_c * 2] = C_local[i_c * 2] + A_shared[threadIdx_x * 8 + i_c * 4 + k_inner] * B_shared[k_inner * 8 + threadIdx_y * 2];
-            }
-            if (blockIdx_y * 8 + threadIdx_y * 2 + 1 < 29) {
-              C_local[i_c * 2 + 1] = C_local[i_c * 2 + 1] + A_shared[threadIdx_x * 8 + i_c * 4 + k_inner] * B_shared[k_inner * 8 + threadIdx_y * 2 + 1];
-            }
-          }
+          vstore2(vload2(0, C_local + i_c * 2) + ((float2)(A_shared[threadIdx_x * 8 + i_c * 4 + k_inner])) * vload2(0, B_shared + k_inner * 8 + threadIdx_y * 2), 0, C_local + i_c * 2);
         }
       }
     }

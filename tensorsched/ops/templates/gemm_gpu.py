@@ -1,9 +1,20 @@
-"""Desktop-GPU GEMM: work-group tiles staged through ``__local`` memory, a register tile per
-work-item accumulated in ``"local"`` scope, vectorized columns.
+"""Desktop-GPU GEMM: work-group tiles staged through ``__local`` memory by every work-item
+together, a register tile per work-item spread over the work-group tile by virtual threads,
+vector loads and stores.
 
-Knobs: ``tile_y`` / ``tile_x`` = (work-items, outputs per work-item) along M / N, ``tile_k``
-(the K step staged per ``__local`` tile), ``unroll_k``, ``vectorize``.
+Knobs:
+- ``tile_y`` / ``tile_x`` = (virtual threads, work-items, outputs per work-item) along M / N.
+  A work-group computes ``vthreads*work-items*outputs`` rows (columns); a work-item's outputs
+  along N form one vector, and its virtual threads sit ``work-items*outputs`` apart, so that
+  neighbouring work-items touch neighbouring memory.
+- ``tile_k``: the K step staged per ``__local`` tile; ``unroll_k``: unroll the step's loop.
+- ``a_layout``: the ``__local`` tile of A row-major (``"row"``, as A) or column-major
+  (``"col"``: a work-item's rows of A are adjacent, read as one vector); ``a_pad``: extra
+  elements per column of that tile (``storage_align``) against bank conflicts while it fills.
+- ``fetch_vec``: vector width of the cooperative copies from global memory.
 """
+import math
+
 import tensorsched as ts
 
 from ...tune.space import split_axis
@@ -11,10 +22,13 @@ from ..gemm import gemm
 from ..nn import epilogue as make_epilogue
 from .common import bind_2d, reduction_and_epilogue
 
-THREADS = (4, 8, 16, 32)
+VTHREADS = (1, 2)
+THREADS = (8, 16, 32)
 PER_ITEM = (1, 2, 4, 8)
-K_STEPS = (4, 8, 16, 32)
+K_STEPS = (8, 16, 32)
 LOCAL_MEM = 48 * 1024
+MAX_WORK_GROUP = 1024
+MAX_ACCUMULATORS = 128           # floats of register tile per work-item (spills beyond)
 
 
 def gemm_gpu_tiled(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
@@ -25,30 +39,44 @@ def gemm_gpu_tiled(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
     return s, [A, B] + extra + [O]
 
 
+def _tile_candidates():
+    return [(v, t, w) for v in VTHREADS for t in THREADS for w in PER_ITEM]
+
+
 def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K):
     """Schedule the GEMM (plus elementwise epilogue) producing ``O`` from ``A`` and ``B``."""
-    ty, wy = cfg.define_split("tile_y", M, 3, policy="candidates", default=(16, 4),
-                              candidates=[(t, w) for t in THREADS for w in PER_ITEM])
-    tx, wx = cfg.define_split("tile_x", N, 3, policy="candidates", default=(16, 4),
-                              candidates=[(t, w) for t in THREADS for w in PER_ITEM])
-    (kstep,) = cfg.define_split("tile_k", K, 2, policy="candidates", default=(8,),
+    vy, ty, wy = cfg.define_split("tile_y", M, 4, policy="candidates", default=(2, 16, 4),
+                                  candidates=_tile_candidates())
+    vx, tx, wx = cfg.define_split("tile_x", N, 4, policy="candidates", default=(2, 16, 4),
+                                  candidates=_tile_candidates())
+    (kstep,) = cfg.define_split("tile_k", K, 2, policy="candidates", default=(16,),
                                 candidates=[(k,) for k in K_STEPS])
     unroll_k = cfg.define_knob("unroll_k", (1, 0))
-    vec = cfg.define_knob("vectorize", (1, 0))
-    cfg.constrain(tx * ty <= 1024, "work-group over 1024 work-items")
-    cfg.constrain((ty * wy + tx * wx) * kstep * 4 <= LOCAL_MEM, "__local tiles over 48 KiB")
+    a_layout = cfg.define_knob("a_layout", ("col", "row"))
+    a_pad = cfg.define_knob("a_pad", (0, 4))
+    fetch_vec = cfg.define_knob("fetch_vec", (4, 1))
+    bm, bn = vy * ty * wy, vx * tx * wx
+    threads = tx * ty
+    a_rows = bm + (a_pad if a_layout == "col" else 0)
+    cfg.constrain(32 <= threads <= MAX_WORK_GROUP, "work-group under 32 or over 1024 work-items")
+    cfg.constrain(bm <= 256 and bn <= 256, "work-group tile over 256")
+    cfg.constrain(vy * wy * vx * wx <= MAX_ACCUMULATORS, "register tile over 128 floats")
+    cfg.constrain((a_rows + bn) * kstep * 4 <= LOCAL_MEM, "__local tiles over 48 KiB")
+    cfg.constrain(a_pad == 0 or a_layout == "col", "a_pad pads the column-major tile only")
 
     comp, out = reduction_and_epilogue(s, O)
     AA = s.cache_read(A, "shared", [comp])
     BB = s.cache_read(B, "shared", [comp])
 
     i, j = s[out].op.axis
-    by, tyy, wyy = split_axis(s[out], i, (ty, wy))
-    bx, txx, wxx = split_axis(s[out], j, (tx, wx))
-    s[out].reorder(by, bx, tyy, txx, wyy, wxx)
+    by, vyy, tyy, wyy = split_axis(s[out], i, (vy, ty, wy))
+    bx, vxx, txx, wxx = split_axis(s[out], j, (vx, tx, wx))
+    s[out].reorder(by, bx, vyy, vxx, tyy, txx, wyy, wxx)
     bind_2d(s, out, by, bx, tyy, txx)
-    if vec:
-        s[out].vectorize(wxx)
+    s[out].bind(vyy, ts.thread_axis("vthread", name="vy"))
+    s[out].bind(vxx, ts.thread_axis("vthread", name="vx"))
+    s[out].unroll(wyy)
+    s[out].vectorize(wxx)
 
     s[comp].compute_at(s[out], txx)
     ci, cj = s[comp].op.axis
@@ -57,16 +85,22 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K):
     s[comp].reorder(ko, ki, ci, cj)
     if unroll_k:
         s[comp].unroll(ki)
-    if vec:
-        s[comp].vectorize(cj)
+    s[comp].unroll(ci)
+    s[comp].vectorize(cj)
 
-    for T in (AA, BB):
+    if a_layout == "col":
+        s[AA].transform_layout(lambda r, c: [c, r])
+        if a_pad:                    # columns bm + a_pad elements apart
+            s[AA].storage_align(AA.op.axis[1], bm, a_pad)
+    for T, width in ((AA, kstep), (BB, bn)):
         s[T].compute_at(s[comp], ko)
-        r, c = s[T].op.axis
-        ro, ri = s[T].split(r, nparts=ty)
-        co, cl = s[T].split(c, nparts=tx)
-        s[T].reorder(ro, co, ri, cl)
-        s[T].bind(ro, ts.thread_axis("threadIdx.y"))
-        s[T].bind(co, ts.thread_axis("threadIdx.x"))
-        if vec:
-            s[T].vectorize(cl)
+        vec = math.gcd(fetch_vec, width)
+        fused = s[T].fuse(*s[T].op.axis)
+        rest, lanes = s[T].split(fused, vec)
+        rest, fx = s[T].split(rest, tx)
+        outer, fy = s[T].split(rest, ty)
+        s[T].bind(fy, ts.thread_axis("threadIdx.y"))
+        s[T].bind(fx, ts.thread_axis("threadIdx.x"))
+        s[T].unroll(outer)
+        if vec > 1:
+            s[T].vectorize(lanes)

@@ -1,0 +1,111 @@
+"""Interleave virtual threads: each ``vthread`` loop disappears into its body.
+
+A loop bound to ``ts.thread_axis("vthread")`` says "these iterations are independent work-items
+that one real work-item runs". Its body is rewritten so that
+
+- every private (``"local"``) buffer allocated inside gets one copy per virtual thread
+  (``buf[v*size + i]``);
+- what does not depend on the virtual thread runs once: the work-group's ``"shared"`` tiles
+  (bound inference made them cover every virtual thread), the loops around the arithmetic;
+- the loop over virtual threads is pushed down to the statements that depend on it and
+  becomes an unrolled loop there (outside a vectorized loop, never inside one).
+
+So ``vthread (vx, 0, 2) { allocate acc; for (k) { load tile; acc += ... } }`` becomes
+``allocate acc[2 * ...]; for (k) { load tile; unrolled (vx, 0, 2) { acc[vx*...] += ... } }``:
+the K loop and its tile loads are shared, and a work-item's outputs sit at a stride of the
+work-group's width apart, which is what makes its memory accesses coalesce.
+"""
+from __future__ import annotations
+
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.visitor import Mutator, free_vars, substitute
+
+
+class _Expand(Mutator):
+    """Give each private buffer allocated in the body one copy per virtual thread."""
+
+    def __init__(self, var, n):
+        self.var, self.n, self.new = var, n, {}
+
+    def visit_Allocate(self, a):
+        if a.buffer.scope != "local":
+            return self.generic_visit(a)
+        b = a.buffer
+        nb = S.Buffer(b.name, b.dtype, (self.n,) + tuple(b.shape), b.scope, b.image)
+        self.new[b] = (nb, b.size)
+        return S.Allocate(nb, self.visit(a.body))
+
+    def _index(self, buf, index):
+        nb, size = self.new[buf]
+        return nb, E.BinOp("+", E.BinOp("*", self.var, E.IntImm(size)), index)
+
+    def visit_Load(self, ld):
+        index = self.visit(ld.index)
+        if ld.buffer in self.new:
+            return E.Load(*self._index(ld.buffer, index))
+        return ld if index is ld.index else E.Load(ld.buffer, index)
+
+    def visit_Store(self, st):
+        index, value = self.visit(st.index), self.visit(st.value)
+        if st.buffer in self.new:
+            nb, index = self._index(st.buffer, index)
+            return S.Store(nb, index, value)
+        if index is st.index and value is st.value:
+            return st
+        return S.Store(st.buffer, index, value)
+
+
+class _Push:
+    """``push(s)`` is ``s`` run for every value of the virtual thread ``var``, interleaved."""
+
+    def __init__(self, var, n):
+        self.var, self.n = var, n
+
+    def uses(self, node):
+        return self.var in free_vars(node)
+
+    def wrap(self, s):
+        fresh = E.Var(self.var.name)
+        return S.For(fresh, E.IntImm(0), E.IntImm(self.n), "unrolled",
+                     substitute(s, {self.var: fresh}))
+
+    def push(self, s):
+        if not self.uses(s):
+            return s                       # the same for every virtual thread: run it once
+        if isinstance(s, S.Seq):
+            return S.seq(*(self.push(x) for x in s.stmts))
+        if isinstance(s, (S.Allocate, S.Produce, S.ThreadExtent)):
+            return _replace_body(s, self.push(s.body))
+        if isinstance(s, S.For) and s.kind in ("serial", "unrolled") and \
+                not self.uses(s.min) and not self.uses(s.extent):
+            return S.For(s.var, s.min, s.extent, s.kind, self.push(s.body), s.pragmas)
+        if isinstance(s, S.IfThenElse) and not self.uses(s.cond):
+            orelse = self.push(s.orelse) if s.orelse is not None else None
+            return S.IfThenElse(s.cond, self.push(s.then), orelse)
+        return self.wrap(s)
+
+
+def _replace_body(s, body):
+    if isinstance(s, S.Allocate):
+        return S.Allocate(s.buffer, body)
+    if isinstance(s, S.Produce):
+        return S.Produce(s.name, body)
+    return S.ThreadExtent(s.var, s.tag, s.extent, body)
+
+
+class _Inject(Mutator):
+    def visit_For(self, f):
+        body = self.visit(f.body)           # inner virtual threads first
+        if f.kind != "vthread":
+            return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body,
+                                                  f.pragmas)
+        n = f.extent.value
+        body = _Expand(f.var, n).visit(body)
+        return _Push(f.var, n).push(body)
+
+
+def inject_virtual_threads(stmt):
+    """Guarantees: no ``vthread`` loop remains; private buffers allocated inside one are
+    ``extent`` times larger."""
+    return _Inject().visit(stmt)
