@@ -265,5 +265,5 @@ class ClBlastGemm:
         return times
 
 
-__all__ = ["ClBlast", "ClBlastGemm", "ClBlastError", "find_clblast", "ensure_opencl_loader",
-           "LAYOUT_ROW_MAJOR", "TRANSPOSE_NO", "PRECISION_SINGLE"]
+__all__ = ["LAYOUT_ROW_MAJOR", "PRECISION_SINGLE", "TRANSPOSE_NO", "ClBlast", "ClBlastError",
+           "ClBlastGemm", "ensure_opencl_loader", "find_clblast"]

@@ -141,7 +141,7 @@ class OpenCLEmitter(CStyleEmitter):
             return f"{self._vector_slot(s.buffer, idx)} = {value}"
         if isinstance(idx, E.Ramp):
             if getattr(idx.stride, "value", None) != 1:
-                raise CodegenError("a vector store must be contiguous")
+                return self._scatter(s, value)
             base = self.expr(idx.base)
             ptr = f"{b} + {base}" if base != "0" else b
             fn = f"vstore_half{idx.lanes}" if self._half_global(s.buffer) else f"vstore{idx.lanes}"
@@ -149,6 +149,17 @@ class OpenCLEmitter(CStyleEmitter):
         if self._half_global(s.buffer):
             return f"vstore_half({value}, {self.expr(idx)}, {b})"
         return f"{b}[{self.expr(idx)}] = {value}"
+
+    def _scatter(self, s, value):
+        """A vector stored lane by lane at a stride (a vector loaded from one row of global
+        memory into one column of a tile): the value is computed once, as a vector."""
+        if self._half_global(s.buffer):
+            raise CodegenError("a strided vector store to half storage is not supported")
+        idx, b = s.index, self.buf(s.buffer)
+        lanes = [self.expr(self.simp.visit(idx.base + idx.stride * k)) for k in range(idx.lanes)]
+        parts = [f"{b}[{i}] = ts_v.s{k:x}" for k, i in enumerate(lanes)]
+        return (f"{{ const {self.ctype(s.value.dtype)} ts_v = {value}; " + "; ".join(parts)
+                + "; }")
 
     def s_ThreadExtent(self, t, ind):
         # work-item indices are declared at the top of the kernel
@@ -325,7 +336,8 @@ def emit_opencl(func, fp16="storage"):
             lines.append(f"  const int {em.var(var)} = {WORK_ITEM[tag]};")
         for b in col.allocs:
             if b.scope == "shared":
-                lines.append(f"  {em.local_qualifier} {em.ctype(b.dtype)} {em.buf(b)}[{b.size}];")
+                lines.append(f"  {em.local_qualifier} {em.ctype(b.dtype)} {em.buf(b)}[{b.size}] "
+                             "__attribute__((aligned(16)));")   # lets vector loads merge
         em.stmt(stmt, 1)
         lines += em.lines
         lines.append("}")

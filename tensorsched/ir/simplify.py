@@ -7,6 +7,7 @@ rules that need ranges work on that form:
 - ``(4*x + y) // 4  ->  x + y // 4`` always, and ``y // 4 -> 0`` when ``0 <= y < 4``;
 - ``(4*x + y) % 4   ->  y % 4``      always, and ``y % 4 -> y`` when ``0 <= y < 4``;
 - ``(x // a) // b -> x // (a*b)``; ``(x % a) % b -> x % b`` when ``b`` divides ``a``;
+- ``(g*x + y) // (g*m) -> x // m`` and ``(g*x + y) % (g*m) -> (x % m)*g + y`` when ``0 <= y < g``;
 - ``(x // c)*c + x % c -> x``;
 - ``min``/``max``/comparisons are decided when the ranges (or a constant difference) decide them.
 
@@ -161,7 +162,26 @@ class Simplifier(Mutator):
         g = math.gcd(c, r.const, *r.terms.values())
         if g > 1:
             return q.plus(self._div(Lin({a: k // g for a, k in r.terms.items()}, r.const // g), c // g))
+        split = self._coarse_fine(r, c)
+        if split is not None:             # (g*x + y) // (g*m) -> x // m when 0 <= y < g
+            g, coarse, _ = split
+            return q.plus(self._div(coarse, c // g))
         return q.plus(self._atom(E.BinOp("//", self.to_expr(r), E.IntImm(c))))
+
+    def _coarse_fine(self, r, c):
+        """``(g, coarse/g, fine)`` with ``r = coarse + fine``, ``g`` dividing ``c`` and every
+        coefficient of ``coarse``, and ``0 <= fine < g``; or None."""
+        for g in sorted({math.gcd(c, k) for k in r.terms.values()}, reverse=True):
+            if g <= 1 or g == c:
+                continue
+            coarse = Lin({a: k // g for a, k in r.terms.items() if k % g == 0})
+            fine = Lin({a: k for a, k in r.terms.items() if k % g}, r.const)
+            if not coarse.terms:
+                continue
+            lo, hi = self.bound(fine)
+            if lo is not None and hi is not None and 0 <= lo and hi < g:
+                return g, coarse, fine
+        return None
 
     def _mod(self, la, c):
         if c == 1:
@@ -179,6 +199,10 @@ class Simplifier(Mutator):
         if g > 1:
             inner = self._mod(Lin({a: k // g for a, k in r.terms.items()}, r.const // g), c // g)
             return inner.scaled(g)
+        split = self._coarse_fine(r, c)
+        if split is not None:             # (g*x + y) % (g*m) -> (x % m)*g + y when 0 <= y < g
+            g, coarse, fine = split
+            return self._mod(coarse, c // g).scaled(g).plus(fine)
         return self._atom(E.BinOp("%", self.to_expr(r), E.IntImm(c)))
 
     def _minmax(self, op, la, lb):

@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 
 from .expr import Expr, Var
 
-LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel", "vthread")
+LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel")   # in lowered IR
+VTHREAD = "vthread"          # a virtual-thread loop, before the inject_virtual_threads pass
 SCOPES = ("global", "shared", "local")
 
 

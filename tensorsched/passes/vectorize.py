@@ -86,12 +86,26 @@ def _vectorize_body(body, var, n):
         if not isinstance(st, S.Store):
             raise _CannotVectorize()
         idx = _stride(st.index, var)
-        if idx is None or idx[1] != 1:
+        if idx is None or idx[1] == 0:
             raise _CannotVectorize()
         v = _Vec(var, n)
         value = v._widen(v.vec(st.value))
-        out.append(S.Store(st.buffer, E.Ramp(simplify(idx[0]), E.IntImm(1), n), value))
+        if idx[1] != 1 and not _contiguous_load(value):
+            raise _CannotVectorize()           # a scatter pays only for a vector load
+        out.append(S.Store(st.buffer, E.Ramp(simplify(idx[0]), E.IntImm(idx[1]), n), value))
     return S.seq(*out)
+
+
+def _contiguous_load(value):
+    found = []
+
+    class _V(Visitor):
+        def visit_Load(self, ld):
+            if isinstance(ld.index, E.Ramp) and getattr(ld.index.stride, "value", None) == 1:
+                found.append(ld)
+
+    _V().visit(value)
+    return bool(found) and dt.element(value.dtype) == "float32"
 
 
 class _Vectorize(Mutator):
@@ -111,7 +125,8 @@ class _Vectorize(Mutator):
 
 def vectorize_loops(stmt):
     """Requires: simplified indices. Guarantees: no ``vectorized`` loop remains; vector
-    widths are OpenCL's; vector stores are contiguous."""
+    widths are OpenCL's; a vector store is contiguous, or strided with a contiguous 32-bit load
+    in its value (stored lane by lane)."""
     return _Vectorize().visit(stmt)
 
 

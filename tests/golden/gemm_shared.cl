@@ -5,8 +5,8 @@ __kernel __attribute__((reqd_work_group_size(4, 4, 1))) void gemm_C(__global con
   const int blockIdx_y = get_group_id(1);
   const int threadIdx_x = get_local_id(0);
   const int threadIdx_y = get_local_id(1);
-  __local float A_shared[32];
-  __local float B_shared[32];
+  __local float A_shared[32] __attribute__((aligned(16)));
+  __local float B_shared[32] __attribute__((aligned(16)));
   // C
   float C_local[4];
   // C.local
