@@ -1,22 +1,46 @@
-"""Knob sweep of the desktop-GPU GEMM template on the GPU host: a list of configs per shape,
-each built, checked against a float64 reference (output poisoned with NaN first) and timed by
-profiling events (median of repeats), in one process. Shows what the template can reach
-before (and beside) a tuning run, and the build time per config.
+"""Quick knob sweep of a GPU template on the GPU host, in one process (no tuner workers): the
+template's default plus random points of its space whose tiles divide the shape, each built,
+checked against a float64 reference (output poisoned with NaN first) and timed by profiling
+events (median of repeats). Shows what a template can reach, which knobs matter, and (NVIDIA)
+the registers and spills of the best kernel.
 
-    . benchmarks/gpu/gpu_env.sh && python benchmarks/gpu/sweep.py --shapes 4096,4096,4096
+    . benchmarks/gpu/gpu_env.sh && python benchmarks/gpu/sweep.py gemm:4096,4096,4096 \\
+        conv:1,256,56,56,256,3,3,1,1 --limit 60
 """
 import argparse
-import itertools
+import math
+import random
 import time
 
 import numpy as np
 
 import tensorsched as ts
+from tensorsched.ops.conv2d import ConvShape
 from tensorsched.ops.templates import TEMPLATES
+from tensorsched.runtime.device import current_device
+from tensorsched.testing.numerics import conv2d_ref
 from tensorsched.tune.space import Config
 
+DEFAULT_TEMPLATE = {"gemm": "gpu_tiled", "conv": "implicit_gemm"}
 
-def reference(a, b):
+
+def workload(spec, rng):
+    """``(kind, shape args, inputs, reference, flop, extents (M, N))`` of ``gemm:M,N,K`` or
+    ``conv:N,CI,H,W,CO,KH,KW,stride,pad``."""
+    kind, _, dims = spec.partition(":")
+    v = [int(x) for x in dims.split(",")]
+    if kind == "gemm":
+        M, N, K = v
+        a = rng.standard_normal((M, K), dtype=np.float32)
+        b = rng.standard_normal((K, N), dtype=np.float32)
+        return kind, (M, N, K), [a, b], reference_gemm(a, b), 2 * M * N * K, (M, N)
+    sh = ConvShape(*v)
+    d = rng.standard_normal((sh.N, sh.CI, sh.IH, sh.IW), dtype=np.float32)
+    w = rng.standard_normal((sh.CO, sh.CI, sh.KH, sh.KW), dtype=np.float32)
+    return kind, (sh,), [d, w], reference_conv(d, w, sh), sh.flop, (sh.CO, sh.N * sh.OH * sh.OW)
+
+
+def reference_gemm(a, b):
     try:
         import torch
         if torch.cuda.is_available():
@@ -27,88 +51,109 @@ def reference(a, b):
     return a.astype(np.float64) @ b
 
 
-def configs(limit):
-    tiles = [((2, 16, 4), (2, 16, 4)), ((2, 16, 4), (2, 8, 8)), ((1, 16, 8), (2, 16, 4)),
-             ((2, 8, 8), (2, 16, 4)), ((2, 8, 4), (2, 16, 4)), ((2, 16, 4), (2, 32, 2)),
-             ((2, 16, 2), (2, 16, 4)), ((2, 32, 2), (2, 16, 4)), ((1, 16, 4), (2, 16, 4)),
-             ((2, 8, 4), (2, 8, 4))]
-    out = []
-    for (ty, tx), k, lay, pad, fv in itertools.product(tiles, (16, 8, 32), ("col", "row"),
-                                                       (0, 4), (4, 1)):
-        if pad and lay == "row":
+def reference_conv(d, w, sh):
+    try:
+        import torch
+        if torch.cuda.is_available():
+            out = torch.nn.functional.conv2d(torch.from_numpy(d).cuda().double(),
+                                             torch.from_numpy(w).cuda().double(),
+                                             stride=sh.stride, padding=sh.pad)
+            return out.cpu().numpy()
+    except ImportError:
+        pass
+    return conv2d_ref(d.astype(np.float64), w.astype(np.float64), sh.stride, sh.pad)
+
+
+def candidates(template, shape_args, extents, limit, seed):
+    """The default config, then random valid points whose tiles divide ``extents``."""
+    space = Config()
+    template(space, *shape_args)
+    out, seen = [{}], set()
+    rnd = random.Random(seed)
+    order = list(range(space.size()))
+    rnd.shuffle(order)
+    for i in order:
+        if len(out) >= limit:
+            break
+        point = space.point(i)
+        ty, tx = point.get("tile_y"), point.get("tile_x")
+        if ty is None or extents[0] % math.prod(ty) or extents[1] % math.prod(tx):
             continue
-        out.append(dict(tile_y=ty, tile_x=tx, tile_k=(k,), unroll_k=1, a_layout=lay,
-                        a_pad=pad, fetch_vec=fv))
-    # the first tile of each shape with every other knob, then the rest with the defaults
-    first = [c for c in out if c["tile_y"] == tiles[0][0] and c["tile_x"] == tiles[0][1]]
-    rest = [c for c in out if c not in first and c["tile_k"] == (16,) and c["a_pad"] == 0
-            and c["fetch_vec"] == 4]
-    return (first + rest)[:limit]
+        cfg = Config(point)
+        try:
+            template(cfg, *shape_args)
+        except ts.TensorschedError:
+            continue
+        if not cfg.valid:
+            continue
+        key = tuple(sorted(point.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(point)
+    return out
+
+
+def build_log(dev, source):
+    """NVIDIA's ptxas report (registers per work-item, spills) for ``source``."""
+    import pyopencl as cl
+    try:
+        prg = cl.Program(dev.context, source).build(options=["-cl-nv-verbose"])
+    except cl.Error as exc:
+        return f"(no verbose build: {str(exc).splitlines()[0]})"
+    return prg.get_build_info(dev.cl_device, cl.program_build_info.LOG)
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--shapes", nargs="+", default=["4096,4096,4096"])
-    p.add_argument("--limit", type=int, default=60)
+    p.add_argument("workloads", nargs="+", help="gemm:M,N,K or conv:N,CI,H,W,CO,KH,KW,stride,pad")
+    p.add_argument("--template", help="template name (default: gpu_tiled / implicit_gemm)")
+    p.add_argument("--limit", type=int, default=40)
     p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", action="store_true", help="print the best kernel's source")
     args = p.parse_args()
     import pyopencl.array as cla
-    from tensorsched.runtime.device import current_device
     dev = current_device()
-    print(f"# device: {dev}")
+    print(f"# device: {dev.name}")
     rng = np.random.default_rng(0)
-    for shape in args.shapes:
-        M, N, K = map(int, shape.split(","))
-        a = rng.standard_normal((M, K), dtype=np.float32)
-        b = rng.standard_normal((K, N), dtype=np.float32)
-        ref = reference(a, b)
+    for spec in args.workloads:
+        kind, shape_args, inputs, ref, flop, extents = workload(spec, rng)
+        name = args.template or DEFAULT_TEMPLATE[kind]
+        template = TEMPLATES["gemm" if kind == "gemm" else "conv2d"][name]
         q = dev.queue
-        da, db = cla.to_device(q, a), cla.to_device(q, b)
-        dc = cla.empty(q, (M, N), np.float32)
-        rows = []
-        for knobs in configs(args.limit):
+        dins = [cla.to_device(q, x) for x in inputs]
+        dout = cla.empty(q, ref.shape, np.float32)
+        rows, t_start = [], time.perf_counter()
+        for knobs in candidates(template, shape_args, extents, args.limit, args.seed):
             t0 = time.perf_counter()
-            s, targs, cfg = None, None, Config(knobs)
+            cfg = Config(knobs)
             try:
-                s, targs = TEMPLATES["gemm"]["gpu_tiled"](cfg, M, N, K)
-                if not cfg.valid:
-                    continue
+                s, targs = template(cfg, *shape_args)
                 mod = ts.build(s, targs, target="opencl")
             except ts.TensorschedError as exc:
                 print(f"{knobs}: {type(exc).__name__}: {str(exc)[:200]}")
                 continue
             build_s = time.perf_counter() - t0
-            dc.fill(np.float32(np.nan))
-            mod(da, db, dc)
-            c = dc.get()
-            err = float(np.max(np.abs(c - ref)) / np.max(np.abs(ref)))
+            dout.fill(np.float32(np.nan))
+            mod(*dins, dout)
+            err = float(np.max(np.abs(dout.get() - ref)) / np.max(np.abs(ref)))
+            t = mod.time_evaluator(repeat=args.repeat)(*dins, dout)
+            tf = flop / t.device_median / 1e12
             ok = err <= 1e-5
-            t = mod.time_evaluator(repeat=args.repeat)(da, db, dc)
-            tf = 2 * M * N * K / t.device_median / 1e12
-            rows.append((tf, knobs, mod))
-            print(f"{M}x{N}x{K} {tf:6.2f} TFLOP/s  {t.device_median * 1e3:8.3f} ms  "
-                  f"err {err:.1e} {'ok' if ok else 'WRONG'}  build {build_s:.2f} s  {knobs}",
+            if ok:
+                rows.append((tf, knobs or "default", mod))
+            print(f"{spec} {tf:6.2f} TFLOP/s {t.device_median * 1e3:8.3f} ms err {err:.1e} "
+                  f"{'ok' if ok else 'WRONG'} build {build_s:.2f} s {knobs or 'default'}",
                   flush=True)
         rows.sort(key=lambda r: -r[0])
+        print(f"# {spec}: {len(rows)} configs in {time.perf_counter() - t_start:.0f} s")
         for tf, knobs, _ in rows[:5]:
-            print(f"best {M}x{N}x{K}: {tf:.2f} TFLOP/s {knobs}")
-        if args.source and rows:
-            print(rows[0][2].get_source())
+            print(f"best {spec}: {tf:.2f} TFLOP/s {knobs}")
         if rows:
-            print(f"# registers and spills of the best ({M}x{N}x{K}), from the build log:")
+            print(f"# build log of the best ({spec}):")
             print(build_log(dev, rows[0][2].get_source()))
-
-
-def build_log(dev, source):
-    """NVIDIA's ptxas report (registers per work-item, spills) for ``source``; other drivers
-    print what they print."""
-    import pyopencl as cl
-    try:
-        prg = cl.Program(dev.context, source).build(options=["-cl-nv-verbose"])
-    except cl.Error as exc:
-        return f"(no verbose build: {exc})"
-    return prg.get_build_info(dev.cl_device, cl.program_build_info.LOG)
+            if args.source:
+                print(rows[0][2].get_source())
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ rules that need ranges work on that form:
 - ``(4*x + y) % 4   ->  y % 4``      always, and ``y % 4 -> y`` when ``0 <= y < 4``;
 - ``(x // a) // b -> x // (a*b)``; ``(x % a) % b -> x % b`` when ``b`` divides ``a``;
 - ``(g*x + y) // (g*m) -> x // m`` and ``(g*x + y) % (g*m) -> (x % m)*g + y`` when ``0 <= y < g``;
-- ``(x // c)*c + x % c -> x``;
+- ``(x // c)*c + x % c -> x`` and ``(x // c % m)*c + x % c -> x % (c*m)``;
 - ``min``/``max``/comparisons are decided when the ranges (or a constant difference) decide them.
 
 Ranges are inclusive ``(lo, hi)`` pairs of ints per variable; ``None`` means unknown.
@@ -235,6 +235,33 @@ class Simplifier(Mutator):
                         del terms[atom], terms[mod]
                         rest = Lin(terms, lin.const).plus(self.lin(atom.a).scaled(k // c))
                         terms, lin = rest.terms, rest
+                        changed = True
+                        break
+                # q*k*c + (x % c)*k  ->  x*k, where q is what x // c simplified to
+                if isinstance(atom, E.BinOp) and atom.op == "%" and isinstance(atom.b, E.IntImm) \
+                        and atom.b.value > 0:
+                    c = atom.b.value
+                    q = self._div(self.lin(atom.a), c)
+                    if q.terms and all(terms.get(t) == kq * k * c for t, kq in q.terms.items()):
+                        for t in q.terms:
+                            del terms[t]
+                        del terms[atom]
+                        rest = Lin(terms, lin.const - q.const * k * c)
+                        rest = rest.plus(self.lin(atom.a).scaled(k))
+                        terms, lin = rest.terms, rest
+                        changed = True
+                        break
+                # (x // c % m)*k*c + (x % c)*k  ->  (x % (c*m))*k
+                if isinstance(atom, E.BinOp) and atom.op == "%" and isinstance(atom.b, E.IntImm) \
+                        and isinstance(atom.a, E.BinOp) and atom.a.op == "//" and \
+                        isinstance(atom.a.b, E.IntImm) and atom.a.b.value > 0:
+                    x, c, m = atom.a.a, atom.a.b.value, atom.b.value
+                    low = E.BinOp("%", x, atom.a.b)
+                    if k % c == 0 and terms.get(low) == k // c:
+                        del terms[atom], terms[low]
+                        wide = E.BinOp("%", x, E.IntImm(c * m))
+                        terms[wide] = terms.get(wide, 0) + k // c
+                        lin = Lin(terms, lin.const)
                         changed = True
                         break
         out = None

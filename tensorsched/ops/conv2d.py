@@ -4,7 +4,9 @@
 - ``conv2d_nchw_spatial_pack``: seed 003's spatial packing (``data_vec``, ``kernel_vec``,
   ``conv`` on tiles VH x VW x VC, then ``output_unpack``);
 - ``conv2d_nchw_im2col``: the GEMM method (``data_col`` of shape (N*OH*OW, CI*KH*KW) times the
-  reshaped kernel).
+  reshaped kernel);
+- ``conv2d_nchw_implicit_gemm``: the same product turned around (kernel times patches), its
+  operands meant to be inlined into the GEMM's tile loads.
 """
 from __future__ import annotations
 
@@ -135,6 +137,32 @@ def conv2d_nchw_im2col(shape, dtype="float32", out_dtype=None):
                                                kernel_mat[kk, co].astype(out_dtype), axis=kk),
                    name="conv_gemm", tag="gemm_NN")
     output = compute((N, CO, OH, OW), lambda n, co, h, w: gemm[(n * OH + h) * OW + w, co],
+                     name="output")
+    return data, kernel, output
+
+
+def conv2d_nchw_implicit_gemm(shape, dtype="float32", out_dtype=None):
+    """The convolution as a GEMM that never materialises its operands: ``conv_gemm`` (CO x
+    N*OH*OW) = ``kernel_mat`` (CO x CI*KH*KW, the kernel's own memory order) times ``data_col``
+    (CI*KH*KW x N*OH*OW, the image patches as columns), both meant to be inlined into the
+    GEMM's tile loads; ``output`` is ``conv_gemm`` in NCHW (for N = 1, the same memory order).
+    Returns ``(data, kernel, output)``."""
+    out_dtype = out_dtype or dtype
+    data, kernel = _inputs(shape, dtype)
+    N, CI, CO, KH, KW, OH, OW = shape.N, shape.CI, shape.CO, shape.KH, shape.KW, shape.OH, shape.OW
+    s, p = shape.stride, shape.pad
+    P, K = N * OH * OW, CI * KH * KW
+    data_pad = pad(data, [0, 0, p, p], name="data_pad")
+    kernel_mat = compute((CO, K), lambda co, k: kernel[co, k // (KH * KW), k // KW % KH, k % KW],
+                         name="kernel_mat")
+    data_col = compute((K, P), lambda k, q: data_pad[
+        q // (OH * OW), k // (KH * KW), q // OW % OH * s + k // KW % KH, q % OW * s + k % KW],
+        name="data_col")
+    kk = reduce_axis((0, K), name="k")
+    gemm = compute((CO, P), lambda co, q: I.sum(kernel_mat[co, kk].astype(out_dtype) *
+                                               data_col[kk, q].astype(out_dtype), axis=kk),
+                   name="conv_gemm", tag="gemm_NN")
+    output = compute((N, CO, OH, OW), lambda n, co, h, w: gemm[co, (n * OH + h) * OW + w],
                      name="output")
     return data, kernel, output
 

@@ -237,7 +237,7 @@ def _attached_region(ctx, st, readers):
         values = _root_values(ctx, reader)
         vmap = {iv.var: values[iv] for iv in list(reader.op.axis) + list(reader.op.reduce_axis)}
         for load in _loads_of(ctx.body[reader], tensor):
-            accesses.append([substitute(i, vmap) for i in load.indices])
+            accesses.append([simplify(substitute(i, vmap), ctx.var_ranges) for i in load.indices])
     if not accesses:
         raise LoweringError(f"stage '{st.name}' is attached but nothing reads it")
     return infer_region(st.op.shape, accesses, relaxed, ctx.var_ranges, st.name)

@@ -8,7 +8,7 @@ GEMM templates take ``(cfg, M, N, K)``; conv2d templates take ``(cfg, ConvShape)
 from functools import partial
 
 from ...tune.space import Config
-from .conv2d import conv2d_im2col, conv2d_spatial_pack
+from .conv2d import conv2d_im2col, conv2d_implicit_gemm, conv2d_spatial_pack
 from .gemm_cpu import gemm_cpu
 from .gemm_gpu import gemm_gpu_tiled
 from .gemm_mobile import gemm_adreno, gemm_block2x2, gemm_vec_dot
@@ -25,6 +25,7 @@ TEMPLATES = {
         "spatial_pack": conv2d_spatial_pack,   # seed 003 (+ register accumulation knob)
         "im2col": conv2d_im2col,               # the GEMM method, GEMM by the CPU template
         "im2col_gpu": partial(conv2d_im2col, gemm="gpu"),   # ... by the GPU template
+        "implicit_gemm": conv2d_implicit_gemm,  # desktop GPU: one kernel, tiles from the image
     },
 }
 
@@ -37,4 +38,4 @@ def space(template, *args, **kwargs):
 
 
 __all__ = ["TEMPLATES", "space", "gemm_gpu_tiled", "gemm_cpu", "gemm_vec_dot", "gemm_block2x2",
-           "gemm_adreno", "conv2d_spatial_pack", "conv2d_im2col"]
+           "gemm_adreno", "conv2d_spatial_pack", "conv2d_im2col", "conv2d_implicit_gemm"]

@@ -8,10 +8,15 @@
 
 ``conv2d_im2col`` is the GEMM method: ``data_col`` and ``kernel_mat`` kernels, then a GEMM
 scheduled by the CPU or GPU GEMM template (``gemm="cpu"`` or ``"gpu"``), then the NCHW output.
+
+``conv2d_implicit_gemm`` (desktop GPU) is one kernel: the GEMM of the GPU GEMM template (its
+knobs) over (output channel, output pixel), whose ``__local`` tiles are filled straight from
+the kernel and the padded image, and whose work-items write the NCHW output.
 """
 import tensorsched as ts
 
-from ..conv2d import conv2d_nchw_im2col, conv2d_nchw_spatial_pack, stages_by_name
+from ..conv2d import (conv2d_nchw_im2col, conv2d_nchw_implicit_gemm, conv2d_nchw_spatial_pack,
+                      stages_by_name)
 from ..nn import epilogue as make_epilogue
 from .common import inline_epilogue
 from .gemm_cpu import schedule_gemm_cpu
@@ -141,4 +146,25 @@ def conv2d_im2col(cfg, shape, dtype="float32", epilogue=(), gemm="cpu"):
     wo, wi = s[O].split(ow, 64)
     s[O].reorder(wi, wo)
     s[O].bind(wi, ts.thread_axis("threadIdx.x"))
+    return s, [data, kernel] + extra + [O]
+
+
+def conv2d_implicit_gemm(cfg, shape, dtype="float32", epilogue=()):
+    """Implicit GEMM: the GPU GEMM schedule on ``conv_gemm`` (CO x N*OH*OW) with both operands
+    inlined into its tile loads and the output stage's (n, oh, ow) fused as the GEMM's N."""
+    data, kernel, output = conv2d_nchw_implicit_gemm(shape, dtype)
+    O, extra = make_epilogue(output, epilogue, bias_axis=1)
+    s = ts.create_schedule(O.op)
+    st = stages_by_name(output)
+    s[st["data_pad"]].compute_inline()
+    if O is not output:
+        s[output].compute_inline()
+    n, co, oh, ow = s[O].op.axis
+    s[O].reorder(co, n, oh, ow)
+    pixels = s[O].fuse(s[O].fuse(n, oh), ow)
+    K = shape.CI * shape.KH * shape.KW
+    schedule_gemm_gpu(cfg, s, O, st["kernel_mat"], st["data_col"], shape.CO,
+                      shape.N * shape.OH * shape.OW, K, axes=(co, pixels))
+    s[st["kernel_mat"]].compute_inline()
+    s[st["data_col"]].compute_inline()
     return s, [data, kernel] + extra + [O]

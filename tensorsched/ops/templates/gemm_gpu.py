@@ -43,8 +43,9 @@ def _tile_candidates():
     return [(v, t, w) for v in VTHREADS for t in THREADS for w in PER_ITEM]
 
 
-def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K):
-    """Schedule the GEMM (plus elementwise epilogue) producing ``O`` from ``A`` and ``B``."""
+def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
+    """Schedule the GEMM (plus elementwise epilogue) producing ``O`` from ``A`` and ``B``;
+    ``axes``: the output stage's loops that play M and N (default: its two axes)."""
     vy, ty, wy = cfg.define_split("tile_y", M, 4, policy="candidates", default=(2, 16, 4),
                                   candidates=_tile_candidates())
     vx, tx, wx = cfg.define_split("tile_x", N, 4, policy="candidates", default=(2, 16, 4),
@@ -68,7 +69,7 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K):
     AA = s.cache_read(A, "shared", [comp])
     BB = s.cache_read(B, "shared", [comp])
 
-    i, j = s[out].op.axis
+    i, j = axes if axes is not None else s[out].op.axis
     by, vyy, tyy, wyy = split_axis(s[out], i, (vy, ty, wy))
     bx, vxx, txx, wxx = split_axis(s[out], j, (vx, tx, wx))
     s[out].reorder(by, bx, vyy, vxx, tyy, txx, wyy, wxx)
