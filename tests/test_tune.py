@@ -164,9 +164,9 @@ def test_knob_reorder_constrain_and_values():
 
 def test_real_template_spaces_have_their_known_sizes():
     # gemm cpu: tile_y 3*4, tile_x 3*4, vec 3, tile_k 4; gpu_tiled: tile_y/x 2*3*4 each,
-    # tile_k 3, unroll_k, a_layout, a_pad, fetch_vec 2 each
+    # tile_k 3, unroll_k, a_layout, a_pad, fetch_vec, reg_fetch 2 each
     assert Task("gemm", "cpu", (256, 256, 256)).space().size() == 12 * 12 * 3 * 4
-    assert Task("gemm", "gpu_tiled", (128, 128, 128)).space().size() == 24 * 24 * 3 * 2 ** 4
+    assert Task("gemm", "gpu_tiled", (128, 128, 128)).space().size() == 24 * 24 * 3 * 2 ** 5
     # the cpu template's constraint: columns per work-item a multiple of the vector width
     _, _, cfg = Task("gemm", "cpu", (256, 256, 256)).instantiate(
         {"tile_x": (2, 8), "vec": 16})
@@ -599,6 +599,7 @@ def test_kill_9_midway_then_resume_logs_every_config_once(device, tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "skipped a damaged log line" in again.stderr
     assert f"skipped {n_first}" in again.stdout
+    assert "configs/min" in again.stdout                # the tuning rate is printed
     assert log.read_bytes().startswith(damaged)       # appended only
     with pytest.warns(UserWarning, match="skipped a damaged log line"):
         recs = read_log(str(log))
@@ -639,3 +640,119 @@ def test_full_disk_during_tuning_stops_with_log_error_and_resume_finishes(device
     assert res.counts == {"skipped": 3, "ok": 5}
     assert sorted(config_key(r.config) for r in read_log(str(log))) == \
         sorted(config_key(p) for p in tmpl("gemm_tiny").space().points())
+
+
+# ---------------------------------------------------------------------------- the pipeline
+
+@pytest.mark.opencl
+def test_runner_never_instantiates_a_template_and_keeps_inputs_on_the_device(device, tmp_path,
+                                                                             monkeypatch):
+    """The build pool lowers and builds each candidate once; the measuring worker loads the
+    artifact (no template call, no lowering) and makes the task's inputs once."""
+    count = tmp_path / "count.txt"
+    monkeypatch.setenv("TS_TEST_COUNT", str(count))
+    log = tmp_path / "counted.jsonl"
+    res = run_tune(Task("gemm", "tune_templates:gemm_counted", SHAPE), log, n_build=2)
+    assert res.counts == {"ok": 8}, res.counts
+    lines = [line.split() for line in count.read_text().splitlines()]
+    assert all(role == "other" for _, role in lines), lines
+    # outside the tuner's own process (the space, the order, the inputs' shapes): one
+    # instantiation per candidate, in the build pool
+    assert sum(int(pid) != os.getpid() for pid, _ in lines) == 8
+    assert res.stats["uploads"] == 1 and res.stats["restarts"] == 0, res.stats
+    assert res.stats.get("built_by_runner", 0) == 0
+    assert res.stats["repeats"] == 8 * 2                 # repeat=2: every run timed twice
+    assert res.rate > 0 and res.on_device == 8
+
+
+def test_module_artifact_loads_without_lowering(device, monkeypatch):
+    import pickle
+
+    import tensorsched.schedules.lower as lower_mod
+    from tensorsched.runtime.module import ModuleArtifact, OpenCLModule
+    s, args, _ = tmpl("gemm_tiny").instantiate({"tile_y": (8,), "tile_x": (4,), "unroll": 1})
+    mod = ts.build(s, args, target="opencl")
+    rng = np.random.default_rng(2)
+    a, b = (rng.uniform(-1, 1, (16, 16)).astype("float32") for _ in range(2))
+
+    def no_lower(*a, **k):
+        raise AssertionError("loading an artifact must not lower")
+    monkeypatch.setattr(lower_mod, "lower", no_lower)
+    for binary in (False, True):
+        art = mod.export(binary=binary)
+        assert (art.binary is not None) == binary
+        data = art.dumps()
+        loaded = OpenCLModule.from_artifact(pickle.loads(pickle.dumps(data)), cache=False)
+        assert loaded.get_source() == mod.get_source()
+        assert [k.name for k in loaded.source.kernels] == [k.name for k in mod.source.kernels]
+        c = np.full((16, 16), np.nan, dtype="float32")
+        loaded(a, b, c)
+        np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+        assert loaded.func.outputs[0] is loaded.func.args[-1]
+    with pytest.raises(TensorschedError, match="not a module artifact"):
+        ModuleArtifact.loads(pickle.dumps({"a": 1}))
+
+
+def test_time_evaluator_budget_stops_after_min_repeats(device):
+    import pyopencl.array as cla
+    s, args, _ = tmpl("gemm_tiny").instantiate()
+    mod = ts.build(s, args, target="opencl")
+    q = device.queue
+    arrs = [cla.to_device(q, np.ones((16, 16), "float32")) for _ in range(3)]
+    assert len(mod.time_evaluator(repeat=7, budget_ms=0)(*arrs).device_times) == 3
+    assert len(mod.time_evaluator(repeat=2, budget_ms=0)(*arrs).device_times) == 2
+    assert len(mod.time_evaluator(repeat=7, budget_ms=1e6)(*arrs).device_times) == 7
+    assert len(mod.time_evaluator(repeat=5)(*arrs).device_times) == 5
+
+
+def test_output_check_on_the_device_catches_errors_and_nan(device):
+    import pyopencl.array as cla
+
+    from tensorsched.tune.check import OutputCheck, poison
+    if "cl_khr_fp64" not in device.cl_device.extensions:
+        pytest.skip("the device has no float64")
+    q = device.queue
+    rng = np.random.default_rng(3)
+    ref = rng.uniform(-1, 1, (512, 512))
+    check = OutputCheck(q, ref, "float32", device_side=True)
+    assert check.on_device
+    out = cla.to_device(q, ref.astype("float32"))
+    assert check(out) is None
+    assert check.device_error(out) < 1e-7
+    bad = ref.astype("float32")
+    bad[300, 7] += 1e-3
+    out.set(bad)
+    assert "relative error" in check(out)
+    bad[300, 7] = np.nan
+    out.set(bad)
+    assert check.device_error(out) == float("inf")
+    assert "unwritten (NaN) elements" in check(out)
+    poison(q, out)
+    assert np.isnan(out.get()).all()
+    # a small output is compared on the host
+    assert not OutputCheck(q, ref[:4, :4], "float32").on_device
+
+
+@pytest.mark.opencl
+def test_measure_one_recovers_from_inputs_spoilt_on_the_device(device):
+    """An earlier kernel that wrote out of bounds could spoil the inputs that stay on the
+    device: a candidate found wrong is checked once more on inputs copied in afresh."""
+    from tensorsched.tune.measure import Worker, build_candidate, measure_one, signature
+    task = tmpl("gemm_tiny")
+    td = json.loads(task.key())
+    config = {"tile_y": (4,), "tile_x": (8,), "unroll": 0}
+    status, _, art, mod = build_candidate(td, config)
+    assert status == "ok"
+    worker = Worker()
+    bench = worker.prepare(td, signature(mod.func.args))
+    bench.inputs[0].fill(np.float32(0))                   # spoilt
+    res = measure_one(td, config, art.dumps(), 2, None, worker)
+    assert res["status"] == "ok", res
+    assert worker.uploads == 1
+    # a wrong kernel stays wrong; without an artifact the worker builds the candidate itself
+    wrong = json.loads(tmpl("gemm_planted_wrong").key())
+    res = measure_one(wrong, {"tile_y": (4,), "tile_x": (4,), "bug": 1}, None, 2, None, worker)
+    assert res["status"] == "wrong" and "differs from numpy" in res["error"]
+    res = measure_one(wrong, {"tile_y": (4,), "tile_x": (4,), "bug": 0}, None, 2, None, worker)
+    assert res["status"] == "ok"
+    assert worker.uploads == 2                            # one bench per task

@@ -3,8 +3,8 @@
 A loop bound to ``ts.thread_axis("vthread")`` says "these iterations are independent work-items
 that one real work-item runs". Its body is rewritten so that
 
-- every private (``"local"``) buffer allocated inside gets one copy per virtual thread
-  (``buf[v*size + i]``);
+- every private (``"local"``) buffer allocated inside and written differently per virtual
+  thread gets one copy per virtual thread (``buf[v*size + i]``);
 - what does not depend on the virtual thread runs once: the work-group's ``"shared"`` tiles
   (bound inference made them cover every virtual thread), the loops around the arithmetic;
 - the loop over virtual threads is pushed down to the statements that depend on it and
@@ -19,17 +19,48 @@ from __future__ import annotations
 
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.visitor import Mutator, free_vars, substitute
+from ..ir.visitor import Mutator, Visitor, free_vars, substitute
+
+
+class _Writes(Visitor):
+    """The buffers that some store writes differently per value of ``var``: its index, its
+    value, or a condition or loop bound around it depends on ``var``."""
+
+    def __init__(self, var):
+        self.var, self.varying, self.depth = var, set(), 0
+
+    def _uses(self, node):
+        return self.var in free_vars(node)
+
+    def visit_Store(self, st):
+        if self.depth or self._uses(st):
+            self.varying.add(st.buffer)
+
+    def visit_IfThenElse(self, s):
+        inside = self._uses(s.cond)
+        self.depth += inside
+        self.visit(s.then)
+        if s.orelse is not None:
+            self.visit(s.orelse)
+        self.depth -= inside
+
+    def visit_For(self, f):
+        inside = self._uses(f.min) or self._uses(f.extent)
+        self.depth += inside
+        self.visit(f.body)
+        self.depth -= inside
 
 
 class _Expand(Mutator):
-    """Give each private buffer allocated in the body one copy per virtual thread."""
+    """Give each private buffer allocated in the body and written differently per virtual
+    thread one copy per virtual thread (a register copy of a work-group tile's slice that
+    does not depend on it stays shared)."""
 
-    def __init__(self, var, n):
-        self.var, self.n, self.new = var, n, {}
+    def __init__(self, var, n, varying):
+        self.var, self.n, self.new, self.varying = var, n, {}, varying
 
     def visit_Allocate(self, a):
-        if a.buffer.scope != "local":
+        if a.buffer.scope != "local" or a.buffer not in self.varying:
             return self.generic_visit(a)
         b = a.buffer
         nb = S.Buffer(b.name, b.dtype, (self.n,) + tuple(b.shape), b.scope, b.image)
@@ -101,11 +132,13 @@ class _Inject(Mutator):
             return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body,
                                                   f.pragmas)
         n = f.extent.value
-        body = _Expand(f.var, n).visit(body)
+        writes = _Writes(f.var)
+        writes.visit(body)
+        body = _Expand(f.var, n, writes.varying).visit(body)
         return _Push(f.var, n).push(body)
 
 
 def inject_virtual_threads(stmt):
-    """Guarantees: no ``vthread`` loop remains; private buffers allocated inside one are
-    ``extent`` times larger."""
+    """Guarantees: no ``vthread`` loop remains; private buffers allocated inside one and
+    written differently per virtual thread are ``extent`` times larger."""
     return _Inject().visit(stmt)

@@ -12,6 +12,8 @@ Knobs:
   (``"col"``: a work-item's rows of A are adjacent, read as one vector); ``a_pad``: extra
   elements per column of that tile (``storage_align``) against bank conflicts while it fills.
 - ``fetch_vec``: vector width of the cooperative copies from global memory.
+- ``reg_fetch``: copy each K step's slices of the ``__local`` tiles into registers first
+  (``cache_read(..., "local")``), as vector loads, before the multiply-adds.
 """
 import math
 
@@ -56,6 +58,7 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
     a_layout = cfg.define_knob("a_layout", ("col", "row"))
     a_pad = cfg.define_knob("a_pad", (0, 4))
     fetch_vec = cfg.define_knob("fetch_vec", (4, 1))
+    reg_fetch = cfg.define_knob("reg_fetch", (1, 0))
     bm, bn = vy * ty * wy, vx * tx * wx
     threads = tx * ty
     a_rows = bm + (a_pad if a_layout == "col" else 0)
@@ -88,6 +91,13 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
         s[comp].unroll(ki)
     s[comp].unroll(ci)
     s[comp].vectorize(cj)
+    if reg_fetch:                  # each K step's operands: __local -> registers, as vectors
+        AL = s.cache_read(AA, "local", [comp])
+        BL = s.cache_read(BB, "local", [comp])
+        for T in (AL, BL):
+            s[T].compute_at(s[comp], ki)
+            r, c = s[T].op.axis
+            s[T].vectorize(c if T is BL or a_layout == "row" else r)
 
     if a_layout == "col":
         s[AA].transform_layout(lambda r, c: [c, r])
