@@ -8,6 +8,8 @@ the registers and spills of the best kernel.
         conv:1,256,56,56,256,3,3,1,1 --limit 60
 """
 import argparse
+import itertools
+import json
 import math
 import random
 import time
@@ -93,6 +95,20 @@ def candidates(template, shape_args, extents, limit, seed):
     return out
 
 
+def expand(configs, vary):
+    """Each config with every combination of the ``vary`` alternatives (``{knob: [values]}``);
+    JSON lists become tuples (split knobs)."""
+    def value(v):
+        return tuple(v) if isinstance(v, list) else v
+    out = []
+    for c in configs:
+        for combo in itertools.product(*vary.values()):
+            knobs = {k: value(v) for k, v in c.items()}
+            knobs.update({k: value(v) for k, v in zip(vary, combo)})
+            out.append(knobs)
+    return out
+
+
 def build_log(dev, source):
     """NVIDIA's ptxas report (registers per work-item, spills) for ``source``."""
     import pyopencl as cl
@@ -111,6 +127,10 @@ def main():
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", action="store_true", help="print the best kernel's source")
+    p.add_argument("--config", action="append", default=[], type=json.loads,
+                   help="a config to measure (JSON), instead of random ones; repeatable")
+    p.add_argument("--vary", action="append", default=[],
+                   help="KNOB=JSON-LIST: measure each config with each of these values")
     args = p.parse_args()
     import pyopencl.array as cla
     dev = current_device()
@@ -124,11 +144,16 @@ def main():
         dins = [cla.to_device(q, x) for x in inputs]
         dout = cla.empty(q, ref.shape, np.float32)
         rows, t_start = [], time.perf_counter()
-        for knobs in candidates(template, shape_args, extents, args.limit, args.seed):
+        vary = {k: json.loads(v) for k, _, v in (x.partition("=") for x in args.vary)}
+        todo = expand(args.config, vary) if args.config else \
+            candidates(template, shape_args, extents, args.limit, args.seed)
+        for knobs in todo:
             t0 = time.perf_counter()
             cfg = Config(knobs)
             try:
                 s, targs = template(cfg, *shape_args)
+                if not cfg.valid:
+                    continue
                 mod = ts.build(s, targs, target="opencl")
             except ts.TensorschedError as exc:
                 print(f"{knobs}: {type(exc).__name__}: {str(exc)[:200]}")

@@ -12,6 +12,9 @@ Knobs:
   (``"col"``: a work-item's rows of A are adjacent, read as one vector); ``a_pad``: extra
   elements per column of that tile (``storage_align``) against bank conflicts while it fills.
 - ``fetch_vec``: vector width of the cooperative copies from global memory.
+- ``split_k``: split the reduction into that many slices computed by separate work-groups
+  (``rfactor``; ``blockIdx.z``), then add the partial products in a second kernel: more
+  work-groups for a small M x N with a long K.
 - ``reg_fetch``: copy each K step's slices of the ``__local`` tiles into registers first
   (``cache_read(..., "local")``), as vector loads, before the multiply-adds.
 """
@@ -22,7 +25,7 @@ import tensorsched as ts
 from ...tune.space import split_axis
 from ..gemm import gemm
 from ..nn import epilogue as make_epilogue
-from .common import bind_2d, reduction_and_epilogue
+from .common import bind_2d, inline_epilogue
 
 VTHREADS = (1, 2)
 THREADS = (8, 16, 32)
@@ -31,6 +34,8 @@ K_STEPS = (8, 16, 32)
 LOCAL_MEM = 48 * 1024
 MAX_WORK_GROUP = 1024
 MAX_ACCUMULATORS = 128           # floats of register tile per work-item (spills beyond)
+SPLIT_K = (1, 2, 4)
+SUM_THREADS = 256
 
 
 def gemm_gpu_tiled(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
@@ -48,6 +53,7 @@ def _tile_candidates():
 def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
     """Schedule the GEMM (plus elementwise epilogue) producing ``O`` from ``A`` and ``B``;
     ``axes``: the output stage's loops that play M and N (default: its two axes)."""
+    split_k = cfg.define_knob("split_k", SPLIT_K)
     vy, ty, wy = cfg.define_split("tile_y", M, 4, policy="candidates", default=(2, 16, 4),
                                   candidates=_tile_candidates())
     vx, tx, wx = cfg.define_split("tile_x", N, 4, policy="candidates", default=(2, 16, 4),
@@ -67,26 +73,41 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
     cfg.constrain(vy * wy * vx * wx <= MAX_ACCUMULATORS, "register tile over 128 floats")
     cfg.constrain((a_rows + bn) * kstep * 4 <= LOCAL_MEM, "__local tiles over 48 KiB")
     cfg.constrain(a_pad == 0 or a_layout == "col", "a_pad pads the column-major tile only")
+    cfg.constrain(split_k == 1 or K // split_k >= kstep, "K split finer than the K step")
 
-    comp, out = reduction_and_epilogue(s, O)
+    R = O if O.op.reduce_axis else inline_epilogue(s, O)
+    if split_k > 1:
+        # partial products over K / split_k each (blockIdx.z), then a kernel that sums them
+        (k,) = s[R].op.reduce_axis
+        ko, _ = s[R].split(k, nparts=split_k)
+        partial = s.rfactor(R, ko)
+        _schedule_sum(s, O, R, axes)
+        comp, out = s.cache_write(partial, "local"), partial
+        kz, i, j = s[out].op.axis
+        outer = [kz]
+    else:
+        comp, out = (s.cache_write(O, "local"), O) if R is O else (R, O)
+        i, j = axes if axes is not None else s[out].op.axis
+        outer = []
     AA = s.cache_read(A, "shared", [comp])
     BB = s.cache_read(B, "shared", [comp])
 
-    i, j = axes if axes is not None else s[out].op.axis
     by, vyy, tyy, wyy = split_axis(s[out], i, (vy, ty, wy))
     bx, vxx, txx, wxx = split_axis(s[out], j, (vx, tx, wx))
-    s[out].reorder(by, bx, vyy, vxx, tyy, txx, wyy, wxx)
+    s[out].reorder(*outer, by, bx, vyy, vxx, tyy, txx, wyy, wxx)
     bind_2d(s, out, by, bx, tyy, txx)
+    if outer:
+        s[out].bind(outer[0], ts.thread_axis("blockIdx.z"))
     s[out].bind(vyy, ts.thread_axis("vthread", name="vy"))
     s[out].bind(vxx, ts.thread_axis("vthread", name="vx"))
     s[out].unroll(wyy)
     s[out].vectorize(wxx)
 
     s[comp].compute_at(s[out], txx)
-    ci, cj = s[comp].op.axis
+    *lead, ci, cj = s[comp].op.axis
     (ck,) = s[comp].op.reduce_axis
     ko, ki = s[comp].split(ck, kstep)
-    s[comp].reorder(ko, ki, ci, cj)
+    s[comp].reorder(*lead, ko, ki, ci, cj)
     if unroll_k:
         s[comp].unroll(ki)
     s[comp].unroll(ci)
@@ -115,3 +136,14 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
         s[T].unroll(outer)
         if vec > 1:
             s[T].vectorize(lanes)
+
+
+def _schedule_sum(s, O, R, axes):
+    """The kernel that adds the split-K partial products (and applies the epilogue): one
+    output element per work-item."""
+    f = s[O].fuse(*(axes if axes is not None else s[O].op.axis))
+    fo, fi = s[O].split(f, SUM_THREADS)
+    s[O].bind(fo, ts.thread_axis("blockIdx.x"))
+    s[O].bind(fi, ts.thread_axis("threadIdx.x"))
+    if R is not O:
+        s[R].compute_at(s[O], fi)
