@@ -5,7 +5,7 @@ from ..config import config
 from ..errors import LoweringError
 from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
-from ..passes import (hoist_guards, inject_virtual_threads, insert_barriers,
+from ..passes import (double_buffer, hoist_guards, inject_virtual_threads, insert_barriers,
                       remove_trivial_loops, run_passes, simplify_stmt)
 from .schedule import Schedule
 from .schedule_ops import schedule_to_stmt
@@ -63,7 +63,19 @@ def lower(sch, args, name="default_function", simple_mode=False):
     if absent:
         raise LoweringError(f"lower: input '{absent[0]}' is read but not among the arguments; "
                             "add it")
-    stmt = run_passes(stmt, PASSES, args=bufs)
+    passes = PASSES
+    marked = [ctx.buffer[st] for st in ctx.stages if st.double_buffered]
+    if marked:
+        for st in ctx.stages:
+            if st.double_buffered and (ctx.scope[st] != "shared" or st.attach_type != "scope"):
+                raise LoweringError(f"lower: stage '{st.name}' is double-buffered but is not a "
+                                    "'shared' tile computed inside a loop (it has scope "
+                                    f"'{ctx.scope[st]}' and is computed at {st.attach_type}); "
+                                    "double_buffer applies to work-group tiles filled in a "
+                                    "loop: cache_read(..., 'shared') + compute_at")
+        passes = PASSES + (("double_buffer", lambda s: double_buffer(s, marked)),
+                           ("simplify_halves", simplify_stmt))
+    stmt = run_passes(stmt, passes, args=bufs)
     outputs = tuple(b for b, a in zip(bufs, args) if ctx.stage_of(a) is not None)
     func = LoweredFunc(name, tuple(bufs), stmt, outputs)
     if config.roundtrip:                                 # TS_ROUNDTRIP=1: print, parse, compare

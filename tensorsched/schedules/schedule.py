@@ -54,6 +54,7 @@ class Stage:
         self.scope = None                     # storage scope; None: decided by lowering
         self.layout = None                    # storage order of the axes (transform_layout)
         self.align = {}                       # axis position -> (factor, offset) (storage_align)
+        self.double_buffered = False          # double_buffer()
         self.is_output = False
 
     @property
@@ -318,6 +319,15 @@ class Stage:
                               f"got {out!r}")
         self.layout = tuple(pos[v] for v in out)
         self._record("transform_layout", None, order=[v.name for v in out])
+
+    def double_buffer(self):
+        """Allocate this ``"shared"`` tile twice and fill the next iteration's copy while the
+        work-group computes on this one (one barrier per iteration instead of two). The stage
+        must be attached to a loop (``compute_at``); where that loop has one iteration, or
+        other statements come before the tile fills in its body, nothing changes."""
+        self._check_not_inline("double_buffer")
+        self.double_buffered = True
+        self._record("double_buffer", None)
 
     def storage_align(self, axis, factor, offset):
         """Pad this stage's buffer so that the stride of dimension ``axis`` (an element of
