@@ -12,7 +12,16 @@ becomes, with each tile allocated twice (halves ``ko % 2``):
 
 One barrier per iteration is enough: the fill of iteration ko + 1 writes the half that
 iteration ko - 1 read, and every work-item has passed the barrier that ended iteration ko - 1.
-The fills' global loads are then in flight while the work-items compute.
+
+With the second copy in registers (``double_buffer("local")``), each fill is split into its
+global loads, into a private array, and its stores into the tile:
+
+    load(0); store; barrier
+    for (ko, 0, n) { if (ko + 1 < n) { load(ko + 1) }  use T; barrier;
+                     if (ko + 1 < n) { store }  barrier }
+
+so the next tile's global loads are in flight while the work-items compute (a work-item
+stalls on a load only where its value is stored).
 """
 from __future__ import annotations
 
@@ -55,7 +64,7 @@ def _peel_allocs(body, marked):
 
 class _DoubleBuffer(Mutator):
     def __init__(self, marked):
-        self.marked = marked
+        self.marked = marked                  # buffer -> "shared" or "local" (its second copy)
 
     def visit_For(self, f):
         body = self.visit(f.body)
@@ -74,9 +83,26 @@ class _DoubleBuffer(Mutator):
         if not fills or k >= len(parts) or not isinstance(parts[k], S.Barrier) or \
                 trailing != [S.Barrier("shared")]:
             return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
+        v, last = f.var, f.min + f.extent - 1
+        if any(self.marked[b] == "local" for b in allocs):
+            staged = _stage_in_registers(fills)
+            if staged is None:
+                return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body,
+                                                      f.pragmas)
+            loads, stores, regs = staged
+            nxt = {v: v + 1}
+            loop = S.For(v, f.min, f.extent, f.kind, S.seq(
+                S.IfThenElse(E.Cmp("<", v, last), substitute(loads, nxt)), *rest,
+                S.Barrier("shared"),
+                S.IfThenElse(E.Cmp("<", v, last), substitute(stores, nxt)),
+                S.Barrier("shared")), f.pragmas)
+            first = substitute(S.seq(loads, stores), {v: f.min})
+            out = S.seq(first, S.Barrier("shared"), loop)
+            for b in [*reversed(allocs), *regs]:
+                out = S.Allocate(b, out)
+            return out
         doubled = {b: (S.Buffer(b.name, b.dtype, (2,) + tuple(b.shape), b.scope), b.size)
                    for b in allocs}
-        v, last = f.var, f.min + f.extent - 1
         first = _Halves(doubled, E.IntImm(0)).visit(substitute(S.seq(*fills), {v: f.min}))
         ahead = _Halves(doubled, (v - f.min + 1) % 2).visit(
             substitute(S.seq(*fills), {v: v + 1}))
@@ -90,8 +116,71 @@ class _DoubleBuffer(Mutator):
         return out
 
 
+def _stage_in_registers(fills):
+    """``(loads, stores, register buffers)``: each fill split into its global loads, kept in a
+    private array (one element per store a work-item executes), and the stores of that array
+    into the tile; None when a fill is not loops, guards and stores of constant trip count."""
+    regs, loads, stores = [], [], []
+    for fill in fills:
+        size = _count(fill.body)
+        if size is None:
+            return None
+        dtype = _store_dtype(fill.body)
+        reg = S.Buffer(fill.name + ".reg", dtype, (size,), "local")
+        offset = [0]
+
+        def split(s, loops):
+            if isinstance(s, S.Store):
+                slot, ext = E.IntImm(offset[0]), 1
+                for var, n in reversed(loops):
+                    slot, ext = slot + var * ext, ext * n
+                offset[0] += ext
+                return S.Store(reg, slot, s.value), S.Store(s.buffer, s.index, E.Load(reg, slot))
+            if isinstance(s, S.For):
+                ld, st = split(s.body, loops + [(s.var, s.extent.value)])
+                fresh = E.Var(s.var.name)
+                return (S.For(s.var, s.min, s.extent, s.kind, ld, s.pragmas),
+                        S.For(fresh, s.min, s.extent, s.kind, substitute(st, {s.var: fresh}),
+                              s.pragmas))
+            if isinstance(s, S.IfThenElse):
+                ld, st = split(s.then, loops)
+                return S.IfThenElse(s.cond, ld), S.IfThenElse(s.cond, st)
+            parts = [split(x, loops) for x in s.stmts]
+            return S.seq(*(a for a, _ in parts)), S.seq(*(b for _, b in parts))
+
+        ld, st = split(fill.body, [])
+        regs.append(reg)
+        loads.append(S.Produce(reg.name, ld))
+        stores.append(S.Produce(fill.name, st))
+    return S.seq(*loads), S.seq(*stores), regs
+
+
+def _count(s):
+    """How many stores a work-item executes in ``s`` (loops of constant extent, guards,
+    sequences and stores only), or None."""
+    if isinstance(s, S.Store):
+        return 1
+    if isinstance(s, S.For):
+        inner = _count(s.body)
+        n = getattr(s.extent, "value", None)
+        return None if inner is None or n is None else inner * n
+    if isinstance(s, S.IfThenElse):
+        return None if s.orelse is not None else _count(s.then)
+    if isinstance(s, S.Seq):
+        counts = [_count(x) for x in s.stmts]
+        return None if None in counts else sum(counts)
+    return None
+
+
+def _store_dtype(s):
+    while not isinstance(s, S.Store):
+        s = s.stmts[0] if isinstance(s, S.Seq) else s.then if isinstance(s, S.IfThenElse) \
+            else s.body
+    return s.buffer.dtype
+
+
 def double_buffer(stmt, marked):
     """Requires: barriers inserted. Guarantees: every buffer in ``marked`` that is filled at
     the top of a serial loop of more than one iteration is doubled and filled one iteration
     ahead; the others (their loop had one iteration and is gone) are left as they are."""
-    return _DoubleBuffer(set(marked)).visit(stmt) if marked else stmt
+    return _DoubleBuffer(dict(marked)).visit(stmt) if marked else stmt

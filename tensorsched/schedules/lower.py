@@ -64,7 +64,7 @@ def lower(sch, args, name="default_function", simple_mode=False):
         raise LoweringError(f"lower: input '{absent[0]}' is read but not among the arguments; "
                             "add it")
     passes = PASSES
-    marked = [ctx.buffer[st] for st in ctx.stages if st.double_buffered]
+    marked = {ctx.buffer[st]: st.double_buffered for st in ctx.stages if st.double_buffered}
     if marked:
         for st in ctx.stages:
             if st.double_buffered and (ctx.scope[st] != "shared" or st.attach_type != "scope"):

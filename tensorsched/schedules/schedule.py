@@ -320,14 +320,20 @@ class Stage:
         self.layout = tuple(pos[v] for v in out)
         self._record("transform_layout", None, order=[v.name for v in out])
 
-    def double_buffer(self):
-        """Allocate this ``"shared"`` tile twice and fill the next iteration's copy while the
-        work-group computes on this one (one barrier per iteration instead of two). The stage
-        must be attached to a loop (``compute_at``); where that loop has one iteration, or
-        other statements come before the tile fills in its body, nothing changes."""
+    def double_buffer(self, scope="shared"):
+        """Keep a second copy of this ``"shared"`` tile so that the next iteration's is filled
+        while the work-group computes on this one. ``scope="shared"``: the tile is allocated
+        twice, one barrier per iteration; ``"local"``: the next tile's global loads go to
+        registers first (stored into the tile after this iteration's computation), so their
+        latency hides behind it. The stage must be attached to a loop (``compute_at``); where
+        that loop has one iteration, or other statements come before the tile fills in its
+        body, nothing changes."""
         self._check_not_inline("double_buffer")
-        self.double_buffered = True
-        self._record("double_buffer", None)
+        if scope not in ("shared", "local"):
+            raise self._error("double_buffer", f"the second copy's scope must be 'shared' or "
+                              f"'local' (registers), got {scope!r}")
+        self.double_buffered = scope
+        self._record("double_buffer", None, scope=scope)
 
     def storage_align(self, axis, factor, offset):
         """Pad this stage's buffer so that the stride of dimension ``axis`` (an element of

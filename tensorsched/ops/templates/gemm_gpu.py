@@ -12,8 +12,9 @@ Knobs:
   (``"col"``: a work-item's rows of A are adjacent, read as one vector); ``a_pad``: extra
   elements per column of that tile (``storage_align``) against bank conflicts while it fills.
 - ``fetch_vec``: vector width of the cooperative copies from global memory.
-- ``double_buffer``: two copies of each ``__local`` tile, the next K step's filled while this
-  one is used (``double_buffer``), one barrier per step.
+- ``double_buffer``: ``"shared"``: two copies of each ``__local`` tile, the next K step's
+  filled while this one is used, one barrier per step; ``"local"``: the next K step's global
+  loads go to registers while this one computes (``double_buffer(scope)``).
 - ``split_k``: split the reduction into that many slices computed by separate work-groups
   (``rfactor``; ``blockIdx.z``), then add the partial products in a second kernel: more
   work-groups for a small M x N with a long K.
@@ -67,14 +68,15 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
     a_pad = cfg.define_knob("a_pad", (0, 4))
     fetch_vec = cfg.define_knob("fetch_vec", (4, 1))
     reg_fetch = cfg.define_knob("reg_fetch", (1, 0))
-    dbuf = cfg.define_knob("double_buffer", (1, 0))
+    dbuf = cfg.define_knob("double_buffer", ("none", "shared", "local"))
     bm, bn = vy * ty * wy, vx * tx * wx
     threads = tx * ty
     a_rows = bm + (a_pad if a_layout == "col" else 0)
     cfg.constrain(32 <= threads <= MAX_WORK_GROUP, "work-group under 32 or over 1024 work-items")
     cfg.constrain(bm <= 256 and bn <= 256, "work-group tile over 256")
     cfg.constrain(vy * wy * vx * wx <= MAX_ACCUMULATORS, "register tile over 128 floats")
-    cfg.constrain((a_rows + bn) * kstep * 4 * (1 + dbuf) <= LOCAL_MEM, "__local tiles over 48 KiB")
+    cfg.constrain((a_rows + bn) * kstep * 4 * (1 + (dbuf == "shared")) <= LOCAL_MEM,
+                  "__local tiles over 48 KiB")
     cfg.constrain(a_pad == 0 or a_layout == "col", "a_pad pads the column-major tile only")
     cfg.constrain(split_k == 1 or K // split_k >= kstep, "K split finer than the K step")
 
@@ -139,8 +141,8 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
         s[T].unroll(outer)
         if vec > 1:
             s[T].vectorize(lanes)
-        if dbuf:
-            s[T].double_buffer()
+        if dbuf != "none":
+            s[T].double_buffer(dbuf)
 
 
 def _schedule_sum(s, O, R, axes):
