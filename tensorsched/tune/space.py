@@ -140,6 +140,25 @@ class Config:
             out[n] = cands[r]
         return {n: out[n] for n in names}
 
+    def restrict(self, choices):
+        """Narrow the space to ``choices`` (``{knob: [values]}``; a split's value is a tuple):
+        the grid and random search then only visit those values of those knobs. Returns
+        ``self``. Unknown knobs and values that are not candidates raise ConfigError."""
+        for name, values in choices.items():
+            if name not in self.space:
+                raise ConfigError(f"restrict: the template has no knob '{name}'; its knobs are "
+                                  f"{', '.join(self.space)}")
+            knob = self.space[name]
+            values = tuple(tuple(v) if isinstance(v, list) else v for v in values)
+            bad = [v for v in values if v not in knob.candidates]
+            if bad or not values:
+                raise ConfigError(f"restrict: {bad[0] if bad else 'no value'!r} is not a "
+                                  f"candidate of knob '{name}' (candidates: "
+                                  f"{', '.join(map(repr, knob.candidates))})")
+            default = knob.default if knob.default in values else values[0]
+            self.space[name] = Knob(name, knob.kind, values, default)
+        return self
+
     def __repr__(self):
         return f"Config({self.values})"
 
