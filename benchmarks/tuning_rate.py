@@ -1,24 +1,29 @@
-"""Tuning rate on the CPU OpenCL device: trials per minute of ``ts.tune.tune`` for GEMM tasks,
-and how much the parallel prebuild adds.
+"""Tuning rate: trials per minute of ``ts.tune.tune`` for GEMM tasks, and how much the parallel
+prebuild adds; with ``--gpu``, the rate of tuning ``gpu_tiled`` at 4096^3 on the GPU.
 
 For each task the same ``--trials`` random configs (``--seed``) are tuned, from an empty log,
-in three ways:
+in up to three ways:
 
-- ``no prebuild``: the pool's build is a no-op; the measuring worker builds each candidate;
-- ``n_build=1``: one pool process builds each batch ahead of its measurement;
-- ``n_build=N``: ``os.cpu_count()`` pool processes build each batch in parallel (the default).
+- ``no prebuild``: the pool's job is a no-op; the measuring worker builds each candidate;
+- ``n_build=1``: one pool process builds the candidates ahead of their measurement;
+- ``n_build=N``: ``os.cpu_count()`` pool processes build them in parallel (the default).
 
-Every run starts with an empty PoCL kernel cache (``POCL_CACHE_DIR`` in a fresh folder), so the
-compiler's work is counted every time; the wall time of ``tune()`` includes starting its
-worker processes. The rates are medians of ``--repeat`` runs, interleaved by mode.
+Every run starts with empty kernel caches (``POCL_CACHE_DIR`` and ``CUDA_CACHE_PATH`` in a
+fresh folder), so the compiler's work is counted every time; the wall time of ``tune()``
+includes starting its worker processes and making the task's inputs and reference. The rates
+are medians of ``--repeat`` runs, interleaved by mode. Below the table, where the time of the
+last run of each mode went (``TuneResult.stats``): waiting for the pool's builds, the runner
+(loading the built module, checking, timing) and writing the log.
 
     python benchmarks/tuning_rate.py [--trials 40] [--repeat 3] [--quick]
+    python benchmarks/tuning_rate.py --gpu            # 300 trials of gpu_tiled 4096^3, n_build=N
 
-On PoCL the prebuild hardly matters: ``clBuildProgram`` (what the pool runs) is the small part
-of the compile; PoCL compiles each kernel's work-group function, specialized for its local
-size, at its first launch, which happens in the measuring worker (for the ``cpu`` template at
-256^3: about 1.5 s at build, 4 to 22 s at the first launch, depending on the register tile).
-On drivers that compile at ``clBuildProgram`` the pool takes that work off the measurement.
+On PoCL the prebuild matters less than on a GPU driver: ``clBuildProgram`` (what the pool runs)
+is the small part of the compile; PoCL compiles each kernel's work-group function, specialized
+for its local size, at its first launch, which happens in the measuring worker (for the
+``cpu`` template at 256^3: about 1.5 s at build, 4 to 22 s at the first launch, depending on
+the register tile). On drivers that compile at ``clBuildProgram`` the pool takes all of the
+compile, and the lowering, off the measurement.
 """
 import argparse
 import os
@@ -33,17 +38,19 @@ from tensorsched.tune.log import read_log
 from tensorsched.tune.task import Task
 
 TASKS = [("cpu", (256, 256, 256)), ("gpu_tiled", (128, 128, 128))]
+GPU_TASKS = [("gpu_tiled", (4096, 4096, 4096))]
 
 
-def no_prebuild(task_dict, config, device):
-    """A pool job that builds nothing: the measuring worker compiles the candidate."""
-    return "ok", ""
+def no_prebuild(task_dict, config, device, limits=None, binary=None):
+    """A pool job that builds nothing: the measuring worker builds the candidate."""
+    return "ok", "", None
 
 
-def one_run(task, mode, trials, seed, workdir):
-    """``(seconds, counts)`` of one tuning run from an empty log and an empty kernel cache."""
+def one_run(task, mode, trials, seed, workdir, repeat=3):
+    """``(seconds, result)`` of one tuning run from an empty log and empty kernel caches."""
     run_dir = tempfile.mkdtemp(dir=workdir)
     os.environ["POCL_CACHE_DIR"] = os.path.join(run_dir, "pocl-cache")
+    os.environ["CUDA_CACHE_PATH"] = os.path.join(run_dir, "cuda-cache")
     log = os.path.join(run_dir, "log.jsonl")
     n_build = 1 if mode in ("none", 1) else os.cpu_count()
     real = tuner.prebuild
@@ -52,57 +59,94 @@ def one_run(task, mode, trials, seed, workdir):
     try:
         t0 = time.perf_counter()
         res = tuner.tune(task, log, strategy="random", trials=trials, seed=seed,
-                         n_build=n_build, repeat=3, timeout=60, progress=False)
+                         n_build=n_build, repeat=repeat, timeout=60, progress=False)
         seconds = time.perf_counter() - t0
     finally:
         tuner.prebuild = real
     assert len(read_log(log)) == trials, "every trial is logged"
-    return seconds, res.counts
+    return seconds, res
+
+
+def breakdown(res):
+    """Where a run's time went, from ``TuneResult.stats``."""
+    st = res.stats
+    n = max(res.on_device, 1)
+    return (f"wait for builds {st.get('wait_build_s', 0):.1f} s, runner {st.get('runner_s', 0):.1f} s"
+            f" (per measured config: load {st.get('load_s', 0) / n * 1e3:.0f} ms, check "
+            f"{st.get('check_s', 0) / n * 1e3:.0f} ms, time {st.get('time_s', 0) / n * 1e3:.0f} ms"
+            f" over {st.get('repeats', 0) / n:.1f} runs), log {st.get('log_s', 0):.1f} s; "
+            f"inputs made {st.get('uploads', 0)}x, runner restarts {st.get('restarts', 0)}, "
+            f"built by the runner {st.get('built_by_runner', 0)}")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--trials", type=int, default=40)
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--trials", type=int, default=None, help="default 40 (--gpu: 300)")
+    p.add_argument("--repeat", type=int, default=None, help="runs per mode (default 3, --gpu 1)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timed", type=int, default=None, help="timed runs per candidate (tune's "
+                   "repeat; default 3, --gpu 5 as the tune command)")
     p.add_argument("--quick", action="store_true", help="12 trials, 1 run, cpu template only")
+    p.add_argument("--gpu", action="store_true", help="gpu_tiled 4096^3, n_build=cpu_count only")
+    p.add_argument("--shape", help="M,N,K instead of the default tasks' shapes")
+    p.add_argument("--template", help="the template (with --shape)")
+    p.add_argument("--modes", help="comma-separated of none,1,N (default: all; --gpu: N)")
     args = p.parse_args()
-    tasks = TASKS
+    tasks = GPU_TASKS if args.gpu else TASKS
+    trials = args.trials or (300 if args.gpu else 40)
+    repeat = args.repeat or (1 if args.gpu else 3)
+    timed = args.timed or (5 if args.gpu else 3)
     if args.quick:
-        args.trials, args.repeat, tasks = 12, 1, TASKS[:1]
+        trials, repeat, tasks = 12, 1, TASKS[:1]
+    if args.shape:
+        tasks = [(args.template or tasks[0][0], tuple(int(x) for x in args.shape.split(",")))]
 
     dev = current_device()
     ncpu = os.cpu_count()
     modes = ["none", 1, ncpu] if ncpu > 1 else ["none", 1]
-    label = {"none": "no prebuild", 1: "n_build=1", ncpu: f"n_build={ncpu}"}
-    print(f"device: {dev.name} ({dev.platform_name}), {ncpu} CPUs; {args.trials} random "
-          f"trials per run (seed {args.seed}), median of {args.repeat} run(s), cold kernel "
-          "cache\n", flush=True)
-    rows = []
+    if args.gpu:
+        modes = [ncpu]
+    if args.modes:
+        modes = [ncpu if m == "N" else (m if m == "none" else int(m))
+                 for m in args.modes.split(",")]
+    label = {m: "no prebuild" if m == "none" else f"n_build={m}" for m in modes}
+    print(f"device: {dev.name} ({dev.platform_name}), {ncpu} CPUs; {trials} random "
+          f"trials per run (seed {args.seed}), {timed} timed runs per candidate at most, median "
+          f"of {repeat} run(s), cold kernel caches\n", flush=True)
+    rows, notes = [], []
+    base_mode = 1 if 1 in modes else modes[0]
     with tempfile.TemporaryDirectory(prefix="ts-tuning-rate-") as workdir:
         for name, shape in tasks:
             task = Task("gemm", name, shape)
             times = {m: [] for m in modes}
-            counts = {}
-            for _ in range(args.repeat):
+            results = {}
+            for _ in range(repeat):
                 for m in modes:
-                    sec, counts[m] = one_run(task, m, args.trials, args.seed, workdir)
+                    sec, results[m] = one_run(task, m, trials, args.seed, workdir, timed)
                     times[m].append(sec)
-                    print(f"  {task} {label[m]:<12} {sec:6.1f} s", flush=True)
-            base = statistics.median(times[1])
+                    print(f"  {task} {label[m]:<12} {sec:6.1f} s  {trials / sec * 60:6.1f} "
+                          f"trials/min", flush=True)
+            base = statistics.median(times[base_mode])
             for m in modes:
                 sec = statistics.median(times[m])
-                status = ", ".join(f"{k} {v}" for k, v in sorted(counts[m].items()))
-                rows.append([str(task), label[m], f"{sec:.1f}",
-                             f"{args.trials / sec * 60:.0f}", f"{base / sec:.2f}x", status])
+                res = results[m]
+                status = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
+                rows.append([str(task), label[m], f"{sec:.1f}", f"{trials / sec * 60:.0f}",
+                             f"{res.on_device / res.seconds * 60:.0f}",
+                             f"{base / sec:.2f}x", status])
+                notes.append(f"{task} {label[m]}: {breakdown(res)}")
     print()
-    head = ["task", "build", "seconds", "trials/min", "vs n_build=1", "trials"]
+    head = ["task", "build", "seconds", "trials/min", "on device/min",
+            f"vs {label[base_mode]}", "trials"]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     fmt = " | ".join(f"{{:<{w}}}" for w in widths)
     print(fmt.format(*head))
     print("-+-".join("-" * w for w in widths))
     for r in rows:
         print(fmt.format(*r))
+    print()
+    for n in notes:
+        print(n)
     return 0
 
 

@@ -120,9 +120,13 @@ def cmd_tune(args):
         counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
         rows.append([str(task), f"{b.gflops:.1f}" if b else "-",
                      f"{b.device_ms:.3f}" if b else "-",
-                     _fmt_config(b.config) if b else "no correct kernel", counts])
+                     _fmt_config(b.config) if b else "no correct kernel", counts,
+                     f"{res.rate:.0f}"])
+        print(f"{task}: {res.measured} configs in {res.seconds:.1f} s = {res.rate:.1f} "
+              f"configs/min ({res.on_device} run on the device: "
+              f"{res.on_device / res.seconds * 60 if res.seconds else 0:.1f}/min)")
     print()
-    _table(["task", "best GFLOP/s", "device ms", "best config", "trials"], rows)
+    _table(["task", "best GFLOP/s", "device ms", "best config", "trials", "configs/min"], rows)
     print(f"\nlog: {os.path.abspath(args.log)}")
 
 
@@ -277,7 +281,8 @@ def main(argv=None):
     tu.add_argument("--device", help="P:D or part of a device name")
     tu.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate, its "
                     "compile included (PoCL compiles a kernel at its first launch)")
-    tu.add_argument("--repeat", type=int, default=5, help="timed runs per candidate")
+    tu.add_argument("--repeat", type=int, default=5, help="timed runs per candidate, at most: "
+                    "it stops after 3 once they took 50 ms on the device")
     tu.add_argument("--seed", type=int, default=0)
     co = sub.add_parser("compare", help="tensorsched against the tuned ACL-style GEMM baseline")
     co.add_argument("kind", choices=["gemm", "conv2d"])

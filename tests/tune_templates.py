@@ -8,6 +8,9 @@ task names them as ``"tune_templates:gemm_tiny"``.
 - ``gemm_tiny``: a correct GEMM with three knobs (2 x 2 x 2 = 8 points).
 - ``gemm_slow``: ``gemm_tiny`` whose measurement takes ``TS_TEST_SLOW`` more seconds (default
   0.4), so that a test can kill the tuner between trials.
+- ``gemm_counted``: ``gemm_tiny`` that appends a line ``pid role`` to the file
+  ``TS_TEST_COUNT`` names each time it is instantiated (``role``: ``runner`` in the tuner's
+  measuring worker, else ``other``).
 - ``gemm_planted_wrong``: knob ``bug`` = 1 forgets the last step of the reduction.
 - ``gemm_planted_hang``: knob ``hang`` = 1 adds a reduce axis of 2**30 steps that only adds
   zeros (for inputs in [-1, 1]): the right shape and value, but it runs for hours.
@@ -15,6 +18,12 @@ task names them as ``"tune_templates:gemm_tiny"``.
   crash at run time would), ``crash`` = 2 kills any worker that builds it (as a compiler crash
   would); the tuner's own process is never hit.
 - ``gemm_wide``: knob ``threads`` = (128,) asks for work-groups of 128 x 128 work-items.
+
+The measuring worker never calls a template: it runs the kernels that the build pool made
+(and builds a candidate itself only when the pool could not). So the faults meant for it
+(``gemm_slow``'s delay, ``gemm_planted_crash``'s ``crash`` = 1) are planted around its
+per-candidate function, ``tensorsched.tune.measure.measure_one``, when this module is imported
+there: the worker imports the task's template module as it starts.
 """
 import inspect
 import os
@@ -65,8 +74,15 @@ def gemm_tiny(cfg, M, N, K, dtype="float32", epilogue=()):
 
 
 def gemm_slow(cfg, M, N, K, dtype="float32", epilogue=()):
-    if _in_call("measure_one"):
-        time.sleep(float(os.environ.get("TS_TEST_SLOW", "0.4")))
+    """Slow where it is measured: see ``_plant_runner_faults``."""
+    return gemm_tiny(cfg, M, N, K, dtype, epilogue)
+
+
+def gemm_counted(cfg, M, N, K, dtype="float32", epilogue=()):
+    path = os.environ.get("TS_TEST_COUNT")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{os.getpid()} {'runner' if _in_call('_runner_main') else 'other'}\n")
     return gemm_tiny(cfg, M, N, K, dtype, epilogue)
 
 
@@ -114,8 +130,7 @@ def gemm_planted_crash(cfg, M, N, K, dtype="float32", epilogue=()):
     and the measuring worker alike. Both with SIGKILL, as the kernel would if it crashed."""
     (tx,) = cfg.define_split("tile_x", N, 2, policy="candidates", candidates=[(4,), (8,)])
     crash = cfg.define_knob("crash", (0, 1, 2))
-    if (crash == 1 and _in_call("measure_one")) or \
-            (crash == 2 and _in_call("measure_one", "prebuild")):
+    if crash == 2 and _in_call("measure_one", "prebuild"):     # crash = 1: see below
         os.kill(os.getpid(), signal.SIGKILL)
     A, B, C = gemm(M, N, K, "NN", dtype)
     s = ts.create_schedule(C.op)
@@ -132,3 +147,23 @@ def gemm_wide(cfg, M, N, K, dtype="float32", epilogue=()):
     s = ts.create_schedule(C.op)
     _bind(s, C, t, t)
     return s, [A, B, C]
+
+
+def _plant_runner_faults():
+    """Wrap the measuring worker's per-candidate function: ``gemm_slow`` sleeps
+    ``TS_TEST_SLOW`` seconds there, ``gemm_planted_crash`` with ``crash`` = 1 kills it."""
+    from tensorsched.tune import measure
+    real = measure.measure_one
+
+    def measure_one(task_dict, config, *args, **kwargs):
+        name = task_dict["template"].rpartition(":")[2]
+        if name == "gemm_slow":
+            time.sleep(float(os.environ.get("TS_TEST_SLOW", "0.4")))
+        if name == "gemm_planted_crash" and config.get("crash") == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(task_dict, config, *args, **kwargs)
+    measure.measure_one = measure_one
+
+
+if _in_call("_runner_main"):           # imported in the tuner's measuring worker
+    _plant_runner_faults()

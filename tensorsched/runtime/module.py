@@ -1,16 +1,24 @@
-"""A built OpenCL module: the source, the program, and launching it on numpy or device arrays."""
+"""A built OpenCL module: the source, the program, and launching it on numpy or device arrays.
+
+A module can be exported as a ``ModuleArtifact`` (plain, picklable data: the generated source,
+its kernels' launch table and the argument buffers; optionally the program binary) and loaded
+again, in another process, with ``OpenCLModule.from_artifact`` -- without lowering or
+generating code again. The tuner builds candidates in a pool of processes and measures them in
+another one this way.
+"""
 from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..build import check_call_args
-from ..codegen.opencl import emit_opencl
+from ..codegen.opencl import KernelSource, emit_opencl
 from ..errors import BuildError, TensorschedError
 from .device import current_device, find_device
 
@@ -22,11 +30,13 @@ class LaunchError(TensorschedError):
     """A kernel's work-group does not fit the device."""
 
 
-def build_program(device, source, options):
-    """Build (or take from the cache) the program for ``source`` on ``device``."""
+def build_program(device, source, options, cache=True):
+    """Build (or take from this process's cache) the program for ``source`` on ``device``.
+    ``cache=False`` neither looks in the cache nor keeps the program there (for processes
+    that build many programs once each, like the tuner's workers)."""
     import pyopencl as cl
     key = (source, tuple(options), device.key)
-    if key in _PROGRAMS:
+    if cache and key in _PROGRAMS:
         return _PROGRAMS[key]
     try:
         prg = cl.Program(device.context, source).build(options=list(options))
@@ -36,8 +46,30 @@ def build_program(device, source, options):
         log = record.what() if callable(getattr(record, "what", None)) else str(exc)
         raise BuildError(f"the OpenCL compiler of '{device.name}' rejected the generated code",
                          log=str(log), source_path=path, options=options) from None
-    _PROGRAMS[key] = prg
+    if cache:
+        _PROGRAMS[key] = prg
     return prg
+
+
+def load_binary(device, binary, options):
+    """The program of a binary that ``device``'s driver made (``OpenCLModule.binary()``), or
+    ``None`` when the driver does not take it back."""
+    import pyopencl as cl
+    try:
+        return cl.Program(device.context, [device.cl_device], [binary]).build(
+            options=list(options))
+    except cl.Error:
+        return None
+
+
+def caches_source_builds(device):
+    """Whether ``device``'s driver keeps built programs by their source (NVIDIA, PoCL): then
+    building the same source again, in any process, is a cache hit."""
+    try:
+        from pyopencl.characterize import has_src_build_cache
+        return bool(has_src_build_cache(device.cl_device))
+    except Exception:                                                # noqa: BLE001
+        return False
 
 
 def save_source(source):
@@ -78,23 +110,90 @@ class Timing:
         return flop / self.device_median / 1e9
 
 
+@dataclass(frozen=True)
+class ModuleArtifact:
+    """A module as plain data, to load it in another process (``OpenCLModule.from_artifact``)
+    without lowering or generating code again: the function's name, its argument buffers in
+    call order and which of them it writes (shapes and dtypes), the generated source with the
+    launch table of its kernels (names, parameters, NDRange and work-group sizes) and its
+    temporary buffers, the build options, and optionally the program binary of the device it
+    was built on (``device_key``). Picklable: ``dumps()`` / ``ModuleArtifact.loads(data)``."""
+    name: str
+    args: tuple
+    outputs: tuple
+    source: KernelSource
+    options: tuple = DEFAULT_OPTIONS
+    device_key: tuple = ()
+    binary: bytes | None = None
+
+    @classmethod
+    def from_func(cls, func, options=(), fp16="storage"):
+        """The artifact of a lowered function: its OpenCL C generated, nothing built yet."""
+        return cls(func.name, tuple(func.args), tuple(func.outputs), emit_opencl(func, fp16),
+                   tuple(DEFAULT_OPTIONS) + tuple(options))
+
+    def with_binary(self, device_key, binary):
+        return replace(self, device_key=tuple(device_key), binary=binary)
+
+    def dumps(self):
+        return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @staticmethod
+    def loads(data):
+        art = pickle.loads(data)
+        if not isinstance(art, ModuleArtifact):
+            raise TensorschedError(f"not a module artifact: {type(art).__name__}")
+        return art
+
+
 class OpenCLModule:
-    """``mod(*arrays)`` runs the kernels; outputs land in the output arrays."""
+    """``mod(*arrays)`` runs the kernels; outputs land in the output arrays.
+
+    ``func`` is the lowered function, or for a module loaded with ``from_artifact`` the
+    artifact (which has the function's ``name``, ``args`` and ``outputs``, not its body)."""
 
     def __init__(self, func, device=None, options=(), fp16="storage"):
-        self.func = func
-        self.device = find_device(device) if isinstance(device, str) else \
-            (device or current_device())
-        if fp16 == "native" and not self.device.has_fp16:
-            raise BuildError(f"fp16='native' needs cl_khr_fp16, which '{self.device.name}' does "
+        device = _device(device)
+        if fp16 == "native" and not device.has_fp16:
+            raise BuildError(f"fp16='native' needs cl_khr_fp16, which '{device.name}' does "
                              "not have; use fp16='storage' (half in memory, float arithmetic)")
-        self.source = emit_opencl(func, fp16)
+        self._load(func, ModuleArtifact.from_func(func, options, fp16), device)
+
+    @classmethod
+    def from_artifact(cls, artifact, device=None, cache=True):
+        """Load an exported module (a ``ModuleArtifact`` or its ``dumps()`` bytes): its
+        program is built from the source (a hit in the driver's cache where the driver keeps
+        one), or taken from the artifact's binary when that was made for this device."""
+        if isinstance(artifact, (bytes, bytearray)):
+            artifact = ModuleArtifact.loads(artifact)
+        mod = cls.__new__(cls)
+        mod._load(artifact, artifact, _device(device), cache)
+        return mod
+
+    def _load(self, func, artifact, device, cache=True):
+        self.func, self.device, self.artifact = func, device, artifact
+        self.source = artifact.source
+        self.options = tuple(artifact.options)
         self._check_work_groups()
-        self.options = tuple(DEFAULT_OPTIONS) + tuple(options)
-        self.program = build_program(self.device, self.source.text, self.options)
+        self.program = None
+        if artifact.binary is not None and tuple(artifact.device_key) == tuple(device.key):
+            self.program = load_binary(device, artifact.binary, self.options)
+        if self.program is None:
+            self.program = build_program(device, self.source.text, self.options, cache)
         import pyopencl as cl      # cl.Kernel: a cached program's kernels are fetched anew
         self.kernels = [cl.Kernel(self.program, k.name) for k in self.source.kernels]
         self._temps = None
+
+    def export(self, binary=False):
+        """This module as a ``ModuleArtifact``; ``binary=True`` adds the program binary of this
+        module's device."""
+        if not binary:
+            return self.artifact
+        return self.artifact.with_binary(self.device.key, self.binary())
+
+    def binary(self):
+        """The program binary the driver made for this module's device."""
+        return self.program.binaries[0]
 
     def get_source(self):
         return self.source.text
@@ -174,15 +273,24 @@ class OpenCLModule:
         self._launch(bufs)
         self._finish(copies)
 
-    def time_evaluator(self, number=1, repeat=5, warmup=1):
+    def time_evaluator(self, number=1, repeat=5, warmup=1, budget_ms=None, min_repeat=3):
         """A function of the same arrays returning a ``Timing`` of ``repeat`` measurements,
-        each the mean of ``number`` runs, after ``warmup`` unmeasured runs."""
+        each the mean of ``number`` runs, after ``warmup`` unmeasured runs.
+
+        With ``budget_ms``, repeating stops early once the measured runs took that long on the
+        device in all, after at least ``min(min_repeat, repeat)`` measurements (slow kernels
+        need fewer repeats for a stable median). Pass device arrays (``pyopencl.array.Array``)
+        to time the kernels without host transfers; numpy arrays are copied in (and outputs
+        out) on every run, which the host times then include."""
         def run(*arrays):
             check_call_args(self.func, arrays)
             for _ in range(warmup):
                 self(*arrays)
             dev_t, host_t = [], []
-            for _ in range(repeat):
+            least = min(min_repeat, repeat)
+            for n in range(repeat):
+                if budget_ms is not None and n >= least and sum(dev_t) * number * 1e3 >= budget_ms:
+                    break
                 d = 0.0
                 t0 = time.perf_counter()
                 for _ in range(number):
@@ -194,6 +302,10 @@ class OpenCLModule:
                 dev_t.append(d / number)
             return Timing(tuple(dev_t), tuple(host_t))
         return run
+
+
+def _device(device):
+    return find_device(device) if isinstance(device, str) else (device or current_device())
 
 
 def _image(ctx, array):

@@ -1,11 +1,19 @@
 """Measuring candidates safely: every kernel runs in a worker process with a timeout.
 
-- ``prebuild`` (run in a pool of processes, in parallel) instantiates a candidate and builds
-  its OpenCL program, which fills the driver's binary cache and reports build errors early.
-- ``Runner`` is one long-lived worker process that builds (now from the cache), checks the
-  output against numpy (inputs random, output poisoned with NaN first), and times the
-  kernel. A candidate that hangs is killed at its timeout, one that crashes the process is
-  recorded as a crash; either way a fresh worker takes over and tuning goes on.
+- ``prebuild`` (run in a pool of processes, many candidates at a time) instantiates a
+  candidate, lowers it, generates its OpenCL C, filters it by the device's limits and builds
+  its program (which reports compiler errors early and fills the driver's cache); it returns
+  the module as a ``ModuleArtifact`` (pickled): the source and the launch table of its
+  kernels, plus the program binary where the driver keeps no cache of source builds.
+- ``Runner`` is one long-lived worker process that loads each artifact (no lowering, no code
+  generation: the program comes from the driver's cache or from the binary; the next
+  candidates' are loaded in a thread while the current one runs), runs it once into
+  an output poisoned with NaN, checks the output against the float64 reference and times the
+  kernels. The task's inputs, output and reference stay on the device from one candidate to
+  the next (made once, when the worker starts), so nothing crosses to the host but a number.
+  A candidate that hangs is killed at its timeout, one that crashes the process is recorded
+  as a crash; either way a fresh worker takes over and tuning goes on. A candidate that the
+  pool could not build (its build worker died) is built by the runner itself.
 """
 from __future__ import annotations
 
@@ -14,11 +22,16 @@ import os
 import threading
 import time
 import traceback
+from collections import namedtuple
 
 import numpy as np
 
-RTOL = {"float32": 1e-5, "float16": 1e-2, "float64": 1e-10}
-START_TIMEOUT = 120.0       # seconds a fresh worker may take to import and open the device
+from .check import RTOL  # noqa: F401  (the tolerances, re-exported)
+
+START_TIMEOUT = 120.0       # seconds a fresh worker may take to start (imports, device, inputs)
+TIME_BUDGET_MS = 50.0       # stop repeating once the timed runs took this long (>= 3 runs)
+
+ArgSpec = namedtuple("ArgSpec", "shape dtype")
 
 
 def exit_with_parent():
@@ -38,70 +51,230 @@ def _select_device(device):
         os.environ["TS_DEVICE"] = device
 
 
-def _candidate(task_dict, config):
-    """``(module or None, args, status, error)`` for one candidate."""
-    from ..build import build
+def signature(args):
+    """The shapes and dtypes of a function's arguments (tensors or buffers), as plain data."""
+    return tuple(ArgSpec(tuple(int(x) for x in a.shape), str(np.dtype(_np_dtype(a.dtype))))
+                 for a in args)
+
+
+def _np_dtype(dtype):
+    from ..ir.dtype import NUMPY
+    return NUMPY.get(dtype, dtype)
+
+
+# ---------------------------------------------------------------------------- building
+
+def build_candidate(task_dict, config, limits=None):
+    """``(status, error, artifact, module)`` of one candidate, built in this process:
+    instantiated, lowered, its code generated, filtered by the device's ``limits`` and its
+    program built. ``artifact`` and ``module`` are ``None`` unless the status is ``ok``."""
     from ..errors import BuildError, TensorschedError
+    from ..runtime.module import ModuleArtifact, OpenCLModule
+    from ..schedules.lower import lower
+    from .filter import check_limits
     from .task import Task
     task = Task.from_dict(task_dict)
     try:
         s, args, cfg = task.instantiate(config)
         if not cfg.valid:
-            return None, None, "invalid", "; ".join(cfg.constraints)
-        mod = build(s, args, target="opencl", name=f"{task.kind}_{task.template}")
+            return "invalid", "; ".join(cfg.constraints) or "constraint", None, None
+        func = lower(s, args, name=f"{task.kind}_{task.template}")
+        art = ModuleArtifact.from_func(func)
+        why = check_limits(func, art.source, limits) if limits is not None else None
+        if why is not None:
+            return "invalid", why, None, None
+        mod = OpenCLModule.from_artifact(art, cache=False)
     except BuildError as exc:
-        return None, None, "build_error", str(exc)[:2000]
+        return "build_error", str(exc)[:2000], None, None
     except TensorschedError as exc:
-        return None, None, "invalid", f"{type(exc).__name__}: {exc}"[:2000]
-    return mod, args, "ok", ""
+        return "invalid", f"{type(exc).__name__}: {exc}"[:2000], None, None
+    return "ok", "", art, mod
 
 
-def prebuild(task_dict, config, device):
-    """Build one candidate (in a pool worker); returns ``(status, error)``."""
+def prebuild(task_dict, config, device, limits=None, binary=None):
+    """Build one candidate (in a pool worker); returns ``(status, error, artifact)`` with the
+    artifact as ``ModuleArtifact.dumps()`` bytes (``None`` unless ``ok``). ``binary``: ship
+    the program binary (default: where the driver keeps no cache of source builds)."""
     _select_device(device)
     try:
-        _, _, status, error = _candidate(task_dict, config)
-        return status, error
+        status, error, art, mod = build_candidate(task_dict, config, limits)
+        if mod is None:
+            return status, error, None
+        from ..runtime.module import caches_source_builds
+        if binary is None:
+            binary = not caches_source_builds(mod.device)
+        if binary:
+            try:
+                art = mod.export(binary=True)
+            except Exception:                                        # noqa: BLE001
+                pass                    # the runner builds it from the source
+        return status, error, art.dumps()
     except Exception:                                                # noqa: BLE001
-        return "error", traceback.format_exc(limit=3)[-2000:]
+        return "error", traceback.format_exc(limit=3)[-2000:], None
 
 
-def measure_one(task_dict, config, repeat, cache):
-    """Build, check and time one candidate in this process; returns a result dict."""
+# ---------------------------------------------------------------------------- measuring
+
+class Bench:
+    """A task's inputs (random, on the host and on the device), its output buffer on the
+    device and the check against its float64 reference, made once per task and worker."""
+
+    def __init__(self, queue, task, specs):
+        import pyopencl.array as cla
+
+        from .check import OutputCheck
+        self.queue, self.specs = queue, tuple(specs)
+        self.host = task.inputs(specs)
+        ref = task.reference(self.host)
+        out = specs[-1]
+        if tuple(ref.shape) != tuple(out.shape):
+            ref = ref.reshape(out.shape)
+        self.inputs = [cla.to_device(queue, np.ascontiguousarray(h)) for h in self.host]
+        self.out = cla.empty(queue, out.shape, out.dtype)
+        self.check = OutputCheck(queue, ref, out.dtype)
+
+    def args(self, mod):
+        """The arrays to call ``mod`` with: device arrays, but images (numpy, converted by the
+        module)."""
+        return [h if b.image else d for h, d, b in zip(self.host, self.inputs, mod.func.args)] \
+            + [self.out]
+
+    def restore(self, which=None):
+        """Copy the host inputs to the device again (all, or the indices ``which``)."""
+        for i, (h, d) in enumerate(zip(self.host, self.inputs)):
+            if which is None or i in which:
+                d.set(np.ascontiguousarray(h), queue=self.queue)
+
+
+class Worker:
+    """The runner process's state: its device, the bench of the task being tuned, and the
+    modules of the next candidates, loaded ahead in a thread (building a program does not hold
+    Python's lock) while the current one runs."""
+
+    def __init__(self, limits=None):
+        from ..runtime.device import current_device
+        self.device = current_device()
+        self.queue = self.device.queue
+        self.limits = limits
+        self.bench, self.bench_key = None, None
+        self.uploads = 0
+        self._ahead = {}            # hash of an artifact's bytes -> future of its module
+        self._loader = None
+
+    def _load(self, artifact):
+        from ..runtime.module import OpenCLModule
+        return OpenCLModule.from_artifact(artifact, self.device, cache=False)
+
+    def load(self, artifact, upcoming=()):
+        """The module of ``artifact`` (loaded ahead, or now), after starting to load the
+        ``upcoming`` artifacts' modules in the background."""
+        fut = self._ahead.pop(hash(artifact), None)
+        keep = {hash(a): a for a in upcoming if a is not None and a is not artifact}
+        for k in list(self._ahead):
+            if k not in keep:       # not coming next any more
+                del self._ahead[k]
+        for k, a in keep.items():
+            if k not in self._ahead:
+                if self._loader is None:
+                    import concurrent.futures as cf
+                    self._loader = cf.ThreadPoolExecutor(1, thread_name_prefix="load-ahead")
+                self._ahead[k] = self._loader.submit(self._load, a)
+        return fut.result() if fut is not None else self._load(artifact)
+
+    def prepare(self, task_dict, specs):
+        """The bench of a task with arguments ``specs`` (made now unless it is the current)."""
+        from .task import Task
+        key = (Task.from_dict(task_dict).key(), tuple(specs))
+        if key != self.bench_key:
+            self.bench, self.bench_key = None, None
+            self.bench = Bench(self.queue, Task.from_dict(task_dict), specs)
+            self.bench_key = key
+            self.uploads += 1
+        return self.bench
+
+
+def measure_one(task_dict, config, artifact, repeat, budget_ms, worker, upcoming=()):
+    """Load (or, without an artifact, build), check and time one candidate in this process;
+    returns a result dict (keys starting with ``_`` are the worker's figures, not logged).
+    ``upcoming``: the artifacts of the next candidates, to load while this one runs."""
+    from ..errors import BuildError, TensorschedError
+    from .check import poison
+    t0 = time.perf_counter()
+    if artifact is None:                   # the pool could not build it: build it here
+        status, error, _, mod = build_candidate(task_dict, config, worker.limits)
+        if mod is None:
+            return {"status": status, "error": error}
+    else:
+        try:
+            mod = worker.load(artifact, upcoming)
+        except BuildError as exc:
+            return {"status": "build_error", "error": str(exc)[:2000]}
+        except TensorschedError as exc:
+            return {"status": "invalid", "error": f"{type(exc).__name__}: {exc}"[:2000]}
+    t1 = time.perf_counter()
+    bench = worker.prepare(task_dict, signature(mod.func.args))
+    written = {i for i, b in enumerate(mod.func.args[:-1]) if b in mod.func.outputs}
+    if written:                            # it writes an input: give it the inputs afresh
+        bench.restore(written)
+    args = bench.args(mod)
+    t2 = time.perf_counter()
+    poison(worker.queue, bench.out)
+    mod(*args)
+    why = bench.check(bench.out)
+    if why is not None:
+        # an earlier candidate may have written out of bounds into the inputs that stay on
+        # the device: check once more on inputs copied in afresh before calling it wrong
+        bench.restore()
+        poison(worker.queue, bench.out)
+        mod(*args)
+        why = bench.check(bench.out)
+    t3 = time.perf_counter()
+    stages = {"_load_s": t1 - t0, "_prepare_s": t2 - t1, "_check_s": t3 - t2,
+              "_uploads": worker.uploads, "_pid": os.getpid()}
+    if why is not None:
+        return {"status": "wrong", "error": why, **stages}
+    # the checked run was the warm-up
+    t = mod.time_evaluator(number=1, repeat=repeat, warmup=0, budget_ms=budget_ms)(*args)
+    stages["_time_s"] = time.perf_counter() - t3
+    stages["_repeats"] = len(t.device_times)
+    return {"status": "ok", "device_ms": t.device_median * 1e3, "host_ms": t.host_median * 1e3,
+            "gflops": _flop(task_dict) / t.device_median / 1e9, **stages}
+
+
+_FLOP = {}
+
+
+def _flop(task_dict):
     from .task import Task
-    mod, args, status, error = _candidate(task_dict, config)
-    if mod is None:
-        return {"status": status, "error": error}
     task = Task.from_dict(task_dict)
     key = task.key()
-    if key not in cache:
-        inputs = task.inputs(args)
-        cache.clear()
-        cache[key] = (inputs, task.reference(inputs))
-    inputs, ref = cache[key]
-    out = np.full(args[-1].shape, np.nan, dtype=args[-1].dtype)
-    mod(*inputs, out)
-    scale = float(np.max(np.abs(ref))) or 1.0
-    err = float(np.max(np.abs(out.astype(np.float64) - ref))) / scale
-    if not err <= RTOL.get(task.dtype, 1e-5):
-        where = "unwritten (NaN) elements" if np.isnan(out).any() else f"relative error {err:.2e}"
-        return {"status": "wrong", "error": f"output differs from numpy: {where}"}
-    t = mod.time_evaluator(number=1, repeat=repeat, warmup=1)(*inputs, out)
-    return {"status": "ok", "device_ms": t.device_median * 1e3, "host_ms": t.host_median * 1e3,
-            "gflops": task.flop / t.device_median / 1e9}
+    if key not in _FLOP:
+        _FLOP[key] = task.flop
+    return _FLOP[key]
 
 
-def _runner_main(conn, device):
+def _is_device_error(exc):
+    try:
+        import pyopencl as cl
+        return isinstance(exc, cl.Error)
+    except ImportError:
+        return False
+
+
+def _runner_main(conn, device, task_dict=None, specs=None, limits=None):
     exit_with_parent()
     _select_device(device)
+    worker = None
     try:                        # start up now, not in the first candidate's timeout
-        from ..runtime.device import current_device
-        from .task import Task  # noqa: F401  (imports the templates)
-        current_device().queue
+        worker = Worker(limits)
+        if task_dict is not None:
+            from .task import Task
+            _ = Task.from_dict(task_dict).function     # a user's template module: imported now
+            if specs:
+                worker.prepare(task_dict, specs)
     except Exception:                                                # noqa: BLE001
         pass                    # the first candidate reports it
     conn.send("ready")
-    cache = {}
     while True:
         try:
             msg = conn.recv()
@@ -109,31 +282,56 @@ def _runner_main(conn, device):
             return
         if msg is None:
             return
-        task_dict, config, repeat = msg
+        task_dict, config, artifact, repeat, budget_ms, upcoming = msg
         try:
-            result = measure_one(task_dict, config, repeat, cache)
-        except Exception:                                            # noqa: BLE001
+            if worker is None:
+                worker = Worker(limits)
+            result = measure_one(task_dict, config, artifact, repeat, budget_ms, worker,
+                                 upcoming)
+        except Exception as exc:                                     # noqa: BLE001
             result = {"status": "error", "error": traceback.format_exc(limit=4)[-2000:]}
+            if _is_device_error(exc):
+                # the context may be unusable after a failed launch: a fresh worker goes on
+                result["_restart"] = True
         conn.send(result)
+        if result.get("_restart"):
+            return
 
 
 class Runner:
-    """A worker process that measures one candidate at a time, with a timeout."""
+    """A worker process that measures one candidate at a time, with a timeout.
 
-    def __init__(self, device=None, timeout=60.0):
+    Give it the task (``task_dict``) and its arguments' shapes and dtypes (``specs``) to have
+    a fresh worker make the inputs, the reference and the device buffers while it starts;
+    ``start()`` starts it without waiting."""
+
+    def __init__(self, device=None, timeout=60.0, task_dict=None, specs=None, limits=None):
         self.device, self.timeout = device, timeout
+        self.task_dict, self.specs, self.limits = task_dict, specs, limits
         self.ctx = mp.get_context("spawn")
         self.proc = None
+        self.ready = False
         self.restarts = 0
 
-    def _start(self):
+    def start(self):
+        """Start a worker, unless one is running; returns at once."""
+        if self.proc is not None and self.proc.is_alive():
+            return
         self.conn, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_runner_main, args=(child, self.device), daemon=True)
+        self.proc = self.ctx.Process(target=_runner_main, daemon=True, args=(
+            child, self.device, self.task_dict, self.specs, self.limits))
         self.proc.start()
         child.close()
-        # the worker's start-up (seconds: spawn, imports, the driver) is not the candidate's
+        self.ready = False
+
+    def _wait_ready(self):
+        # the worker's start-up (seconds: spawn, imports, the driver, the task's inputs and
+        # reference) is not the candidate's
+        if self.ready:
+            return
         if not self.conn.poll(max(START_TIMEOUT, self.timeout)) or self.conn.recv() != "ready":
             raise EOFError("the worker process did not start")
+        self.ready = True
 
     def _kill(self):
         if self.proc is not None:
@@ -142,13 +340,28 @@ class Runner:
             self.proc = None
             self.restarts += 1
 
-    def measure(self, task_dict, config, repeat=5):
+    def measure(self, task_dict, config, repeat=5, artifact=None, budget_ms=None, upcoming=()):
+        """Measure one candidate: from its ``artifact`` (``prebuild``'s bytes), or without one
+        built by the worker itself; ``upcoming``: the next candidates' artifacts, which the
+        worker loads meanwhile. Returns a result dict."""
+        result = self._measure(task_dict, config, repeat, artifact, budget_ms, upcoming)
+        if result["status"] == "crash" and upcoming:
+            # a load ahead may have been what crashed: the candidate alone decides
+            result = self._measure(task_dict, config, repeat, artifact, budget_ms, ())
+        return result
+
+    def _measure(self, task_dict, config, repeat, artifact, budget_ms, upcoming):
         try:
             if self.proc is None or not self.proc.is_alive():
-                self._start()
-            self.conn.send((task_dict, config, repeat))
+                self.start()
+            self._wait_ready()
+            self.conn.send((task_dict, config, artifact, repeat, budget_ms, tuple(upcoming)))
             if self.conn.poll(self.timeout):
-                return self.conn.recv()
+                result = self.conn.recv()
+                if result.get("_restart"):         # the worker exits after this one
+                    self.proc.join(5)
+                    self._kill()
+                return result
             self._kill()
             return {"status": "timeout", "error": f"no result within {self.timeout:g} s; the "
                     "worker was killed"}

@@ -1,78 +1,32 @@
-"""The grid searcher: enumerate a task's knob space, filter, build in parallel, measure in a
-worker with a timeout, check, and log every trial.
+"""The grid searcher: enumerate a task's knob space and measure candidates in order, with a
+pipeline: a pool of build processes (``os.cpu_count()`` by default) instantiates, lowers,
+filters and builds the next candidates while one worker process checks and times the current
+one (from the build's artifact, on inputs that stay on the device), and every trial is logged
+as it ends, in the search's order.
 
     result = tune(Task("gemm", "cpu", (1024, 1024, 1024)), "gemm.jsonl", trials=50)
 """
 from __future__ import annotations
 
+import collections
 import concurrent.futures as cf
 import multiprocessing as mp
 import os
 import time
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import TensorschedError
+from .filter import PRIVATE_BYTES, DeviceLimits, check_limits, early_filter  # noqa: F401
 from .log import LogWriter, Record, best_records, config_key, read_log
-from .measure import Runner, exit_with_parent, prebuild
+from .measure import TIME_BUDGET_MS, Runner, exit_with_parent, prebuild, signature
 from .task import Task
 
 STRATEGIES = ("grid", "random")
-PRIVATE_BYTES = 16 * 1024          # per work-item private arrays above this are filtered out
-
-
-@dataclass
-class DeviceLimits:
-    name: str
-    max_work_group_size: int
-    max_work_item_sizes: tuple
-    local_mem_size: int
-
-    @classmethod
-    def of(cls, device=None):
-        from ..runtime.device import current_device, find_device
-        dev = find_device(device) if device else current_device()
-        return cls(f"{dev.platform_name} / {dev.name}", dev.max_work_group_size,
-                   dev.max_work_item_sizes, dev.local_mem_size)
-
-
-def early_filter(task, config, limits, private_bytes=PRIVATE_BYTES):
-    """``None`` when the candidate may run on a device with ``limits``, else why not; decided
-    from the lowered IR and the kernels' launch shapes, without building anything."""
-    from ..codegen.opencl import emit_opencl
-    from ..ir.dtype import NUMPY
-    from ..ir.visitor import Visitor
-    from ..schedules.lower import lower
-    try:
-        s, args, cfg = task.instantiate(config)
-        if not cfg.valid:
-            return "; ".join(cfg.constraints) or "constraint"
-        func = lower(s, args)
-        src = emit_opencl(func)
-    except TensorschedError as exc:
-        return f"{type(exc).__name__}: {exc}"
-    for k in src.kernels:
-        n = int(np.prod(k.local_size))
-        if n > limits.max_work_group_size:
-            return f"work-group of {n} over the device's {limits.max_work_group_size}"
-        for d, e in enumerate(k.local_size):
-            if e > limits.max_work_item_sizes[d]:
-                return f"threadIdx.{'xyz'[d]} = {e} over the device's {limits.max_work_item_sizes[d]}"
-    sizes = {"shared": 0, "local": 0}
-
-    class _Alloc(Visitor):
-        def visit_Allocate(self, a):
-            if a.buffer.scope in sizes:
-                sizes[a.buffer.scope] += a.buffer.size * np.dtype(NUMPY[a.buffer.dtype]).itemsize
-            self.generic_visit(a)
-
-    _Alloc().visit(func.body)
-    if sizes["shared"] > limits.local_mem_size:
-        return f"{sizes['shared']} bytes of __local memory over the device's {limits.local_mem_size}"
-    if sizes["local"] > private_bytes:
-        return f"{sizes['local']} bytes of private memory per work-item over {private_bytes}"
-    return None
+MEASURED = ("ok", "wrong", "timeout", "crash", "error")    # statuses that reached the runner
+LOAD_AHEAD = 2                     # built candidates the runner loads while one runs
 
 
 @dataclass
@@ -82,10 +36,22 @@ class TuneResult:
     best: Record | None
     counts: dict = field(default_factory=dict)
     seconds: float = 0.0
+    stats: dict = field(default_factory=dict)      # where the time went (see ``tune``)
 
     @property
     def measured(self):
+        """Trials logged by this run (every status but ``skipped``)."""
         return sum(v for k, v in self.counts.items() if k not in ("skipped", "filtered"))
+
+    @property
+    def on_device(self):
+        """Trials that ran on the device (or were meant to: ok, wrong, timeout, crash, error)."""
+        return sum(v for k, v in self.counts.items() if k in MEASURED)
+
+    @property
+    def rate(self):
+        """Trials logged per minute, start-up included."""
+        return self.measured / self.seconds * 60 if self.seconds else 0.0
 
 
 def candidate_order(task, strategy, seed=0):
@@ -108,11 +74,19 @@ def candidate_order(task, strategy, seed=0):
 
 
 def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None, timeout=60.0,
-         repeat=5, seed=0, n_build=None, progress=True):
+         repeat=5, seed=0, n_build=None, progress=True, budget_ms=TIME_BUDGET_MS, ahead=None):
     """Tune ``task``: measure up to ``trials`` candidates (all by default) and log each one.
 
     With ``resume``, configs already in the log for this task and device are skipped.
-    Returns a ``TuneResult`` with the fastest correct record (from the whole log).
+    ``n_build`` build processes (default ``os.cpu_count()``) keep ``ahead`` candidates (default
+    ``2 * n_build + 2``) built or building ahead of the one being measured. Each candidate is
+    timed ``repeat`` times, or at least 3 times (``repeat`` if fewer) and until its timed runs
+    took ``budget_ms`` on the device (``None``: always ``repeat``); ``timeout`` (seconds) bounds
+    a candidate's check and timing.
+    Returns a ``TuneResult`` with the fastest correct record (from the whole log) and, in
+    ``stats``, seconds spent waiting for builds (``wait_build_s``), in the runner
+    (``runner_s``: loading ``load_s``, check ``check_s``, timing ``time_s``) and logging
+    (``log_s``), the inputs made on the device (``uploads``) and the runner's restarts.
     """
     t0 = time.time()
     limits = DeviceLimits.of(device)
@@ -131,21 +105,26 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
         raise TensorschedError(f"{log_path} already has trials of {task} on this device; pass "
                                "resume=True (--resume) to continue it, or choose another log")
     writer = LogWriter(log_path)
-    runner = Runner(device, timeout)
+    task_dict = _task_dict(task)
+    runner = Runner(device, timeout, task_dict, _specs(task), limits)
     n_build = n_build or max(1, (os.cpu_count() or 2))
+    ahead = ahead or 2 * n_build + 2
 
     def new_pool():
         return cf.ProcessPoolExecutor(n_build, mp_context=mp.get_context("spawn"),
                                       initializer=exit_with_parent)
-    pool, pool_broken = new_pool(), False
+    pool, generation = None, 0          # the pool, and how many pools came before it
     counts = {}
     budget = trials if trials is not None else space.size()
     bar = _progress(budget, str(task), progress)
     best = None
+    stats = collections.Counter()
+    uploads = {}                         # runner process -> task inputs it made on the device
 
     def log(config, res):
         nonlocal best
-        rec = Record(task=_task_dict(task), device=limits.name, config=config,
+        t = time.perf_counter()
+        rec = Record(task=task_dict, device=limits.name, config=config,
                      status=res["status"], device_ms=res.get("device_ms"),
                      host_ms=res.get("host_ms"), gflops=res.get("gflops"),
                      error=res.get("error", ""))
@@ -155,53 +134,113 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
             best = rec
         bar.update(1)
         bar.set_postfix_str(f"best {best.gflops:.1f} GFLOP/s" if best else "no valid kernel yet")
+        stats["log_s"] += time.perf_counter() - t
+
+    order = iter(candidate_order(task, strategy, seed))
+    pending = collections.deque()        # (config, future, pool generation), in order
+    submitted = 0
+
+    def next_config():
+        for idx in order:
+            config = space.point(idx)
+            if config_key(config) in done:
+                counts["skipped"] = counts.get("skipped", 0) + 1
+                continue
+            return config
+        return None
+
+    def new_generation():
+        nonlocal pool, generation
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        pool, generation = None, generation + 1
+
+    def submit(config):
+        nonlocal pool
+        for _ in range(2):
+            if pool is None:
+                pool = new_pool()
+            try:
+                return pool.submit(prebuild, task_dict, config, device, limits)
+            except (BrokenProcessPool, RuntimeError):   # broken since its last result was read
+                new_generation()
+        return None                    # the runner builds it
+
+    def top_up():
+        nonlocal submitted
+        while len(pending) < ahead and submitted < budget:
+            config = next_config()
+            if config is None:
+                return
+            fut = submit(config)
+            pending.append((config, fut, generation))
+            submitted += 1
 
     try:
-        order = iter(candidate_order(task, strategy, seed))
-        measured = 0
-        while measured < budget:
-            batch = []
-            for idx in order:
-                config = space.point(idx)
-                if config_key(config) in done:
-                    counts["skipped"] = counts.get("skipped", 0) + 1
-                    continue
-                batch.append(config)
-                if len(batch) >= max(2 * n_build, 4) or len(batch) >= budget - measured:
-                    break
-            if not batch:
-                break
-            if pool_broken:                     # a build worker died in the last batch
-                pool.shutdown(wait=False, cancel_futures=True)
-                pool, pool_broken = new_pool(), False
-            futures = {}
-            for config in batch:
-                why = early_filter(task, config, limits)
-                if why is not None:
-                    log(config, {"status": "invalid", "error": why})
-                    measured += 1
-                    continue
-                futures[pool.submit(prebuild, _task_dict(task), config, device)] = config
-            for fut in futures:                          # measure in grid order
-                config = futures[fut]
-                try:
-                    status, error = fut.result()
-                except Exception:                        # noqa: BLE001
-                    # a build worker died (a compiler crash?) and took the pool's other builds
-                    # with it: the runner builds these itself, with the timeout, and records the
-                    # culprit as a crash
-                    status, error, pool_broken = "ok", "", True
-                if status != "ok":
-                    log(config, {"status": status, "error": error})
-                else:
-                    log(config, runner.measure(_task_dict(task), config, repeat))
-                measured += 1
+        top_up()
+        runner.start()                   # it starts up while the pool builds the first ones
+        while pending:
+            config, fut, gen = pending.popleft()
+            t = time.perf_counter()
+            artifact = None
+            try:
+                status, error, artifact = fut.result() if fut is not None else ("ok", "", None)
+            except Exception as exc:                             # noqa: BLE001
+                # a build worker died (a compiler crash?) and took the pool's other builds
+                # with it: the runner builds these itself, with the timeout, and records the
+                # culprit as a crash
+                status, error = "ok", ""
+                if isinstance(exc, BrokenProcessPool) and gen == generation:
+                    new_generation()
+            stats["wait_build_s"] += time.perf_counter() - t
+            top_up()                      # the pool builds on while this one is measured
+            if status != "ok":
+                log(config, {"status": status, "error": error})
+                continue
+            t = time.perf_counter()
+            res = runner.measure(task_dict, config, repeat, artifact, budget_ms,
+                                 _built(pending, LOAD_AHEAD) if artifact is not None else ())
+            stats["runner_s"] += time.perf_counter() - t
+            for k in ("load", "prepare", "check", "time"):
+                stats[f"{k}_s"] += res.get(f"_{k}_s", 0.0)
+            stats["repeats"] += res.get("_repeats", 0)
+            if "_uploads" in res:
+                uploads[res["_pid"]] = res["_uploads"]
+            if artifact is None:
+                stats["built_by_runner"] += 1
+            log(config, res)
     finally:
         bar.close()
         runner.close()
-        pool.shutdown(wait=False, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+    stats["restarts"] = runner.restarts
+    stats["uploads"] = sum(uploads.values())
     all_best = best_records(read_log(log_path), task.key(), limits.name)
-    return TuneResult(task, log_path, all_best.get(task.key()), counts, time.time() - t0)
+    return TuneResult(task, log_path, all_best.get(task.key()), counts, time.time() - t0,
+                      dict(stats))
+
+
+def _built(pending, n):
+    """The artifacts of the first ``n`` pending candidates whose build has finished."""
+    out = []
+    for _, fut, _ in list(pending)[:n]:
+        if fut is None or not fut.done() or fut.cancelled() or fut.exception() is not None:
+            continue
+        status, _, artifact = fut.result()
+        if status == "ok" and artifact is not None:
+            out.append(artifact)
+    return out
+
+
+def _specs(task):
+    """The shapes and dtypes of the task's arguments (of its default config), for the runner
+    to make its inputs while it starts; ``None`` if the default config does not instantiate."""
+    try:
+        _, args, _ = task.instantiate(None)
+        return signature(args)
+    except Exception:                                                # noqa: BLE001
+        return None
 
 
 def _task_dict(task):
