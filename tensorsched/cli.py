@@ -109,13 +109,32 @@ def _default_template(kind, device):
     return "spatial_pack"
 
 
+def _restrict(items):
+    """``--knob NAME=JSON-LIST`` options as ``{name: [values]}`` (a split's value is a list)."""
+    import json
+    out = {}
+    for item in items or ():
+        name, eq, values = item.partition("=")
+        try:
+            parsed = json.loads(values) if eq else None
+        except json.JSONDecodeError as exc:
+            parsed, why = None, f": {exc}"
+        else:
+            why = ""
+        if not name or not isinstance(parsed, list):
+            raise TensorschedError(f"--knob {item!r}: expected NAME=JSON-LIST, e.g. tile_k=[[8],[16]] "
+                           f"or double_buffer='[\"local\"]'{why}")
+        out[name] = parsed
+    return out
+
+
 def cmd_tune(args):
     from .tune.tuner import tune
     rows = []
     for task in _tasks(args):
         res = tune(task, args.log, strategy=args.strategy, trials=args.trials,
                    resume=args.resume, device=args.device, timeout=args.timeout,
-                   repeat=args.repeat, seed=args.seed)
+                   repeat=args.repeat, seed=args.seed, restrict=_restrict(args.knob))
         b = res.best
         counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
         rows.append([str(task), f"{b.gflops:.1f}" if b else "-",
@@ -276,6 +295,9 @@ def main(argv=None):
     tu.add_argument("--epilogue", help="comma-separated: bias,relu,sigmoid")
     tu.add_argument("--trials", type=int, help="candidates to measure per shape (default: all)")
     tu.add_argument("--strategy", choices=["grid", "random"], default="grid")
+    tu.add_argument("--knob", action="append", metavar="NAME=JSON-LIST",
+                    help="search only these values of a knob, e.g. --knob 'tile_k=[[8],[16]]' "
+                    "--knob 'double_buffer=[\"local\"]' (repeatable)")
     tu.add_argument("--log", default="tensorsched_tune.jsonl")
     tu.add_argument("--resume", action="store_true", help="skip configs already in the log")
     tu.add_argument("--device", help="P:D or part of a device name")

@@ -54,6 +54,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import io
+import json
 import math
 import os
 import re
@@ -293,7 +294,8 @@ def tune_tensorsched(task, log_path, opts):
     """Tune ``opts.trials`` random configs of ``task`` (appended to ``log_path``) and print the
     tuning throughput."""
     res = tune(task, log_path, strategy="random", trials=opts.trials, resume=True,
-               timeout=opts.timeout, repeat=opts.tune_repeat, progress=sys.stderr.isatty())
+               timeout=opts.timeout, repeat=opts.tune_repeat, progress=sys.stderr.isatty(),
+               restrict=opts.restrict.get(os.path.splitext(os.path.basename(log_path))[0]))
     counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
     rate = res.measured / res.seconds * 60 if res.seconds else 0.0
     best = f"best {tflops(task.flop, res.best.device_ms * 1e-3)} TFLOP/s" if res.best \
@@ -671,10 +673,12 @@ def parse_args(argv):
                    help=f"comma-separated: {', '.join(STANDARD)}, gemm:M,N,K, "
                         "conv:N,CI,H,W,CO,KH,KW,stride,pad (default: all standard ones)")
     p.add_argument("--gemm-template", default="gpu_tiled")
-    p.add_argument("--conv-template", default="spatial_pack")
+    p.add_argument("--conv-template", default="implicit_gemm")
     p.add_argument("--trials", type=int, default=0,
                    help="tune this many random configs where a log has none on this device "
                         "(default 0: no tuning); ACL-style: its search lists on untuned shapes")
+    p.add_argument("--space", help="JSON file {workload name: {knob: [values]}}: tune only "
+                   "those values (Config.restrict), e.g. benchmarks/gpu/spaces.json")
     p.add_argument("--retune", "--resume", dest="retune", action="store_true",
                    help="with --trials: tune N more configs even where a log has some")
     p.add_argument("--log-dir", default=os.path.join(HERE, "logs"),
@@ -699,6 +703,13 @@ def parse_args(argv):
             p.error(f"--skip {s}: use some of {', '.join(SKIPPABLE)}")
     if opts.retune and not opts.trials:
         p.error("--retune needs --trials N (how many more configs to tune)")
+    opts.restrict = {}
+    if opts.space:
+        try:
+            with open(opts.space) as f:
+                opts.restrict = json.load(f)
+        except (OSError, ValueError) as exc:
+            p.error(f"--space {opts.space}: {exc}")
     opts.repeat = opts.repeat or (3 if opts.quick else 10)
     opts.warmup = 1 if opts.quick else 2
     opts.tune_repeat = 3 if opts.quick else 5

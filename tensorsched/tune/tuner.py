@@ -74,8 +74,12 @@ def candidate_order(task, strategy, seed=0):
 
 
 def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None, timeout=60.0,
-         repeat=5, seed=0, n_build=None, progress=True, budget_ms=TIME_BUDGET_MS, ahead=None):
+         repeat=5, seed=0, n_build=None, progress=True, budget_ms=TIME_BUDGET_MS, ahead=None,
+         restrict=None):
     """Tune ``task``: measure up to ``trials`` candidates (all by default) and log each one.
+
+    ``restrict`` (``{knob: [values]}``, see ``Config.restrict``) narrows the template's space
+    that the grid or random search visits.
 
     With ``resume``, configs already in the log for this task and device are skipped.
     ``n_build`` build processes (default ``os.cpu_count()``) keep ``ahead`` candidates (default
@@ -95,6 +99,8 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
         dev = current_device()
         device = f"{dev.platform_index}:{dev.device_index}"
     space = task.space()
+    if restrict:
+        space.restrict(restrict)
     done = set()
     if resume:
         for r in read_log(log_path):
