@@ -342,7 +342,9 @@ class Stage:
         work-items that read one column hit different memory banks."""
         self._check_not_inline("storage_align")
         if axis not in self.op.axis:
-            raise self._error("storage_align", f"{axis!r} is not one of this stage's axes "
+            name = getattr(getattr(axis, "var", None), "name", None)
+            raise self._error("storage_align", f"{repr(name) if name else repr(axis)} is not "
+                              "one of this stage's axes "
                               f"({', '.join(iv.var.name for iv in self.op.axis)}); pass "
                               "s[T].op.axis[k]")
         if not isinstance(factor, int) or not isinstance(offset, int) or factor < 1 or \

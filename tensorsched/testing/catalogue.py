@@ -293,6 +293,16 @@ def _cases():
         ("rfactor a data axis", "ko, ki = s[C].split(k, 2)\ns.rfactor(C, i)", S),
         ("rfactor after splitting a data axis",
          "s[C].split(i, 2)\nko, ki = s[C].split(k, 2)\ns.rfactor(C, ko)", S),
+        ("transform_layout that is not a permutation",
+         's[s.cache_write(C, "local")].transform_layout(lambda x, y: [x, x])', S),
+        ("transform_layout given no function", 's[s.cache_read(A, "shared", [C])]'
+         '.transform_layout([1, 0])', S),
+        ("storage_align with an offset not below the factor",
+         'AA = s.cache_read(A, "shared", [C])\ns[AA].storage_align(AA.op.axis[0], 4, 4)', S),
+        ("storage_align of another stage's axis",
+         'AA = s.cache_read(A, "shared", [C])\ns[AA].storage_align(i, 32, 1)', S),
+        ("double_buffer into an unknown scope",
+         's[s.cache_read(A, "shared", [C])].double_buffer("global")', S),
         ("use_image on a computed tensor", "s.use_image(C)", S),
         ("use_image on an input whose width is not a multiple of 4", "s.use_image(A)", S),
         ("s[...] of a tensor of another schedule",
@@ -317,6 +327,10 @@ def _cases():
          "s[AA].compute_at(s[C], i)\n"
          's[AA].bind(s[AA].op.axis[1], ts.thread_axis("threadIdx.x"))\nts.lower(s, [A, B, C])',
          S),
+        ("transform_layout on an argument", "s[C].transform_layout(lambda x, y: [y, x])\n"
+         "ts.lower(s, [A, B, C])", L),
+        ("double_buffer on a stage computed at the root",
+         'AA = s.cache_read(A, "shared", [C])\ns[AA].double_buffer()\nts.lower(s, [A, B, C])', L),
         ("a shared stage in a kernel without thread axes",
          'AA = s.cache_read(A, "shared", [C])\ns[AA].compute_at(s[C], i)\n'
          "ts.lower(s, [A, B, C])", L),
@@ -401,6 +415,15 @@ def _cases():
          '"cpu", "--epilogue", "gelu"])', ComputeError),
         ("an unknown strategy", 'cli(["tune", "gemm", "--shape", "16,16,16", "--strategy", '
          '"best"])', SystemExit),
+        ("a --knob that is not NAME=JSON-LIST",
+         'cli(["tune", "gemm", "--shape", "16,16,16", "--template", "cpu", "--knob", '
+         '"vec=16"])', TensorschedError),
+        ("a --knob of a knob the template lacks",
+         'cli(["tune", "gemm", "--shape", "16,16,16", "--template", "cpu", "--knob", '
+         '"tile_q=[1]"])', TensorschedError),
+        ("a --knob value that is not a candidate",
+         'cli(["tune", "gemm", "--shape", "16,16,16", "--template", "cpu", "--knob", '
+         '"vec=[5]"])', TensorschedError),
         ("trials that are not a number",
          'cli(["tune", "gemm", "--shape", "16,16,16", "--trials", "many"])', SystemExit),
         ("a --shapes file that does not exist", 'cli(["tune", "gemm", "--shapes", '

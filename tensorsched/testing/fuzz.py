@@ -935,7 +935,7 @@ class _Live:
         st, iv = self.any_leaf(lambda x, y: y.kind == "data")
         if iv is None:
             return None
-        tag = self.choose(("threadIdx.w", "blockidx.x", "vthread", "threadIdx"))
+        tag = self.choose(("threadIdx.w", "blockidx.x", "vthread.x", "threadIdx"))
         return [Step("bind", self.var[st], (self.ax(st, iv), Raw(f"ts.thread_axis({tag!r})")),
                      expect="error")]
 
