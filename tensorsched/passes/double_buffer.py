@@ -21,7 +21,9 @@ global loads, into a private array, and its stores into the tile:
                      if (ko + 1 < n) { store }  barrier }
 
 so the next tile's global loads are in flight while the work-items compute (a work-item
-stalls on a load only where its value is stored).
+stalls on a load only where its value is stored). ``double_buffer("both")`` does both: the
+loads staged in registers are stored into the other of two tile copies after this iteration's
+computation, with one barrier per iteration.
 """
 from __future__ import annotations
 
@@ -53,6 +55,11 @@ class _Halves(Mutator):
         return st if index is st.index and value is st.value else S.Store(st.buffer, index, value)
 
 
+def _doubled(allocs):
+    return {b: (S.Buffer(b.name, b.dtype, (2,) + tuple(b.shape), b.scope), b.size)
+            for b in allocs}
+
+
 def _peel_allocs(body, marked):
     """``(allocations of marked buffers around the body, the body inside them)``."""
     allocs = []
@@ -64,7 +71,7 @@ def _peel_allocs(body, marked):
 
 class _DoubleBuffer(Mutator):
     def __init__(self, marked):
-        self.marked = marked                  # buffer -> "shared" or "local" (its second copy)
+        self.marked = marked                  # buffer -> "shared", "local" or "both"
 
     def visit_For(self, f):
         body = self.visit(f.body)
@@ -84,25 +91,37 @@ class _DoubleBuffer(Mutator):
                 trailing != [S.Barrier("shared")]:
             return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
         v, last = f.var, f.min + f.extent - 1
-        if any(self.marked[b] == "local" for b in allocs):
+        modes = {self.marked[b] for b in allocs}
+        if modes & {"local", "both"}:
             staged = _stage_in_registers(fills)
             if staged is None:
                 return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body,
                                                       f.pragmas)
             loads, stores, regs = staged
             nxt = {v: v + 1}
-            loop = S.For(v, f.min, f.extent, f.kind, S.seq(
-                S.IfThenElse(E.Cmp("<", v, last), substitute(loads, nxt)), *rest,
-                S.Barrier("shared"),
-                S.IfThenElse(E.Cmp("<", v, last), substitute(stores, nxt)),
-                S.Barrier("shared")), f.pragmas)
-            first = substitute(S.seq(loads, stores), {v: f.min})
-            out = S.seq(first, S.Barrier("shared"), loop)
-            for b in [*reversed(allocs), *regs]:
+            ahead_loads = S.IfThenElse(E.Cmp("<", v, last), substitute(loads, nxt))
+            if "both" in modes:       # two tile copies: the stores need no barrier before them
+                doubled = _doubled(allocs)
+                first = S.seq(substitute(loads, {v: f.min}), _Halves(doubled, E.IntImm(0)).visit(
+                    substitute(stores, {v: f.min})))
+                stores_next = _Halves(doubled, (v - f.min + 1) % 2).visit(substitute(stores, nxt))
+                now = _Halves(doubled, (v - f.min) % 2).visit(S.seq(*rest))
+                loop_body = S.seq(ahead_loads, now,
+                                  S.IfThenElse(E.Cmp("<", v, last), stores_next),
+                                  S.Barrier("shared"))
+                allocs_out = [doubled[b][0] for b in allocs]
+            else:
+                first = substitute(S.seq(loads, stores), {v: f.min})
+                loop_body = S.seq(ahead_loads, *rest, S.Barrier("shared"),
+                                  S.IfThenElse(E.Cmp("<", v, last), substitute(stores, nxt)),
+                                  S.Barrier("shared"))
+                allocs_out = list(allocs)
+            out = S.seq(first, S.Barrier("shared"),
+                        S.For(v, f.min, f.extent, f.kind, loop_body, f.pragmas))
+            for b in [*reversed(allocs_out), *regs]:
                 out = S.Allocate(b, out)
             return out
-        doubled = {b: (S.Buffer(b.name, b.dtype, (2,) + tuple(b.shape), b.scope), b.size)
-                   for b in allocs}
+        doubled = _doubled(allocs)
         first = _Halves(doubled, E.IntImm(0)).visit(substitute(S.seq(*fills), {v: f.min}))
         ahead = _Halves(doubled, (v - f.min + 1) % 2).visit(
             substitute(S.seq(*fills), {v: v + 1}))

@@ -325,13 +325,15 @@ class Stage:
         while the work-group computes on this one. ``scope="shared"``: the tile is allocated
         twice, one barrier per iteration; ``"local"``: the next tile's global loads go to
         registers first (stored into the tile after this iteration's computation), so their
-        latency hides behind it. The stage must be attached to a loop (``compute_at``); where
+        latency hides behind it; ``"both"``: staged in registers and stored into the other of
+        two tile copies, one barrier per iteration. The stage must be attached to a loop
+        (``compute_at``); where
         that loop has one iteration, or other statements come before the tile fills in its
         body, nothing changes."""
         self._check_not_inline("double_buffer")
-        if scope not in ("shared", "local"):
-            raise self._error("double_buffer", f"the second copy's scope must be 'shared' or "
-                              f"'local' (registers), got {scope!r}")
+        if scope not in ("shared", "local", "both"):
+            raise self._error("double_buffer", f"the second copy's scope must be 'shared', "
+                              f"'local' (registers) or 'both', got {scope!r}")
         self.double_buffered = scope
         self._record("double_buffer", None, scope=scope)
 

@@ -62,9 +62,10 @@ def check(s, args, inputs, ref, targets=("python", "opencl")):
 
 
 @pytest.mark.parametrize("kw", [{}, {"layout": 1}, {"align": (32, 4)}, {"dbuf": "shared"},
-                                {"dbuf": "local"}, {"layout": 1, "dbuf": "local"}],
+                                {"dbuf": "local"}, {"layout": 1, "dbuf": "local"},
+                                {"dbuf": "both"}],
                          ids=["vthread", "col-major", "aligned", "dbuf-shared", "dbuf-local",
-                              "col-major-dbuf-local"])
+                              "col-major-dbuf-local", "dbuf-both"])
 def test_vthread_gemm_variants_match_numpy(kw, rng):
     M, N, K = 37, 45, 19
     s, args = vthread_gemm(M, N, K, **kw)
@@ -88,16 +89,14 @@ def test_storage_layouts_show_in_the_allocation():
     assert "allocate B.shared[float32 * 4 * 36], shared" in text     # rows 36 apart
 
 
-@pytest.mark.parametrize("dbuf", ["shared", "local"])
+@pytest.mark.parametrize("dbuf", ["shared", "local", "both"])
 def test_double_buffering_fills_one_step_ahead(dbuf):
     text = str(ts.lower(*vthread_gemm(64, 64, 16, dbuf=dbuf)))
     loop = text[text.index("for (k.outer"):]
     assert "if (k.outer < 3)" in loop
-    if dbuf == "shared":
-        assert "allocate A.shared[float32 * 2 * 16 * 4], shared" in text
-        assert loop.count("barrier(shared)") == 1
-    else:
-        assert "A.shared.reg" in text and loop.count("barrier(shared)") == 2
+    assert ("allocate A.shared[float32 * 2 * 16 * 4], shared" in text) == (dbuf != "local")
+    assert ("A.shared.reg" in text) == (dbuf != "shared")
+    assert loop.count("barrier(shared)") == (2 if dbuf == "local" else 1)
 
 
 def test_schedule_errors_of_the_new_primitives():
@@ -107,7 +106,7 @@ def test_schedule_errors_of_the_new_primitives():
         CL.transform_layout(lambda i, j: [i, i])
     with pytest.raises(ts.ScheduleError, match="factor"):
         CL.storage_align(CL.op.axis[0], 4, 7)
-    with pytest.raises(ts.ScheduleError, match="'shared' or 'local'"):
+    with pytest.raises(ts.ScheduleError, match="'shared', 'local'"):
         CL.double_buffer("global")
     s2 = ts.create_schedule(C.op)
     s2[C].transform_layout(lambda i, j: [j, i])
@@ -117,6 +116,7 @@ def test_schedule_errors_of_the_new_primitives():
 
 @pytest.mark.parametrize("knobs", [
     dict(split_k=2), dict(split_k=4, double_buffer="local", a_layout="row"),
+    dict(double_buffer="both", tile_k=(4,), fetch_vec=4),
     dict(double_buffer="shared", a_layout="col", a_pad=4, reg_fetch=1),
 ])
 def test_gpu_gemm_template_with_epilogue(knobs, rng):
@@ -141,7 +141,7 @@ def test_implicit_gemm_conv_matches_numpy(shape, knobs, rng):
                                       shape.pad), targets=("opencl",))
 
 
-@pytest.mark.parametrize("dbuf", ["shared", "local"])
+@pytest.mark.parametrize("dbuf", ["shared", "local", "both"])
 def test_double_buffered_gemm_is_clean_under_oclgrind(dbuf, rng):
     s, args = vthread_gemm(21, 35, 13, layout=1, dbuf=dbuf)
     a, b = rng.standard_normal((21, 13), dtype=np.float32), rng.standard_normal((13, 35),

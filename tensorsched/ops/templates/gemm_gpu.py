@@ -15,7 +15,8 @@ benchmarks/gpu/results/sweep_run7_h200.txt). Knobs:
 - ``fetch_vec``: vector width of the cooperative copies from global memory.
 - ``double_buffer``: ``"shared"``: two copies of each ``__local`` tile, the next K step's
   filled while this one is used, one barrier per step; ``"local"``: the next K step's global
-  loads go to registers while this one computes (``double_buffer(scope)``).
+  loads go to registers while this one computes; ``"both"``: into registers, then into the
+  other of two ``__local`` copies, one barrier per step (``double_buffer(scope)``).
 - ``split_k``: split the reduction into that many slices computed by separate work-groups
   (``rfactor``; ``blockIdx.z``), then add the partial products in a second kernel: more
   work-groups for a small M x N with a long K.
@@ -69,14 +70,14 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
     a_pad = cfg.define_knob("a_pad", (0, 4), default=4)
     fetch_vec = cfg.define_knob("fetch_vec", (4, 1), default=1)
     reg_fetch = cfg.define_knob("reg_fetch", (1, 0))
-    dbuf = cfg.define_knob("double_buffer", ("none", "shared", "local"), default="local")
+    dbuf = cfg.define_knob("double_buffer", ("none", "shared", "local", "both"), default="local")
     bm, bn = vy * ty * wy, vx * tx * wx
     threads = tx * ty
     a_rows = bm + (a_pad if a_layout == "col" else 0)
     cfg.constrain(32 <= threads <= MAX_WORK_GROUP, "work-group under 32 or over 1024 work-items")
     cfg.constrain(bm <= 256 and bn <= 256, "work-group tile over 256")
     cfg.constrain(vy * wy * vx * wx <= MAX_ACCUMULATORS, "register tile over 128 floats")
-    cfg.constrain((a_rows + bn) * kstep * 4 * (1 + (dbuf == "shared")) <= LOCAL_MEM,
+    cfg.constrain((a_rows + bn) * kstep * 4 * (1 + (dbuf in ("shared", "both"))) <= LOCAL_MEM,
                   "__local tiles over 48 KiB")
     cfg.constrain(a_pad == 0 or a_layout == "col", "a_pad pads the column-major tile only")
     cfg.constrain(split_k == 1 or K // split_k >= kstep, "K split finer than the K step")
