@@ -2,8 +2,8 @@
 together, a register tile per work-item spread over the work-group tile by virtual threads,
 vector loads and stores.
 
-The defaults are the fastest config found on an H200 at 4096^3 (47.6 TFLOP/s,
-benchmarks/gpu/results/sweep_run7_h200.txt). Knobs:
+The defaults are the fastest config found on an H200 at 4096^3 and 8192^3 (48.8 and 49.6
+TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
 - ``tile_y`` / ``tile_x`` = (virtual threads, work-items, outputs per work-item) along M / N.
   A work-group computes ``vthreads*work-items*outputs`` rows (columns); a work-item's outputs
   along N form one vector, and its virtual threads sit ``work-items*outputs`` apart, so that
@@ -63,14 +63,14 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
                                   candidates=_tile_candidates())
     vx, tx, wx = cfg.define_split("tile_x", N, 4, policy="candidates", default=(2, 16, 4),
                                   candidates=_tile_candidates())
-    (kstep,) = cfg.define_split("tile_k", K, 2, policy="candidates", default=(8,),
+    (kstep,) = cfg.define_split("tile_k", K, 2, policy="candidates", default=(16,),
                                 candidates=[(k,) for k in K_STEPS])
     unroll_k = cfg.define_knob("unroll_k", (1, 0))
     a_layout = cfg.define_knob("a_layout", ("col", "row"))
     a_pad = cfg.define_knob("a_pad", (0, 4), default=4)
     fetch_vec = cfg.define_knob("fetch_vec", (4, 1), default=1)
     reg_fetch = cfg.define_knob("reg_fetch", (1, 0))
-    dbuf = cfg.define_knob("double_buffer", ("none", "shared", "local", "both"), default="local")
+    dbuf = cfg.define_knob("double_buffer", ("none", "shared", "local", "both"), default="both")
     bm, bn = vy * ty * wy, vx * tx * wx
     threads = tx * ty
     a_rows = bm + (a_pad if a_layout == "col" else 0)
