@@ -132,7 +132,56 @@ def test_illegal_case_that_is_accepted_is_a_failure():
         fuzz.run_case(case, stats=Counter())
 
 
+@settings(max_examples=80, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(case=fuzz.cases(["gemm", "conv2d"], mode="legal", max_steps=12))
+def _draw_legal(case, seen):
+    for st in case.steps:
+        seen[st.prim] += 1
+        seen["vthread"] += st.prim == "bind" and "vthread" in repr(st.args)
+        seen["blockIdx.z"] += st.prim == "bind" and "blockIdx.z" in repr(st.args)
+
+
+def test_legal_cases_use_the_gpu_primitives():
+    """Legal cases draw virtual threads, storage layouts, double buffers and split-K
+    (generation only: cheap)."""
+    from hypothesis import seed
+    seen = Counter()
+    seed(0)(_draw_legal)(seen=seen)
+    for prim in ("vthread", "transform_layout", "storage_align", "double_buffer", "rfactor",
+                 "blockIdx.z"):
+        assert seen[prim], (prim, seen)
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(case=fuzz.cases(["gemm", "elementwise"], mode="illegal"))
+def _draw_illegal(case, seen):
+    bad = [st for st in case.steps if st.expect == "error"]
+    if bad:
+        seen[bad[-1].prim] += 1
+
+
+def test_illegal_cases_misuse_the_gpu_primitives():
+    from hypothesis import seed
+    seen = Counter()
+    seed(0)(_draw_illegal)(seen=seen)
+    assert seen["transform_layout"] + seen["storage_align"] + seen["double_buffer"], seen
+
+
 # ---------------------------------------------------------------------------- bugs it found
+
+def test_storage_align_of_the_innermost_dimension_is_refused():
+    """Found by the fuzzer (split-K + storage_align): aligning the innermost storage dimension,
+    whose stride is 1, allocated too few elements; lowering now refuses it."""
+    A = ts.placeholder((3, 1), name="A")
+    k = ts.reduce_axis((0, 1), name="k")
+    B = ts.compute((3,), lambda i: ts.sum(A[i, k], axis=k), name="B")
+    C = ts.compute((3,), lambda i: B[i] + 1.0, name="C")
+    s = ts.create_schedule(C.op)
+    (i,) = s[B].op.axis
+    s[B].storage_align(i, 2, 0)
+    with pytest.raises(ts.LoweringError, match="innermost dimension of its storage"):
+        ts.lower(s, [A, C])
+
 
 def test_two_shared_stages_of_one_name_keep_their_own_memory(monkeypatch):
     """Found by the fuzzer: ``cache_read(T2, "shared")`` twice makes two stages named

@@ -69,6 +69,11 @@ def storage_layout(st, extents):
     op's axis order; ``shape`` is the allocation's shape in storage order."""
     n = len(extents)
     perm = st.layout if st.layout is not None else tuple(range(n))
+    if n and perm[-1] in st.align:
+        raise LoweringError(f"stage '{st.name}': storage_align on axis "
+                            f"'{st.op.axis[perm[-1]].var.name}', the innermost dimension of its "
+                            "storage, whose stride is always 1; align the dimension outside it "
+                            "(storage_align(op.axis[k], ...) pads the stride of dimension k)")
     ext = [extents[p] for p in perm]
     strides = [1] * n
     for d in range(n - 1, -1, -1):

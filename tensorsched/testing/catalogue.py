@@ -329,6 +329,9 @@ def _cases():
          S),
         ("transform_layout on an argument", "s[C].transform_layout(lambda x, y: [y, x])\n"
          "ts.lower(s, [A, B, C])", L),
+        ("storage_align of the innermost storage dimension",
+         'CL = s.cache_write(C, "local")\ns[CL].storage_align(s[CL].op.axis[1], 4, 1)\n'
+         "ts.lower(s, [A, B, C])", L),
         ("double_buffer on a stage computed at the root",
          'AA = s.cache_read(A, "shared", [C])\ns[AA].double_buffer()\nts.lower(s, [A, B, C])', L),
         ("a shared stage in a kernel without thread axes",

@@ -26,6 +26,13 @@ Workloads: ``gemm``, ``conv2d`` (``conv2d_nchw``), ``conv2d_packed``
 chain with a broadcast input and reversed reads). Modes: ``legal`` (primitives drawn to be
 legal), ``illegal`` (a legal prefix, then one known misuse that must raise) and ``random``
 (primitives with arbitrary arguments: each must raise or be legal and right).
+
+The GPU primitives: legal cases bind virtual threads (``ts.thread_axis("vthread", ...)``, in
+``gpu_start`` and ``m_bind``), split-K (``split`` + ``rfactor`` bound to ``blockIdx.z``),
+``shared`` tiles filled per outer step of a reduction (``m_k_tiles``), ``double_buffer``,
+``transform_layout`` and ``storage_align`` on non-argument stages; illegal cases misuse them
+(a mapping that is no permutation, ``offset >= factor``, ``double_buffer("global")``, a layout
+on an argument or a double buffer on a stage that is no tile in a loop: refused at lowering).
 """
 from __future__ import annotations
 
@@ -392,6 +399,10 @@ def summary_lines(stats):
 
 # ---------------------------------------------------------------------------- generation
 
+# storage_align on the innermost storage dimension (whose stride is 1) is refused by lowering
+# (it once allocated too few elements); legal cases keep off it.
+ALIGN_INNERMOST = False
+
 SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13)
 PRIMES = (2, 3, 5, 7, 11, 13)
 FACTORS = (1, 2, 3, 4, 5, 7, 8)
@@ -625,10 +636,32 @@ class _Live:
         outs = (Ax(v, xn + ".outer"), Ax(v, yn + ".outer"), Ax(v, xn + ".inner"),
                 Ax(v, yn + ".inner"))
         tags = ("blockIdx.y", "blockIdx.x", "threadIdx.y", "threadIdx.x")
-        return [Step("tile", v, (self.ax(st, x), self.ax(st, y)),
-                     (("x_factor", self.choose(FACTORS)), ("y_factor", self.choose(FACTORS))),
-                     outs)] + [Step("bind", v, (o, Raw(f"ts.thread_axis({tag!r})")))
-                               for o, tag in zip(outs, tags)]
+        steps = [Step("tile", v, (self.ax(st, x), self.ax(st, y)),
+                      (("x_factor", self.choose(FACTORS)), ("y_factor", self.choose(FACTORS))),
+                      outs)]
+        nv = self.choose((0, 0, 1, 2))
+        if nv:
+            # virtual threads: the outer part of each of the last nv tile axes, interleaved
+            # inside a work-item (the outputs of a work-item spread over the tile)
+            vouts, touts = [], list(outs[2:])
+            for n in range(2 - nv, 2):
+                a = touts[n]
+                vo, ti = Ax(v, a.name + ".outer"), Ax(v, a.name + ".inner")
+                steps.append(Step("split", v, (a,), (("nparts", self.choose((1, 2, 3))),),
+                                  (vo, ti)))
+                vouts.append(vo)
+                touts[n] = ti
+            steps.append(Step("reorder", v, (*outs[:2], *vouts, *touts)))
+            steps += [Step("bind", v, (vo, self.vthread_axis())) for vo in vouts]
+            outs = (*outs[:2], *touts)
+        return steps + [Step("bind", v, (o, Raw(f"ts.thread_axis({tag!r})")))
+                        for o, tag in zip(outs, tags)]
+
+    def vthread_axis(self):
+        """A fresh virtual thread axis (``ts.thread_axis("vthread", name="vx")``)."""
+        n = self.vthreads = getattr(self, "vthreads", 0) + 1
+        name = ("vx", "vy", "vz")[n - 1] if n <= 3 else f"v{n}"
+        return Raw(f'ts.thread_axis("vthread", name="{name}")')
 
     def m_bind(self):
         """Bind a prefix of a root stage's loops: blocks outermost, then threads."""
@@ -651,8 +684,11 @@ class _Live:
         blocks = self.choose(_perms(TAGS_BLOCK))
         threads = self.choose(_perms(TAGS_THREAD))
         tags = list(blocks[:nb]) + list(threads[:nt])
+        if len(pre) > len(tags) and self.choose((False, False, True)):
+            tags.insert(self.integer(0, len(tags)), "vthread")    # mostly after the blocks
         v = self.var[st]
-        return [Step("bind", v, (self.ax(st, iv), Raw(f"ts.thread_axis({tag!r})")))
+        return [Step("bind", v, (self.ax(st, iv), self.vthread_axis() if tag == "vthread" else
+                                 Raw(f"ts.thread_axis({tag!r})")))
                 for iv, tag in zip(pre, tags)]
 
     def attachable(self, st):
@@ -798,8 +834,116 @@ class _Live:
         return [Step("rfactor", self.var[st], (self.ax(st, iv),), kw,
                      (self.fresh_var(f"{st.op.name}.rf"),))]
 
+    def m_split_k(self):
+        """Split-K: split a sum's reduction into parts, ``rfactor`` the outer one into a stage
+        of partial sums whose factored axis is bound to ``blockIdx.z`` (the stage itself then
+        adds the parts); sometimes its next axis goes to ``threadIdx.x``."""
+        from ..ir import expr as E
+        opts = []
+        for st in self.stages():
+            if isinstance(st.op.body, E.Reduce) and st.op.body.combiner == "sum" and \
+                    st.attach_type == "root" and not st.relations and not st.attrs and \
+                    not self.has_attached(st) and self.new_name_ok(f"{st.op.name}.rf"):
+                opts += [(st, iv) for iv in st.op.reduce_axis if self.usable(st, iv)]
+        if not opts:
+            return None
+        st, iv = self.choose(opts)
+        v, kn = self.var[st], iv.var.name
+        ko, ki = Ax(v, kn + ".outer"), Ax(v, kn + ".inner")
+        rf = self.fresh_var(f"{st.op.name}.rf")
+        names = (kn + ".outer",) + tuple(x.var.name for x in st.op.axis)
+        axes = [Ax(rf, n, ("axis", names)) for n in names]
+        if any(a.ident in self.idents or a.ident in self.ns for a in axes):
+            return None
+        steps = [Step("split", v, (self.ax(st, iv),), (("nparts", self.choose((1, 2, 3, 4))),),
+                      (ko, ki)),
+                 Step("rfactor", v, (ko,), (), (rf,)),
+                 Step("bind", rf, (axes[0], Raw("ts.thread_axis('blockIdx.z')")))]
+        if len(axes) > 1 and self.choose((False, True)):
+            steps.append(Step("bind", rf, (axes[1], Raw("ts.thread_axis('threadIdx.x')"))))
+        return steps
+
+    def _layout_lambda(self, st, order):
+        names = [chr(ord("a") + n) for n in range(len(st.op.axis))]
+        return Raw(f"lambda {', '.join(names)}: [{', '.join(order(names))}]")
+
+    def m_layout(self):
+        """``transform_layout`` (a permutation of the storage order) or ``storage_align``
+        (rows padded to ``k*factor + offset``) on a stage that is not an argument."""
+        from hypothesis import strategies as hst
+        opts = [st for st in self.stages() if st not in self.arg_stages()]
+        if not opts:
+            return None
+        st = self.choose(opts)
+        v = self.var[st]
+        if self.choose((False, True)):
+            perm = self.draw(hst.permutations(range(len(st.op.axis))))
+            if perm and perm[-1] in st.align and not ALIGN_INNERMOST:
+                return None
+            return [Step("transform_layout", v,
+                         (self._layout_lambda(st, lambda n: [n[p] for p in perm]),))]
+        axes = [iv for iv in st.op.axis if self.usable(st, iv) and self.alignable(st, iv)]
+        if not axes:
+            return None
+        factor = self.choose((1, 2, 3, 4, 5, 8, 16, 32))
+        return [Step("storage_align", v, (self.ax(st, self.choose(axes)), factor,
+                                          self.integer(0, factor - 1)))]
+
+    def alignable(self, st, iv):
+        """``storage_align`` may pad ``iv`` (see ``ALIGN_INNERMOST``)."""
+        inner = (st.layout or tuple(range(len(st.op.axis))))[-1]
+        return ALIGN_INNERMOST or st.op.axis.index(iv) != inner
+
+    def m_double_buffer(self):
+        """``double_buffer`` a ``"shared"`` cache stage (it is computed inside a loop by the
+        end of the case: ``place_caches``)."""
+        opts = [st for st in self.stages() if st.scope == "shared" and not st.double_buffered
+                and st not in self.arg_stages()]
+        if not opts:
+            return None
+        return [Step("double_buffer", self.var[self.choose(opts)],
+                     (self.choose(("shared", "local", "both")),))]
+
+    def m_k_tiles(self):
+        """The classic GPU reduction: split a reduction loop of a stage that binds threads,
+        and fill ``"shared"`` tiles of what it reads once per outer step (``cache_read`` +
+        ``compute_at``), sometimes double-buffered (``fill_new_tiles`` may then spread the
+        fills over the work-items)."""
+        from ..ir.tensor import tensors_read
+        opts = []
+        for st in self.stages():
+            if not st.op.reduce_axis or self.has_attached(st) or not any(
+                    self.bound(st, iv) and st.attrs[iv].bind.tag.startswith("threadIdx")
+                    for iv in st.leaf_iter_vars):
+                continue
+            reads = [t for t in tensors_read(st.op.body) if self.var_of_tensor(t) is not None
+                     and (self.s.stage_of(t) is None or
+                          self.s.stage_of(t).attach_type == "root") and
+                     self.new_name_ok(f"{t.name}.shared")]
+            opts += [(st, iv, reads) for iv in self.free_leaves(st, ("reduce",)) if reads]
+        if not opts:
+            return None
+        st, iv, reads = self.choose(opts)
+        v = self.var[st]
+        ko, ki = Ax(v, iv.var.name + ".outer"), Ax(v, iv.var.name + ".inner")
+        steps = [Step("split", v, (self.ax(st, iv),), (("factor", self.choose(FACTORS)),),
+                      (ko, ki))]
+        taken = set()
+        for t in reads:
+            tv = self.fresh_var(f"{t.name}.shared")
+            while tv in taken:
+                tv += "_"
+            taken.add(tv)
+            steps += [Step("cache_read", self.var_of_tensor(t), ("shared", [Raw(v)]), (), (tv,)),
+                      Step("compute_at", tv, (v, ko))]
+            dbuf = self.choose(("", "shared", "local", "both"))
+            if dbuf:
+                steps.append(Step("double_buffer", tv, (dbuf,)))
+        return steps
+
     LEGAL = ("split", "tile", "fuse", "reorder", "unroll", "vectorize", "bind", "compute_at",
-             "compute_inline", "cache_read", "cache_write", "rfactor", "parallel", "coop_fetch")
+             "compute_inline", "cache_read", "cache_write", "rfactor", "parallel", "coop_fetch",
+             "split_k", "layout", "double_buffer", "k_tiles")
 
     def legal_step(self):
         names = list(self.LEGAL)
@@ -832,6 +976,28 @@ class _Live:
                     if not self.apply(step):
                         return
                 self.fill_new_tiles()
+
+    def decorate_tiles(self):
+        """Now and then, a work-group tile computed inside a loop is double-buffered, stored
+        transposed or with padded rows."""
+        for st in list(self.s.stages):
+            if self.dead or st.scope != "shared" or st.attach_type != "scope":
+                continue
+            what = self.choose(("", "", "double_buffer", "transform_layout", "storage_align"))
+            v = self.var[st]
+            if what == "double_buffer" and not st.double_buffered:
+                self.apply(Step("double_buffer", v, (self.choose(("shared", "local", "both")),)))
+            elif what == "transform_layout" and len(st.op.axis) > 1 and \
+                    (ALIGN_INNERMOST or 0 not in st.align):
+                self.apply(Step("transform_layout", v,
+                                (self._layout_lambda(st, lambda x: x[::-1]),)))
+            elif what == "storage_align":
+                axes = [iv for iv in st.op.axis if self.usable(st, iv) and
+                        self.alignable(st, iv)]
+                if axes:
+                    factor = self.choose((2, 4, 8, 32))
+                    self.apply(Step("storage_align", v, (self.ax(st, axes[0]), factor,
+                                                         self.integer(0, factor - 1))))
 
     # ---- misuses: each returns steps whose last one must raise (here or at lowering)
 
@@ -1077,10 +1243,101 @@ class _Live:
                              (Ax(parent_var, a.name + ".outer"),
                               Ax(parent_var, a.name + ".inner")), expect="error")]
 
+    def bad_layout(self):
+        """A mapping that is not a permutation of the axes, or no function at all; or a
+        permutation on an argument (refused at lowering)."""
+        st = self.choose(self.stages())
+        v, n = self.var[st], len(st.op.axis)
+        args = [x for x in self.stages() if x in self.arg_stages()]
+        kinds = ["repeat", "short", "long", "expr", "not_callable", "arity"] + \
+            (["argument"] if args else [])
+        kind = self.choose(kinds)
+        if kind == "argument":
+            st = self.choose(args)
+            return [Step("transform_layout", self.var[st],
+                         (self._layout_lambda(st, lambda x: x[::-1]),), expect="error")]
+        if kind == "not_callable":
+            return [Step("transform_layout", v, (list(range(n))[::-1],), expect="error")]
+        if kind == "arity":
+            names = [chr(ord("a") + k) for k in range(n + 1)]
+            code = f"lambda {', '.join(names)}: [{', '.join(names)}]"
+            return [Step("transform_layout", v, (Raw(code),), expect="error")]
+        order = {"repeat": lambda x: [x[0]] * max(2, len(x)) if len(x) < 2 else
+                 [x[0], x[0]] + x[2:],
+                 "short": lambda x: x[1:],
+                 "long": lambda x: x + x[:1],
+                 "expr": lambda x: [f"{x[0]} + 1"] + x[1:]}[kind]
+        return [Step("transform_layout", v, (self._layout_lambda(st, order),), expect="error")]
+
+    def bad_align(self):
+        """storage_align with ``offset >= factor``, a factor under 1, or an axis that is not
+        one of the stage's own data axes; or a correct one on an argument."""
+        st, iv = self.any_leaf(lambda x, y: y in x.op.axis)
+        if iv is None:
+            return None
+        v, a = self.var[st], self.ax(st, iv)
+        args = [x for x in self.stages() if x in self.arg_stages() and
+                any(self.usable(x, y) for y in x.op.axis)]
+        kinds = ["offset", "factor", "float"]
+        if args:
+            kinds.append("argument")
+        reds = [y for y in st.op.reduce_axis if self.usable(st, y)]
+        if reds:
+            kinds.append("reduce_axis")
+        foreign = [(x, y) for x in self.stages() if x is not st for y in x.op.axis
+                   if self.usable(x, y)]
+        if foreign:
+            kinds.append("foreign")
+        kind = self.choose(kinds)
+        if kind == "offset":
+            f = self.choose((1, 2, 4, 8))
+            return [Step("storage_align", v, (a, f, f + self.integer(0, 3)), expect="error")]
+        if kind == "factor":
+            return [Step("storage_align", v, (a, self.choose((0, -4)), 0), expect="error")]
+        if kind == "float":
+            return [Step("storage_align", v, (a, 4.0, 1), expect="error")]
+        if kind == "reduce_axis":
+            return [Step("storage_align", v, (self.ax(st, self.choose(reds)), 4, 1),
+                         expect="error")]
+        if kind == "foreign":
+            x, y = self.choose(foreign)
+            return [Step("storage_align", v, (self.ax(x, y), 4, 1), expect="error")]
+        st = self.choose(args)
+        y = self.choose([y for y in st.op.axis if self.usable(st, y)])
+        return [Step("storage_align", self.var[st], (self.ax(st, y), 4, 1), expect="error")]
+
+    def bad_double_buffer(self):
+        """A scope that is not 'shared', 'local' or 'both'; or a double buffer on a stage that
+        is not a work-group tile computed inside a loop (refused at lowering)."""
+        not_tiles = [st for st in self.stages() if st.attach_type == "root" or
+                     st.scope in ("local", "global")]
+        if not_tiles and self.choose((False, True)):
+            return [Step("double_buffer", self.var[self.choose(not_tiles)],
+                         (self.choose(("shared", "local", "both")),), expect="error")]
+        st = self.choose(self.stages())
+        return [Step("double_buffer", self.var[st], (self.choose(("global", "register",
+                                                                   "Shared", "")),),
+                     expect="error")]
+
+    def bad_vthread(self):
+        """A virtual thread on a reduction axis, or on a stage in private ("local")
+        memory."""
+        local = [(st, iv) for st in self.stages() if st.scope == "local" and
+                 st.attach_type == "scope" for iv in st.leaf_iter_vars
+                 if iv.kind == "data" and self.plain(st, iv) and self.usable(st, iv)]
+        if local and self.choose((False, True)):
+            st, iv = self.choose(local)
+        else:
+            st, iv = self.any_leaf(lambda x, y: y.kind == "reduce")
+            if iv is None:
+                return None
+        return [Step("bind", self.var[st], (self.ax(st, iv), self.vthread_axis()),
+                     expect="error")]
+
     ILLEGAL = ("stale_axis", "foreign_axis", "factor", "fuse", "reorder", "bind_reduce",
                "bind_twice", "tag", "annotate_reduce", "after_bind", "compute_at", "inline",
                "cache_write", "cache_read", "on_inlined", "bind_inner", "local_at_root",
-               "split_attach_point")
+               "split_attach_point", "layout", "align", "double_buffer", "vthread")
 
     def illegal_steps(self):
         names = list(self.ILLEGAL)
@@ -1151,6 +1408,10 @@ def cases(workloads=WORKLOADS, mode="legal", max_steps=8, small=True, duplicate_
         sizes = _draw_sizes(draw, workload, small)
         live = _Live(draw, workload, sizes, mode, duplicate_names)
         if mode != "random" and draw(st.booleans()):
+            if draw(st.integers(0, 3)) == 0:            # split-K first (reductions only)
+                for step in live.m_split_k() or ():
+                    if not live.apply(step):
+                        break
             for step in live.gpu_start() or ():
                 if not live.apply(step):
                     break
@@ -1169,6 +1430,8 @@ def cases(workloads=WORKLOADS, mode="legal", max_steps=8, small=True, duplicate_
                 live.fill_new_tiles()
         if mode == "legal" and not live.dead:
             live.place_caches()
+        if mode == "legal" and not live.dead:
+            live.decorate_tiles()
         if mode == "illegal" and not live.dead:
             live.place_caches()
         if mode == "illegal" and not live.dead:
