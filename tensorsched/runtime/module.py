@@ -13,6 +13,7 @@ import os
 import pickle
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -39,7 +40,11 @@ def build_program(device, source, options, cache=True):
     if cache and key in _PROGRAMS:
         return _PROGRAMS[key]
     try:
-        prg = cl.Program(device.context, source).build(options=list(options))
+        with warnings.catch_warnings():
+            # a successful build's log (NVIDIA: "overriding noinline attribute") is noise here;
+            # PYOPENCL_COMPILER_OUTPUT=1 prints it, and a failed build's log is in BuildError
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            prg = cl.Program(device.context, source).build(options=list(options))
     except cl.RuntimeError as exc:
         path = save_source(source)
         record = getattr(exc, "what", None)        # pyopencl's _ErrorRecord: .what() is the log
