@@ -91,6 +91,37 @@ class Substitute(Mutator):
         return self.generic_visit(node)
 
 
+class RebaseBuffers(Mutator):
+    """Moves buffers into larger ones: ``{old: (new, offset)}`` turns every ``old[i]`` (load,
+    store, and the allocation itself) into ``new[offset + i]``. Used where a pass gives a
+    buffer several copies (one per virtual thread, two for double buffering)."""
+
+    def __init__(self, moves):
+        self.moves = moves
+
+    def _index(self, buf, index):
+        new, offset = self.moves[buf]
+        return new, E.BinOp("+", offset, index)
+
+    def visit_Load(self, ld):
+        index = self.visit(ld.index)
+        if ld.buffer in self.moves:
+            return E.Load(*self._index(ld.buffer, index))
+        return ld if index is ld.index else E.Load(ld.buffer, index)
+
+    def visit_Store(self, st):
+        index, value = self.visit(st.index), self.visit(st.value)
+        if st.buffer in self.moves:
+            return S.Store(*self._index(st.buffer, index), value)
+        return st if index is st.index and value is st.value else S.Store(st.buffer, index, value)
+
+    def visit_Allocate(self, a):
+        body = self.visit(a.body)
+        if a.buffer in self.moves:
+            return S.Allocate(self.moves[a.buffer][0], body)
+        return a if body is a.body else S.Allocate(a.buffer, body)
+
+
 def substitute(node, vmap):
     return Substitute(vmap).visit(node) if vmap else node
 

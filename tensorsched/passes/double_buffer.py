@@ -29,30 +29,13 @@ from __future__ import annotations
 
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.visitor import Mutator, substitute
+from ..ir.visitor import Mutator, RebaseBuffers, substitute
 
 
-class _Halves(Mutator):
+def _halves(doubled, half):
     """Accesses of the doubled buffers shifted into half ``half``."""
-
-    def __init__(self, doubled, half):
-        self.doubled, self.half = doubled, half
-
-    def _index(self, buf, index):
-        new, size = self.doubled[buf]
-        return new, E.BinOp("+", E.BinOp("*", self.half, E.IntImm(size)), index)
-
-    def visit_Load(self, ld):
-        index = self.visit(ld.index)
-        if ld.buffer in self.doubled:
-            return E.Load(*self._index(ld.buffer, index))
-        return ld if index is ld.index else E.Load(ld.buffer, index)
-
-    def visit_Store(self, st):
-        index, value = self.visit(st.index), self.visit(st.value)
-        if st.buffer in self.doubled:
-            return S.Store(*self._index(st.buffer, index), value)
-        return st if index is st.index and value is st.value else S.Store(st.buffer, index, value)
+    return RebaseBuffers({b: (new, E.BinOp("*", half, E.IntImm(size)))
+                          for b, (new, size) in doubled.items()})
 
 
 def _doubled(allocs):
@@ -102,10 +85,10 @@ class _DoubleBuffer(Mutator):
             ahead_loads = S.IfThenElse(E.Cmp("<", v, last), substitute(loads, nxt))
             if "both" in modes:       # two tile copies: the stores need no barrier before them
                 doubled = _doubled(allocs)
-                first = S.seq(substitute(loads, {v: f.min}), _Halves(doubled, E.IntImm(0)).visit(
+                first = S.seq(substitute(loads, {v: f.min}), _halves(doubled, E.IntImm(0)).visit(
                     substitute(stores, {v: f.min})))
-                stores_next = _Halves(doubled, (v - f.min + 1) % 2).visit(substitute(stores, nxt))
-                now = _Halves(doubled, (v - f.min) % 2).visit(S.seq(*rest))
+                stores_next = _halves(doubled, (v - f.min + 1) % 2).visit(substitute(stores, nxt))
+                now = _halves(doubled, (v - f.min) % 2).visit(S.seq(*rest))
                 loop_body = S.seq(ahead_loads, now,
                                   S.IfThenElse(E.Cmp("<", v, last), stores_next),
                                   S.Barrier("shared"))
@@ -122,10 +105,10 @@ class _DoubleBuffer(Mutator):
                 out = S.Allocate(b, out)
             return out
         doubled = _doubled(allocs)
-        first = _Halves(doubled, E.IntImm(0)).visit(substitute(S.seq(*fills), {v: f.min}))
-        ahead = _Halves(doubled, (v - f.min + 1) % 2).visit(
+        first = _halves(doubled, E.IntImm(0)).visit(substitute(S.seq(*fills), {v: f.min}))
+        ahead = _halves(doubled, (v - f.min + 1) % 2).visit(
             substitute(S.seq(*fills), {v: v + 1}))
-        now = _Halves(doubled, (v - f.min) % 2).visit(S.seq(*rest))
+        now = _halves(doubled, (v - f.min) % 2).visit(S.seq(*rest))
         loop = S.For(v, f.min, f.extent, f.kind,
                      S.seq(S.IfThenElse(E.Cmp("<", v, last), ahead), now, S.Barrier("shared")),
                      f.pragmas)

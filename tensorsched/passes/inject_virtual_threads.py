@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.visitor import Mutator, Visitor, free_vars, substitute
+from ..ir.visitor import Mutator, RebaseBuffers, Visitor, free_vars, substitute
 
 
 class _Writes(Visitor):
@@ -51,40 +51,22 @@ class _Writes(Visitor):
         self.depth -= inside
 
 
-class _Expand(Mutator):
-    """Give each private buffer allocated in the body and written differently per virtual
-    thread one copy per virtual thread (a register copy of a work-group tile's slice that
-    does not depend on it stays shared)."""
+def _expand(body, var, n, varying):
+    """Give each private buffer allocated in ``body`` and written differently per virtual
+    thread one copy per virtual thread (a register copy of a work-group tile's slice that does
+    not depend on it stays shared)."""
+    moves = {}
 
-    def __init__(self, var, n, varying):
-        self.var, self.n, self.new, self.varying = var, n, {}, varying
+    class _Allocs(Visitor):
+        def visit_Allocate(self, a):
+            b = a.buffer
+            if b.scope == "local" and b in varying:
+                nb = S.Buffer(b.name, b.dtype, (n,) + tuple(b.shape), b.scope, b.image)
+                moves[b] = (nb, E.BinOp("*", var, E.IntImm(b.size)))
+            self.visit(a.body)
 
-    def visit_Allocate(self, a):
-        if a.buffer.scope != "local" or a.buffer not in self.varying:
-            return self.generic_visit(a)
-        b = a.buffer
-        nb = S.Buffer(b.name, b.dtype, (self.n,) + tuple(b.shape), b.scope, b.image)
-        self.new[b] = (nb, b.size)
-        return S.Allocate(nb, self.visit(a.body))
-
-    def _index(self, buf, index):
-        nb, size = self.new[buf]
-        return nb, E.BinOp("+", E.BinOp("*", self.var, E.IntImm(size)), index)
-
-    def visit_Load(self, ld):
-        index = self.visit(ld.index)
-        if ld.buffer in self.new:
-            return E.Load(*self._index(ld.buffer, index))
-        return ld if index is ld.index else E.Load(ld.buffer, index)
-
-    def visit_Store(self, st):
-        index, value = self.visit(st.index), self.visit(st.value)
-        if st.buffer in self.new:
-            nb, index = self._index(st.buffer, index)
-            return S.Store(nb, index, value)
-        if index is st.index and value is st.value:
-            return st
-        return S.Store(st.buffer, index, value)
+    _Allocs().visit(body)
+    return RebaseBuffers(moves).visit(body) if moves else body
 
 
 class _Push:
@@ -134,7 +116,7 @@ class _Inject(Mutator):
         n = f.extent.value
         writes = _Writes(f.var)
         writes.visit(body)
-        body = _Expand(f.var, n, writes.varying).visit(body)
+        body = _expand(body, f.var, n, writes.varying)
         return _Push(f.var, n).push(body)
 
 

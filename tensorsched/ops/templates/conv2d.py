@@ -45,6 +45,20 @@ def _tile_and_bind(s, t, y, x, y_factor, x_factor=None):
     s[t].bind(yi, ts.thread_axis("threadIdx.y"))
 
 
+def _declare(declaration, epilogue, *args):
+    """``(schedule, stages by name, output stage O, [data, kernel, *epilogue inputs, O])`` of a
+    conv declaration with its epilogue: the padding is inlined, and so is the NCHW output
+    stage when an epilogue follows it."""
+    data, kernel, output = declaration(*args)
+    O, extra = make_epilogue(output, epilogue, bias_axis=1)
+    s = ts.create_schedule(O.op)
+    st = stages_by_name(output)
+    s[st["data_pad"]].compute_inline()
+    if O is not output:
+        s[output].compute_inline()
+    return s, st, O, [data, kernel] + extra + [O]
+
+
 def conv2d_spatial_pack(cfg, shape, dtype="float32", epilogue=()):
     VH = cfg.define_knob("VH", (1, 2))
     VW = cfg.define_knob("VW", (4, 2, 8))
@@ -53,14 +67,9 @@ def conv2d_spatial_pack(cfg, shape, dtype="float32", epilogue=()):
     unroll = cfg.define_knob("unroll", (1, 0))
     vectorize = cfg.define_knob("vectorize", (1, 0))
     accumulate = cfg.define_knob("accumulate", ("local", "global"))
-    data, kernel, output = conv2d_nchw_spatial_pack(shape, VH, VW, VC, dtype)
-    O, extra = make_epilogue(output, epilogue, bias_axis=1)
-    s = ts.create_schedule(O.op)
-    st = stages_by_name(output)
+    s, st, O, args = _declare(conv2d_nchw_spatial_pack, epilogue, shape, VH, VW, VC, dtype)
     data_vec, kernel_vec, conv = st["data_vec"], st["kernel_vec"], st["conv"]
-    s[st["data_pad"]].compute_inline()
-    if O is not output:
-        s[output].compute_inline()
+    if epilogue:
         inline_epilogue(s, O)
 
     # the batch axis joins the outermost bound axis of each stage (the seed has batch 1)
@@ -114,18 +123,13 @@ def conv2d_spatial_pack(cfg, shape, dtype="float32", epilogue=()):
         s[O].reorder(co, n, oh)
         oh = s[O].fuse(n, oh)
     _tile_and_bind3d(s, O, co, oh, ow, num_thread, 1, 1)
-    return s, [data, kernel] + extra + [O]
+    return s, args
 
 
 def conv2d_im2col(cfg, shape, dtype="float32", epilogue=(), gemm="cpu"):
     """The GEMM method; ``gemm`` picks the GEMM template ("cpu" or "gpu") whose knobs it has."""
-    data, kernel, output = conv2d_nchw_im2col(shape, dtype)
-    O, extra = make_epilogue(output, epilogue, bias_axis=1)
-    s = ts.create_schedule(O.op)
-    st = stages_by_name(output)
-    s[st["data_pad"]].compute_inline()
-    if O is not output:
-        s[output].compute_inline()
+    s, st, O, args = _declare(conv2d_nchw_im2col, epilogue, shape, dtype)
+    if epilogue:
         inline_epilogue(s, O)
     for name in ("data_col", "kernel_mat"):
         t = st[name]
@@ -146,19 +150,13 @@ def conv2d_im2col(cfg, shape, dtype="float32", epilogue=(), gemm="cpu"):
     wo, wi = s[O].split(ow, 64)
     s[O].reorder(wi, wo)
     s[O].bind(wi, ts.thread_axis("threadIdx.x"))
-    return s, [data, kernel] + extra + [O]
+    return s, args
 
 
 def conv2d_implicit_gemm(cfg, shape, dtype="float32", epilogue=()):
     """Implicit GEMM: the GPU GEMM schedule on ``conv_gemm`` (CO x N*OH*OW) with both operands
     inlined into its tile loads and the output stage's (n, oh, ow) fused as the GEMM's N."""
-    data, kernel, output = conv2d_nchw_implicit_gemm(shape, dtype)
-    O, extra = make_epilogue(output, epilogue, bias_axis=1)
-    s = ts.create_schedule(O.op)
-    st = stages_by_name(output)
-    s[st["data_pad"]].compute_inline()
-    if O is not output:
-        s[output].compute_inline()
+    s, st, O, args = _declare(conv2d_nchw_implicit_gemm, epilogue, shape, dtype)
     n, co, oh, ow = s[O].op.axis
     s[O].reorder(co, n, oh, ow)
     pixels = s[O].fuse(s[O].fuse(n, oh), ow)
@@ -167,4 +165,4 @@ def conv2d_implicit_gemm(cfg, shape, dtype="float32", epilogue=()):
                       shape.N * shape.OH * shape.OW, K, axes=(co, pixels))
     s[st["kernel_mat"]].compute_inline()
     s[st["data_col"]].compute_inline()
-    return s, [data, kernel] + extra + [O]
+    return s, args
