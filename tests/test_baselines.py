@@ -17,6 +17,7 @@ from tensorsched.baselines.configs import (COLUMNS, STRATEGIES, default_config_p
                                            lhs_layout, load_config_list, load_gemm_params,
                                            rhs_layout)
 from tensorsched.errors import TensorschedError
+from tensorsched.testing.numerics import conv2d_ref
 
 
 @pytest.fixture(scope="module")
@@ -275,17 +276,7 @@ def test_results_save_load_and_best_acl(tmp_path):
 # ---- the GEMM method of convolution
 
 def conv_ref(d, w, stride, pad):
-    (sh, sw), (ph, pw) = stride, pad
-    _, _, H, W = d.shape
-    CO, _, KH, KW = w.shape
-    dp = np.pad(d.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    OH, OW = (H + 2 * ph - KH) // sh + 1, (W + 2 * pw - KW) // sw + 1
-    out = np.zeros((d.shape[0], CO, OH, OW))
-    for kh in range(KH):
-        for kw in range(KW):
-            win = dp[:, :, kh:kh + sh * (OH - 1) + 1:sh, kw:kw + sw * (OW - 1) + 1:sw]
-            out += np.einsum("nchw,oc->nohw", win, w[:, :, kh, kw])
-    return out
+    return conv2d_ref(d, w, stride, pad)
 
 
 @pytest.mark.opencl

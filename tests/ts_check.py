@@ -11,6 +11,7 @@ import numpy as np
 
 import tensorsched as ts
 from tensorsched.ir.tensor import PlaceholderOp
+from tensorsched.testing.numerics import conv2d_ref
 
 INT_POISON = np.iinfo(np.int32).min + 7
 
@@ -115,12 +116,4 @@ def gemm_ref(a, b):
 
 def conv_ref(d, k, pad=1):
     """Direct NCHW conv2d, stride 1, in float64."""
-    _, _, H, W = d.shape
-    CO, _, KH, KW = k.shape
-    dp = np.pad(d, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    OH, OW = H + 2 * pad - KH + 1, W + 2 * pad - KW + 1
-    out = np.zeros((d.shape[0], CO, OH, OW))
-    for kh in range(KH):
-        for kw in range(KW):
-            out += np.einsum("nchw,oc->nohw", dp[:, :, kh:kh + OH, kw:kw + OW], k[:, :, kh, kw])
-    return out
+    return conv2d_ref(d, k, 1, pad)

@@ -73,8 +73,9 @@ from tensorsched.baselines.acl_tuner import (BENCHMARK_FILE, analyse, best_acl, 
 from tensorsched.baselines.clblast import ClBlast, ClBlastError, ClBlastGemm
 from tensorsched.ops.conv2d import ConvShape
 from tensorsched.runtime.device import current_device, set_device
+from tensorsched.testing.numerics import conv2d_ref
 from tensorsched.tune.log import read_log
-from tensorsched.tune.task import Task, conv2d_reference
+from tensorsched.tune.task import Task
 from tensorsched.tune.tuner import DeviceLimits, tune
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -141,7 +142,7 @@ class Workload:
         if self.kind == "gemm":
             return x[0] @ x[1]
         sh = ConvShape(*self.shape)
-        return conv2d_reference(x[0], x[1], sh.stride, sh.pad)
+        return conv2d_ref(x[0], x[1], sh.stride, sh.pad)
 
     @property
     def out_shape(self):

@@ -103,14 +103,19 @@ def check_numerics(s, args, ref, target="python", seed=0, name="fuzzed"):
 
 
 def conv2d_ref(d, k, stride=1, pad=0):
-    """NCHW data, OIHW kernel, in float64."""
+    """NCHW data, OIHW kernel, in float64; ``stride`` and ``pad`` are ints or (h, w) pairs."""
+    (sh, sw), (ph, pw) = (_pair(stride), _pair(pad))
     _, _, H, W = d.shape
     CO, _, KH, KW = k.shape
-    dp = np.pad(d, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    OH, OW = (H + 2 * pad - KH) // stride + 1, (W + 2 * pad - KW) // stride + 1
+    dp = np.pad(np.asarray(d, np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    OH, OW = (H + 2 * ph - KH) // sh + 1, (W + 2 * pw - KW) // sw + 1
     out = np.zeros((d.shape[0], CO, OH, OW))
     for kh in range(KH):
         for kw in range(KW):
-            window = dp[:, :, kh:kh + stride * OH:stride, kw:kw + stride * OW:stride]
-            out += np.einsum("nchw,oc->nohw", window, k[:, :, kh, kw])
+            window = dp[:, :, kh:kh + sh * (OH - 1) + 1:sh, kw:kw + sw * (OW - 1) + 1:sw]
+            out += np.einsum("nchw,oc->nohw", window, np.asarray(k[:, :, kh, kw], np.float64))
     return out
+
+
+def _pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)

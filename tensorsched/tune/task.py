@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import TensorschedError
 from ..ops.conv2d import ConvShape
 from ..ops.templates import TEMPLATES
+from ..testing.numerics import conv2d_ref
 from .space import Config
 
 
@@ -141,7 +142,7 @@ class Task:
             ref, axis = a @ b, 1
         else:
             sh = ConvShape(*self.shape)
-            ref, axis = conv2d_reference(x[0], x[1], sh.stride, sh.pad), 1
+            ref, axis = conv2d_ref(x[0], x[1], sh.stride, sh.pad), 1
         extra = iter(x[2:])
         for kind in self.epilogue:
             if kind == "bias":
@@ -154,20 +155,6 @@ class Task:
             elif kind == "sigmoid":
                 ref = 1 / (1 + np.exp(-ref))
         return ref
-
-
-def conv2d_reference(d, k, stride, pad):
-    """NCHW convolution in float64 with numpy."""
-    _, _, H, W = d.shape
-    CO, _, KH, KW = k.shape
-    dp = np.pad(d, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    OH, OW = (H + 2 * pad - KH) // stride + 1, (W + 2 * pad - KW) // stride + 1
-    out = np.zeros((d.shape[0], CO, OH, OW))
-    for kh in range(KH):
-        for kw in range(KW):
-            window = dp[:, :, kh:kh + stride * OH:stride, kw:kw + stride * OW:stride]
-            out += np.einsum("nchw,oc->nohw", window, k[:, :, kh, kw])
-    return out
 
 
 PYTHON_REFERENCE_LIMIT = 2_000_000       # loop iterations the exact Python backend may run

@@ -9,6 +9,7 @@ import numpy as np
 
 import tensorsched as ts
 from tensorsched.ir.tensor import PlaceholderOp
+from tensorsched.testing.numerics import conv2d_ref
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if TESTS not in sys.path:
@@ -98,16 +99,7 @@ def gemm(M, N, K, dtype="float32"):
 
 def conv_ref(d, k, pad=1, stride=1):
     """NCHW conv2d in float64."""
-    _, _, H, W = d.shape
-    CO, _, KH, KW = k.shape
-    dp = np.pad(d.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    OH, OW = (H + 2 * pad - KH) // stride + 1, (W + 2 * pad - KW) // stride + 1
-    out = np.zeros((d.shape[0], CO, OH, OW))
-    for kh in range(KH):
-        for kw in range(KW):
-            window = dp[:, :, kh:kh + stride * OH:stride, kw:kw + stride * OW:stride]
-            out += np.einsum("nchw,oc->nohw", window, k[:, :, kh, kw])
-    return out
+    return conv2d_ref(d, k, stride, pad)
 
 
 def gemm_shared_schedule(M, N, K, tile=8, threads=4, kfactor=4):
