@@ -3,6 +3,7 @@
 
     python benchmarks/compile_time.py [--repeat 20]
 """
+
 import argparse
 import os
 import statistics
@@ -18,7 +19,7 @@ import seed_conv  # noqa: E402
 import tensorsched as ts  # noqa: E402
 from tensorsched.codegen.opencl import emit_opencl  # noqa: E402
 
-TVM_MS = {"GEMM 1024 (tiled)": 21.5, "seed conv kernel 3": 45.0}   # TVM C++: lower + build source
+TVM_MS = {"GEMM 1024 (tiled)": 21.5, "seed conv kernel 3": 45.0}  # TVM C++: lower + build source
 
 
 def cases():
@@ -52,8 +53,10 @@ def main():
         source_ms = median_ms(lambda: emit_opencl(ts.lower(*make())), args.repeat)
         rows.append((name, lower_ms, source_ms, TVM_MS[name], TVM_MS[name] / source_ms))
     print(f"median of {args.repeat} runs, schedule construction included")
-    print(f"{'workload':<22} | {'to lowered IR':>13} | {'to OpenCL C':>11} | {'TVM (C++)':>9} | "
-          f"{'TVM / ours':>10}")
+    print(
+        f"{'workload':<22} | {'to lowered IR':>13} | {'to OpenCL C':>11} | {'TVM (C++)':>9} | "
+        f"{'TVM / ours':>10}"
+    )
     print("-" * 78)
     for name, lo, src, tvm, ratio in rows:
         print(f"{name:<22} | {lo:>10.1f} ms | {src:>8.1f} ms | {tvm:>6.1f} ms | {ratio:>9.2f}x")

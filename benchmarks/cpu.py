@@ -7,6 +7,7 @@ result is checked against numpy before it is timed. Times are medians of ``--rep
 
     python benchmarks/cpu.py [--repeat 5] [--quick]
 """
+
 import argparse
 import statistics
 import time
@@ -15,8 +16,8 @@ import numpy as np
 
 import tensorsched as ts
 from tensorsched.ops.conv2d import ConvShape
+from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES
-from tensorsched.tune.space import Config
 
 GEMM_CONFIGS = [
     ("cpu", dict(tile_y=(1, 16), tile_x=(2, 64), vec=16, tile_k=(4,))),
@@ -101,12 +102,16 @@ def main():
     tn = median_time(numpy_conv, args.repeat)
     table.append(("conv2d VGG 56x56x256 3x3", f"{name} {knobs}", t, tn, sh.flop))
 
-    print("\nmedian device time of the best tensorsched config vs numpy (im2col + matmul for the "
-          "conv), same run")
+    print(
+        "\nmedian device time of the best tensorsched config vs numpy (im2col + matmul for the "
+        "conv), same run"
+    )
     print(f"{'workload':<26} | {'tensorsched':>11} | {'numpy':>9} | {'ratio':>6} | best config")
     for wl, cfg, t, tn, flop in table:
-        print(f"{wl:<26} | {flop / t / 1e9:6.1f} GF/s | {flop / tn / 1e9:4.1f} GF/s | "
-              f"{tn / t:5.2f}x | {cfg}")
+        print(
+            f"{wl:<26} | {flop / t / 1e9:6.1f} GF/s | {flop / tn / 1e9:4.1f} GF/s | "
+            f"{tn / t:5.2f}x | {cfg}"
+        )
 
 
 if __name__ == "__main__":

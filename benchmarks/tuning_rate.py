@@ -25,6 +25,7 @@ for its local size, at its first launch, which happens in the measuring worker (
 the register tile). On drivers that compile at ``clBuildProgram`` the pool takes all of the
 compile, and the lowering, off the measurement.
 """
+
 import argparse
 import os
 import statistics
@@ -58,8 +59,17 @@ def one_run(task, mode, trials, seed, workdir, repeat=3):
         tuner.prebuild = no_prebuild
     try:
         t0 = time.perf_counter()
-        res = tuner.tune(task, log, strategy="random", trials=trials, seed=seed,
-                         n_build=n_build, repeat=repeat, timeout=60, progress=False)
+        res = tuner.tune(
+            task,
+            log,
+            strategy="random",
+            trials=trials,
+            seed=seed,
+            n_build=n_build,
+            repeat=repeat,
+            timeout=60,
+            progress=False,
+        )
         seconds = time.perf_counter() - t0
     finally:
         tuner.prebuild = real
@@ -71,12 +81,14 @@ def breakdown(res):
     """Where a run's time went, from ``TuneResult.stats``."""
     st = res.stats
     n = max(res.on_device, 1)
-    return (f"wait for builds {st.get('wait_build_s', 0):.1f} s, runner {st.get('runner_s', 0):.1f} s"
-            f" (per measured config: load {st.get('load_s', 0) / n * 1e3:.0f} ms, check "
-            f"{st.get('check_s', 0) / n * 1e3:.0f} ms, time {st.get('time_s', 0) / n * 1e3:.0f} ms"
-            f" over {st.get('repeats', 0) / n:.1f} runs), log {st.get('log_s', 0):.1f} s; "
-            f"inputs made {st.get('uploads', 0)}x, runner restarts {st.get('restarts', 0)}, "
-            f"built by the runner {st.get('built_by_runner', 0)}")
+    return (
+        f"wait for builds {st.get('wait_build_s', 0):.1f} s, runner {st.get('runner_s', 0):.1f} s"
+        f" (per measured config: load {st.get('load_s', 0) / n * 1e3:.0f} ms, check "
+        f"{st.get('check_s', 0) / n * 1e3:.0f} ms, time {st.get('time_s', 0) / n * 1e3:.0f} ms"
+        f" over {st.get('repeats', 0) / n:.1f} runs), log {st.get('log_s', 0):.1f} s; "
+        f"inputs made {st.get('uploads', 0)}x, runner restarts {st.get('restarts', 0)}, "
+        f"built by the runner {st.get('built_by_runner', 0)}"
+    )
 
 
 def main():
@@ -84,8 +96,12 @@ def main():
     p.add_argument("--trials", type=int, default=None, help="default 40 (--gpu: 300)")
     p.add_argument("--repeat", type=int, default=None, help="runs per mode (default 3, --gpu 1)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timed", type=int, default=None, help="timed runs per candidate (tune's "
-                   "repeat; default 3, --gpu 5 as the tune command)")
+    p.add_argument(
+        "--timed",
+        type=int,
+        default=None,
+        help="timed runs per candidate (tune's repeat; default 3, --gpu 5 as the tune command)",
+    )
     p.add_argument("--quick", action="store_true", help="12 trials, 1 run, cpu template only")
     p.add_argument("--gpu", action="store_true", help="gpu_tiled 4096^3, n_build=cpu_count only")
     p.add_argument("--shape", help="M,N,K instead of the default tasks' shapes")
@@ -107,12 +123,16 @@ def main():
     if args.gpu:
         modes = [ncpu]
     if args.modes:
-        modes = [ncpu if m == "N" else (m if m == "none" else int(m))
-                 for m in args.modes.split(",")]
+        modes = [
+            ncpu if m == "N" else (m if m == "none" else int(m)) for m in args.modes.split(",")
+        ]
     label = {m: "no prebuild" if m == "none" else f"n_build={m}" for m in modes}
-    print(f"device: {dev.name} ({dev.platform_name}), {ncpu} CPUs; {trials} random "
-          f"trials per run (seed {args.seed}), {timed} timed runs per candidate at most, median "
-          f"of {repeat} run(s), cold kernel caches\n", flush=True)
+    print(
+        f"device: {dev.name} ({dev.platform_name}), {ncpu} CPUs; {trials} random "
+        f"trials per run (seed {args.seed}), {timed} timed runs per candidate at most, median "
+        f"of {repeat} run(s), cold kernel caches\n",
+        flush=True,
+    )
     rows, notes = [], []
     base_mode = 1 if 1 in modes else modes[0]
     with tempfile.TemporaryDirectory(prefix="ts-tuning-rate-") as workdir:
@@ -124,20 +144,38 @@ def main():
                 for m in modes:
                     sec, results[m] = one_run(task, m, trials, args.seed, workdir, timed)
                     times[m].append(sec)
-                    print(f"  {task} {label[m]:<12} {sec:6.1f} s  {trials / sec * 60:6.1f} "
-                          f"trials/min", flush=True)
+                    print(
+                        f"  {task} {label[m]:<12} {sec:6.1f} s  {trials / sec * 60:6.1f} "
+                        f"trials/min",
+                        flush=True,
+                    )
             base = statistics.median(times[base_mode])
             for m in modes:
                 sec = statistics.median(times[m])
                 res = results[m]
                 status = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
-                rows.append([str(task), label[m], f"{sec:.1f}", f"{trials / sec * 60:.0f}",
-                             f"{res.on_device / res.seconds * 60:.0f}",
-                             f"{base / sec:.2f}x", status])
+                rows.append(
+                    [
+                        str(task),
+                        label[m],
+                        f"{sec:.1f}",
+                        f"{trials / sec * 60:.0f}",
+                        f"{res.on_device / res.seconds * 60:.0f}",
+                        f"{base / sec:.2f}x",
+                        status,
+                    ]
+                )
                 notes.append(f"{task} {label[m]}: {breakdown(res)}")
     print()
-    head = ["task", "build", "seconds", "trials/min", "on device/min",
-            f"vs {label[base_mode]}", "trials"]
+    head = [
+        "task",
+        "build",
+        "seconds",
+        "trials/min",
+        "on device/min",
+        f"vs {label[base_mode]}",
+        "trials",
+    ]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     fmt = " | ".join(f"{{:<{w}}}" for w in widths)
     print(fmt.format(*head))

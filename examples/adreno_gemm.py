@@ -12,18 +12,19 @@ work-group ("it is generally better to use bigger work-groups"), then the fewest
 work-items. The table shows what it picks beside what measured fastest. Results are checked
 against numpy; the script exits with status 1 on a mismatch.
 """
+
 import argparse
 import sys
 
 import numpy as np
 
 import tensorsched as ts
+from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES, space
 from tensorsched.runtime.device import current_device
-from tensorsched.tune.space import Config
 
 FAST_MATH = ["-cl-fast-relaxed-math"]
-ROWS, COLS = 8, 4                  # the micro-tile of one work-item (knob rows = 8)
+ROWS, COLS = 8, 4  # the micro-tile of one work-item (knob rows = 8)
 
 
 def ceil_div(a, b):
@@ -41,8 +42,9 @@ def occupancy(M, N, wg):
 
 def heuristic(M, N, work_groups):
     """Seed 004: fewest partially occupied work-groups, then the biggest, then fewest idle."""
-    return min(work_groups, key=lambda wg: (occupancy(M, N, wg)[0], -wg[0] * wg[1],
-                                            occupancy(M, N, wg)[2]))
+    return min(
+        work_groups, key=lambda wg: (occupancy(M, N, wg)[0], -wg[0] * wg[1], occupancy(M, N, wg)[2])
+    )
 
 
 def print_table(head, rows):
@@ -56,16 +58,24 @@ def print_table(head, rows):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--full", action="store_true",
-                   help="sizes up to 1024 (default: small sizes that run in seconds)")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="sizes up to 1024 (default: small sizes that run in seconds)",
+    )
     p.add_argument("--repeat", type=int, default=5, help="timed runs per point (median kept)")
     p.add_argument("--plot", metavar="PNG", help="also plot GFLOPS per work-group and size")
     args = p.parse_args()
-    sizes = ([(1024, 1024, 1024), (1000, 1024, 1024), (520, 2048, 1024)] if args.full else
-             [(256, 256, 256), (200, 256, 128), (72, 512, 128)])
+    sizes = (
+        [(1024, 1024, 1024), (1000, 1024, 1024), (520, 2048, 1024)]
+        if args.full
+        else [(256, 256, 256), (200, 256, 128), (72, 512, 128)]
+    )
     dev = current_device()
-    print(f"OpenCL device: {dev.name} ({dev.platform_name}); max work-group size "
-          f"{dev.max_work_group_size}; image support: {bool(dev.cl_device.image_support)}\n")
+    print(
+        f"OpenCL device: {dev.name} ({dev.platform_name}); max work-group size "
+        f"{dev.max_work_group_size}; image support: {bool(dev.cl_device.image_support)}\n"
+    )
     if not dev.cl_device.image_support:
         print("skipped: the device cannot read images (the kernel reads B as an image2d_t)")
         return
@@ -78,20 +88,22 @@ def main():
         mod = ts.build(s, targs, target="opencl", name="gemm", options=options)
         a = rng.uniform(-1, 1, (M, K)).astype(np.float32)
         b = rng.uniform(-1, 1, (K, N)).astype(np.float32)
-        c = np.full((M, N), np.nan, np.float32)      # poisoned: unwritten elements show
+        c = np.full((M, N), np.nan, np.float32)  # poisoned: unwritten elements show
         mod(a, b, c)
         ref = a.astype(np.float64) @ b.astype(np.float64)
         err = float(np.max(np.abs(c - ref)) / np.max(np.abs(ref)))
-        ok = err < 1e-4                                   # NaN fails too
+        ok = err < 1e-4  # NaN fails too
         if not ok:
-            failures.append(f"{M}x{N}x{K} work-group {wg} {options}: max relative error "
-                            f"{err:.2e}")
+            failures.append(f"{M}x{N}x{K} work-group {wg} {options}: max relative error {err:.2e}")
         return mod.time_evaluator(repeat=args.repeat)(a, b, c), ok
 
     for M, N, K in sizes:
         flop = 2 * M * N * K
-        wgs = [wg for wg in space(tmpl, M, N, K).space["work_group"].candidates
-               if wg[0] * wg[1] <= dev.max_work_group_size]
+        wgs = [
+            wg
+            for wg in space(tmpl, M, N, K).space["work_group"].candidates
+            if wg[0] * wg[1] <= dev.max_work_group_size
+        ]
         best, best_t = None, None
         for wg in wgs:
             t, ok = run(M, N, K, wg, FAST_MATH)
@@ -99,38 +111,86 @@ def main():
             results[(M, N, K, wg)] = flop / t.device_median / 1e9
             if best_t is None or t.device_median < best_t:
                 best, best_t = wg, t.device_median
-            rows.append((f"{M}x{N}x{K}", f"{wg[0]}x{wg[1]}", f"{wg[0] * ROWS}x{wg[1] * COLS}",
-                         f"{partial}/{total}", idle, f"{t.device_median * 1e3:.3f}",
-                         f"{flop / t.device_median / 1e9:.2f}" + ("" if ok else "  MISMATCH")))
+            rows.append(
+                (
+                    f"{M}x{N}x{K}",
+                    f"{wg[0]}x{wg[1]}",
+                    f"{wg[0] * ROWS}x{wg[1] * COLS}",
+                    f"{partial}/{total}",
+                    idle,
+                    f"{t.device_median * 1e3:.3f}",
+                    f"{flop / t.device_median / 1e9:.2f}" + ("" if ok else "  MISMATCH"),
+                )
+            )
         picks.append((M, N, K, heuristic(M, N, wgs), best, best_t))
 
-    print("== GEMM C = A @ B, B as image2d_t, 8x4 micro-tiles, built with "
-          "-cl-fast-relaxed-math ==")
-    print_table(("M x N x K", "work-group (y x x)", "macro-tile", "partial/all groups",
-                 "idle work-items", "device ms", "GFLOPS"), rows)
+    print("== GEMM C = A @ B, B as image2d_t, 8x4 micro-tiles, built with -cl-fast-relaxed-math ==")
+    print_table(
+        (
+            "M x N x K",
+            "work-group (y x x)",
+            "macro-tile",
+            "partial/all groups",
+            "idle work-items",
+            "device ms",
+            "GFLOPS",
+        ),
+        rows,
+    )
 
     print("== Work-group heuristic (fewest partially occupied groups, then biggest) ==")
     hrows = []
     for M, N, K, pick, best, best_t in picks:
         pick_gf = results[(M, N, K, pick)]
-        hrows.append((f"{M}x{N}x{K}", f"{pick[0]}x{pick[1]}", f"{pick_gf:.2f}",
-                      f"{best[0]}x{best[1]}", f"{2 * M * N * K / best_t / 1e9:.2f}",
-                      f"{pick_gf / (2 * M * N * K / best_t / 1e9):.2f}"))
-    print_table(("M x N x K", "heuristic picks", "its GFLOPS", "measured fastest",
-                 "its GFLOPS", "heuristic / fastest"), hrows)
+        hrows.append(
+            (
+                f"{M}x{N}x{K}",
+                f"{pick[0]}x{pick[1]}",
+                f"{pick_gf:.2f}",
+                f"{best[0]}x{best[1]}",
+                f"{2 * M * N * K / best_t / 1e9:.2f}",
+                f"{pick_gf / (2 * M * N * K / best_t / 1e9):.2f}",
+            )
+        )
+    print_table(
+        (
+            "M x N x K",
+            "heuristic picks",
+            "its GFLOPS",
+            "measured fastest",
+            "its GFLOPS",
+            "heuristic / fastest",
+        ),
+        hrows,
+    )
 
     frows = []
     for M, N, K, pick, _, _ in picks:
         t_fast, ok1 = run(M, N, K, pick, FAST_MATH)
         t_plain, ok2 = run(M, N, K, pick, [])
-        frows.append((f"{M}x{N}x{K}", f"{pick[0]}x{pick[1]}",
-                      f"{t_plain.device_median * 1e3:.3f}", f"{t_fast.device_median * 1e3:.3f}",
-                      f"{t_plain.device_median / t_fast.device_median:.2f}"
-                      + ("" if ok1 and ok2 else "  MISMATCH")))
-    print("== Build option -cl-fast-relaxed-math (the seed recommends it), heuristic's "
-          "work-group ==")
-    print_table(("M x N x K", "work-group", "device ms, plain", "device ms, fast-relaxed-math",
-                 "plain / fast"), frows)
+        frows.append(
+            (
+                f"{M}x{N}x{K}",
+                f"{pick[0]}x{pick[1]}",
+                f"{t_plain.device_median * 1e3:.3f}",
+                f"{t_fast.device_median * 1e3:.3f}",
+                f"{t_plain.device_median / t_fast.device_median:.2f}"
+                + ("" if ok1 and ok2 else "  MISMATCH"),
+            )
+        )
+    print(
+        "== Build option -cl-fast-relaxed-math (the seed recommends it), heuristic's work-group =="
+    )
+    print_table(
+        (
+            "M x N x K",
+            "work-group",
+            "device ms, plain",
+            "device ms, fast-relaxed-math",
+            "plain / fast",
+        ),
+        frows,
+    )
 
     if args.plot:
         plot(args.plot, results, sizes, dev.name)
@@ -142,19 +202,21 @@ def main():
 def plot(path, results, sizes, device):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print(f"\n--plot: matplotlib is not installed (pip install 'tensorsched[plot]'); "
-              f"{path} not written")
+        print(
+            f"\n--plot: matplotlib is not installed (pip install 'tensorsched[plot]'); "
+            f"{path} not written"
+        )
         return
     fig, ax = plt.subplots(figsize=(9, 4))
     wgs = sorted({k[3] for k in results}, key=lambda wg: (wg[0] * wg[1], wg))
     width = 0.8 / len(sizes)
     for n, (M, N, K) in enumerate(sizes):
         xs = [i + n * width for i in range(len(wgs))]
-        ax.bar(xs, [results.get((M, N, K, wg), 0) for wg in wgs], width,
-               label=f"{M}x{N}x{K}")
+        ax.bar(xs, [results.get((M, N, K, wg), 0) for wg in wgs], width, label=f"{M}x{N}x{K}")
     ax.set_xticks([i + width * (len(sizes) - 1) / 2 for i in range(len(wgs))])
     ax.set_xticklabels([f"{y}x{x}" for y, x in wgs])
     ax.set_xlabel("work-group (y x x)")

@@ -6,6 +6,7 @@ second of two __local copies. Prints the lowered IR, checks against numpy, times
 
     python examples/desktop_gpu_gemm.py [--size M N K]
 """
+
 import argparse
 
 import numpy as np
@@ -15,20 +16,24 @@ import tensorsched as ts
 
 def schedule(A, B, C, kstep=16):
     s = ts.create_schedule(C.op)
-    CL = s.cache_write(C, "local")                    # the register tile
-    AA = s.cache_read(A, "shared", [CL])              # the __local tiles
+    CL = s.cache_write(C, "local")  # the register tile
+    AA = s.cache_read(A, "shared", [CL])  # the __local tiles
     BB = s.cache_read(B, "shared", [CL])
     i, j = s[C].op.axis
-    by, i = s[C].split(i, 128)                        # rows: 128 = 1 vthread x 16 x 8
+    by, i = s[C].split(i, 128)  # rows: 128 = 1 vthread x 16 x 8
     ty, wy = s[C].split(i, 8)
-    bx, j = s[C].split(j, 128)                        # columns: 128 = 2 vthreads x 16 x 4
+    bx, j = s[C].split(j, 128)  # columns: 128 = 2 vthreads x 16 x 4
     vx, j = s[C].split(j, nparts=2)
     tx, wx = s[C].split(j, 4)
     s[C].reorder(by, bx, vx, ty, tx, wy, wx)
-    for ax, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"),
-                    (tx, "threadIdx.x")):
+    for ax, tag in (
+        (by, "blockIdx.y"),
+        (bx, "blockIdx.x"),
+        (ty, "threadIdx.y"),
+        (tx, "threadIdx.x"),
+    ):
         s[C].bind(ax, ts.thread_axis(tag))
-    s[C].bind(vx, ts.thread_axis("vthread", name="vx"))   # a work-item's columns 64 apart
+    s[C].bind(vx, ts.thread_axis("vthread", name="vx"))  # a work-item's columns 64 apart
     s[C].unroll(wy)
     s[C].vectorize(wx)
 
@@ -41,17 +46,17 @@ def schedule(A, B, C, kstep=16):
     s[CL].unroll(ci)
     s[CL].vectorize(cj)
 
-    s[AA].transform_layout(lambda r, c: [c, r])       # a work-item's 8 rows of A adjacent
-    s[AA].storage_align(AA.op.axis[1], 128, 4)        # columns 132 apart: fewer bank conflicts
+    s[AA].transform_layout(lambda r, c: [c, r])  # a work-item's 8 rows of A adjacent
+    s[AA].storage_align(AA.op.axis[1], 128, 4)  # columns 132 apart: fewer bank conflicts
     for T in (AA, BB):
         s[T].compute_at(s[CL], ko)
-        f = s[T].fuse(*s[T].op.axis)                  # every work-item copies its share
+        f = s[T].fuse(*s[T].op.axis)  # every work-item copies its share
         f, fx = s[T].split(f, 16)
         f, fy = s[T].split(f, 16)
         s[T].bind(fy, ts.thread_axis("threadIdx.y"))
         s[T].bind(fx, ts.thread_axis("threadIdx.x"))
         s[T].unroll(f)
-        s[T].double_buffer("both")                    # next K step: registers, then 2nd copy
+        s[T].double_buffer("both")  # next K step: registers, then 2nd copy
     return s
 
 
@@ -71,7 +76,7 @@ def main():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)
-    c = np.full((M, N), np.nan, dtype=np.float32)          # poisoned: unwritten elements show
+    c = np.full((M, N), np.nan, dtype=np.float32)  # poisoned: unwritten elements show
     mod(a, b, c)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     err = float(np.max(np.abs(c - ref)) / np.max(np.abs(ref)))
@@ -79,8 +84,10 @@ def main():
     if not err < 1e-5:
         raise SystemExit("result does not match numpy")
     t = mod.time_evaluator(repeat=5)(a, b, c)
-    print(f"device time {t.device_median * 1e3:.3f} ms, "
-          f"{2 * M * N * K / t.device_median / 1e12:.3f} TFLOP/s")
+    print(
+        f"device time {t.device_median * 1e3:.3f} ms, "
+        f"{2 * M * N * K / t.device_median / 1e12:.3f} TFLOP/s"
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ it on the default OpenCL device and check it against numpy.
 
     python examples/edit_ir.py [--size M N K] [--python]
 """
+
 import argparse
 
 import numpy as np
@@ -33,8 +34,8 @@ def swap_loops(text, outer, inner):
     a = next(n for n, line in enumerate(lines) if line.lstrip().startswith(f"for ({outer},"))
     if not lines[a + 1].lstrip().startswith(f"for ({inner},"):
         raise SystemExit(f"loop {inner} is not the only statement of loop {outer}")
-    pad_a = lines[a][:len(lines[a]) - len(lines[a].lstrip())]
-    pad_b = lines[a + 1][:len(lines[a + 1]) - len(lines[a + 1].lstrip())]
+    pad_a = lines[a][: len(lines[a]) - len(lines[a].lstrip())]
+    pad_b = lines[a + 1][: len(lines[a + 1]) - len(lines[a + 1].lstrip())]
     lines[a], lines[a + 1] = pad_a + lines[a + 1].lstrip(), pad_b + lines[a].lstrip()
     return "\n".join(lines)
 
@@ -64,7 +65,7 @@ def main():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)
-    c = np.full((M, N), np.nan, dtype=np.float32)          # poisoned: unwritten elements show
+    c = np.full((M, N), np.nan, dtype=np.float32)  # poisoned: unwritten elements show
     mod(a, b, c)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     err = float(np.max(np.abs(c - ref)) / np.max(np.abs(ref)))

@@ -3,6 +3,7 @@ then run it on the default OpenCL device and check it against numpy.
 
     python examples/gemm_schedule.py [--size M N K] [--python]
 """
+
 import argparse
 
 import numpy as np
@@ -69,7 +70,7 @@ def main():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)
-    c = np.full((M, N), np.nan, dtype=np.float32)          # poisoned: unwritten elements show
+    c = np.full((M, N), np.nan, dtype=np.float32)  # poisoned: unwritten elements show
     mod(a, b, c)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     err = float(np.max(np.abs(c - ref)) / np.max(np.abs(ref)))
@@ -79,8 +80,10 @@ def main():
         raise SystemExit("result does not match numpy")
     if not args.python:
         t = mod.time_evaluator(repeat=5)(a, b, c)
-        print(f"device time {t.device_median * 1e3:.3f} ms, host time {t.host_median * 1e3:.3f} ms, "
-              f"{2 * M * N * K / t.device_median / 1e9:.2f} GFLOP/s")
+        print(
+            f"device time {t.device_median * 1e3:.3f} ms, host time {t.host_median * 1e3:.3f} ms, "
+            f"{2 * M * N * K / t.device_median / 1e9:.2f} GFLOP/s"
+        )
 
 
 if __name__ == "__main__":

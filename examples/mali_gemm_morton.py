@@ -14,15 +14,16 @@ Each work-item computes a 2x2 patch of C with float4 partial sums. ``epilogue=("
 the device time of all the module's kernels (packing included). Results are checked against
 numpy; the script exits with status 1 on a mismatch.
 """
+
 import argparse
 import sys
 
 import numpy as np
 
 import tensorsched as ts
+from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES
 from tensorsched.runtime.device import current_device
-from tensorsched.tune.space import Config
 
 EPILOGUES = {"none": (), "bias + sigmoid": ("bias", "sigmoid"), "bias + ReLU": ("bias", "relu")}
 LAYOUTS = ("blocked", "morton")
@@ -51,8 +52,11 @@ def print_table(head, rows):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--full", action="store_true",
-                   help="sizes 256 to 2048 (default: small sizes that run in seconds)")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="sizes 256 to 2048 (default: small sizes that run in seconds)",
+    )
     p.add_argument("--repeat", type=int, default=5, help="timed runs per point (median kept)")
     p.add_argument("--plot", metavar="PNG", help="also plot the Morton / blocked time ratio")
     args = p.parse_args()
@@ -72,27 +76,48 @@ def main():
             ref = reference(a, b, bias, epilogue)
             times = {}
             for layout in LAYOUTS:
-                s, targs = TEMPLATES["gemm"]["block2x2"](Config({"layout": layout}), M, N, K,
-                                                         epilogue=epilogue)
+                s, targs = TEMPLATES["gemm"]["block2x2"](
+                    Config({"layout": layout}), M, N, K, epilogue=epilogue
+                )
                 mod = ts.build(s, targs, target="opencl", name="gemm")
                 ins = [a, b] + ([bias] if "bias" in epilogue else [])
-                c = np.full((M, N), np.nan, np.float32)     # poisoned: unwritten elements show
+                c = np.full((M, N), np.nan, np.float32)  # poisoned: unwritten elements show
                 mod(*ins, c)
                 err = float(np.max(np.abs(c - ref)) / np.max(np.abs(ref)))
-                if not err < 1e-5:                           # NaN fails too
+                if not err < 1e-5:  # NaN fails too
                     failures.append(f"{layout} {n}^3 {ep_name}: max relative error {err:.2e}")
                 times[layout] = mod.time_evaluator(repeat=args.repeat)(*ins, c).device_median
             ratio = times["morton"] / times["blocked"]
             ratios[(n, ep_name)] = ratio
-            rows.append((f"{n}x{n}x{n}", ep_name, f"{times['blocked'] * 1e3:.3f}",
-                         f"{times['morton'] * 1e3:.3f}", f"{flop / times['blocked'] / 1e9:.2f}",
-                         f"{flop / times['morton'] / 1e9:.2f}", f"{ratio:.3f}"))
+            rows.append(
+                (
+                    f"{n}x{n}x{n}",
+                    ep_name,
+                    f"{times['blocked'] * 1e3:.3f}",
+                    f"{times['morton'] * 1e3:.3f}",
+                    f"{flop / times['blocked'] / 1e9:.2f}",
+                    f"{flop / times['morton'] / 1e9:.2f}",
+                    f"{ratio:.3f}",
+                )
+            )
 
     print("== 2x2 blocked GEMM: ARM's layout against hybrid Morton packing (float) ==")
-    print_table(("M=N=K", "epilogue", "blocked ms", "morton ms", "blocked GFLOPS",
-                 "morton GFLOPS", "morton / blocked"), rows)
-    print("Seed 002 on a Mali-T628 (ODROID XU3): Morton 12% faster than ARM's blocked kernel, "
-          "a time ratio of about 0.89.")
+    print_table(
+        (
+            "M=N=K",
+            "epilogue",
+            "blocked ms",
+            "morton ms",
+            "blocked GFLOPS",
+            "morton GFLOPS",
+            "morton / blocked",
+        ),
+        rows,
+    )
+    print(
+        "Seed 002 on a Mali-T628 (ODROID XU3): Morton 12% faster than ARM's blocked kernel, "
+        "a time ratio of about 0.89."
+    )
     if failures:
         print("\nMISMATCH against numpy:\n  " + "\n  ".join(failures))
     if args.plot:
@@ -104,17 +129,24 @@ def main():
 def plot(path, ratios, sizes, device):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print(f"\n--plot: matplotlib is not installed (pip install 'tensorsched[plot]'); "
-              f"{path} not written")
+        print(
+            f"\n--plot: matplotlib is not installed (pip install 'tensorsched[plot]'); "
+            f"{path} not written"
+        )
         return
     fig, ax = plt.subplots(figsize=(7, 4))
     width = 0.8 / len(EPILOGUES)
     for n, ep in enumerate(EPILOGUES):
-        ax.bar([i + n * width for i in range(len(sizes))], [ratios[(s, ep)] for s in sizes],
-               width, label=ep)
+        ax.bar(
+            [i + n * width for i in range(len(sizes))],
+            [ratios[(s, ep)] for s in sizes],
+            width,
+            label=ep,
+        )
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.axhline(1 / 1.12, color="gray", linestyle="--", linewidth=0.8, label="seed 002 (0.89)")
     ax.set_xticks([i + width * (len(EPILOGUES) - 1) / 2 for i in range(len(sizes))])

@@ -3,25 +3,78 @@
 Declare a computation with ``placeholder`` / ``compute``, schedule it with ``create_schedule``
 and the stage primitives, read ``lower(...)``, and ``build`` it.
 """
-from .build import build
-from .errors import (BuildError, CodegenError, ComputeError, InternalError, LoweringError,
-                     ParseError, RuntimeCallError, ScheduleError, TensorschedError)
-from .ir.intrin import (all, any, const, exp, fabs, if_then_else, log, max, min, power, sigmoid,
-                        sqrt, sum, tanh)
+
+from . import tune  # noqa: E402  (ts.tune.apply_best, ts.tune.Task ...)
+from .errors import (
+    BuildError,
+    CodegenError,
+    ComputeError,
+    InternalError,
+    LoweringError,
+    ParseError,
+    RuntimeCallError,
+    ScheduleError,
+    TensorschedError,
+)
+from .ir.intrin import (
+    all,
+    any,
+    const,
+    exp,
+    fabs,
+    if_then_else,
+    log,
+    max,
+    min,
+    power,
+    sigmoid,
+    sqrt,
+    sum,
+    tanh,
+)
 from .ir.parser import parse_ir
 from .ir.te_text import parse_expr
 from .ir.tensor import compute, placeholder, reduce_axis, thread_axis
 from .ops.pad import pad
+from .runtime.build import build
 from .schedules.lower import lower
 from .schedules.schedule import create_schedule
-from . import tune  # noqa: E402  (ts.tune.apply_best, ts.tune.Task ...)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "placeholder", "compute", "reduce_axis", "thread_axis", "sum", "max", "min", "const",
-    "if_then_else", "all", "any", "exp", "log", "sqrt", "tanh", "sigmoid", "fabs", "power", "pad",
-    "create_schedule", "lower", "build", "parse_ir", "parse_expr", "tune",
-    "TensorschedError", "ComputeError", "ScheduleError", "LoweringError", "CodegenError",
-    "BuildError", "RuntimeCallError", "ParseError", "InternalError",
+    "placeholder",
+    "compute",
+    "reduce_axis",
+    "thread_axis",
+    "sum",
+    "max",
+    "min",
+    "const",
+    "if_then_else",
+    "all",
+    "any",
+    "exp",
+    "log",
+    "sqrt",
+    "tanh",
+    "sigmoid",
+    "fabs",
+    "power",
+    "pad",
+    "create_schedule",
+    "lower",
+    "build",
+    "parse_ir",
+    "parse_expr",
+    "tune",
+    "TensorschedError",
+    "ComputeError",
+    "ScheduleError",
+    "LoweringError",
+    "CodegenError",
+    "BuildError",
+    "RuntimeCallError",
+    "ParseError",
+    "InternalError",
 ]

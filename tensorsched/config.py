@@ -5,6 +5,7 @@
 ``TS_ROUNDTRIP=1`` checks that every lowered function prints and parses back to itself
 (``ts.parse_ir``; on in the test suite and in the examples it runs).
 """
+
 import os
 from dataclasses import dataclass
 

@@ -72,8 +72,9 @@ class ParseError(TensorschedError):
     alone says what was wrong and, for a syntax error, what was expected.
     """
 
-    def __init__(self, message, line=None, column=None, source_line=None, filename="<text>",
-                 width=1):
+    def __init__(
+        self, message, line=None, column=None, source_line=None, filename="<text>", width=1
+    ):
         self.message, self.line, self.column = message, line, column
         self.source_line, self.filename, self.width = source_line, filename, max(width, 1)
         super().__init__(self._render())
@@ -84,7 +85,7 @@ class ParseError(TensorschedError):
         out = [f"{self.filename}:{self.line}:{self.column}: {self.message}"]
         if self.source_line is not None:
             src = self.source_line.rstrip("\n")
-            lead = "".join(c if c == "\t" else " " for c in src[:self.column - 1])
+            lead = "".join(c if c == "\t" else " " for c in src[: self.column - 1])
             out += [f"  {src}", f"  {lead}{'^' * self.width}"]
         return "\n".join(out)
 

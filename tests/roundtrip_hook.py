@@ -7,6 +7,7 @@ form), and its bare body is reparsed and reprinted to the same text. A failure r
 
 ``tests/conftest.py`` imports the fixture, which is all it takes to apply it everywhere.
 """
+
 import pytest
 
 from tensorsched.config import config

@@ -1,11 +1,27 @@
 """Seed 003's spatially-packed conv2d, declared and scheduled as the tutorial writes it with
 ``ts`` in place of ``tvm`` (and ``//`` where it divides integers)."""
+
 import tensorsched as ts
 import tensorsched as tvm  # noqa: F401  (the tutorial's lines read as written)
 
 
-def declare(N=1, CI=256, IH=56, IW=56, CO=256, KH=3, KW=3, H_PAD=1, W_PAD=1, H_STR=1, W_STR=1,
-            VH=1, VW=4, VC=4, out_dtype="float32"):
+def declare(
+    N=1,
+    CI=256,
+    IH=56,
+    IW=56,
+    CO=256,
+    KH=3,
+    KW=3,
+    H_PAD=1,
+    W_PAD=1,
+    H_STR=1,
+    W_STR=1,
+    VH=1,
+    VW=4,
+    VC=4,
+    out_dtype="float32",
+):
     data = ts.placeholder((N, CI, IH, IW), name="data")
     kernel = ts.placeholder((CO, CI, KH, KW), name="kernel")
     data_pad = ts.pad(data, [0, 0, H_PAD, W_PAD], name="data_pad")
@@ -15,32 +31,48 @@ def declare(N=1, CI=256, IH=56, IW=56, CO=256, KH=3, KW=3, H_PAD=1, W_PAD=1, H_S
     TW = IW + 2 * W_PAD
     OH = (IH + 2 * H_PAD - KH) // H_STR + 1
     OW = (IW + 2 * W_PAD - KW) // W_STR + 1
-    dvshape = (N, TH // (VH * H_STRIDE), TW // (VW * W_STRIDE), CI, VH * H_STRIDE + HCAT,
-               VW * W_STRIDE + WCAT)
+    dvshape = (
+        N,
+        TH // (VH * H_STRIDE),
+        TW // (VW * W_STRIDE),
+        CI,
+        VH * H_STRIDE + HCAT,
+        VW * W_STRIDE + WCAT,
+    )
     kvshape = (CO // VC, CI, KH, KW, VC)
     ovshape = (N, CO // VC, OH // VH, OW // VW, VH, VW, VC)
     oshape = (N, CO, OH, OW)
-    data_vec = tvm.compute(dvshape, lambda n, h, w, ci, vh, vw:
-                           data_pad[n][ci][h * VH * H_STRIDE + vh][w * VW * W_STRIDE + vw],
-                           name='data_vec')
-    kernel_vec = tvm.compute(kvshape, lambda co, ci, kh, kw, vc:
-                             kernel[co * VC + vc][ci][kh][kw], name='kernel_vec')
-    ci = tvm.reduce_axis((0, CI), name='ci')
-    kh = tvm.reduce_axis((0, KH), name='kh')
-    kw = tvm.reduce_axis((0, KW), name='kw')
-    conv = tvm.compute(ovshape, lambda n, co, h, w, vh, vw, vc:
-                       tvm.sum(data_vec[n, h, w, ci, vh * H_STRIDE + kh, vw * W_STRIDE + kw]
-                               .astype(out_dtype) *
-                               kernel_vec[co, ci, kh, kw, vc].astype(out_dtype),
-                               axis=[ci, kh, kw]), name='conv')
-    output = tvm.compute(oshape, lambda n, co, h, w:
-                         conv[n][co // VC][h // VH][w // VW][h % VH][w % VW][co % VC],
-                         name='output_unpack', tag='direct_conv_output')
+    data_vec = tvm.compute(
+        dvshape,
+        lambda n, h, w, ci, vh, vw: data_pad[n][ci][h * VH * H_STRIDE + vh][w * VW * W_STRIDE + vw],
+        name="data_vec",
+    )
+    kernel_vec = tvm.compute(
+        kvshape, lambda co, ci, kh, kw, vc: kernel[co * VC + vc][ci][kh][kw], name="kernel_vec"
+    )
+    ci = tvm.reduce_axis((0, CI), name="ci")
+    kh = tvm.reduce_axis((0, KH), name="kh")
+    kw = tvm.reduce_axis((0, KW), name="kw")
+    conv = tvm.compute(
+        ovshape,
+        lambda n, co, h, w, vh, vw, vc: tvm.sum(
+            data_vec[n, h, w, ci, vh * H_STRIDE + kh, vw * W_STRIDE + kw].astype(out_dtype)
+            * kernel_vec[co, ci, kh, kw, vc].astype(out_dtype),
+            axis=[ci, kh, kw],
+        ),
+        name="conv",
+    )
+    output = tvm.compute(
+        oshape,
+        lambda n, co, h, w: conv[n][co // VC][h // VH][w // VW][h % VH][w % VW][co % VC],
+        name="output_unpack",
+        tag="direct_conv_output",
+    )
     return data, kernel, data_pad, data_vec, kernel_vec, conv, output
 
 
 def tile_and_bind3d(s, tensor, z, y, x, z_factor=2, y_factor=None, x_factor=None):
-    """ tile and bind 3d """
+    """tile and bind 3d"""
     y_factor = y_factor or z_factor
     x_factor = x_factor or y_factor
     zo, zi = s[tensor].split(z, z_factor)
@@ -55,7 +87,7 @@ def tile_and_bind3d(s, tensor, z, y, x, z_factor=2, y_factor=None, x_factor=None
 
 
 def tile_and_bind(s, tensor, y, x, y_factor, x_factor=None):
-    """ tile and bind to 2d """
+    """tile and bind to 2d"""
     x_factor = x_factor or y_factor
     yo, xo, yi, xi = s[tensor].tile(y, x, y_factor, x_factor)
     s[tensor].bind(xo, tvm.thread_axis("blockIdx.x"))

@@ -1,17 +1,17 @@
-"""The catalogue of bad inputs (``tensorsched.testing.catalogue``): every row raises its error
+"""The catalogue of bad inputs (``tests/catalogue.py``): every row raises its error
 class (a ``TensorschedError`` subclass; a ``UserWarning`` for a damaged tuning log; argparse's
 ``SystemExit`` for a command-line usage error), and ``docs/errors.md`` is the table that
 ``scripts/make_error_catalogue.py`` writes from the current list."""
+
 import os
 import re
 
+import catalogue
 import pytest
 
 from tensorsched.errors import TensorschedError
-from tensorsched.testing import catalogue
 
-DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
-                   "errors.md")
+DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "errors.md")
 
 
 def _id(case):
@@ -31,7 +31,8 @@ def test_bad_input_raises_its_error(case, device_name):
     assert outcome.error is not None, f"{case.what}: nothing was raised"
     assert issubclass(outcome.error, case.error), (
         f"{case.what}: expected {case.error.__name__}, got {outcome.error.__name__}: "
-        f"{outcome.message}")
+        f"{outcome.message}"
+    )
     if not issubclass(case.error, (Warning, SystemExit)):
         assert issubclass(outcome.error, TensorschedError)
     assert outcome.message.strip(), "the message is empty"
@@ -41,8 +42,7 @@ def test_trigger_is_a_callable_that_raises():
     case = next(c for c in catalogue.CASES if c.what == "split an axis twice")
     with pytest.raises(case.error, match="already split"):
         case.trigger()
-    case = next(c for c in catalogue.CASES if c.area == "tuner files" and
-                c.error is UserWarning)
+    case = next(c for c in catalogue.CASES if c.area == "tuner files" and c.error is UserWarning)
     with pytest.warns(UserWarning, match="skipped a damaged log line"):
         case.trigger()
 
@@ -52,18 +52,24 @@ def test_doc_is_up_to_date(device_name):
     without their message when it names this machine, and kept as they are without one)."""
     assert os.path.exists(DOC), "run python scripts/make_error_catalogue.py"
     doc = open(DOC).read().splitlines()
-    outcomes = [catalogue.run(c) if device_name or not c.device else
-                catalogue.Outcome(c.error, "") for c in catalogue.CASES]
+    outcomes = [
+        catalogue.run(c) if device_name or not c.device else catalogue.Outcome(c.error, "")
+        for c in catalogue.CASES
+    ]
     new = catalogue.table(outcomes, device_name).splitlines()
-    assert len(doc) == len(new), "rows were added or removed: run " \
-        "python scripts/make_error_catalogue.py"
-    loose = {f"| {c.what} (device) |" for c in catalogue.CASES
-             if c.machine or (c.device and not device_name)}
+    assert len(doc) == len(new), (
+        "rows were added or removed: run python scripts/make_error_catalogue.py"
+    )
+    loose = {
+        f"| {c.what} (device) |"
+        for c in catalogue.CASES
+        if c.machine or (c.device and not device_name)
+    }
     for old, line in zip(doc, new):
         if any(line.startswith(p) for p in loose) or "generated the file" in line:
             old, line = old.rsplit("|", 2)[0], line.rsplit("|", 2)[0]
             if "generated the file" in line:
-                old, line = old.split("generated the file")[0], line.split(
-                    "generated the file")[0]
-        assert old == line, "docs/errors.md is out of date: run python " \
-            "scripts/make_error_catalogue.py"
+                old, line = old.split("generated the file")[0], line.split("generated the file")[0]
+        assert old == line, (
+            "docs/errors.md is out of date: run python scripts/make_error_catalogue.py"
+        )

@@ -2,10 +2,11 @@
 
 Sizes are odd (primes) so that nothing lines up by accident.
 """
+
 import numpy as np
+from ts_check import check, gemm, gemm_ref
 
 import tensorsched as ts
-from ts_check import check, gemm, gemm_ref
 
 
 def default(*outs):
@@ -13,6 +14,7 @@ def default(*outs):
 
 
 # ---------------------------------------------------------------- placeholder / compute / indexing
+
 
 def test_elementwise_add_2d():
     A = ts.placeholder((13, 7), name="A")
@@ -49,8 +51,9 @@ def test_one_dimensional_and_four_dimensional():
     C = ts.compute((37,), lambda i: A[36 - i] * A[i], name="C")
     check(default(C), [A, C], lambda a: a[::-1] * a)
     X = ts.placeholder((2, 3, 5, 7), name="X")
-    Y = ts.compute((2, 3, 5, 7), lambda n, c, h, w: X[n, c, h, w] * (c + 1).astype("float32"),
-                   name="Y")
+    Y = ts.compute(
+        (2, 3, 5, 7), lambda n, c, h, w: X[n, c, h, w] * (c + 1).astype("float32"), name="Y"
+    )
     check(default(Y), [X, Y], lambda x: x * np.arange(1, 4).reshape(1, 3, 1, 1))
 
 
@@ -66,10 +69,11 @@ def test_stage_chain_tensor_of_tensors():
     B = ts.compute((13, 7), lambda i, j: A[i, j] * A[i, j], name="B")
     C = ts.compute((7, 13), lambda i, j: B[j, i] + A[j, i], name="C")
     D = ts.compute((7,), lambda i: C[i, 0] - C[i, 12], name="D")
-    check(default(D), [A, D], lambda a: ((a * a + a).T[:, 0] - (a * a + a).T[:, 12]))
+    check(default(D), [A, D], lambda a: (a * a + a).T[:, 0] - (a * a + a).T[:, 12])
 
 
 # ---------------------------------------------------------------- reductions
+
 
 def test_sum_one_axis():
     A = ts.placeholder((13, 37), name="A")
@@ -109,13 +113,16 @@ def test_sum_with_where_of_two_axes():
     A = ts.placeholder((5, 7, 3), name="A")
     k1 = ts.reduce_axis((0, 7), name="k1")
     k2 = ts.reduce_axis((0, 3), name="k2")
-    C = ts.compute((5,), lambda i: ts.sum(A[i, k1, k2], axis=[k1, k2],
-                                          where=ts.any((k1 % 2).equal(0), k2 > 1)),
-                   name="C")
+    C = ts.compute(
+        (5,),
+        lambda i: ts.sum(A[i, k1, k2], axis=[k1, k2], where=ts.any((k1 % 2).equal(0), k2 > 1)),
+        name="C",
+    )
 
     def ref(a):
         m = (np.arange(7)[:, None] % 2 == 0) | (np.arange(3)[None, :] > 1)
         return (a * m[None]).sum(axis=(1, 2))
+
     check(default(C), [A, C], ref)
 
 
@@ -140,7 +147,8 @@ def test_max_reduction_with_where():
     C = ts.compute((7,), lambda i: ts.max(A[i, k], axis=k, where=k >= 2 * i - 1), name="C")
 
     def ref(a):
-        return np.array([a[i, max(2 * i - 1, 0):].max() for i in range(7)])
+        return np.array([a[i, max(2 * i - 1, 0) :].max() for i in range(7)])
+
     check(default(C), [A, C], ref)
 
 
@@ -170,6 +178,7 @@ def test_int32_max_and_min_reduction():
 
 # ---------------------------------------------------------------- constants, conditions
 
+
 def test_const_float_and_int():
     A = ts.placeholder((7,), name="A")
     C = ts.compute((7,), lambda i: A[i] * ts.const(2.5) + ts.const(3, "float32"), name="C")
@@ -190,15 +199,22 @@ def test_const_dtype():
 
 def test_if_then_else_with_all_and_any():
     A = ts.placeholder((13, 7), name="A")
-    C = ts.compute((13, 7), lambda i, j: ts.if_then_else(
-        ts.all(i >= 2, i < 11, j > 0), A[i, j],
-        ts.if_then_else(ts.any(i.equal(0), j.equal(6)), 1.0, -A[i, j] * 3.0)), name="C")
+    C = ts.compute(
+        (13, 7),
+        lambda i, j: ts.if_then_else(
+            ts.all(i >= 2, i < 11, j > 0),
+            A[i, j],
+            ts.if_then_else(ts.any(i.equal(0), j.equal(6)), 1.0, -A[i, j] * 3.0),
+        ),
+        name="C",
+    )
 
     def ref(a):
         i, j = np.meshgrid(np.arange(13), np.arange(7), indexing="ij")
         inner = (i >= 2) & (i < 11) & (j > 0)
         edge = (i == 0) | (j == 6)
         return np.where(inner, a, np.where(edge, 1.0, -3 * a))
+
     check(default(C), [A, C], ref)
 
 
@@ -210,23 +226,25 @@ def test_if_then_else_on_data():
 
 def test_if_then_else_out_of_range_read_is_guarded():
     A = ts.placeholder((7,), name="A")
-    C = ts.compute((9,), lambda i: ts.if_then_else(ts.all(i >= 1, i < 8), A[i - 1], 0.0),
-                   name="C")
+    C = ts.compute((9,), lambda i: ts.if_then_else(ts.all(i >= 1, i < 8), A[i - 1], 0.0), name="C")
     check(default(C), [A, C], lambda a: np.pad(a, 1))
 
 
 def test_logical_not_and_operators():
     A = ts.placeholder((13,), name="A")
-    C = ts.compute((13,), lambda i: ts.if_then_else(~((i > 3) & (i < 9)) | i.equal(5),
-                                                    A[i], -A[i]), name="C")
+    C = ts.compute(
+        (13,), lambda i: ts.if_then_else(~((i > 3) & (i < 9)) | i.equal(5), A[i], -A[i]), name="C"
+    )
 
     def ref(a):
         i = np.arange(13)
         return np.where(~((i > 3) & (i < 9)) | (i == 5), a, -a)
+
     check(default(C), [A, C], ref)
 
 
 # ---------------------------------------------------------------- math intrinsics
+
 
 def test_exp_sqrt_sigmoid():
     A = ts.placeholder((13, 7), name="A")
@@ -240,16 +258,18 @@ def test_exp_sqrt_sigmoid():
 
 def test_log_tanh_fabs_power():
     A = ts.placeholder((13,), name="A")
-    C = ts.compute((13,), lambda i: ts.log(ts.fabs(A[i])) + ts.tanh(A[i]) +
-                   ts.power(ts.fabs(A[i]), 1.5), name="C")
+    C = ts.compute(
+        (13,),
+        lambda i: ts.log(ts.fabs(A[i])) + ts.tanh(A[i]) + ts.power(ts.fabs(A[i]), 1.5),
+        name="C",
+    )
     check(default(C), [A, C], lambda a: np.log(np.abs(a)) + np.tanh(a) + np.abs(a) ** 1.5)
 
 
 def test_elementwise_max_min():
     A = ts.placeholder((13, 7), name="A")
     B = ts.placeholder((13, 7), name="B")
-    C = ts.compute((13, 7), lambda i, j: ts.max(A[i, j], B[i, j]) - ts.min(A[i, j], 0.0),
-                   name="C")
+    C = ts.compute((13, 7), lambda i, j: ts.max(A[i, j], B[i, j]) - ts.min(A[i, j], 0.0), name="C")
     check(default(C), [A, B, C], lambda a, b: np.maximum(a, b) - np.minimum(a, 0))
 
 
@@ -268,6 +288,7 @@ def test_relu_epilogue_on_gemm():
 
 # ---------------------------------------------------------------- dtypes and casts
 
+
 def test_astype_float_to_int_truncates():
     A = ts.placeholder((37,), name="A")
     C = ts.compute((37,), lambda i: (A[i] * 7.0).astype("int32"), name="C")
@@ -282,8 +303,7 @@ def test_astype_int_to_float():
 
 def test_float16_elementwise_and_cast():
     A = ts.placeholder((13, 7), name="A", dtype="float16")
-    C = ts.compute((13, 7), lambda i, j: A[i, j] * ts.const(2.0, "float16") + A[i, 6 - j],
-                   name="C")
+    C = ts.compute((13, 7), lambda i, j: A[i, j] * ts.const(2.0, "float16") + A[i, 6 - j], name="C")
     assert C.dtype == "float16"
     check(default(C), [A, C], lambda a: 2 * a + a[:, ::-1])
     D = ts.compute((13, 7), lambda i, j: A[i, j].astype("float32") * 3.0, name="D")
@@ -299,8 +319,11 @@ def test_float16_gemm_with_float32_accumulation():
     A = ts.placeholder((M, K), name="A", dtype="float16")
     B = ts.placeholder((K, N), name="B", dtype="float16")
     k = ts.reduce_axis((0, K), name="k")
-    C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k].astype("float32") *
-                                               B[k, j].astype("float32"), axis=k), name="C")
+    C = ts.compute(
+        (M, N),
+        lambda i, j: ts.sum(A[i, k].astype("float32") * B[k, j].astype("float32"), axis=k),
+        name="C",
+    )
     assert C.dtype == "float32"
     check(default(C), [A, B, C], gemm_ref)
 
@@ -329,6 +352,7 @@ def test_mixed_int_float_promotes_to_float():
 
 # ---------------------------------------------------------------- pad
 
+
 def test_pad_2d_symmetric():
     A = ts.placeholder((5, 7), name="A")
     P = ts.pad(A, [1, 2], name="P")
@@ -346,15 +370,21 @@ def test_pad_asymmetric_with_value():
 def test_pad_4d_inlined_into_consumer():
     A = ts.placeholder((1, 2, 5, 7), name="A")
     P = ts.pad(A, [0, 0, 1, 1], name="P")
-    C = ts.compute((1, 2, 5, 7), lambda n, c, h, w: P[n, c, h, w] + P[n, c, h + 2, w + 2],
-                   name="C")
+    C = ts.compute((1, 2, 5, 7), lambda n, c, h, w: P[n, c, h, w] + P[n, c, h + 2, w + 2], name="C")
     s = default(C)
     s[P].compute_inline()
-    check(s, [A, C], lambda a: np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))[:, :, :5, :7] +
-          np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))[:, :, 2:, 2:])
+    check(
+        s,
+        [A, C],
+        lambda a: (
+            np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))[:, :, :5, :7]
+            + np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))[:, :, 2:, 2:]
+        ),
+    )
 
 
 # ---------------------------------------------------------------- floor division and modulo
+
 
 def test_floordiv_and_mod_negative_operands():
     C = ts.compute((13,), lambda i: (i - 3) // 2, name="C")
@@ -395,7 +425,10 @@ def test_floordiv_mod_reconstruct_index():
 def test_unpack_like_output_of_packed_layout():
     # conv-style packing: P[c // 4, h, c % 4] -> back to (c, h)
     A = ts.placeholder((13, 5), name="A")
-    P = ts.compute((4, 5, 4), lambda co, h, vc: ts.if_then_else(
-        co * 4 + vc < 13, A[ts.min(co * 4 + vc, 12), h], 0.0), name="P")
+    P = ts.compute(
+        (4, 5, 4),
+        lambda co, h, vc: ts.if_then_else(co * 4 + vc < 13, A[ts.min(co * 4 + vc, 12), h], 0.0),
+        name="P",
+    )
     C = ts.compute((13, 5), lambda c, h: P[c // 4, h, c % 4] + 1.0, name="C")
     check(default(C), [A, C], lambda a: a + 1)

@@ -4,6 +4,7 @@ subclass) and the key words of its message (the stage, the axis, what to do inst
 An AttributeError, KeyError, TypeError or AssertionError from deep inside would be a bug:
 ``raises`` fails on those with the traceback of the leak.
 """
+
 import contextlib
 import re
 
@@ -11,9 +12,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ts_check import check, gemm
 
 import tensorsched as ts
-from ts_check import check, gemm
 
 LEAKS = (AttributeError, KeyError, AssertionError, TypeError, IndexError, ValueError, NameError)
 
@@ -29,9 +30,9 @@ def raises(cls, *words):
         for w in words:
             assert w in msg, f"{w!r} not in message: {msg}"
         return
-    except LEAKS as e:                                        # pragma: no cover
+    except LEAKS as e:  # pragma: no cover
         raise AssertionError(f"internal {type(e).__name__} leaked to the user: {e}") from e
-    raise AssertionError(f"no {cls.__name__} raised")         # pragma: no cover
+    raise AssertionError(f"no {cls.__name__} raised")  # pragma: no cover
 
 
 def thr(tag):
@@ -53,10 +54,12 @@ def chain():
 
 # ---------------------------------------------------------------- split / tile
 
+
 def test_split_axis_of_another_stage():
     A, B, C, s = chain()
-    with raises(ts.ScheduleError, "split", "stage 'C'", "'i'", "belongs to stage 'B'",
-                "s[C].op.axis"):
+    with raises(
+        ts.ScheduleError, "split", "stage 'C'", "'i'", "belongs to stage 'B'", "s[C].op.axis"
+    ):
         s[C].split(s[B].op.axis[0], 2)
 
 
@@ -64,8 +67,13 @@ def test_split_already_split_axis():
     A, B, C, s = gemm_s()
     i, _ = s[C].op.axis
     s[C].split(i, 2)
-    with raises(ts.ScheduleError, "stage 'C'", "axis 'i'", "already split",
-                "use the axes that split returned"):
+    with raises(
+        ts.ScheduleError,
+        "stage 'C'",
+        "axis 'i'",
+        "already split",
+        "use the axes that split returned",
+    ):
         s[C].split(i, 3)
 
 
@@ -80,8 +88,15 @@ def test_split_already_fused_axis():
 @pytest.mark.parametrize("factor", [0, -2, 2.0, 2.5, True, "4"])
 def test_split_bad_factor(factor):
     A, B, C, s = gemm_s()
-    with raises(ts.ScheduleError, "split", "stage 'C'", "axis 'i'", "factor",
-                "must be a positive int", repr(factor)):
+    with raises(
+        ts.ScheduleError,
+        "split",
+        "stage 'C'",
+        "axis 'i'",
+        "factor",
+        "must be a positive int",
+        repr(factor),
+    ):
         s[C].split(s[C].op.axis[0], factor)
 
 
@@ -114,8 +129,14 @@ def test_split_of_a_bound_axis():
     A, B, C, s = gemm_s()
     i, _ = s[C].op.axis
     s[C].bind(i, thr("blockIdx.x"))
-    with raises(ts.ScheduleError, "split", "stage 'C'", "axis 'i'", "bound to blockIdx.x",
-                "call split first"):
+    with raises(
+        ts.ScheduleError,
+        "split",
+        "stage 'C'",
+        "axis 'i'",
+        "bound to blockIdx.x",
+        "call split first",
+    ):
         s[C].split(i, 2)
 
 
@@ -127,6 +148,7 @@ def test_tile_same_axis_twice():
 
 
 # ---------------------------------------------------------------- bind
+
 
 def test_bind_one_axis_twice():
     A, B, C, s = gemm_s()
@@ -140,8 +162,13 @@ def test_bind_same_tag_twice_in_a_stage():
     A, B, C, s = gemm_s()
     i, j = s[C].op.axis
     s[C].bind(i, thr("threadIdx.x"))
-    with raises(ts.ScheduleError, "stage 'C'", "axis 'j'", "threadIdx.x is already bound to "
-                "axis 'i'", "bind another tag"):
+    with raises(
+        ts.ScheduleError,
+        "stage 'C'",
+        "axis 'j'",
+        "threadIdx.x is already bound to axis 'i'",
+        "bind another tag",
+    ):
         s[C].bind(j, thr("threadIdx.x"))
 
 
@@ -153,9 +180,8 @@ def test_unknown_thread_tag(tag):
 
 def test_bind_reduce_axis():
     A, B, C, s = gemm_s()
-    k, = s[C].op.reduce_axis
-    with raises(ts.ScheduleError, "bind", "stage 'C'", "axis 'k'", "reduction axis",
-                "threadIdx.x"):
+    (k,) = s[C].op.reduce_axis
+    with raises(ts.ScheduleError, "bind", "stage 'C'", "axis 'k'", "reduction axis", "threadIdx.x"):
         s[C].bind(k, thr("threadIdx.x"))
 
 
@@ -177,15 +203,21 @@ def test_bound_axis_inside_unbound_loop_at_root():
     A, B, C, s = gemm_s()
     i, j = s[C].op.axis
     s[C].bind(j, thr("threadIdx.x"))
-    with raises(ts.ScheduleError, "stage 'C'", "axis 'j'", "threadIdx.x", "unbound loop 'i'",
-                "reorder the bound axes outermost"):
+    with raises(
+        ts.ScheduleError,
+        "stage 'C'",
+        "axis 'j'",
+        "threadIdx.x",
+        "unbound loop 'i'",
+        "reorder the bound axes outermost",
+    ):
         ts.lower(s, [A, B, C])
 
 
 def test_bound_axis_inside_reduction_loop():
     A, B, C, s = gemm_s()
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     io, ii = s[C].split(i, 2)
     s[C].reorder(io, j, k, ii)
     s[C].bind(io, thr("blockIdx.x"))
@@ -200,15 +232,28 @@ def test_thread_extent_mismatch_in_one_kernel():
     AA = s.cache_read(A, "shared", [C])
     i, j = s[C].op.axis
     bx, by, tx, ty = s[C].tile(i, j, 4, 4)
-    for ax, tag in ((bx, "blockIdx.x"), (by, "blockIdx.y"), (tx, "threadIdx.x"),
-                    (ty, "threadIdx.y")):
+    for ax, tag in (
+        (bx, "blockIdx.x"),
+        (by, "blockIdx.y"),
+        (tx, "threadIdx.x"),
+        (ty, "threadIdx.y"),
+    ):
         s[C].bind(ax, thr(tag))
     s[AA].compute_at(s[C], by)
     a0, _ = s[AA].op.axis
-    a0o, a0i = s[AA].split(a0, nparts=2)          # 2 work-items, but the kernel has 4
+    a0o, a0i = s[AA].split(a0, nparts=2)  # 2 work-items, but the kernel has 4
     s[AA].bind(a0o, thr("threadIdx.x"))
-    with raises(ts.LoweringError, "stage 'A.shared'", "'ax0.outer'", "threadIdx.x",
-                "extent 2", "stage 'C'", "'i.inner'", "extent 4", "same extent"):
+    with raises(
+        ts.LoweringError,
+        "stage 'A.shared'",
+        "'ax0.outer'",
+        "threadIdx.x",
+        "extent 2",
+        "stage 'C'",
+        "'i.inner'",
+        "extent 4",
+        "same extent",
+    ):
         ts.lower(s, [A, B, C])
 
 
@@ -225,9 +270,16 @@ def test_nested_thread_extent_larger_than_kernel():
     s[B].compute_at(s[C], ji)
     s[B].set_scope("shared")
     _, bj = s[B].op.axis
-    s[B].bind(bj, thr("threadIdx.x"))             # 7 work-items inside a kernel of 2
-    with raises(ts.LoweringError, "stage 'B'", "axis 'j'", "threadIdx.x", "extent 7",
-                "only 2", "split factor of at most 2"):
+    s[B].bind(bj, thr("threadIdx.x"))  # 7 work-items inside a kernel of 2
+    with raises(
+        ts.LoweringError,
+        "stage 'B'",
+        "axis 'j'",
+        "threadIdx.x",
+        "extent 7",
+        "only 2",
+        "split factor of at most 2",
+    ):
         ts.lower(s, [A, C])
 
 
@@ -239,10 +291,18 @@ def test_bind_thread_axis_of_a_local_stage():
     i, j = s[C].op.axis
     s[C].bind(i, thr("blockIdx.x"))
     s[C].bind(j, thr("threadIdx.x"))
-    s[B].compute_at(s[C], j)                      # under a thread axis: private memory
+    s[B].compute_at(s[C], j)  # under a thread axis: private memory
     s[B].bind(s[B].op.axis[1], thr("threadIdx.x"))
-    with raises(ts.ScheduleError, "bind", "stage 'B'", "axis 'j'", "threadIdx.x", "'local'",
-                "private to one work-item", "scope 'shared'"):
+    with raises(
+        ts.ScheduleError,
+        "bind",
+        "stage 'B'",
+        "axis 'j'",
+        "threadIdx.x",
+        "'local'",
+        "private to one work-item",
+        "scope 'shared'",
+    ):
         ts.lower(s, [A, C])
 
 
@@ -252,9 +312,17 @@ def test_attached_stage_binds_a_tag_its_kernel_does_not():
     i, j = s[C].op.axis
     s[C].bind(i, thr("blockIdx.x"))
     s[AA].compute_at(s[C], i)
-    s[AA].bind(s[AA].op.axis[1], thr("threadIdx.x"))   # C never binds threadIdx.x
-    with raises(ts.ScheduleError, "bind", "stage 'A.shared'", "axis 'ax1'", "threadIdx.x",
-                "stage 'C'", "binds no axis to threadIdx.x", "bind an axis of 'C'"):
+    s[AA].bind(s[AA].op.axis[1], thr("threadIdx.x"))  # C never binds threadIdx.x
+    with raises(
+        ts.ScheduleError,
+        "bind",
+        "stage 'A.shared'",
+        "axis 'ax1'",
+        "threadIdx.x",
+        "stage 'C'",
+        "binds no axis to threadIdx.x",
+        "bind an axis of 'C'",
+    ):
         ts.lower(s, [A, B, C])
 
 
@@ -262,8 +330,15 @@ def test_shared_stage_in_a_kernel_without_thread_axes():
     A, B, C, s = gemm_s(7, 5, 6)
     AA = s.cache_read(A, "shared", [C])
     s[AA].compute_at(s[C], s[C].op.axis[0])
-    with raises(ts.LoweringError, "stage 'A.shared'", "scope 'shared'", "'C'",
-                "forget to bind", "blockIdx/threadIdx", "scope 'local'"):
+    with raises(
+        ts.LoweringError,
+        "stage 'A.shared'",
+        "scope 'shared'",
+        "'C'",
+        "forget to bind",
+        "blockIdx/threadIdx",
+        "scope 'local'",
+    ):
         ts.lower(s, [A, B, C])
 
 
@@ -275,12 +350,20 @@ def test_bind_block_axis_of_a_shared_stage():
     s[C].bind(j, thr("threadIdx.x"))
     s[AA].compute_at(s[C], i)
     s[AA].bind(s[AA].op.axis[1], thr("blockIdx.y"))
-    with raises(ts.ScheduleError, "stage 'A.shared'", "axis 'ax1'", "blockIdx.y", "'shared'",
-                "work-group", "drop the binding"):
+    with raises(
+        ts.ScheduleError,
+        "stage 'A.shared'",
+        "axis 'ax1'",
+        "blockIdx.y",
+        "'shared'",
+        "work-group",
+        "drop the binding",
+    ):
         ts.lower(s, [A, B, C])
 
 
 # ---------------------------------------------------------------- reorder / fuse
+
 
 def test_reorder_repeated_axis():
     A, B, C, s = gemm_s()
@@ -298,10 +381,11 @@ def test_reorder_axis_of_another_stage():
 def test_fuse_non_adjacent_axes():
     A, B, C, s = gemm_s()
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     s[C].reorder(i, k, j)
-    with raises(ts.ScheduleError, "fuse", "stage 'C'", "'i' and 'j' are not adjacent",
-                "reorder them first"):
+    with raises(
+        ts.ScheduleError, "fuse", "stage 'C'", "'i' and 'j' are not adjacent", "reorder them first"
+    ):
         s[C].fuse(i, j)
 
 
@@ -315,7 +399,7 @@ def test_fuse_inner_before_outer():
 def test_fuse_data_with_reduce_axis():
     A, B, C, s = gemm_s()
     _, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     with raises(ts.ScheduleError, "fuse", "stage 'C'", "axis 'k'", "data axis with a reduce"):
         s[C].fuse(j, k)
 
@@ -328,17 +412,24 @@ def test_fuse_a_single_axis():
 
 # ---------------------------------------------------------------- annotations
 
+
 def test_vectorize_reduce_axis():
     A, B, C, s = gemm_s()
-    k, = s[C].op.reduce_axis
-    with raises(ts.ScheduleError, "vectorize", "stage 'C'", "axis 'k'", "reduction axis",
-                "vectorize a data axis"):
+    (k,) = s[C].op.reduce_axis
+    with raises(
+        ts.ScheduleError,
+        "vectorize",
+        "stage 'C'",
+        "axis 'k'",
+        "reduction axis",
+        "vectorize a data axis",
+    ):
         s[C].vectorize(k)
 
 
 def test_parallel_reduce_axis():
     A, B, C, s = gemm_s()
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     with raises(ts.ScheduleError, "parallel", "stage 'C'", "axis 'k'", "reduction axis"):
         s[C].parallel(k)
 
@@ -351,17 +442,23 @@ def test_vectorize_a_bound_axis():
         s[C].vectorize(i)
 
 
-@pytest.mark.parametrize("primitive", ["unroll", "vectorize", "parallel", "split", "fuse",
-                                       "reorder", "bind", "pragma"])
+@pytest.mark.parametrize(
+    "primitive", ["unroll", "vectorize", "parallel", "split", "fuse", "reorder", "bind", "pragma"]
+)
 def test_primitive_on_inlined_stage(primitive):
     A, B, C, s = chain()
     s[B].compute_inline()
     ax = s[B].op.axis[0]
-    call = {"unroll": lambda: s[B].unroll(ax), "vectorize": lambda: s[B].vectorize(ax),
-            "parallel": lambda: s[B].parallel(ax), "split": lambda: s[B].split(ax, 2),
-            "fuse": lambda: s[B].fuse(ax, ax), "reorder": lambda: s[B].reorder(ax),
-            "bind": lambda: s[B].bind(ax, thr("threadIdx.x")),
-            "pragma": lambda: s[B].pragma(ax, "unroll_explicit")}[primitive]
+    call = {
+        "unroll": lambda: s[B].unroll(ax),
+        "vectorize": lambda: s[B].vectorize(ax),
+        "parallel": lambda: s[B].parallel(ax),
+        "split": lambda: s[B].split(ax, 2),
+        "fuse": lambda: s[B].fuse(ax, ax),
+        "reorder": lambda: s[B].reorder(ax),
+        "bind": lambda: s[B].bind(ax, thr("threadIdx.x")),
+        "pragma": lambda: s[B].pragma(ax, "unroll_explicit"),
+    }[primitive]
     with raises(ts.ScheduleError, primitive, "stage 'B'", "inlined (compute_inline)"):
         call()
 
@@ -374,14 +471,20 @@ def test_pragma_key_not_a_string():
 
 # ---------------------------------------------------------------- compute_at / compute_inline
 
+
 def test_compute_at_non_consumer():
     A = ts.placeholder((5,), name="A")
     B = ts.compute((5,), lambda i: A[i] * 2.0, name="B")
     C = ts.compute((5,), lambda i: A[i] + 1.0, name="C")
     D = ts.compute((5,), lambda i: B[i] * C[i], name="D")
     s = ts.create_schedule(D.op)
-    with raises(ts.ScheduleError, "compute_at", "stage 'B'", "stage 'C' does not read 'B'",
-                "at a stage that consumes it"):
+    with raises(
+        ts.ScheduleError,
+        "compute_at",
+        "stage 'B'",
+        "stage 'C' does not read 'B'",
+        "at a stage that consumes it",
+    ):
         s[B].compute_at(s[C], s[C].op.axis[0])
 
 
@@ -413,8 +516,9 @@ def test_compute_at_itself():
 def test_compute_at_stage_of_another_schedule():
     A, B, C, s = chain()
     s2 = ts.create_schedule(C.op)
-    with raises(ts.ScheduleError, "compute_at", "stage 'B'", "stage 'C' belongs to another "
-                "schedule"):
+    with raises(
+        ts.ScheduleError, "compute_at", "stage 'B'", "stage 'C' belongs to another schedule"
+    ):
         s[B].compute_at(s2[C], s2[C].op.axis[0])
 
 
@@ -423,8 +527,13 @@ def test_compute_at_axis_split_afterwards():
     i = s[C].op.axis[0]
     s[B].compute_at(s[C], i)
     s[C].split(i, 2)
-    with raises(ts.ScheduleError, "compute_at", "stage 'B'", "axis 'i' of stage 'C' was split",
-                "attach to one of its current loops"):
+    with raises(
+        ts.ScheduleError,
+        "compute_at",
+        "stage 'B'",
+        "axis 'i' of stage 'C' was split",
+        "attach to one of its current loops",
+    ):
         ts.lower(s, [A, C])
 
 
@@ -435,8 +544,13 @@ def test_compute_at_with_a_second_consumer_outside():
     D = ts.compute((5,), lambda i: B[i] * C[i], name="D")
     s = ts.create_schedule(D.op)
     s[B].compute_at(s[C], s[C].op.axis[0])
-    with raises(ts.ScheduleError, "compute_at", "stage 'B'", "also read by stage 'D'",
-                "not computed inside 'C'"):
+    with raises(
+        ts.ScheduleError,
+        "compute_at",
+        "stage 'B'",
+        "also read by stage 'D'",
+        "not computed inside 'C'",
+    ):
         ts.lower(s, [A, D])
 
 
@@ -447,8 +561,13 @@ def test_compute_at_stage_that_is_inlined():
     D = ts.compute((5,), lambda i: C[i] * 2.0, name="D")
     s = ts.create_schedule(D.op)
     s[C].compute_inline()
-    with raises(ts.ScheduleError, "compute_at", "stage 'B'", "stage 'C' was inlined",
-                "attach it to a stage that has loops"):
+    with raises(
+        ts.ScheduleError,
+        "compute_at",
+        "stage 'B'",
+        "stage 'C' was inlined",
+        "attach it to a stage that has loops",
+    ):
         s[B].compute_at(s[C], s[C].op.axis[0])
 
 
@@ -459,15 +578,17 @@ def test_compute_inline_a_stage_with_attached_stages():
     D = ts.compute((5,), lambda i: C[i] * 2.0, name="D")
     s = ts.create_schedule(D.op)
     s[B].compute_at(s[C], s[C].op.axis[0])
-    with raises(ts.ScheduleError, "compute_inline", "stage 'C'", "other stages are computed at "
-                "its loops"):
+    with raises(
+        ts.ScheduleError, "compute_inline", "stage 'C'", "other stages are computed at its loops"
+    ):
         s[C].compute_inline()
 
 
 def test_compute_inline_output():
     A, B, C, s = gemm_s()
-    with raises(ts.ScheduleError, "compute_inline", "stage 'C'", "output",
-                "only intermediate stages"):
+    with raises(
+        ts.ScheduleError, "compute_inline", "stage 'C'", "output", "only intermediate stages"
+    ):
         s[C].compute_inline()
 
 
@@ -481,19 +602,22 @@ def test_compute_inline_reduction():
 
 # ---------------------------------------------------------------- cache stages and scopes
 
+
 def test_cache_write_after_scheduling():
     A, B, C, s = gemm_s()
     s[C].split(s[C].op.axis[0], 2)
-    with raises(ts.ScheduleError, "cache_write", "stage 'C'", "already scheduled",
-                "before splitting"):
+    with raises(
+        ts.ScheduleError, "cache_write", "stage 'C'", "already scheduled", "before splitting"
+    ):
         s.cache_write(C, "local")
 
 
 @pytest.mark.parametrize("scope", ["private", "texture", "Shared"])
 def test_cache_read_unknown_scope(scope):
     A, B, C, s = gemm_s()
-    with raises(ts.ScheduleError, "cache_read", f"unknown scope '{scope}'",
-                "global, shared, local"):
+    with raises(
+        ts.ScheduleError, "cache_read", f"unknown scope '{scope}'", "global, shared, local"
+    ):
         s.cache_read(A, scope, [C])
 
 
@@ -511,16 +635,18 @@ def test_set_scope_unknown():
 
 def test_cache_read_for_a_stage_that_does_not_read_it():
     A, B, C, s = chain()
-    with raises(ts.ScheduleError, "cache_read", "stage 'C'", "does not read 'A'",
-                "only stages that read it"):
+    with raises(
+        ts.ScheduleError, "cache_read", "stage 'C'", "does not read 'A'", "only stages that read it"
+    ):
         s.cache_read(A, "shared", [C])
 
 
 def test_shared_stage_at_the_root():
     A, B, C, s = gemm_s()
-    s.cache_read(A, "shared", [C])                # never attached: it would outlive its kernel
-    with raises(ts.LoweringError, "stage 'A.shared'", "scope 'shared'", "computed at the root",
-                "compute_at"):
+    s.cache_read(A, "shared", [C])  # never attached: it would outlive its kernel
+    with raises(
+        ts.LoweringError, "stage 'A.shared'", "scope 'shared'", "computed at the root", "compute_at"
+    ):
         ts.lower(s, [A, B, C])
 
 
@@ -532,6 +658,7 @@ def test_local_stage_at_the_root():
 
 
 # ---------------------------------------------------------------- schedule lookups
+
 
 def test_schedule_of_placeholder():
     A, B, C, s = gemm_s()
@@ -554,16 +681,25 @@ def test_create_schedule_of_placeholder():
 
 # ---------------------------------------------------------------- the compute language
 
+
 def test_too_many_indices():
     A = ts.placeholder((5, 3), name="A")
     with raises(ts.ComputeError, "tensor 'A' has 2 dimensions but got 3 indices"):
         ts.compute((5,), lambda i: A[i, 0, 1], name="C")
 
 
-@pytest.mark.parametrize("body", [lambda A, i: A[i], lambda A, i: A[i] * 2.0,
-                                  lambda A, i: 2.0 * A[i], lambda A, i: ts.exp(A[i]),
-                                  lambda A, i: A[i] > 0.0, lambda A, i: A[i].astype("float16"),
-                                  lambda A, i: -A[i]])
+@pytest.mark.parametrize(
+    "body",
+    [
+        lambda A, i: A[i],
+        lambda A, i: A[i] * 2.0,
+        lambda A, i: 2.0 * A[i],
+        lambda A, i: ts.exp(A[i]),
+        lambda A, i: A[i] > 0.0,
+        lambda A, i: A[i].astype("float16"),
+        lambda A, i: -A[i],
+    ],
+)
 def test_too_few_indices(body):
     A = ts.placeholder((5, 3), name="A")
     with raises(ts.ComputeError, "tensor 'A' has 2 dimensions but was used with 1 indices"):
@@ -584,8 +720,12 @@ def test_modulo_on_floats():
 def test_reduce_axis_used_outside_a_reduction():
     A = ts.placeholder((5, 3), name="A")
     k = ts.reduce_axis((0, 3), name="k")
-    with raises(ts.ComputeError, "compute 'C'", "variable 'k'", "reduce axis must be passed to "
-                "ts.sum/max/min"):
+    with raises(
+        ts.ComputeError,
+        "compute 'C'",
+        "variable 'k'",
+        "reduce axis must be passed to ts.sum/max/min",
+    ):
         ts.compute((5,), lambda i: A[i, k] * 2.0, name="C")
 
 
@@ -682,6 +822,7 @@ def test_pad_negative_width():
 
 # ---------------------------------------------------------------- lower and build
 
+
 def test_lower_missing_input_argument():
     A, B, C, s = gemm_s()
     with raises(ts.LoweringError, "input 'B' is read but not among the arguments", "add it"):
@@ -709,8 +850,7 @@ def test_lower_argument_twice():
 def test_lower_argument_computed_inside_another_stage():
     A, B, C, s = chain()
     s[B].compute_at(s[C], s[C].op.axis[0])
-    with raises(ts.LoweringError, "argument 'B'", "computed inside another stage",
-                "at the root"):
+    with raises(ts.LoweringError, "argument 'B'", "computed inside another stage", "at the root"):
         ts.lower(s, [A, B, C])
 
 
@@ -773,6 +913,7 @@ def test_module_call_with_a_list(gemm_module):
 
 # ---------------------------------------------------------------- the error objects
 
+
 def test_schedule_error_render_marks_the_axis():
     A, B, C, s = gemm_s()
     i, j = s[C].op.axis
@@ -785,13 +926,20 @@ def test_schedule_error_render_marks_the_axis():
         assert "leaf axes of stage 'C'" in text
         assert re.search(r"^  i  <-- here$", text, re.M)
         assert re.search(r"^  j$", text, re.M)
-    else:                                                    # pragma: no cover
+    else:  # pragma: no cover
         raise AssertionError("no error")
 
 
 def test_error_hierarchy():
-    for cls in (ts.ComputeError, ts.ScheduleError, ts.LoweringError, ts.CodegenError,
-                ts.BuildError, ts.RuntimeCallError, ts.ParseError):
+    for cls in (
+        ts.ComputeError,
+        ts.ScheduleError,
+        ts.LoweringError,
+        ts.CodegenError,
+        ts.BuildError,
+        ts.RuntimeCallError,
+        ts.ParseError,
+    ):
         assert issubclass(cls, ts.TensorschedError)
     assert not issubclass(ts.InternalError, ts.TensorschedError)
 
@@ -820,32 +968,54 @@ def test_random_primitive_sequences_fail_cleanly_or_compute_right(data):
 
     for _ in range(data.draw(st.integers(1, 8))):
         stage = data.draw(st.sampled_from(list(s.stages)))
-        op = data.draw(st.sampled_from(["split", "nparts", "fuse", "reorder", "unroll",
-                                        "vectorize", "parallel", "pragma", "bind",
-                                        "compute_at", "compute_inline", "compute_root",
-                                        "cache_read", "cache_write"]))
+        op = data.draw(
+            st.sampled_from(
+                [
+                    "split",
+                    "nparts",
+                    "fuse",
+                    "reorder",
+                    "unroll",
+                    "vectorize",
+                    "parallel",
+                    "pragma",
+                    "bind",
+                    "compute_at",
+                    "compute_inline",
+                    "compute_root",
+                    "cache_read",
+                    "cache_write",
+                ]
+            )
+        )
         calls = {
-            "split": lambda: stage.split(axis(), data.draw(st.sampled_from([-1, 0, 1, 2, 4, 9,
-                                                                             2.5]))),
+            "split": lambda: stage.split(
+                axis(), data.draw(st.sampled_from([-1, 0, 1, 2, 4, 9, 2.5]))
+            ),
             "nparts": lambda: stage.split(axis(), nparts=data.draw(st.sampled_from([0, 1, 3]))),
             "fuse": lambda: stage.fuse(axis(), axis()),
-            "reorder": lambda: stage.reorder(*[axis() for _ in range(data.draw(
-                st.integers(0, 4)))]),
+            "reorder": lambda: stage.reorder(
+                *[axis() for _ in range(data.draw(st.integers(0, 4)))]
+            ),
             "unroll": lambda: stage.unroll(axis()),
             "vectorize": lambda: stage.vectorize(axis()),
             "parallel": lambda: stage.parallel(axis()),
             "pragma": lambda: stage.pragma(axis(), "unroll_explicit", 0),
             "bind": lambda: stage.bind(axis(), ts.thread_axis(data.draw(st.sampled_from(TAGS)))),
-            "compute_at": lambda: stage.compute_at(data.draw(st.sampled_from(list(s.stages))),
-                                                   axis()),
+            "compute_at": lambda: stage.compute_at(
+                data.draw(st.sampled_from(list(s.stages))), axis()
+            ),
             "compute_inline": stage.compute_inline,
             "compute_root": stage.compute_root,
             "cache_read": lambda: s.cache_read(
                 data.draw(st.sampled_from([A, Bp, T, C])),
                 data.draw(st.sampled_from(["shared", "local", "global"])),
-                [data.draw(st.sampled_from([T, C, D]))]),
-            "cache_write": lambda: s.cache_write(data.draw(st.sampled_from([T, C, D])),
-                                                 data.draw(st.sampled_from(["local", "global"]))),
+                [data.draw(st.sampled_from([T, C, D]))],
+            ),
+            "cache_write": lambda: s.cache_write(
+                data.draw(st.sampled_from([T, C, D])),
+                data.draw(st.sampled_from(["local", "global"])),
+            ),
         }
         try:
             calls[op]()

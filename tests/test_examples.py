@@ -1,5 +1,6 @@
 """Every script in ``examples/`` runs at its default size on the OpenCL device and exits with
 status 0 (each checks its own results against numpy and exits non-zero on a mismatch)."""
+
 import glob
 import os
 import subprocess
@@ -10,8 +11,9 @@ import pytest
 from tensorsched.runtime.device import DeviceError, current_device
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
-SCRIPTS = sorted(p for p in glob.glob(os.path.join(EXAMPLES, "*.py"))
-                 if not os.path.basename(p).startswith("_"))
+SCRIPTS = sorted(
+    p for p in glob.glob(os.path.join(EXAMPLES, "*.py")) if not os.path.basename(p).startswith("_")
+)
 TIMEOUT = 120
 
 
@@ -21,7 +23,7 @@ def device():
         return current_device()
     except DeviceError as exc:
         pytest.skip(f"no OpenCL device: {exc}")
-    except ImportError as exc:                       # pyopencl missing or broken
+    except ImportError as exc:  # pyopencl missing or broken
         pytest.skip(f"pyopencl cannot be imported: {exc}")
 
 
@@ -34,11 +36,14 @@ def test_examples_are_found():
 @pytest.mark.parametrize("script", SCRIPTS, ids=os.path.basename)
 def test_example_runs(device, script, tmp_path):
     try:
-        proc = subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=TIMEOUT)
+        proc = subprocess.run(
+            [sys.executable, script], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT
+        )
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"{os.path.basename(script)} ran over {TIMEOUT} s:\n{exc.stdout or ''}")
     if proc.returncode != 0:
-        pytest.fail(f"{os.path.basename(script)} exited with status {proc.returncode}\n"
-                    f"--- stdout (tail) ---\n{proc.stdout[-4000:]}\n"
-                    f"--- stderr (tail) ---\n{proc.stderr[-4000:]}")
+        pytest.fail(
+            f"{os.path.basename(script)} exited with status {proc.returncode}\n"
+            f"--- stdout (tail) ---\n{proc.stdout[-4000:]}\n"
+            f"--- stderr (tail) ---\n{proc.stderr[-4000:]}"
+        )

@@ -1,4 +1,4 @@
-"""The schedule fuzzer (``tensorsched.testing.fuzz``): random legal schedules of GEMM, conv2d
+"""The schedule fuzzer (``tests/fuzzing``): random legal schedules of GEMM, conv2d
 (direct and spatially packed), a softmax chain and an elementwise chain must match numpy;
 random illegal ones must raise a ``TensorschedError`` and nothing else. A failing case is
 shrunk by hypothesis and reported as the Python code that reproduces it.
@@ -7,36 +7,49 @@ The normal suite runs a few hundred examples with the exact Python target (and a
 on the OpenCL device); ``pytest tests/test_fuzz.py --fuzz-long`` runs thousands and prints the
 counts at the end of the session (``scripts/fuzz.py`` does the same outside pytest).
 """
+
 from collections import Counter
 
+import fuzzing as fuzz
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 import tensorsched as ts
-from tensorsched.testing import fuzz
 
-LONG = 20                       # --fuzz-long multiplies the example counts by this
+LONG = 20  # --fuzz-long multiplies the example counts by this
 
 
 def examples(request, n):
     return n * LONG if request.config.getoption("--fuzz-long", default=False) else n
 
 
-def fuzz_run(n, mode, workloads=fuzz.WORKLOADS, target="python", stats=None, max_steps=8,
-             small=True):
-    @settings(max_examples=n, deadline=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.filter_too_much])
+def fuzz_run(
+    n, mode, workloads=fuzz.WORKLOADS, target="python", stats=None, max_steps=8, small=True
+):
+    @settings(
+        max_examples=n,
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+        ],
+    )
     @given(case=fuzz.cases(workloads, mode=mode, max_steps=max_steps, small=small))
     def run(case):
         fuzz.run_case(case, target=target, stats=stats)
+
     run()
 
 
 @pytest.mark.parametrize("workload", fuzz.WORKLOADS)
 def test_legal_schedules_match_numpy(request, workload):
-    fuzz_run(examples(request, 40), "legal", [workload], small=not request.config.getoption(
-        "--fuzz-long", default=False))
+    fuzz_run(
+        examples(request, 40),
+        "legal",
+        [workload],
+        small=not request.config.getoption("--fuzz-long", default=False),
+    )
 
 
 def test_illegal_sequences_raise_tensorsched_errors_only(request):
@@ -50,6 +63,7 @@ def test_random_primitive_calls_raise_or_compute_right(request):
 @pytest.fixture(scope="module")
 def ocl_device():
     from tensorsched.runtime.device import DeviceError, current_device
+
     try:
         return current_device()
     except (DeviceError, ImportError) as exc:
@@ -63,6 +77,7 @@ def test_legal_schedules_on_the_opencl_device(request, ocl_device):
 
 
 # ---------------------------------------------------------------------------- the fuzzer itself
+
 
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=fuzz.cases(mode="legal"))
@@ -92,32 +107,39 @@ def test_a_planted_bug_is_found_and_shrunk_to_code(monkeypatch):
     too few iterations: the fuzzer finds it and prints a short script with one split."""
     from tensorsched.config import config
     from tensorsched.schedules import bound
+
     monkeypatch.setattr(bound, "ceil_div", lambda a, b: a // b)
-    monkeypatch.setattr(config, "roundtrip", False)     # one bug at a time
+    monkeypatch.setattr(config, "roundtrip", False)  # one bug at a time
     with pytest.raises(fuzz.FuzzFailure) as info:
         fuzz_run(300, "legal", ["elementwise"], stats=Counter(), max_steps=3)
     msg = str(info.value)
     assert "--- reproduce with ---" in msg and "never written" in msg
     code = msg.split("--- reproduce with ---\n")[1].split("--- traceback ---")[0]
     body = code.split("func = ts.lower")[0].rsplit("    return ", 1)[1].splitlines()[1:]
-    steps = [ln for ln in body if ln.strip() and ".op.axis" not in ln and
-             ".op.reduce_axis" not in ln]
+    steps = [
+        ln for ln in body if ln.strip() and ".op.axis" not in ln and ".op.reduce_axis" not in ln
+    ]
     splits = [ln for ln in steps if ".split(" in ln or ".tile(" in ln]
-    assert len(splits) == 1 and len(steps) <= 5, code     # a split, maybe bound (GPU style)
+    assert len(splits) == 1 and len(steps) <= 5, code  # a split, maybe bound (GPU style)
     compile(code, "<shrunk>", "exec")
 
 
 def test_an_internal_exception_is_a_failure_not_a_rejection(monkeypatch):
     """A primitive that leaks a KeyError is reported as a bug with the code of the case."""
     from tensorsched.schedules.schedule import Stage
+
     real = Stage.unroll
 
     def leaky(self, iv):
         real(self, iv)
         raise KeyError("planted")
+
     monkeypatch.setattr(Stage, "unroll", leaky)
-    case = fuzz.Case("gemm", (("M", 3), ("N", 2), ("K", 5)),
-                     (fuzz.Step("unroll", "C", (fuzz.Ax("C", "j", ("axis", ("i", "j"))),)),))
+    case = fuzz.Case(
+        "gemm",
+        (("M", 3), ("N", 2), ("K", 5)),
+        (fuzz.Step("unroll", "C", (fuzz.Ax("C", "j", ("axis", ("i", "j"))),)),),
+    )
     with pytest.raises(fuzz.FuzzFailure, match="KeyError") as info:
         fuzz.run_case(case, stats=Counter())
     assert "s[C].unroll(C_j)" in str(info.value)
@@ -125,9 +147,20 @@ def test_an_internal_exception_is_a_failure_not_a_rejection(monkeypatch):
 
 
 def test_illegal_case_that_is_accepted_is_a_failure():
-    case = fuzz.Case("gemm", (("M", 3), ("N", 2), ("K", 5)),
-                     (fuzz.Step("split", "C", (fuzz.Ax("C", "i", ("axis", ("i", "j"))),),
-                                (("factor", 2),), expect="error"),), mode="illegal")
+    case = fuzz.Case(
+        "gemm",
+        (("M", 3), ("N", 2), ("K", 5)),
+        (
+            fuzz.Step(
+                "split",
+                "C",
+                (fuzz.Ax("C", "i", ("axis", ("i", "j"))),),
+                (("factor", 2),),
+                expect="error",
+            ),
+        ),
+        mode="illegal",
+    )
     with pytest.raises(fuzz.FuzzFailure, match="illegal schedule was accepted"):
         fuzz.run_case(case, stats=Counter())
 
@@ -145,10 +178,17 @@ def test_legal_cases_use_the_gpu_primitives():
     """Legal cases draw virtual threads, storage layouts, double buffers and split-K
     (generation only: cheap)."""
     from hypothesis import seed
+
     seen = Counter()
     seed(0)(_draw_legal)(seen=seen)
-    for prim in ("vthread", "transform_layout", "storage_align", "double_buffer", "rfactor",
-                 "blockIdx.z"):
+    for prim in (
+        "vthread",
+        "transform_layout",
+        "storage_align",
+        "double_buffer",
+        "rfactor",
+        "blockIdx.z",
+    ):
         assert seen[prim], (prim, seen)
 
 
@@ -162,12 +202,14 @@ def _draw_illegal(case, seen):
 
 def test_illegal_cases_misuse_the_gpu_primitives():
     from hypothesis import seed
+
     seen = Counter()
     seed(0)(_draw_illegal)(seen=seen)
     assert seen["transform_layout"] + seen["storage_align"] + seen["double_buffer"], seen
 
 
 # ---------------------------------------------------------------------------- bugs it found
+
 
 def test_storage_align_of_the_innermost_dimension_is_refused():
     """Found by the fuzzer (split-K + storage_align): aligning the innermost storage dimension,
@@ -190,13 +232,13 @@ def test_two_shared_stages_of_one_name_keep_their_own_memory(monkeypatch):
     import numpy as np
 
     from tensorsched.config import config
-    from tensorsched.testing import check_numerics
-    monkeypatch.setattr(config, "roundtrip", False)   # the IR text cannot tell them apart yet
+    from tensorsched.runtime.numerics import check_numerics
+
+    monkeypatch.setattr(config, "roundtrip", False)  # the IR text cannot tell them apart yet
     M, N = 5, 3
     A = ts.placeholder((M, N), name="A")
     T2 = ts.compute((M, N), lambda i, j: A[i, j] * 2.0 - 0.5, name="T2")
-    out = ts.compute((M, N), lambda i, j: T2[i, j] * A[M - 1 - i, j] + T2[i, N - 1 - j],
-                     name="out")
+    out = ts.compute((M, N), lambda i, j: T2[i, j] * A[M - 1 - i, j] + T2[i, N - 1 - j], name="out")
     s = ts.create_schedule(out.op)
     outer = s.cache_read(T2, "shared", [out])
     inner = s.cache_read(T2, "shared", [outer])
@@ -210,6 +252,7 @@ def test_two_shared_stages_of_one_name_keep_their_own_memory(monkeypatch):
     def ref(a):
         t2 = 2 * a - 0.5
         return t2 * a[::-1] + t2[:, ::-1]
+
     check_numerics(s, [A, out], ref, target="python")
     assert np.isfinite(ref(np.ones((M, N)))).all()
 
@@ -221,7 +264,8 @@ def test_reduction_in_a_work_group_tile_is_computed_once():
     between the iterations) the Python backend summed it once per work-item; on a device the
     read-modify-writes race (Oclgrind: "Read-write data race"). Now work-item 0 along each
     threadIdx the stage does not bind writes it."""
-    from tensorsched.testing import check_numerics
+    from tensorsched.runtime.numerics import check_numerics
+
     A = ts.placeholder((5, 7), name="A")
     B = ts.placeholder((7, 3), name="B")
     k = ts.reduce_axis((0, 7), name="k")
@@ -231,9 +275,9 @@ def test_reduction_in_a_work_group_tile_is_computed_once():
     i, j = s[D].op.axis
     s[D].bind(i, ts.thread_axis("blockIdx.x"))
     s[D].bind(j, ts.thread_axis("threadIdx.x"))
-    s[C].compute_at(s[D], i)                          # a tile of C per work-group
+    s[C].compute_at(s[D], i)  # a tile of C per work-group
     AA = s.cache_read(A, "shared", [C])
-    s[AA].compute_at(s[C], s[C].op.reduce_axis[0])    # refilled inside C's reduction loop
+    s[AA].compute_at(s[C], s[C].op.reduce_axis[0])  # refilled inside C's reduction loop
     text = str(ts.lower(s, [A, B, D]))
     assert "allocate C[float32 * 1 * 3], shared" in text and "threadIdx.x == 0" in text
     check_numerics(s, [A, B, D], lambda a, b: a @ b + 1, target="python")
@@ -246,6 +290,7 @@ def test_unrolled_loop_holding_an_allocation_declares_one_buffer_per_copy():
     import re
 
     from tensorsched.codegen.opencl import emit_opencl
+
     A = ts.placeholder((3, 4), name="A")
     B = ts.compute((3, 4), lambda i, j: A[i, j] * 2.0, name="B")
     s = ts.create_schedule(B.op)

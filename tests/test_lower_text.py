@@ -1,20 +1,21 @@
 """Before/after tests written as IR text: the exact printed lowering of small schedules, the
 simplifier's rules on expressions, and the loop structure of the seed tutorial's conv kernels
 at the full VGG size (56x56x256, 3x3)."""
+
 import itertools
 import re
 import textwrap
 
 import pytest
+import seed_conv
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ts_check import gemm
 
-import seed_conv
 import tensorsched as ts
 from tensorsched.ir import expr as E
 from tensorsched.ir.printer import print_expr
 from tensorsched.ir.simplify import simplify
-from ts_check import gemm
 
 
 def ir(s, args):
@@ -36,11 +37,12 @@ def block(text, name):
             depth -= 1
             if depth == 0:
                 line_start = text.rfind("\n", 0, start) + 1
-                return textwrap.dedent(text[line_start:k + 1])
-    raise AssertionError(f"unbalanced produce {name}")                # pragma: no cover
+                return textwrap.dedent(text[line_start : k + 1])
+    raise AssertionError(f"unbalanced produce {name}")  # pragma: no cover
 
 
 # ---------------------------------------------------------------- small schedules, exact text
+
 
 def test_gemm_4x4x4_default_schedule():
     A, B, C = gemm(4, 4, 4)
@@ -234,7 +236,7 @@ def test_reduction_split_and_reordered_outermost():
     A, B, C = gemm(4, 4, 6)
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     ko, ki = s[C].split(k, 4)
     s[C].reorder(ko, i, j, ki)
     assert ir(s, [A, B, C]) == expect("""
@@ -273,23 +275,26 @@ x, y, z = E.Var("x"), E.Var("y"), E.Var("z")
 RANGES = {x: (0, 15), y: (0, 3)}
 
 
-@pytest.mark.parametrize("expr,plain,ranged", [
-    ((x * 4 + y) // 4, "x + y//4", "x"),
-    ((x * 4 + y) % 4, "y%4", "y"),
-    ((x * 4 + y + 4) // 4, "x + y//4 + 1", "x + 1"),
-    ((y + x * 4) // 4, "x + y//4", "x"),
-    (x // 2 // 3, "x//6", "x//6"),
-    (x % 8 % 4, "x%4", "x%4"),
-    (x // 4 * 4 + x % 4, "x", "x"),
-    ((x * 4 - 1) // 4, "x - 1", "x - 1"),
-    ((x * 4 - 1) % 4, "3", "3"),
-    ((x - 3) // 2, "(x + 1)//2 - 2", "(x + 1)//2 - 2"),
-    (y // 4, "y//4", "0"),
-    (y % 4, "y%4", "y"),
-    (ts.min(x, x + 1), "x", "x"),
-    (ts.max(y, 3), "max(y, 3)", "3"),
-    (x * 2 + y - x * 2, "y", "y"),
-])
+@pytest.mark.parametrize(
+    "expr,plain,ranged",
+    [
+        ((x * 4 + y) // 4, "x + y//4", "x"),
+        ((x * 4 + y) % 4, "y%4", "y"),
+        ((x * 4 + y + 4) // 4, "x + y//4 + 1", "x + 1"),
+        ((y + x * 4) // 4, "x + y//4", "x"),
+        (x // 2 // 3, "x//6", "x//6"),
+        (x % 8 % 4, "x%4", "x%4"),
+        (x // 4 * 4 + x % 4, "x", "x"),
+        ((x * 4 - 1) // 4, "x - 1", "x - 1"),
+        ((x * 4 - 1) % 4, "3", "3"),
+        ((x - 3) // 2, "(x + 1)//2 - 2", "(x + 1)//2 - 2"),
+        (y // 4, "y//4", "0"),
+        (y % 4, "y%4", "y"),
+        (ts.min(x, x + 1), "x", "x"),
+        (ts.max(y, 3), "max(y, 3)", "3"),
+        (x * 2 + y - x * 2, "y", "y"),
+    ],
+)
 def test_simplify_rules(expr, plain, ranged):
     assert print_expr(simplify(expr)) == plain
     assert print_expr(simplify(expr, RANGES)) == ranged
@@ -297,7 +302,7 @@ def test_simplify_rules(expr, plain, ranged):
 
 def test_simplify_x_times_4_plus_y_floordiv_4_is_x():
     out = simplify((x * 4 + y) // 4, {x: (0, 100), y: (0, 3)})
-    assert out is x                           # the very variable, not a copy
+    assert out is x  # the very variable, not a copy
     # without knowing that y < 4 the rule must not fire
     assert simplify((x * 4 + y) // 4, {x: (0, 100), y: (0, 4)}) is not x
 
@@ -317,9 +322,15 @@ def _evaluate(e, env):
     if isinstance(e, E.Var):
         return env[e]
     a, b = _evaluate(e.a, env), _evaluate(e.b, env)
-    return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-            "//": lambda: a // b, "%": lambda: a % b,
-            "min": lambda: min(a, b), "max": lambda: max(a, b)}[e.op]()
+    return {
+        "+": lambda: a + b,
+        "-": lambda: a - b,
+        "*": lambda: a * b,
+        "//": lambda: a // b,
+        "%": lambda: a % b,
+        "min": lambda: min(a, b),
+        "max": lambda: max(a, b),
+    }[e.op]()
 
 
 def _int_exprs():
@@ -328,16 +339,30 @@ def _int_exprs():
     def grow(children):
         return st.one_of(
             st.builds(E.BinOp, st.sampled_from(["+", "-", "*", "min", "max"]), children, children),
-            st.builds(E.BinOp, st.sampled_from(["//", "%"]), children,
-                      st.sampled_from([-4, -3, 2, 3, 4, 8]).map(E.IntImm)),
-            st.builds(E.BinOp, st.sampled_from(["//", "%"]), children,
-                      st.sampled_from([x, y, z]).map(lambda v: E.BinOp("+", v, E.IntImm(1)))))
+            st.builds(
+                E.BinOp,
+                st.sampled_from(["//", "%"]),
+                children,
+                st.sampled_from([-4, -3, 2, 3, 4, 8]).map(E.IntImm),
+            ),
+            st.builds(
+                E.BinOp,
+                st.sampled_from(["//", "%"]),
+                children,
+                st.sampled_from([x, y, z]).map(lambda v: E.BinOp("+", v, E.IntImm(1))),
+            ),
+        )
+
     return st.recursive(leaf, grow, max_leaves=8)
 
 
 @settings(max_examples=150, deadline=None)
-@given(e=_int_exprs(), lows=st.tuples(*[st.integers(0, 5)] * 3),
-       widths=st.tuples(*[st.integers(0, 5)] * 3), use_ranges=st.booleans())
+@given(
+    e=_int_exprs(),
+    lows=st.tuples(*[st.integers(0, 5)] * 3),
+    widths=st.tuples(*[st.integers(0, 5)] * 3),
+    use_ranges=st.booleans(),
+)
 def test_simplify_keeps_the_value(e, lows, widths, use_ranges):
     """Floor division and modulo rules are exact for every value in the ranges (negative
     operands and divisors included)."""
@@ -350,26 +375,38 @@ def test_simplify_keeps_the_value(e, lows, widths, use_ranges):
 
 # ---------------------------------------------------------------- the seed tutorial at full size
 
+
 @pytest.fixture(scope="module")
 def vgg_conv():
-    return seed_conv.declare()                 # 1x256x56x56, 256 filters of 3x3, VC=VW=4
+    return seed_conv.declare()  # 1x256x56x56, 256 filters of 3x3, VC=VW=4
 
 
 def loop_lines(text):
     """The attr / loop header lines of ``text``, stripped, in order."""
-    return [ln.strip() for ln in text.splitlines()
-            if re.match(r"\s*(// attr|for|unrolled|vectorized|parallel) ", ln)]
+    return [
+        ln.strip()
+        for ln in text.splitlines()
+        if re.match(r"\s*(// attr|for|unrolled|vectorized|parallel) ", ln)
+    ]
 
 
 def test_seed_conv_unscheduled(vgg_conv):
     t = vgg_conv
     s = ts.create_schedule(t[-1].op)
     conv = block(ir(s, [t[0], t[1], t[-1]]), "conv")
-    assert conv.startswith("produce conv {\n  for (co, 0, 64) {\n    for (h, 0, 56) {\n"
-                           "      for (w, 0, 14) {\n")
+    assert conv.startswith(
+        "produce conv {\n  for (co, 0, 64) {\n    for (h, 0, 56) {\n      for (w, 0, 14) {\n"
+    )
     assert loop_lines(conv) == [
-        "for (co, 0, 64) {", "for (h, 0, 56) {", "for (w, 0, 14) {", "for (vw, 0, 4) {",
-        "for (vc, 0, 4) {", "for (ci, 0, 256) {", "for (kh, 0, 3) {", "for (kw, 0, 3) {"]
+        "for (co, 0, 64) {",
+        "for (h, 0, 56) {",
+        "for (w, 0, 14) {",
+        "for (vw, 0, 4) {",
+        "for (vc, 0, 4) {",
+        "for (ci, 0, 256) {",
+        "for (kh, 0, 3) {",
+        "for (kw, 0, 3) {",
+    ]
 
 
 def test_seed_conv_reordered_matches_the_tutorial_text(vgg_conv):
@@ -410,16 +447,24 @@ def test_seed_conv_reordered_matches_the_tutorial_text(vgg_conv):
     """)
 
 
-THREADS = ["// attr [blockIdx.z] thread_extent = 8", "// attr [threadIdx.z] thread_extent = 8",
-           "// attr [blockIdx.y] thread_extent = 56", "// attr [threadIdx.y] thread_extent = 1",
-           "// attr [blockIdx.x] thread_extent = 14", "// attr [threadIdx.x] thread_extent = 1"]
+THREADS = [
+    "// attr [blockIdx.z] thread_extent = 8",
+    "// attr [threadIdx.z] thread_extent = 8",
+    "// attr [blockIdx.y] thread_extent = 56",
+    "// attr [threadIdx.y] thread_extent = 1",
+    "// attr [blockIdx.x] thread_extent = 14",
+    "// attr [threadIdx.x] thread_extent = 1",
+]
 
 
-@pytest.mark.parametrize("kernel_no,inner_kind,vc_kind", [
-    (1, "for", "for"),                         # kernel 1: bind only
-    (2, "unrolled", "unrolled"),               # kernel 2: + unroll kh, kw, vw, vc
-    (3, "unrolled", "vectorized"),             # kernel 3: + vectorize vc
-])
+@pytest.mark.parametrize(
+    "kernel_no,inner_kind,vc_kind",
+    [
+        (1, "for", "for"),  # kernel 1: bind only
+        (2, "unrolled", "unrolled"),  # kernel 2: + unroll kh, kw, vw, vc
+        (3, "unrolled", "vectorized"),  # kernel 3: + vectorize vc
+    ],
+)
 def test_seed_conv_kernels_loop_structure(vgg_conv, kernel_no, inner_kind, vc_kind):
     t = vgg_conv
     s = seed_conv.schedule(t, kernel_no)
@@ -427,22 +472,32 @@ def test_seed_conv_kernels_loop_structure(vgg_conv, kernel_no, inner_kind, vc_ki
     conv = block(text, "conv")
     k = inner_kind
     assert loop_lines(conv) == THREADS + [
-        f"{k} (vw.init, 0, 4) {{", f"{vc_kind} (vc.init, 0, 4) {{",
+        f"{k} (vw.init, 0, 4) {{",
+        f"{vc_kind} (vc.init, 0, 4) {{",
         "for (ci, 0, 256) {",
-        f"{k} (kh, 0, 3) {{", f"{k} (kw, 0, 3) {{", f"{k} (vw, 0, 4) {{",
-        f"{vc_kind} (vc, 0, 4) {{"]
+        f"{k} (kh, 0, 3) {{",
+        f"{k} (kw, 0, 3) {{",
+        f"{k} (vw, 0, 4) {{",
+        f"{vc_kind} (vc, 0, 4) {{",
+    ]
     # the update reads the packed data and kernel through the bound indices
-    assert ("conv[blockIdx.z*100352 + threadIdx.z*12544 + blockIdx.y*224 + blockIdx.x*16 + "
-            "vw*4 + vc] = conv[") in conv
+    assert (
+        "conv[blockIdx.z*100352 + threadIdx.z*12544 + blockIdx.y*224 + blockIdx.x*16 + "
+        "vw*4 + vc] = conv["
+    ) in conv
     # data_pad is inlined: no stage of its own, its border test moved into data_vec
     assert "produce data_pad" not in text
     data_vec = block(text, "data_vec")
     assert "data_pad" not in data_vec and "select(" in data_vec
     # the unpacking stage runs one work-item per output element
     assert loop_lines(block(text, "output_unpack")) == [
-        "// attr [blockIdx.z] thread_extent = 32", "// attr [threadIdx.z] thread_extent = 8",
-        "// attr [blockIdx.y] thread_extent = 56", "// attr [threadIdx.y] thread_extent = 1",
-        "// attr [blockIdx.x] thread_extent = 56", "// attr [threadIdx.x] thread_extent = 1"]
+        "// attr [blockIdx.z] thread_extent = 32",
+        "// attr [threadIdx.z] thread_extent = 8",
+        "// attr [blockIdx.y] thread_extent = 56",
+        "// attr [threadIdx.y] thread_extent = 1",
+        "// attr [blockIdx.x] thread_extent = 56",
+        "// attr [threadIdx.x] thread_extent = 1",
+    ]
 
 
 def test_seed_conv_kernels_differ_only_in_loop_kinds(vgg_conv):

@@ -1,13 +1,14 @@
 """Every schedule primitive, alone and combined, checked against numpy through the python
 target. Sizes are odd and split factors do not divide them, so every guard is exercised."""
+
 import numpy as np
 import pytest
+import seed_conv
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import seed_conv
-import tensorsched as ts
 from ts_check import check, conv_ref, gemm, gemm_ref
+
+import tensorsched as ts
 
 
 def thr(tag):
@@ -52,6 +53,7 @@ def softmax_ref(a):
 
 # ---------------------------------------------------------------- split
 
+
 @pytest.mark.parametrize("factor", [1, 2, 3, 4, 5, 6, 12, 13, 20])
 def test_split_factor(factor):
     A, B, C, s = gemm_sched()
@@ -71,16 +73,16 @@ def test_split_nparts(nparts):
 def test_split_factor_positional_and_larger_than_extent():
     A, B, C, s = gemm_sched(5, 3, 7)
     i, j = s[C].op.axis
-    io, ii = s[C].split(i, 8)                     # 8 > 5: one outer iteration, guarded
+    io, ii = s[C].split(i, 8)  # 8 > 5: one outer iteration, guarded
     jo, ji = s[C].split(j, 100)
     check(s, [A, B, C], gemm_ref)
 
 
 def test_split_reduce_axis_uneven():
     A, B, C, s = gemm_sched(5, 3, 13)
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     ko, ki = s[C].split(k, 4)
-    kio, kii = s[C].split(ki, 3)                  # a split of a split
+    kio, kii = s[C].split(ki, 3)  # a split of a split
     check(s, [A, B, C], gemm_ref)
 
 
@@ -103,6 +105,7 @@ def test_tile():
 
 # ---------------------------------------------------------------- fuse
 
+
 def test_fuse_two():
     A, B, C, s = gemm_sched()
     i, j = s[C].op.axis
@@ -116,13 +119,13 @@ def test_fuse_three_and_split():
     C = ts.compute((3, 5, 7), lambda i, j, k: A[i, j, k] * 2.0 + A[2 - i, j, 6 - k], name="C")
     s = ts.create_schedule(C.op)
     f = s[C].fuse(*s[C].op.axis)
-    fo, fi = s[C].split(f, 8)                     # 105 = 13*8 + 1: uneven
+    fo, fi = s[C].split(f, 8)  # 105 = 13*8 + 1: uneven
     check(s, [A, C], lambda a: 2 * a + a[::-1, :, ::-1])
 
 
 def test_fuse_list_argument():
     A, B, C, s = gemm_sched()
-    f = s[C].fuse(list(s[C].op.axis))
+    s[C].fuse(list(s[C].op.axis))
     check(s, [A, B, C], gemm_ref)
 
 
@@ -150,11 +153,12 @@ def test_fuse_reduce_axes():
 
 # ---------------------------------------------------------------- reorder
 
+
 @pytest.mark.parametrize("order", ["kij", "ikj", "jki", "jik"])
 def test_reorder_root_axes(order):
     A, B, C, s = gemm_sched(7, 5, 3)
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     ax = {"i": i, "j": j, "k": k}
     s[C].reorder(*[ax[c] for c in order])
     check(s, [A, B, C], gemm_ref)
@@ -163,11 +167,11 @@ def test_reorder_root_axes(order):
 def test_reorder_subset_keeps_other_positions():
     A, B, C, s = gemm_sched()
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     io, ii = s[C].split(i, 4)
     jo, ji = s[C].split(j, 3)
     ko, ki = s[C].split(k, 2)
-    s[C].reorder(ki, io)                          # only these two swap places
+    s[C].reorder(ki, io)  # only these two swap places
     assert s[C].leaf_iter_vars == [ki, ii, jo, ji, ko, io]
     check(s, [A, B, C], gemm_ref)
 
@@ -175,7 +179,7 @@ def test_reorder_subset_keeps_other_positions():
 def test_reorder_split_reduce_between_data_axes():
     A, B, C, s = gemm_sched()
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     io, ii = s[C].split(i, 4)
     ko, ki = s[C].split(k, 3)
     s[C].reorder(ko, io, j, ki, ii)
@@ -184,10 +188,11 @@ def test_reorder_split_reduce_between_data_axes():
 
 # ---------------------------------------------------------------- annotations
 
+
 def test_unroll_vectorize_parallel():
     A, B, C, s = gemm_sched(37, 29, 19)
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     io, ii = s[C].split(i, 8)
     jo, ji = s[C].split(j, 4)
     ko, ki = s[C].split(k, 4)
@@ -207,7 +212,7 @@ def test_unroll_reduce_axis_and_vectorize_uneven():
     k = ts.reduce_axis((0, 7), name="k")
     C = ts.compute((13,), lambda i: ts.sum(A[i, k] * A[i, 6 - k], axis=k), name="C")
     s = ts.create_schedule(C.op)
-    i, = s[C].op.axis
+    (i,) = s[C].op.axis
     io, ii = s[C].split(i, 4)
     s[C].reorder(io, k, ii)
     s[C].unroll(k)
@@ -230,6 +235,7 @@ def test_pragma_is_printed_and_keeps_numbers():
 
 # ---------------------------------------------------------------- bind
 
+
 def test_bind_blocks_and_threads_uneven():
     A = ts.placeholder((37,), name="A")
     C = ts.compute((37,), lambda i: A[i] * 2.0 + A[36 - i], name="C")
@@ -240,7 +246,7 @@ def test_bind_blocks_and_threads_uneven():
     text = str(ts.lower(s, [A, C]))
     assert "// attr [blockIdx.x] thread_extent = 5" in text
     assert "// attr [threadIdx.x] thread_extent = 8" in text
-    assert "< 37" in text                         # the tail block is guarded
+    assert "< 37" in text  # the tail block is guarded
     check(s, [A, C], lambda a: 2 * a + a[::-1])
 
 
@@ -248,7 +254,7 @@ def test_bind_gemm_2d_grid_with_serial_inner():
     A, B, C, s = gemm_sched(37, 29, 7)
     i, j = s[C].op.axis
     bx, by, tx, ty = s[C].tile(i, j, 8, 4)
-    txo, txi = s[C].split(tx, nparts=3)           # 8 does not split evenly into 3 parts
+    txo, txi = s[C].split(tx, nparts=3)  # 8 does not split evenly into 3 parts
     s[C].reorder(bx, by, txo, ty, txi)
     s[C].bind(bx, thr("blockIdx.x"))
     s[C].bind(by, thr("blockIdx.y"))
@@ -266,8 +272,10 @@ def test_bind_all_six_tags_3d():
     jo, ji = s[C].split(j, 2)
     ko, ki = s[C].split(k, 4)
     s[C].reorder(io, jo, ko, ii, ji, ki)
-    for ax, tag in zip((io, jo, ko, ii, ji, ki), ("blockIdx.z", "blockIdx.y", "blockIdx.x",
-                                                 "threadIdx.z", "threadIdx.y", "threadIdx.x")):
+    for ax, tag in zip(
+        (io, jo, ko, ii, ji, ki),
+        ("blockIdx.z", "blockIdx.y", "blockIdx.x", "threadIdx.z", "threadIdx.y", "threadIdx.x"),
+    ):
         s[C].bind(ax, thr(tag))
     check(s, [A, C], lambda a: a + 1)
 
@@ -308,6 +316,7 @@ def test_bind_reduction_with_serial_reduce_inside():
 
 # ---------------------------------------------------------------- compute_at
 
+
 def test_compute_at_elementwise_producer():
     A, B, C, D = chain2d()
     s = ts.create_schedule(D.op)
@@ -327,7 +336,7 @@ def test_compute_at_stencil_halo():
     s = ts.create_schedule(C.op)
     io, ii = s[C].split(C.op.axis[0], 4)
     s[B].compute_at(s[C], io)
-    assert "allocate B[float32 * 6]" in str(ts.lower(s, [A, C]))   # 4 + a halo of 2
+    assert "allocate B[float32 * 6]" in str(ts.lower(s, [A, C]))  # 4 + a halo of 2
     check(s, [A, C], lambda a: 2 * a[:11] + 2 * a[2:])
 
 
@@ -351,7 +360,7 @@ def test_compute_at_reduction_producer_in_consumer_loop():
     s[D].reorder(io, jo, ii, ji)
     s[C].compute_at(s[D], jo)
     ci, cj = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     ko, ki = s[C].split(k, 4)
     s[C].reorder(ko, ci, ki, cj)
     check(s, [A, B, D], lambda a, b: 2 * (a @ b))
@@ -453,6 +462,7 @@ def test_dependent_shared_fills_are_separated_by_a_barrier():
 
 # ---------------------------------------------------------------- compute_inline
 
+
 @pytest.mark.parametrize("order", ["BC", "CB"])
 def test_compute_inline_chain_any_order(order):
     A, B, C, D = chain2d()
@@ -493,6 +503,7 @@ def test_compute_inline_pad_into_conv_like_stencil():
 
 # ---------------------------------------------------------------- cache_read / cache_write
 
+
 def test_cache_read_global_two_readers():
     A = ts.placeholder((13, 7), name="A")
     B = ts.compute((13, 7), lambda i, j: A[i, j] * 2.0, name="B")
@@ -506,7 +517,7 @@ def test_cache_read_local_at_reduce_axis():
     A, B, C, s = gemm_sched(7, 5, 13)
     AL = s.cache_read(A, "local", [C])
     BL = s.cache_read(B, "local", [C])
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     ko, ki = s[C].split(k, 4)
     s[AL].compute_at(s[C], ko)
     s[BL].compute_at(s[C], ko)
@@ -521,8 +532,12 @@ def test_cache_read_local_per_thread():
     AL = s.cache_read(A, "local", [C])
     i, j = s[C].op.axis
     bx, by, tx, ty = s[C].tile(i, j, 4, 3)
-    for ax, tag in ((bx, "blockIdx.x"), (by, "blockIdx.y"), (tx, "threadIdx.x"),
-                    (ty, "threadIdx.y")):
+    for ax, tag in (
+        (bx, "blockIdx.x"),
+        (by, "blockIdx.y"),
+        (tx, "threadIdx.x"),
+        (ty, "threadIdx.y"),
+    ):
         s[C].bind(ax, thr(tag))
     s[AL].compute_at(s[C], ty)
     assert "allocate A.local[float32 * 1 * 7], local" in str(ts.lower(s, [A, B, C]))
@@ -544,8 +559,12 @@ def test_cache_read_shared_cooperative_fetch():
     AA = s.cache_read(A, "shared", [C])
     i, j = s[C].op.axis
     bx, by, tx, ty = s[C].tile(i, j, 4, 4)
-    for ax, tag in ((bx, "blockIdx.x"), (by, "blockIdx.y"), (tx, "threadIdx.x"),
-                    (ty, "threadIdx.y")):
+    for ax, tag in (
+        (bx, "blockIdx.x"),
+        (by, "blockIdx.y"),
+        (tx, "threadIdx.x"),
+        (ty, "threadIdx.y"),
+    ):
         s[C].bind(ax, thr(tag))
     s[AA].compute_at(s[C], by)
     a0, a1 = s[AA].op.axis
@@ -575,7 +594,7 @@ def test_gemm_shared_local_full_schedule(M, N, K):
     s[C].bind(tyo, thr("threadIdx.y"))
     s[CL].compute_at(s[C], tyo)
     ii, jj = s[CL].op.axis
-    kk, = s[CL].op.reduce_axis
+    (kk,) = s[CL].op.reduce_axis
     ko, ki = s[CL].split(kk, 4)
     s[CL].reorder(ko, ki, ii, jj)
     s[CL].vectorize(jj)
@@ -594,8 +613,8 @@ def test_gemm_shared_local_full_schedule(M, N, K):
     assert "allocate B.shared[float32 * 4 * 8], shared" in text
     # a barrier after the fills, and one closing the k.outer body (the next iteration's fills
     # must wait until every work-item has read this iteration's tiles)
-    assert "barrier(shared)" in text[text.index("produce B.shared"):text.index("for (k.inner")]
-    lines = text[text.index("for (k.inner"):text.index("for (i.inner.inner")].splitlines()
+    assert "barrier(shared)" in text[text.index("produce B.shared") : text.index("for (k.inner")]
+    lines = text[text.index("for (k.inner") : text.index("for (i.inner.inner")].splitlines()
     closing = [ln.strip() for ln in lines if ln.strip()]
     assert closing[-3:-1] == ["barrier(shared)", "}"]
     check(s, [A, B, C], gemm_ref)
@@ -625,6 +644,7 @@ def test_cache_write_local_at_thread_axis_elementwise():
 
 # ---------------------------------------------------------------- build of a lowered function
 
+
 def test_build_lowered_function():
     A, B, C, s = gemm_sched(7, 5, 3)
     func = ts.lower(s, [A, B, C], name="gemm")
@@ -646,7 +666,7 @@ def test_argument_order_is_call_order():
     a0, b0 = a.copy(), b.copy()
     ts.build(s, [C, B, A], target="python")(c, b, a)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
-    np.testing.assert_array_equal(a, a0)          # inputs are left alone
+    np.testing.assert_array_equal(a, a0)  # inputs are left alone
     np.testing.assert_array_equal(b, b0)
 
 
@@ -695,19 +715,26 @@ def test_seed_conv_packed_stages_as_arguments(small_conv):
         co, ci, kh, kw = k.shape
         kv = k.reshape(co // 4, 4, ci, kh, kw).transpose(0, 2, 3, 4, 1)
         return kv, conv_ref(d, k)
+
     check(s, [data, kernel, kernel_vec, output], ref)
 
 
 # ---------------------------------------------------------------- random schedules
 
+
 @settings(max_examples=30, deadline=None)
-@given(fi=st.integers(1, 9), fj=st.integers(1, 7), fk=st.integers(1, 11),
-       order=st.permutations(range(6)), inner=st.sampled_from(["none", "unroll", "vectorize"]),
-       use_nparts=st.booleans())
+@given(
+    fi=st.integers(1, 9),
+    fj=st.integers(1, 7),
+    fk=st.integers(1, 11),
+    order=st.permutations(range(6)),
+    inner=st.sampled_from(["none", "unroll", "vectorize"]),
+    use_nparts=st.booleans(),
+)
 def test_gemm_random_splits_and_orders(fi, fj, fk, order, inner, use_nparts):
     A, B, C, s = gemm_sched(7, 5, 9)
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     io, ii = s[C].split(i, nparts=fi) if use_nparts else s[C].split(i, fi)
     jo, ji = s[C].split(j, fj)
     ko, ki = s[C].split(k, fk)
@@ -736,14 +763,14 @@ def test_stencil_random_placement(data):
 
         def ref(a):
             b = 2 * a + 1
-            return sum(b[q:q + M, 2 - q:2 - q + N] for q in range(3))
+            return sum(b[q : q + M, 2 - q : 2 - q + N] for q in range(3))
     else:
-        C = ts.compute((M, N), lambda i, j: B[i, j] + B[i + 2, j + 1] * B[i + 1, j + 2],
-                       name="C")
+        C = ts.compute((M, N), lambda i, j: B[i, j] + B[i + 2, j + 1] * B[i + 1, j + 2], name="C")
 
         def ref(a):
             b = 2 * a + 1
-            return b[:M, :N] + b[2:, 1:N + 1] * b[1:M + 1, 2:]
+            return b[:M, :N] + b[2:, 1 : N + 1] * b[1 : M + 1, 2:]
+
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
     io, ii = s[C].split(i, data.draw(st.integers(1, M + 1)))
@@ -772,18 +799,25 @@ def test_gemm_gpu_random_tiles_and_caches(data):
     CL = s.cache_write(C, "local") if data.draw(st.booleans()) else None
     i, j = s[C].op.axis
     bx, by, tx, ty = s[C].tile(i, j, data.draw(st.integers(1, 8)), data.draw(st.integers(1, 8)))
-    for ax, tag in ((bx, "blockIdx.x"), (by, "blockIdx.y"), (tx, "threadIdx.x"),
-                    (ty, "threadIdx.y")):
+    for ax, tag in (
+        (bx, "blockIdx.x"),
+        (by, "blockIdx.y"),
+        (tx, "threadIdx.x"),
+        (ty, "threadIdx.y"),
+    ):
         s[C].bind(ax, thr(tag))
     host = C
     if CL is not None:
         s[CL].compute_at(s[C], data.draw(st.sampled_from([by, ty])))
         host = CL
     if AA is not None:
-        k, = s[host].op.reduce_axis
+        (k,) = s[host].op.reduce_axis
         s[host].split(k, data.draw(st.integers(1, K + 1)))
-        places = [x for x in s[host].leaf_iter_vars
-                  if not (host is C and scope == "shared" and x in (tx, ty))]
+        places = [
+            x
+            for x in s[host].leaf_iter_vars
+            if not (host is C and scope == "shared" and x in (tx, ty))
+        ]
         s[AA].compute_at(s[host], data.draw(st.sampled_from(places)))
         if scope == "shared" and data.draw(st.booleans()):
             a0o, _ = s[AA].split(s[AA].op.axis[0], nparts=data.draw(st.integers(1, 4)))
@@ -803,9 +837,10 @@ def test_explicit_unrolling_pass_keeps_the_numbers():
     import dataclasses
 
     from tensorsched.passes import unroll_loops
+
     A, B, C, s = gemm_sched(7, 5, 11)
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     jo, ji = s[C].split(j, 3)
     ko, ki = s[C].split(k, 4)
     s[C].reorder(i, jo, ko, ki, ji)

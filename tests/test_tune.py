@@ -6,6 +6,7 @@ The templates tuned here are the tiny ones of ``tune_templates.py`` (16x16x16, 3
 each ``tune`` call costs the start of its worker processes (about a second) plus a few tenths
 of a second per trial.
 """
+
 import csv
 import json
 import os
@@ -20,14 +21,21 @@ import pytest
 
 import tensorsched as ts
 from tensorsched.errors import TensorschedError
-from tensorsched.runtime.device import DeviceError, current_device
+from tensorsched.ops.space import factorizations
+from tensorsched.runtime.device import DeviceError, DeviceLimits, current_device
 from tensorsched.tune import Config, ConfigError
 from tensorsched.tune.dispatch import apply_best, best_config, instantiate
-from tensorsched.tune.log import (LogError, LogWriter, Record, best_records, config_key,
-                                  export_csv, read_log)
-from tensorsched.tune.space import factorizations
+from tensorsched.tune.log import (
+    LogError,
+    LogWriter,
+    Record,
+    best_records,
+    config_key,
+    export_csv,
+    read_log,
+)
 from tensorsched.tune.task import Task
-from tensorsched.tune.tuner import DeviceLimits, candidate_order, early_filter, tune
+from tensorsched.tune.tuner import candidate_order, early_filter, tune
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
@@ -55,6 +63,7 @@ def statuses(path):
 
 def cl_source(s, args):
     from tensorsched.codegen.opencl import emit_opencl
+
     return emit_opencl(ts.lower(s, args, name="k")).text
 
 
@@ -79,18 +88,19 @@ def tiny_log(device, tmp_path_factory):
 
 def subprocess_env(**extra):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([TESTS, ROOT] + [p for p in
-                                                         [env.get("PYTHONPATH")] if p])
+    env["PYTHONPATH"] = os.pathsep.join([TESTS, ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
     env.update(extra)
     return env
 
 
 # ---------------------------------------------------------------------------- spaces
 
+
 def brute_splits(extent, parts, keep):
     """The inner parts (tuples of ``parts - 1`` ints) of every way to split ``extent``,
     filtered by ``keep``, by brute force."""
     import itertools
+
     rng = range(1, extent + 1)
     return sorted(c for c in itertools.product(rng, repeat=parts - 1) if keep(c))
 
@@ -124,7 +134,7 @@ def test_split_sizes_for_known_extents():
     assert cfg.space["p10"].candidates == ((1,), (2,), (4,), (8,))
     assert cfg.space["c"].candidates == ((2, 4), (8, 1))
     assert cfg.size() == 6 * 18 * 15 * 4 * 6 * 2
-    assert cfg["f12"] == (1,)                        # the default: the first candidate
+    assert cfg["f12"] == (1,)  # the default: the first candidate
 
 
 def test_knob_reorder_constrain_and_values():
@@ -133,7 +143,13 @@ def test_knob_reorder_constrain_and_values():
     assert cfg.define_reorder("order", ["i", "j", "k"]) == (0, 1, 2)
     assert len(cfg.space["order"].candidates) == 6
     assert set(cfg.space["order"].candidates) == {
-        (0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)}
+        (0, 1, 2),
+        (0, 2, 1),
+        (1, 0, 2),
+        (1, 2, 0),
+        (2, 0, 1),
+        (2, 1, 0),
+    }
     cfg.define_reorder("two", ["i", "j", "k"], candidates=[(2, 1, 0), (0, 1, 2)])
     assert cfg.space["two"].candidates == ((2, 1, 0), (0, 1, 2))
     assert cfg.size() == 2 * 6 * 2
@@ -166,10 +182,9 @@ def test_real_template_spaces_have_their_known_sizes():
     # gemm cpu: tile_y 3*4, tile_x 3*4, vec 3, tile_k 4; gpu_tiled: tile_y/x 2*3*4 each, tile_k 4,
     # unroll_k, a_layout, a_pad, fetch_vec, reg_fetch 2 each, double_buffer 4, split_k 3
     assert Task("gemm", "cpu", (256, 256, 256)).space().size() == 12 * 12 * 3 * 4
-    assert Task("gemm", "gpu_tiled", (128, 128, 128)).space().size() == 24 * 24 * 4 * 2 ** 5 * 4 * 3
+    assert Task("gemm", "gpu_tiled", (128, 128, 128)).space().size() == 24 * 24 * 4 * 2**5 * 4 * 3
     # the cpu template's constraint: columns per work-item a multiple of the vector width
-    _, _, cfg = Task("gemm", "cpu", (256, 256, 256)).instantiate(
-        {"tile_x": (2, 8), "vec": 16})
+    _, _, cfg = Task("gemm", "cpu", (256, 256, 256)).instantiate({"tile_x": (2, 8), "vec": 16})
     assert not cfg.valid and "vector width" in cfg.constraints[0]
 
 
@@ -180,6 +195,7 @@ def test_grid_order_is_deterministic_and_point_matches_points():
         cfg.define_knob("b", ("x", "y", "z"))
         cfg.define_reorder("c", ["i", "j"])
         return cfg
+
     first, second = list(space().points()), list(space().points())
     assert first == second
     assert len(first) == space().size() == 6 * 3 * 2
@@ -203,7 +219,7 @@ def test_candidate_order_grid_and_random():
     assert list(candidate_order(task, "grid")) == list(range(size))
     a, b = candidate_order(task, "random", seed=3), candidate_order(task, "random", seed=3)
     assert a == b
-    assert sorted(a) == list(range(size))             # every point once
+    assert sorted(a) == list(range(size))  # every point once
     assert a != list(range(size))
     assert candidate_order(task, "random", seed=4) != a
     with pytest.raises(TensorschedError, match="unknown strategy"):
@@ -212,10 +228,16 @@ def test_candidate_order_grid_and_random():
 
 # ---------------------------------------------------------------------------- the log
 
+
 def record(config, status="ok", device_ms=1.0, device="dev"):
-    return Record(task=json.loads(tmpl("gemm_tiny").key()), device=device, config=config,
-                  status=status, device_ms=device_ms if status == "ok" else None,
-                  gflops=1.0 if status == "ok" else None)
+    return Record(
+        task=json.loads(tmpl("gemm_tiny").key()),
+        device=device,
+        config=config,
+        status=status,
+        device_ms=device_ms if status == "ok" else None,
+        gflops=1.0 if status == "ok" else None,
+    )
 
 
 def test_read_log_skips_damaged_lines_and_writer_appends_on_a_fresh_line(tmp_path):
@@ -224,9 +246,9 @@ def test_read_log_skips_damaged_lines_and_writer_appends_on_a_fresh_line(tmp_pat
     w.append(record({"unroll": 0}))
     w.append(record({"unroll": 1}, status="wrong"))
     good = open(path, "rb").read()
-    with open(path, "ab") as f:                       # damage: a line that is not JSON, a
-        f.write(b"not json at all\n")                 # record without fields, and a record
-        f.write(b'{"config": {}}\n')                  # cut short by a kill
+    with open(path, "ab") as f:  # damage: a line that is not JSON, a
+        f.write(b"not json at all\n")  # record without fields, and a record
+        f.write(b'{"config": {}}\n')  # cut short by a kill
         f.write(good.splitlines()[0][:40])
     damaged = open(path, "rb").read()
     with pytest.warns(UserWarning) as caught:
@@ -237,15 +259,15 @@ def test_read_log_skips_damaged_lines_and_writer_appends_on_a_fresh_line(tmp_pat
     assert len(msgs) == 3
     assert all("skipped a damaged log line" in m for m in msgs)
     assert [f"{path}:{n}:" in m for n, m in zip((3, 4, 5), msgs)] == [True] * 3
-    assert open(path, "rb").read() == damaged          # reading never rewrites
+    assert open(path, "rb").read() == damaged  # reading never rewrites
 
     LogWriter(path).append(record({"unroll": 1, "tile_x": (8,)}))
     after = open(path, "rb").read()
-    assert after.startswith(damaged)                  # appended, nothing rewritten
-    assert after[len(damaged):len(damaged) + 2] == b"\n{"
+    assert after.startswith(damaged)  # appended, nothing rewritten
+    assert after[len(damaged) : len(damaged) + 2] == b"\n{"
     with pytest.warns(UserWarning):
         recs = read_log(path)
-    assert recs[-1].config == {"unroll": 1, "tile_x": (8,)}      # tuples come back as tuples
+    assert recs[-1].config == {"unroll": 1, "tile_x": (8,)}  # tuples come back as tuples
     assert len(recs) == 3
     assert read_log(str(tmp_path / "missing.jsonl")) == []
 
@@ -258,8 +280,8 @@ def test_full_disk_raises_log_error_and_keeps_earlier_records(tmp_path, monkeypa
     before = open(path, "rb").read()
     real_write = os.write
 
-    def short_write(fd, data):                       # half the line fits, then the disk is full
-        return real_write(fd, data[:len(data) // 2])
+    def short_write(fd, data):  # half the line fits, then the disk is full
+        return real_write(fd, data[: len(data) // 2])
 
     def enospc(fd, data):
         raise OSError(28, "No space left on device")
@@ -272,7 +294,7 @@ def test_full_disk_raises_log_error_and_keeps_earlier_records(tmp_path, monkeypa
         with pytest.raises(LogError, match="No space left on device"):
             w.append(record({"unroll": 0, "tile_y": (8,)}))
     assert open(path, "rb").read().startswith(before)
-    with pytest.warns(UserWarning, match=":3:"):       # the half line
+    with pytest.warns(UserWarning, match=":3:"):  # the half line
         recs = read_log(path)
     assert [r.config for r in recs] == [{"unroll": 0}, {"unroll": 1}]
 
@@ -280,14 +302,16 @@ def test_full_disk_raises_log_error_and_keeps_earlier_records(tmp_path, monkeypa
     w.append(record({"unroll": 1, "tile_y": (8,)}))
     with pytest.warns(UserWarning, match=":3:"):
         recs = read_log(path)
-    assert [r.config for r in recs] == [{"unroll": 0}, {"unroll": 1},
-                                        {"unroll": 1, "tile_y": (8,)}]
+    assert [r.config for r in recs] == [{"unroll": 0}, {"unroll": 1}, {"unroll": 1, "tile_y": (8,)}]
 
 
 def test_best_records_takes_the_fastest_correct_one():
-    recs = [record({"unroll": 0}, device_ms=2.0), record({"unroll": 1}, device_ms=1.0),
-            record({"unroll": 1, "tile_x": (8,)}, status="wrong"),
-            record({"unroll": 0, "tile_x": (8,)}, device_ms=0.5, device="other")]
+    recs = [
+        record({"unroll": 0}, device_ms=2.0),
+        record({"unroll": 1}, device_ms=1.0),
+        record({"unroll": 1, "tile_x": (8,)}, status="wrong"),
+        record({"unroll": 0, "tile_x": (8,)}, device_ms=0.5, device="other"),
+    ]
     best = best_records(recs, device="dev")
     assert [r.config for r in best.values()] == [{"unroll": 1}]
     assert list(best_records(recs).values())[0].device == "other"
@@ -301,8 +325,19 @@ def test_export_csv(tmp_path):
     with open(out, newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 2
-    assert list(rows[0]) == ["kind", "template", "shape", "epilogue", "device", "config",
-                             "status", "device_ms", "host_ms", "gflops", "error"]
+    assert list(rows[0]) == [
+        "kind",
+        "template",
+        "shape",
+        "epilogue",
+        "device",
+        "config",
+        "status",
+        "device_ms",
+        "host_ms",
+        "gflops",
+        "error",
+    ]
     assert rows[0]["shape"] == "16x16x16" and rows[0]["template"] == "tune_templates:gemm_tiny"
     assert json.loads(rows[0]["config"]) == {"tile_x": [8], "unroll": 0}
     assert [r["status"] for r in rows] == ["ok", "wrong"]
@@ -311,23 +346,27 @@ def test_export_csv(tmp_path):
 
 # ---------------------------------------------------------------------------- early filter
 
+
 def test_early_filter_rejects_without_building(monkeypatch):
     import tensorsched.runtime.module
 
     def no_build(*a, **k):
         raise AssertionError("early_filter must not build")
+
     monkeypatch.setattr(tensorsched.runtime.module, "build_program", no_build)
-    monkeypatch.setattr(sys.modules["tensorsched.build"], "build", no_build)
+    monkeypatch.setattr(sys.modules["tensorsched.runtime.build"], "build", no_build)
     monkeypatch.setattr(ts, "build", no_build)
 
     small = DeviceLimits("fake", 256, (256, 256, 64), 2048)
     wide = tmpl("gemm_wide")
     assert early_filter(wide, {"threads": (8,)}, small) is None
-    assert "work-group of 16384 over the device's 256" in \
-        early_filter(wide, {"threads": (128,)}, small)
+    assert "work-group of 16384 over the device's 256" in early_filter(
+        wide, {"threads": (128,)}, small
+    )
     narrow = DeviceLimits("fake", 1 << 20, (64, 64, 1), 2048)
-    assert "threadIdx.x = 128 over the device's 64" in \
-        early_filter(wide, {"threads": (128,)}, narrow)
+    assert "threadIdx.x = 128 over the device's 64" in early_filter(
+        wide, {"threads": (128,)}, narrow
+    )
     assert early_filter(wide, {"threads": (8,)}, narrow) is None
     # __local memory: gpu_tiled's default A and B tiles take 8 KiB per work-group at 64^3
     gpu = Task("gemm", "gpu_tiled", (64, 64, 64))
@@ -337,22 +376,26 @@ def test_early_filter_rejects_without_building(monkeypatch):
     cpu = Task("gemm", "cpu", (64, 64, 64))
     big = DeviceLimits("fake", 4096, (4096, 4096, 4096), 1 << 20)
     assert early_filter(cpu, {}, big) is None
-    assert "bytes of private memory per work-item over 512" in \
-        early_filter(cpu, {}, big, private_bytes=512)
+    assert "bytes of private memory per work-item over 512" in early_filter(
+        cpu, {}, big, private_bytes=512
+    )
     # a template's own constraint
-    assert "vector width" in early_filter(Task("gemm", "cpu", (256, 256, 256)),
-                                          {"tile_x": (2, 8), "vec": 16}, big)
+    assert "vector width" in early_filter(
+        Task("gemm", "cpu", (256, 256, 256)), {"tile_x": (2, 8), "vec": 16}, big
+    )
 
 
 # ---------------------------------------------------------------------------- on the device
+
 
 @pytest.mark.opencl
 def test_grid_tune_logs_every_point_in_grid_order(tiny_log):
     recs = read_log(str(tiny_log))
     space = tmpl("gemm_tiny").space()
     assert [r.config for r in recs] == list(space.points())
-    assert all(r.status == "ok" and r.device_ms > 0 and r.host_ms > 0 and r.gflops > 0
-               for r in recs)
+    assert all(
+        r.status == "ok" and r.device_ms > 0 and r.host_ms > 0 and r.gflops > 0 for r in recs
+    )
     assert all(r.task == json.loads(tmpl("gemm_tiny").key()) for r in recs)
 
 
@@ -374,8 +417,9 @@ def test_random_strategy_is_deterministic_for_a_seed(device, tmp_path):
     assert order == candidate_order(task, "random", seed=7)
     res = run_tune(task, tmp_path / "r.jsonl", strategy="random", trials=4, seed=7)
     space = task.space()
-    assert [r.config for r in read_log(str(tmp_path / "r.jsonl"))] == \
-        [space.point(i) for i in order[:4]]
+    assert [r.config for r in read_log(str(tmp_path / "r.jsonl"))] == [
+        space.point(i) for i in order[:4]
+    ]
     assert res.counts == {"ok": 4}
 
 
@@ -389,7 +433,7 @@ def test_planted_wrong_kernel_is_caught_logged_and_never_best(device, tmp_path):
         if r.config["bug"]:
             assert r.status == "wrong", r
             assert "differs from numpy" in r.error
-            assert r.device_ms is None and r.gflops is None      # never timed, never ranked
+            assert r.device_ms is None and r.gflops is None  # never timed, never ranked
         else:
             assert r.status == "ok", r
     assert res.best.config["bug"] == 0
@@ -408,9 +452,9 @@ def test_planted_hanging_kernel_is_killed_at_its_timeout(device, tmp_path):
     recs = read_log(str(log))
     # grid order: (tile_x 4, hang 0), (4, hang 1), (8, hang 0)
     assert [r.config["hang"] for r in recs] == [0, 1, 0]
-    assert [r.status for r in recs] == ["ok", "timeout", "ok"]   # tuning went on after it
+    assert [r.status for r in recs] == ["ok", "timeout", "ok"]  # tuning went on after it
     assert "no result within 4 s" in recs[1].error
-    assert recs[2].timestamp - recs[1].timestamp < 20             # a fresh worker took over
+    assert recs[2].timestamp - recs[1].timestamp < 20  # a fresh worker took over
     assert recs[1].timestamp - recs[0].timestamp >= timeout - 0.5
     assert elapsed < timeout + 40
     assert res.counts == {"ok": 2, "timeout": 1}
@@ -424,8 +468,14 @@ def test_crashing_workers_are_recorded_and_tuning_goes_on(device, tmp_path):
     log = tmp_path / "crash.jsonl"
     res = run_tune(tmpl("gemm_planted_crash"), log, n_build=2)
     recs = read_log(str(log))
-    assert [(r.config["tile_x"], r.config["crash"]) for r in recs] == \
-        [((4,), 0), ((4,), 1), ((4,), 2), ((8,), 0), ((8,), 1), ((8,), 2)]
+    assert [(r.config["tile_x"], r.config["crash"]) for r in recs] == [
+        ((4,), 0),
+        ((4,), 1),
+        ((4,), 2),
+        ((8,), 0),
+        ((8,), 1),
+        ((8,), 2),
+    ]
     assert [r.status for r in recs] == ["ok", "crash", "crash", "ok", "crash", "crash"]
     assert all("worker process died" in r.error for r in recs if r.status == "crash")
     assert res.best.config["crash"] == 0
@@ -453,7 +503,7 @@ def test_apply_best_builds_the_logged_best(tiny_log, tmp_path):
         assert best_config(task) == fastest.config
         s, args = instantiate("gemm", "tune_templates:gemm_tiny", SHAPE)
         assert cl_source(s, args) == cl_source(*task.instantiate(fastest.config)[:2])
-    assert best_config(task) is None                  # only inside the block
+    assert best_config(task) is None  # only inside the block
     s, args = instantiate("gemm", "tune_templates:gemm_tiny", SHAPE)
     assert cl_source(s, args) == cl_source(*task.instantiate()[:2])
 
@@ -464,16 +514,31 @@ def test_apply_best_builds_the_logged_best(tiny_log, tmp_path):
     dev = fastest.device
     w = LogWriter(str(log))
     pick = {"tile_y": (8,), "tile_x": (4,), "unroll": 1}
-    w.append(Record(task=fastest.task, device=dev, config=pick, status="ok",
-                    device_ms=fastest.device_ms / 100, gflops=1e3))
-    w.append(Record(task=fastest.task, device=dev, config={"tile_y": (4,), "tile_x": (8,),
-                                                           "unroll": 0},
-                    status="wrong", device_ms=1e-9))
+    w.append(
+        Record(
+            task=fastest.task,
+            device=dev,
+            config=pick,
+            status="ok",
+            device_ms=fastest.device_ms / 100,
+            gflops=1e3,
+        )
+    )
+    w.append(
+        Record(
+            task=fastest.task,
+            device=dev,
+            config={"tile_y": (4,), "tile_x": (8,), "unroll": 0},
+            status="wrong",
+            device_ms=1e-9,
+        )
+    )
     with apply_best(str(log)):
         s, args = instantiate("gemm", "tune_templates:gemm_tiny", SHAPE)
     text = cl_source(s, args)
     assert "reqd_work_group_size(4, 8, 1)" in text and text == cl_source(
-        *task.instantiate(pick)[:2])
+        *task.instantiate(pick)[:2]
+    )
     # the built module computes the GEMM
     mod = ts.build(s, args, target="opencl")
     rng = np.random.default_rng(0)
@@ -488,15 +553,17 @@ def test_source_writes_cl_and_launch_json_that_match(tiny_log, tmp_path, capsys)
     import pyopencl as cl
 
     from tensorsched.cli import main
+
     out = tmp_path / "src"
     assert main(["source", "--log", str(tiny_log), "--out", str(out)]) == 0
     files = sorted(os.listdir(out))
-    assert files == ["gemm_tune_templates_gemm_tiny_16x16x16.cl",
-                     "gemm_tune_templates_gemm_tiny_16x16x16.json"]
+    assert files == [
+        "gemm_tune_templates_gemm_tiny_16x16x16.cl",
+        "gemm_tune_templates_gemm_tiny_16x16x16.json",
+    ]
     text = (out / files[0]).read_text()
     meta = json.loads((out / files[1]).read_text())
-    best = min((r for r in read_log(str(tiny_log)) if r.status == "ok"),
-               key=lambda r: r.device_ms)
+    best = min((r for r in read_log(str(tiny_log)) if r.status == "ok"), key=lambda r: r.device_ms)
     assert meta["config"] == json.loads(config_key(best.config))
     assert meta["device_ms"] == best.device_ms
     assert [a["name"] for a in meta["arguments"]] == ["A", "B", "C"]
@@ -512,17 +579,18 @@ def test_source_writes_cl_and_launch_json_that_match(tiny_log, tmp_path, capsys)
     dev = current_device()
     prg = cl.Program(dev.context, text).build(options=meta["build_options"])
     rng = np.random.default_rng(1)
-    host = {a["name"]: rng.uniform(-1, 1, a["shape"]).astype(a["dtype"])
-            for a in meta["arguments"]}
+    host = {a["name"]: rng.uniform(-1, 1, a["shape"]).astype(a["dtype"]) for a in meta["arguments"]}
     mf = cl.mem_flags
-    bufs = {n: cl.Buffer(dev.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=v)
-            for n, v in host.items()}
-    getattr(prg, k["name"])(dev.queue, k["global_size"], k["local_size"],
-                            *[bufs[n] for n in k["arguments"]])
+    bufs = {
+        n: cl.Buffer(dev.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=v)
+        for n, v in host.items()
+    }
+    getattr(prg, k["name"])(
+        dev.queue, k["global_size"], k["local_size"], *[bufs[n] for n in k["arguments"]]
+    )
     c = np.empty_like(host["C"])
     cl.enqueue_copy(dev.queue, c, bufs["C"])
-    np.testing.assert_allclose(c, host["A"].astype(np.float64) @ host["B"], rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(c, host["A"].astype(np.float64) @ host["B"], rtol=1e-5, atol=1e-5)
 
     assert main(["source", "--log", str(tmp_path / "none.jsonl"), "--out", str(out)]) == 2
     assert "has no correct trial" in capsys.readouterr().err
@@ -555,12 +623,31 @@ def _alive(pid):
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc for the worker processes")
 def test_kill_9_midway_then_resume_logs_every_config_once(device, tmp_path):
     log = tmp_path / "killed.jsonl"
-    cmd = [sys.executable, "-m", "tensorsched.cli", "tune", "gemm", "--shape", "16,16,16",
-           "--template", "tune_templates:gemm_slow", "--log", str(log), "--timeout", "20",
-           "--repeat", "2"]
-    proc = subprocess.Popen(cmd, cwd=str(tmp_path), env=subprocess_env(TS_TEST_SLOW="0.4"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "tensorsched.cli",
+        "tune",
+        "gemm",
+        "--shape",
+        "16,16,16",
+        "--template",
+        "tune_templates:gemm_slow",
+        "--log",
+        str(log),
+        "--timeout",
+        "20",
+        "--repeat",
+        "2",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=str(tmp_path),
+        env=subprocess_env(TS_TEST_SLOW="0.4"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     workers = []
     try:
         deadline = time.time() + 90
@@ -581,7 +668,7 @@ def test_kill_9_midway_then_resume_logs_every_config_once(device, tmp_path):
         assert workers and not any(_alive(p) for p in workers), workers
     finally:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)       # whatever is left of this test's group
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of this test's group
         except (ProcessLookupError, PermissionError):
             pass
         proc.wait(10)
@@ -594,32 +681,42 @@ def test_kill_9_midway_then_resume_logs_every_config_once(device, tmp_path):
         f.write(first.splitlines()[0][:57])
     damaged = log.read_bytes()
 
-    again = subprocess.run(cmd + ["--resume"], cwd=str(tmp_path), capture_output=True,
-                           text=True, env=subprocess_env(TS_TEST_SLOW="0"), timeout=120)
+    again = subprocess.run(
+        cmd + ["--resume"],
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        env=subprocess_env(TS_TEST_SLOW="0"),
+        timeout=120,
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     assert "skipped a damaged log line" in again.stderr
     assert f"skipped {n_first}" in again.stdout
-    assert "configs/min" in again.stdout                # the tuning rate is printed
-    assert log.read_bytes().startswith(damaged)       # appended only
+    assert "configs/min" in again.stdout  # the tuning rate is printed
+    assert log.read_bytes().startswith(damaged)  # appended only
     with pytest.warns(UserWarning, match="skipped a damaged log line"):
         recs = read_log(str(log))
     keys = [config_key(r.config) for r in recs]
     space = tmpl("gemm_slow").space()
-    assert sorted(keys) == sorted(config_key(p) for p in space.points())   # each once
+    assert sorted(keys) == sorted(config_key(p) for p in space.points())  # each once
     assert all(r.status == "ok" for r in recs)
 
 
 @pytest.mark.opencl
-def test_full_disk_during_tuning_stops_with_log_error_and_resume_finishes(device, tmp_path,
-                                                                           monkeypatch):
+def test_full_disk_during_tuning_stops_with_log_error_and_resume_finishes(
+    device, tmp_path, monkeypatch
+):
     log = tmp_path / "full.jsonl"
     real_write = os.write
     appended = []
 
     def write(fd, data):
         try:
-            is_log = os.path.samefile(f"/proc/self/fd/{fd}", log) if os.path.isdir(
-                "/proc") else data.startswith((b"{", b"\n{"))
+            is_log = (
+                os.path.samefile(f"/proc/self/fd/{fd}", log)
+                if os.path.isdir("/proc")
+                else data.startswith((b"{", b"\n{"))
+            )
         except OSError:
             is_log = False
         if is_log:
@@ -633,20 +730,23 @@ def test_full_disk_during_tuning_stops_with_log_error_and_resume_finishes(device
         run_tune(tmpl("gemm_tiny"), log)
     monkeypatch.undo()
     with warnings.catch_warnings():
-        warnings.simplefilter("error")                 # nothing damaged: no warning
+        warnings.simplefilter("error")  # nothing damaged: no warning
         recs = read_log(str(log))
     assert [r.config for r in recs] == list(tmpl("gemm_tiny").space().points())[:3]
     res = run_tune(tmpl("gemm_tiny"), log, resume=True)
     assert res.counts == {"skipped": 3, "ok": 5}
-    assert sorted(config_key(r.config) for r in read_log(str(log))) == \
-        sorted(config_key(p) for p in tmpl("gemm_tiny").space().points())
+    assert sorted(config_key(r.config) for r in read_log(str(log))) == sorted(
+        config_key(p) for p in tmpl("gemm_tiny").space().points()
+    )
 
 
 # ---------------------------------------------------------------------------- the pipeline
 
+
 @pytest.mark.opencl
-def test_runner_never_instantiates_a_template_and_keeps_inputs_on_the_device(device, tmp_path,
-                                                                             monkeypatch):
+def test_runner_never_instantiates_a_template_and_keeps_inputs_on_the_device(
+    device, tmp_path, monkeypatch
+):
     """The build pool lowers and builds each candidate once; the measuring worker loads the
     artifact (no template call, no lowering) and makes the task's inputs once."""
     count = tmp_path / "count.txt"
@@ -661,7 +761,7 @@ def test_runner_never_instantiates_a_template_and_keeps_inputs_on_the_device(dev
     assert sum(int(pid) != os.getpid() for pid, _ in lines) == 8
     assert res.stats["uploads"] == 1 and res.stats["restarts"] == 0, res.stats
     assert res.stats.get("built_by_runner", 0) == 0
-    assert res.stats["repeats"] == 8 * 2                 # repeat=2: every run timed twice
+    assert res.stats["repeats"] == 8 * 2  # repeat=2: every run timed twice
     assert res.rate > 0 and res.on_device == 8
 
 
@@ -670,6 +770,7 @@ def test_module_artifact_loads_without_lowering(device, monkeypatch):
 
     import tensorsched.schedules.lower as lower_mod
     from tensorsched.runtime.module import ModuleArtifact, OpenCLModule
+
     s, args, _ = tmpl("gemm_tiny").instantiate({"tile_y": (8,), "tile_x": (4,), "unroll": 1})
     mod = ts.build(s, args, target="opencl")
     rng = np.random.default_rng(2)
@@ -677,6 +778,7 @@ def test_module_artifact_loads_without_lowering(device, monkeypatch):
 
     def no_lower(*a, **k):
         raise AssertionError("loading an artifact must not lower")
+
     monkeypatch.setattr(lower_mod, "lower", no_lower)
     for binary in (False, True):
         art = mod.export(binary=binary)
@@ -695,6 +797,7 @@ def test_module_artifact_loads_without_lowering(device, monkeypatch):
 
 def test_time_evaluator_budget_stops_after_min_repeats(device):
     import pyopencl.array as cla
+
     s, args, _ = tmpl("gemm_tiny").instantiate()
     mod = ts.build(s, args, target="opencl")
     q = device.queue
@@ -709,6 +812,7 @@ def test_output_check_on_the_device_catches_errors_and_nan(device):
     import pyopencl.array as cla
 
     from tensorsched.tune.check import OutputCheck, poison
+
     if "cl_khr_fp64" not in device.cl_device.extensions:
         pytest.skip("the device has no float64")
     q = device.queue
@@ -738,6 +842,7 @@ def test_measure_one_recovers_from_inputs_spoilt_on_the_device(device):
     """An earlier kernel that wrote out of bounds could spoil the inputs that stay on the
     device: a candidate found wrong is checked once more on inputs copied in afresh."""
     from tensorsched.tune.measure import Worker, build_candidate, measure_one, signature
+
     task = tmpl("gemm_tiny")
     td = json.loads(task.key())
     config = {"tile_y": (4,), "tile_x": (8,), "unroll": 0}
@@ -745,7 +850,7 @@ def test_measure_one_recovers_from_inputs_spoilt_on_the_device(device):
     assert status == "ok"
     worker = Worker()
     bench = worker.prepare(td, signature(mod.func.args))
-    bench.inputs[0].fill(np.float32(0))                   # spoilt
+    bench.inputs[0].fill(np.float32(0))  # spoilt
     res = measure_one(td, config, art.dumps(), 2, None, worker)
     assert res["status"] == "ok", res
     assert worker.uploads == 1
@@ -755,4 +860,4 @@ def test_measure_one_recovers_from_inputs_spoilt_on_the_device(device):
     assert res["status"] == "wrong" and "differs from numpy" in res["error"]
     res = measure_one(wrong, {"tile_y": (4,), "tile_x": (4,), "bug": 0}, None, 2, None, worker)
     assert res["status"] == "ok"
-    assert worker.uploads == 2                            # one bench per task
+    assert worker.uploads == 2  # one bench per task

@@ -7,11 +7,12 @@ data (never zeros), poisons every output (NaN for floats, a sentinel for integer
 unwritten element is caught, runs the module and compares each output with a float64 numpy
 reference.
 """
+
 import numpy as np
 
 import tensorsched as ts
 from tensorsched.ir.tensor import PlaceholderOp
-from tensorsched.testing.numerics import conv2d_ref
+from tensorsched.ops.conv2d import conv2d_ref
 
 INT_POISON = np.iinfo(np.int32).min + 7
 
@@ -31,7 +32,7 @@ def random_array(shape, dtype, rng, positive=False, low=0.25, high=1.0):
         mag = rng.integers(1, 10, size=shape)
     elif dtype.kind == "b":
         return rng.integers(0, 2, size=shape).astype(bool)
-    else:                                                # pragma: no cover
+    else:  # pragma: no cover
         raise TypeError(dtype)
     if not positive:
         mag = mag * rng.choice([-1, 1], size=shape)
@@ -54,11 +55,13 @@ def assert_close(out, expected, dtype, name="output"):
     if np.dtype(dtype).kind == "f":
         assert not np.isnan(out).any(), (
             f"{name}: {int(np.isnan(out).sum())} of {out.size} elements were never written "
-            f"(still NaN), first at {np.argwhere(np.isnan(out))[0].tolist()}")
+            f"(still NaN), first at {np.argwhere(np.isnan(out))[0].tolist()}"
+        )
         rtol = TOL[str(np.dtype(dtype))]
         scale = max(float(np.max(np.abs(expected))) if expected.size else 1.0, 1.0)
-        np.testing.assert_allclose(out.astype(np.float64), expected, rtol=rtol,
-                                   atol=rtol * scale, err_msg=name)
+        np.testing.assert_allclose(
+            out.astype(np.float64), expected, rtol=rtol, atol=rtol * scale, err_msg=name
+        )
     else:
         assert not (out == INT_POISON).any(), f"{name}: some elements were never written"
         np.testing.assert_array_equal(out, expected, err_msg=name)
@@ -79,8 +82,11 @@ def check(s, args, ref_fn, inputs=None, seed=0, positive=False):
     for t in args:
         if is_input(t):
             given = inputs.get(t, inputs.get(t.name))
-            a = (np.asarray(given, dtype=t.dtype) if given is not None else
-                 random_array(t.shape, t.dtype, rng, positive=positive))
+            a = (
+                np.asarray(given, dtype=t.dtype)
+                if given is not None
+                else random_array(t.shape, t.dtype, rng, positive=positive)
+            )
             assert a.shape == tuple(t.shape)
             in_arrays.append(a)
         else:

@@ -25,6 +25,7 @@ The measuring worker never calls a template: it runs the kernels that the build 
 per-candidate function, ``tensorsched.tune.measure.measure_one``, when this module is imported
 there: the worker imports the task's template module as it starts.
 """
+
 import inspect
 import os
 import signal
@@ -33,7 +34,7 @@ import time
 import tensorsched as ts
 from tensorsched.ops.gemm import gemm
 
-HANG_STEPS = 2 ** 30
+HANG_STEPS = 2**30
 
 
 def _tiles(cfg, M, N):
@@ -114,10 +115,16 @@ def gemm_planted_hang(cfg, M, N, K, dtype="float32", epilogue=()):
     if hang:
         r = ts.reduce_axis((0, HANG_STEPS), name="r")
         one, zero = ts.const(1, dtype), ts.const(0, dtype)
-        C = ts.compute((M, N), lambda i, j: ts.sum(
-            ts.if_then_else(r.equal(0), A[i, k] * B[k, j],
-                            ts.if_then_else(A[i, r % K] > 2, one, zero)), axis=[k, r]),
-            name="C")
+        C = ts.compute(
+            (M, N),
+            lambda i, j: ts.sum(
+                ts.if_then_else(
+                    r.equal(0), A[i, k] * B[k, j], ts.if_then_else(A[i, r % K] > 2, one, zero)
+                ),
+                axis=[k, r],
+            ),
+            name="C",
+        )
     else:
         C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
     s = ts.create_schedule(C.op)
@@ -130,7 +137,7 @@ def gemm_planted_crash(cfg, M, N, K, dtype="float32", epilogue=()):
     and the measuring worker alike. Both with SIGKILL, as the kernel would if it crashed."""
     (tx,) = cfg.define_split("tile_x", N, 2, policy="candidates", candidates=[(4,), (8,)])
     crash = cfg.define_knob("crash", (0, 1, 2))
-    if crash == 2 and _in_call("measure_one", "prebuild"):     # crash = 1: see below
+    if crash == 2 and _in_call("measure_one", "prebuild"):  # crash = 1: see below
         os.kill(os.getpid(), signal.SIGKILL)
     A, B, C = gemm(M, N, K, "NN", dtype)
     s = ts.create_schedule(C.op)
@@ -141,8 +148,7 @@ def gemm_planted_crash(cfg, M, N, K, dtype="float32", epilogue=()):
 def gemm_wide(cfg, M, N, K, dtype="float32", epilogue=()):
     """``threads`` = (t,) binds t x t work-items per work-group: 128 gives 16384, over the
     limit of any OpenCL device."""
-    (t,) = cfg.define_split("threads", M, 2, policy="candidates",
-                            candidates=[(4,), (8,), (128,)])
+    (t,) = cfg.define_split("threads", M, 2, policy="candidates", candidates=[(4,), (8,), (128,)])
     A, B, C = gemm(M, N, K, "NN", dtype)
     s = ts.create_schedule(C.op)
     _bind(s, C, t, t)
@@ -153,6 +159,7 @@ def _plant_runner_faults():
     """Wrap the measuring worker's per-candidate function: ``gemm_slow`` sleeps
     ``TS_TEST_SLOW`` seconds there, ``gemm_planted_crash`` with ``crash`` = 1 kills it."""
     from tensorsched.tune import measure
+
     real = measure.measure_one
 
     def measure_one(task_dict, config, *args, **kwargs):
@@ -162,8 +169,9 @@ def _plant_runner_faults():
         if name == "gemm_planted_crash" and config.get("crash") == 1:
             os.kill(os.getpid(), signal.SIGKILL)
         return real(task_dict, config, *args, **kwargs)
+
     measure.measure_one = measure_one
 
 
-if _in_call("_runner_main"):           # imported in the tuner's measuring worker
+if _in_call("_runner_main"):  # imported in the tuner's measuring worker
     _plant_runner_faults()

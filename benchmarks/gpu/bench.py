@@ -49,6 +49,7 @@ rather than ACL's mean), CLBlast
 by the wall clock of back-to-back calls and one ``finish`` (the event it returns covers its
 last kernel only), torch by CUDA events around back-to-back calls.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,24 +69,44 @@ import numpy as np
 
 import tensorsched as ts
 from tensorsched.baselines.acl_gemm import AclConv2d, AclGemm, conv2d_gemm_shape
-from tensorsched.baselines.acl_tuner import (BENCHMARK_FILE, analyse, best_acl, read_records,
-                                             resolve_config_lists, tune_acl)
+from tensorsched.baselines.acl_tuner import (
+    BENCHMARK_FILE,
+    analyse,
+    best_acl,
+    read_records,
+    resolve_config_lists,
+    tune_acl,
+)
 from tensorsched.baselines.clblast import ClBlast, ClBlastError, ClBlastGemm
-from tensorsched.ops.conv2d import ConvShape
-from tensorsched.runtime.device import current_device, set_device
-from tensorsched.testing.numerics import conv2d_ref
+from tensorsched.ops.conv2d import ConvShape, conv2d_ref
+from tensorsched.runtime.device import DeviceLimits, current_device, set_device
 from tensorsched.tune.log import read_log
 from tensorsched.tune.task import Task
-from tensorsched.tune.tuner import DeviceLimits, tune
+from tensorsched.tune.tuner import tune
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RTOL = 1e-5
 
 # CLBlast's Xgemm parameters from a 4-minute CLBlast tuning (its tuner) on the H200
-TUNED_XGEMM = {"GEMMK": 0, "KREG": 1, "KWG": 32, "KWI": 2, "MDIMA": 32, "MDIMC": 16, "MWG": 128,
-               "NDIMB": 16, "NDIMC": 8, "NWG": 128, "SA": 1, "SB": 1, "STRM": 0, "STRN": 1,
-               "VWM": 4, "VWN": 2}
+TUNED_XGEMM = {
+    "GEMMK": 0,
+    "KREG": 1,
+    "KWG": 32,
+    "KWI": 2,
+    "MDIMA": 32,
+    "MDIMC": 16,
+    "MWG": 128,
+    "NDIMB": 16,
+    "NDIMC": 8,
+    "NWG": 128,
+    "SA": 1,
+    "SB": 1,
+    "STRM": 0,
+    "STRN": 1,
+    "VWM": 4,
+    "VWN": 2,
+}
 
 TS, ACL, CLB, CLBT, VENDOR = "tensorsched", "ACL-style", "CLBlast", "CLBlast tuned", "cuBLAS/cuDNN"
 CONTENDERS = (TS, ACL, CLB, CLBT, VENDOR)
@@ -94,11 +115,12 @@ SKIPPABLE = {"tensorsched": (TS,), "acl": (ACL,), "clblast": (CLB, CLBT), "torch
 
 # ---- workloads
 
+
 @dataclass(frozen=True)
 class Workload:
-    name: str          # also the name of its tuning log
-    kind: str          # "gemm" or "conv2d"
-    shape: tuple       # (M, N, K), or the ConvShape fields
+    name: str  # also the name of its tuning log
+    kind: str  # "gemm" or "conv2d"
+    shape: tuple  # (M, N, K), or the ConvShape fields
 
     @property
     def flop(self):
@@ -110,8 +132,11 @@ class Workload:
     @property
     def acl_shape(self):
         """The ACL-style GEMMParam (M, N, K, B): the GEMM itself, or the conv's GEMM method."""
-        return tuple(self.shape) + (1,) if self.kind == "gemm" else \
-            tuple(conv2d_gemm_shape(*self.shape))
+        return (
+            tuple(self.shape) + (1,)
+            if self.kind == "gemm"
+            else tuple(conv2d_gemm_shape(*self.shape))
+        )
 
     @property
     def label(self):
@@ -119,8 +144,12 @@ class Workload:
             M, N, K = self.shape
             return f"GEMM {M}^3" if M == N == K else f"GEMM {M}x{N}x{K}"
         n, ci, h, w, co, kh, kw, s, p = self.shape
-        return f"conv {h}x{w}x{ci}->{co} {kh}x{kw}" + (f" s{s}" if s != 1 else "") + \
-            (f" p{p}" if p != 1 else "") + (f" n{n}" if n != 1 else "")
+        return (
+            f"conv {h}x{w}x{ci}->{co} {kh}x{kw}"
+            + (f" s{s}" if s != 1 else "")
+            + (f" p{p}" if p != 1 else "")
+            + (f" n{n}" if n != 1 else "")
+        )
 
     def task(self, template):
         return Task(self.kind, template, tuple(self.shape))
@@ -134,8 +163,10 @@ class Workload:
         else:
             n, ci, h, w, co, kh, kw, _, _ = self.shape
             shapes = [(n, ci, h, w), (co, ci, kh, kw)]
-        return [(rng.uniform(0.25, 1.0, s) * rng.choice([-1.0, 1.0], s)).astype(np.float32)
-                for s in shapes]
+        return [
+            (rng.uniform(0.25, 1.0, s) * rng.choice([-1.0, 1.0], s)).astype(np.float32)
+            for s in shapes
+        ]
 
     def reference(self, inputs):
         x = [v.astype(np.float64) for v in inputs]
@@ -152,13 +183,16 @@ class Workload:
         return sh.N, sh.CO, sh.OH, sh.OW
 
 
-STANDARD = {w.name: w for w in [
-    Workload("gemm1024", "gemm", (1024, 1024, 1024)),
-    Workload("gemm4096", "gemm", (4096, 4096, 4096)),
-    Workload("gemm8192", "gemm", (8192, 8192, 8192)),
-    Workload("gemm3136x256x2304", "gemm", (3136, 256, 2304)),
-    Workload("conv_vgg", "conv2d", (1, 256, 56, 56, 256, 3, 3, 1, 1)),
-]}
+STANDARD = {
+    w.name: w
+    for w in [
+        Workload("gemm1024", "gemm", (1024, 1024, 1024)),
+        Workload("gemm4096", "gemm", (4096, 4096, 4096)),
+        Workload("gemm8192", "gemm", (8192, 8192, 8192)),
+        Workload("gemm3136x256x2304", "gemm", (3136, 256, 2304)),
+        Workload("conv_vgg", "conv2d", (1, 256, 56, 56, 256, 3, 3, 1, 1)),
+    ]
+}
 
 # (workload, numerator, denominator, at least): the goals, checked where both were measured
 GOALS = [
@@ -192,21 +226,27 @@ def parse_workloads(text):
         except ValueError:
             vals = ()
         if not sep or want is None or len(vals) != want:
-            raise SystemExit(f"bench.py: unknown workload '{tok}'; use {', '.join(STANDARD)}, "
-                             "gemm:M,N,K or conv:N,CI,H,W,CO,KH,KW,stride,pad")
-        out.append(Workload(f"{kind}_{'x'.join(map(str, vals))}",
-                            "gemm" if kind == "gemm" else "conv2d", vals))
+            raise SystemExit(
+                f"bench.py: unknown workload '{tok}'; use {', '.join(STANDARD)}, "
+                "gemm:M,N,K or conv:N,CI,H,W,CO,KH,KW,stride,pad"
+            )
+        out.append(
+            Workload(
+                f"{kind}_{'x'.join(map(str, vals))}", "gemm" if kind == "gemm" else "conv2d", vals
+            )
+        )
     return list(dict.fromkeys(out))
 
 
 # ---- checking and timing helpers
 
+
 @dataclass
 class Result:
-    seconds: float | None = None     # median seconds per call
-    error: float | None = None       # relative max error of the checked run (NaN: unwritten)
-    note: str = ""                   # the config measured, or why there is no figure
-    failed: bool = False             # an exception stopped the measurement (see the note)
+    seconds: float | None = None  # median seconds per call
+    error: float | None = None  # relative max error of the checked run (NaN: unwritten)
+    note: str = ""  # the config measured, or why there is no figure
+    failed: bool = False  # an exception stopped the measurement (see the note)
 
     @property
     def checked(self):
@@ -222,7 +262,7 @@ def attempt(measure, *args):
     must not cost the other figures of a (scarce) device run."""
     try:
         return measure(*args)
-    except Exception as exc:                                         # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
         return Result(note=f"FAILED: {type(exc).__name__}: {text}", failed=True)
 
@@ -240,8 +280,10 @@ def calls_per_measurement(seconds, min_seconds):
 
 
 def fmt_config(config):
-    return " ".join(f"{k}={'x'.join(map(str, v)) if isinstance(v, (tuple, list)) else v}"
-                    for k, v in sorted(config.items()))
+    return " ".join(
+        f"{k}={'x'.join(map(str, v)) if isinstance(v, (tuple, list)) else v}"
+        for k, v in sorted(config.items())
+    )
 
 
 def tflops(flop, seconds):
@@ -262,16 +304,22 @@ def say(line=""):
 
 # ---- tensorsched
 
+
 def device_label():
-    return DeviceLimits.of().name          # how the tuner names the device in its logs
+    return DeviceLimits.of().name  # how the tuner names the device in its logs
 
 
 def logged_trials(task, log_path):
     """The correct trials of ``task`` on this device in ``log_path``, fastest first."""
     label = device_label()
-    return sorted((r for r in read_log(log_path) if r.status == "ok" and r.device_ms
-                   and r.device == label and r.task_key() == task.key()),
-                  key=lambda r: r.device_ms)
+    return sorted(
+        (
+            r
+            for r in read_log(log_path)
+            if r.status == "ok" and r.device_ms and r.device == label and r.task_key() == task.key()
+        ),
+        key=lambda r: r.device_ms,
+    )
 
 
 def best_buildable(task, log_path):
@@ -294,33 +342,48 @@ def best_buildable(task, log_path):
 def tune_tensorsched(task, log_path, opts):
     """Tune ``opts.trials`` random configs of ``task`` (appended to ``log_path``) and print the
     tuning throughput."""
-    res = tune(task, log_path, strategy="random", trials=opts.trials, resume=True,
-               timeout=opts.timeout, repeat=opts.tune_repeat, progress=sys.stderr.isatty(),
-               restrict=opts.restrict.get(os.path.splitext(os.path.basename(log_path))[0]))
+    res = tune(
+        task,
+        log_path,
+        strategy="random",
+        trials=opts.trials,
+        resume=True,
+        timeout=opts.timeout,
+        repeat=opts.tune_repeat,
+        progress=sys.stderr.isatty(),
+        restrict=opts.restrict.get(os.path.splitext(os.path.basename(log_path))[0]),
+    )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
     rate = res.measured / res.seconds * 60 if res.seconds else 0.0
-    best = f"best {tflops(task.flop, res.best.device_ms * 1e-3)} TFLOP/s" if res.best \
+    best = (
+        f"best {tflops(task.flop, res.best.device_ms * 1e-3)} TFLOP/s"
+        if res.best
         else "no correct config yet"
-    say(f"  tuned {task}: {res.measured} configs measured in {res.seconds:.0f} s = "
-        f"{rate:.1f} configs/min ({counts}); {best}; log {show_path(log_path)}")
+    )
+    say(
+        f"  tuned {task}: {res.measured} configs measured in {res.seconds:.0f} s = "
+        f"{rate:.1f} configs/min ({counts}); {best}; log {show_path(log_path)}"
+    )
 
 
 def measure_tensorsched(wl, template, log_path, inputs, ref, opts):
     import pyopencl.array as cla
+
     task = wl.task(template)
     rec, s, args, stale = best_buildable(task, log_path)
     stale_note = f" ({stale} faster logged configs no longer fit the template)" if stale else ""
     if rec is None:
-        return Result(note=f"no correct trial of {template} on this device in "
-                           f"{show_path(log_path)}{stale_note}: tune with --trials N")
-    if getattr(task.function, "b_transposed", False):        # e.g. vec_dot: B given as N x K
+        return Result(
+            note=f"no correct trial of {template} on this device in "
+            f"{show_path(log_path)}{stale_note}: tune with --trials N"
+        )
+    if getattr(task.function, "b_transposed", False):  # e.g. vec_dot: B given as N x K
         inputs = [inputs[0], np.ascontiguousarray(inputs[1].T)]
     mod = ts.build(s, args, target="opencl", name=f"{wl.kind}_{template}")
     out = np.full(wl.out_shape, np.nan, np.float32)
     mod(*inputs, out)
-    res = Result(error=rel_error(out, ref),
-                 note=f"{template} {fmt_config(rec.config)}{stale_note}")
-    if res.checked:                       # time on device arrays: no transfers in the loop
+    res = Result(error=rel_error(out, ref), note=f"{template} {fmt_config(rec.config)}{stale_note}")
+    if res.checked:  # time on device arrays: no transfers in the loop
         q = current_device().queue
         arrays = [cla.to_device(q, x) for x in inputs] + [cla.empty(q, out.shape, np.float32)]
         t = mod.time_evaluator(number=1, repeat=opts.repeat, warmup=opts.warmup)(*arrays)
@@ -329,6 +392,7 @@ def measure_tensorsched(wl, template, log_path, inputs, ref, opts):
 
 
 # ---- the ACL-style baseline
+
 
 def acl_tuning(workloads, acl_dir, opts):
     """The ACL-style tuner's results on this device (``AclTuneResults``, from every record of
@@ -340,8 +404,12 @@ def acl_tuning(workloads, acl_dir, opts):
     path = os.path.join(acl_dir, BENCHMARK_FILE)
 
     def records():
-        return [r for r in (read_records(path) if os.path.exists(path) else [])
-                if r.get("device") == dev.name]
+        return [
+            r
+            for r in (read_records(path) if os.path.exists(path) else [])
+            if r.get("device") == dev.name
+        ]
+
     before = records()
     covered = {(r["M"], r["N"], r["K"], r["B"]) for r in before if r["status"] == "ok"}
     wanted = sorted({wl.acl_shape for wl in workloads})
@@ -349,23 +417,33 @@ def acl_tuning(workloads, acl_dir, opts):
     if opts.trials and todo:
         lists = resolve_config_lists()
         if opts.acl_configs:
-            lists = {s: cs[:opts.acl_configs] for s, cs in lists.items()}
+            lists = {s: cs[: opts.acl_configs] for s, cs in lists.items()}
         t0 = time.time()
-        tune_acl(todo, config_lists=lists, out_dir=acl_dir, device=dev,
-                 repeat=opts.tune_repeat, resume=True)
+        tune_acl(
+            todo,
+            config_lists=lists,
+            out_dir=acl_dir,
+            device=dev,
+            repeat=opts.tune_repeat,
+            resume=True,
+        )
         seconds = time.time() - t0
         after = records()
         new = len(after) - len(before)
         results = analyse(after)
         results.save(acl_dir)
-        say(f"  tuned ACL-style on {len(todo)} GEMM shape(s): {new} configs measured in "
+        say(
+            f"  tuned ACL-style on {len(todo)} GEMM shape(s): {new} configs measured in "
             f"{seconds:.0f} s = {new / seconds * 60 if seconds else 0:.1f} configs/min; "
-            f"results {show_path(acl_dir)}")
+            f"results {show_path(acl_dir)}"
+        )
         return results
     for s in wanted:
         if s not in covered:
-            say(f"  ACL-style: GEMM {'x'.join(map(str, s[:3]))} not tuned on this device in "
-                f"{show_path(acl_dir)}; tune with --trials N")
+            say(
+                f"  ACL-style: GEMM {'x'.join(map(str, s[:3]))} not tuned on this device in "
+                f"{show_path(acl_dir)}; tune with --trials N"
+            )
     return analyse(before) if before else None
 
 
@@ -388,13 +466,13 @@ def measure_acl(wl, results, inputs, ref, opts):
     base(*inputs, out)
     res = Result(error=rel_error(out, ref), note=note)
     if res.checked:
-        t = base.time(*inputs, np.empty_like(out), repeat=opts.repeat, warmup=opts.warmup,
-                      **timed)
+        t = base.time(*inputs, np.empty_like(out), repeat=opts.repeat, warmup=opts.warmup, **timed)
         res.seconds = t.median
     return res
 
 
 # ---- CLBlast
+
 
 def load_clblast(opts):
     """``(ClBlast or None, note)``."""
@@ -423,6 +501,7 @@ def measure_clblast(lib, wl, inputs, ref, opts, note):
 
 # ---- cuBLAS / cuDNN through torch
 
+
 def load_torch():
     """``(torch or None, note)``; TF32 off, cuDNN's autotuner on."""
     try:
@@ -434,8 +513,10 @@ def load_torch():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
-    return torch, (f"torch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN "
-                   f"{torch.backends.cudnn.version()}) on {torch.cuda.get_device_name()}")
+    return torch, (
+        f"torch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN "
+        f"{torch.backends.cudnn.version()}) on {torch.cuda.get_device_name()}"
+    )
 
 
 def cuda_time(torch, call, opts):
@@ -468,12 +549,14 @@ def measure_torch(torch, wl, inputs, ref, opts):
 
         def call():
             return torch.matmul(x[0], x[1], out=out)
+
         name = "cuBLAS"
     else:
         sh = ConvShape(*wl.shape)
 
         def call():
             return torch.nn.functional.conv2d(x[0], x[1], stride=sh.stride, padding=sh.pad)
+
         name = "cuDNN"
     y = call()
     torch.cuda.synchronize()
@@ -485,12 +568,18 @@ def measure_torch(torch, wl, inputs, ref, opts):
 
 # ---- the run
 
+
 def print_result(name, res, flop):
-    err = "-" if res.error is None else ("NaN (unwritten)" if math.isnan(res.error)
-                                         else f"{res.error:.1e}")
+    err = (
+        "-"
+        if res.error is None
+        else ("NaN (unwritten)" if math.isnan(res.error) else f"{res.error:.1e}")
+    )
     if res.seconds is not None:
-        say(f"  {name:<14} {tflops(flop, res.seconds):>7} TFLOP/s {res.seconds * 1e3:9.3f} ms"
-            f"  err {err:<8} {res.note}")
+        say(
+            f"  {name:<14} {tflops(flop, res.seconds):>7} TFLOP/s {res.seconds * 1e3:9.3f} ms"
+            f"  err {err:<8} {res.note}"
+        )
     elif res.error is not None and not res.checked:
         say(f"  {name:<14} WRONG RESULT (relative error {err} > {RTOL:g})  {res.note}")
     else:
@@ -501,7 +590,7 @@ def ratio(results, num, den):
     a, b = results.get(num), results.get(den)
     if a is None or b is None or not (a.measured and b.measured):
         return None
-    return b.seconds / a.seconds                 # = TFLOP/s of num / TFLOP/s of den
+    return b.seconds / a.seconds  # = TFLOP/s of num / TFLOP/s of den
 
 
 def print_table(workloads, results):
@@ -514,15 +603,19 @@ def print_table(workloads, results):
         row = [w.label]
         for c in cols:
             res = r.get(c)
-            row.append("n/a" if res is None else tflops(w.flop, res.seconds)
-                       if res.measured else ("WRONG" if res.error is not None else "-"))
+            row.append(
+                "n/a"
+                if res is None
+                else tflops(w.flop, res.seconds)
+                if res.measured
+                else ("WRONG" if res.error is not None else "-")
+            )
         for c in ratios:
             x = ratio(r, TS, c)
             row.append(f"{x:.2f}x" if x is not None else "-")
         rows.append(row)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    fmt = " | ".join(f"{{:<{widths[0]}}}" if i == 0 else f"{{:>{w}}}"
-                     for i, w in enumerate(widths))
+    fmt = " | ".join(f"{{:<{widths[0]}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     say(fmt.format(*head))
     say("-+-".join("-" * w for w in widths))
     for row in rows:
@@ -536,14 +629,18 @@ def print_goals(workloads, results):
         if wname not in names:
             continue
         x = ratio(results[wname], num, den)
-        den_label = "CLBlast (defaults)" if den == CLB else \
-            ("GEMM method" if den == ACL and names[wname].kind == "conv2d" else den)
+        den_label = (
+            "CLBlast (defaults)"
+            if den == CLB
+            else ("GEMM method" if den == ACL and names[wname].kind == "conv2d" else den)
+        )
         if den == VENDOR:
             den_label = "cuBLAS" if names[wname].kind == "gemm" else "cuDNN"
         status = "not measured" if x is None else ("met" if x >= goal else "not met")
         value = f"{x:.2f}" if x is not None else "-"
-        lines.append(f"  {names[wname].label}: {num} / {den_label} >= {goal:g}: {value} "
-                     f"-> {status}")
+        lines.append(
+            f"  {names[wname].label}: {num} / {den_label} >= {goal:g}: {value} -> {status}"
+        )
     if lines:
         say("\ngoals:")
         for line in lines:
@@ -551,15 +648,21 @@ def print_goals(workloads, results):
 
 
 def print_header(dev, opts, torch_note, clblast_note):
-    say(f"# tensorsched GPU benchmark, "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}")
+    say(
+        f"# tensorsched GPU benchmark, "
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}"
+    )
     say(f"# command: {opts.command}")
-    say(f"# OpenCL device: {dev.name} ({dev.platform_name}, driver "
-        f"{dev.cl_device.driver_version}, {dev.cl_device.version.strip()})")
+    say(
+        f"# OpenCL device: {dev.name} ({dev.platform_name}, driver "
+        f"{dev.cl_device.driver_version}, {dev.cl_device.version.strip()})"
+    )
     say(f"# {torch_note}")
     say(f"# {clblast_note}")
-    say(f"# logs: {show_path(opts.log_dir)}; times: median of {opts.repeat} after "
-        f"{opts.warmup} warm-up; check: max|out-ref|/max|ref| <= {RTOL:g} vs float64 numpy")
+    say(
+        f"# logs: {show_path(opts.log_dir)}; times: median of {opts.repeat} after "
+        f"{opts.warmup} warm-up; check: max|out-ref|/max|ref| <= {RTOL:g} vs float64 numpy"
+    )
 
 
 def tune_where_needed(task, log, opts):
@@ -601,12 +704,15 @@ def run(opts, workloads):
         inputs = w.inputs()
         ref = w.reference(inputs)
         data[w.name] = inputs, ref
-        say(f"\n{w.label} ({w.flop / 1e9:.1f} GFLOP; inputs and float64 reference in "
-            f"{time.time() - t0:.1f} s)")
+        say(
+            f"\n{w.label} ({w.flop / 1e9:.1f} GFLOP; inputs and float64 reference in "
+            f"{time.time() - t0:.1f} s)"
+        )
         todo = []
         if TS not in skip:
-            todo.append((TS, measure_tensorsched, w, template_of[w.kind], log_of[w.name],
-                         inputs, ref, opts))
+            todo.append(
+                (TS, measure_tensorsched, w, template_of[w.kind], log_of[w.name], inputs, ref, opts)
+            )
         if ACL not in skip:
             todo.append((ACL, measure_acl, w, acl_results, inputs, ref, opts))
         if lib is not None and w.kind == "gemm":
@@ -621,30 +727,42 @@ def run(opts, workloads):
     gemms = [w for w in workloads if w.kind == "gemm"]
     if lib is not None and gemms:
         if clblast_tuned_applies(opts):
-            say("\nCLBlast tuned (CLBlastOverrideParameters Xgemm: "
+            say(
+                "\nCLBlast tuned (CLBlastOverrideParameters Xgemm: "
                 f"{' '.join(f'{k}={v}' for k, v in TUNED_XGEMM.items())}; shapes below "
-                "CLBlast's XGEMM_MIN_INDIRECT_SIZE run XgemmDirect, which they leave as it is)")
+                "CLBlast's XGEMM_MIN_INDIRECT_SIZE run XgemmDirect, which they leave as it is)"
+            )
             try:
                 lib.override_parameters(dev, "Xgemm", TUNED_XGEMM)
                 for w in gemms:
                     say(w.label)
-                    results[w.name][CLBT] = attempt(measure_clblast, lib, w, *data[w.name],
-                                                    opts, "H200-tuned Xgemm parameters")
+                    results[w.name][CLBT] = attempt(
+                        measure_clblast, lib, w, *data[w.name], opts, "H200-tuned Xgemm parameters"
+                    )
                     print_result(CLBT, results[w.name][CLBT], w.flop)
             except ClBlastError as exc:
                 say(f"  CLBlast tuned skipped: {exc}")
         else:
-            say("\nCLBlast tuned skipped: its parameters were tuned on an NVIDIA H200; "
-                "--clblast-tuned applies them on this device too")
+            say(
+                "\nCLBlast tuned skipped: its parameters were tuned on an NVIDIA H200; "
+                "--clblast-tuned applies them on this device too"
+            )
 
-    wrong = sum(1 for r in results.values() for res in r.values()
-                if res.error is not None and not res.checked)
+    wrong = sum(
+        1
+        for r in results.values()
+        for res in r.values()
+        if res.error is not None and not res.checked
+    )
     failed = sum(1 for r in results.values() for res in r.values() if res.failed)
-    say(f"\nTFLOP/s (median) and ratios tensorsched / other (> 1: tensorsched faster) on "
-        f"{dev.name}")
+    say(
+        f"\nTFLOP/s (median) and ratios tensorsched / other (> 1: tensorsched faster) on {dev.name}"
+    )
     print_table(workloads, results)
-    say("(ACL-style on a conv: the GEMM method, im2col + the best ACL-style GEMM + col2im; "
-        "cuBLAS/cuDNN: cuBLAS on a GEMM, cuDNN on a conv; -: not measured, see above)")
+    say(
+        "(ACL-style on a conv: the GEMM method, im2col + the best ACL-style GEMM + col2im; "
+        "cuBLAS/cuDNN: cuBLAS on a GEMM, cuDNN on a conv; -: not measured, see above)"
+    )
     print_goals(workloads, results)
     if wrong:
         say(f"\n{wrong} result(s) failed the check against float64 numpy")
@@ -668,32 +786,61 @@ class Tee(io.TextIOBase):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workloads", default=",".join(STANDARD),
-                   help=f"comma-separated: {', '.join(STANDARD)}, gemm:M,N,K, "
-                        "conv:N,CI,H,W,CO,KH,KW,stride,pad (default: all standard ones)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--workloads",
+        default=",".join(STANDARD),
+        help=f"comma-separated: {', '.join(STANDARD)}, gemm:M,N,K, "
+        "conv:N,CI,H,W,CO,KH,KW,stride,pad (default: all standard ones)",
+    )
     p.add_argument("--gemm-template", default="gpu_tiled")
     p.add_argument("--conv-template", default="implicit_gemm")
-    p.add_argument("--trials", type=int, default=0,
-                   help="tune this many random configs where a log has none on this device "
-                        "(default 0: no tuning); ACL-style: its search lists on untuned shapes")
-    p.add_argument("--space", help="JSON file {workload name: {knob: [values]}}: tune only "
-                   "those values (Config.restrict), e.g. benchmarks/gpu/spaces.json")
-    p.add_argument("--retune", "--resume", dest="retune", action="store_true",
-                   help="with --trials: tune N more configs even where a log has some")
-    p.add_argument("--log-dir", default=os.path.join(HERE, "logs"),
-                   help="tuning logs: <workload>.jsonl and acl/ (default benchmarks/gpu/logs)")
-    p.add_argument("--acl-configs", type=int, default=0,
-                   help="ACL-style tuning: only the first N configs of each search list")
+    p.add_argument(
+        "--trials",
+        type=int,
+        default=0,
+        help="tune this many random configs where a log has none on this device "
+        "(default 0: no tuning); ACL-style: its search lists on untuned shapes",
+    )
+    p.add_argument(
+        "--space",
+        help="JSON file {workload name: {knob: [values]}}: tune only "
+        "those values (Config.restrict), e.g. benchmarks/gpu/spaces.json",
+    )
+    p.add_argument(
+        "--retune",
+        "--resume",
+        dest="retune",
+        action="store_true",
+        help="with --trials: tune N more configs even where a log has some",
+    )
+    p.add_argument(
+        "--log-dir",
+        default=os.path.join(HERE, "logs"),
+        help="tuning logs: <workload>.jsonl and acl/ (default benchmarks/gpu/logs)",
+    )
+    p.add_argument(
+        "--acl-configs",
+        type=int,
+        default=0,
+        help="ACL-style tuning: only the first N configs of each search list",
+    )
     p.add_argument("--repeat", type=int, help="timed runs per contender (default 10, --quick 3)")
     p.add_argument("--quick", action="store_true", help="fewer repeats, for a short device run")
     p.add_argument("--timeout", type=float, default=60.0, help="tuning: seconds per candidate")
     p.add_argument("--clblast", help="libclblast.so.1, or a folder holding it")
-    p.add_argument("--debs", default=os.path.join(ROOT, ".whl"),
-                   help="folder of libclblast1_*.deb and ocl-icd-libopencl1_*.deb (default .whl)")
-    p.add_argument("--clblast-tuned", action="store_true",
-                   help="apply the H200-tuned CLBlast parameters on a non-NVIDIA device too")
+    p.add_argument(
+        "--debs",
+        default=os.path.join(ROOT, ".whl"),
+        help="folder of libclblast1_*.deb and ocl-icd-libopencl1_*.deb (default .whl)",
+    )
+    p.add_argument(
+        "--clblast-tuned",
+        action="store_true",
+        help="apply the H200-tuned CLBlast parameters on a non-NVIDIA device too",
+    )
     p.add_argument("--skip", default="", help=f"contenders to leave out: {', '.join(SKIPPABLE)}")
     p.add_argument("--device", help="OpenCL device, as TS_DEVICE (P:D or part of a name)")
     p.add_argument("--out", help="also write everything printed to this file")

@@ -7,6 +7,7 @@ the registers and spills of the best kernel.
     . benchmarks/gpu/gpu_env.sh && python benchmarks/gpu/sweep.py gemm:4096,4096,4096 \\
         conv:1,256,56,56,256,3,3,1,1 --limit 60
 """
+
 import argparse
 import itertools
 import json
@@ -17,11 +18,10 @@ import time
 import numpy as np
 
 import tensorsched as ts
-from tensorsched.ops.conv2d import ConvShape
+from tensorsched.ops.conv2d import ConvShape, conv2d_ref
+from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES
 from tensorsched.runtime.device import current_device
-from tensorsched.testing.numerics import conv2d_ref
-from tensorsched.tune.space import Config
 
 DEFAULT_TEMPLATE = {"gemm": "gpu_tiled", "conv": "implicit_gemm"}
 
@@ -45,6 +45,7 @@ def workload(spec, rng):
 def reference_gemm(a, b):
     try:
         import torch
+
         if torch.cuda.is_available():
             ta = torch.from_numpy(a).cuda().double()
             return (ta @ torch.from_numpy(b).cuda().double()).cpu().numpy()
@@ -56,10 +57,14 @@ def reference_gemm(a, b):
 def reference_conv(d, w, sh):
     try:
         import torch
+
         if torch.cuda.is_available():
-            out = torch.nn.functional.conv2d(torch.from_numpy(d).cuda().double(),
-                                             torch.from_numpy(w).cuda().double(),
-                                             stride=sh.stride, padding=sh.pad)
+            out = torch.nn.functional.conv2d(
+                torch.from_numpy(d).cuda().double(),
+                torch.from_numpy(w).cuda().double(),
+                stride=sh.stride,
+                padding=sh.pad,
+            )
             return out.cpu().numpy()
     except ImportError:
         pass
@@ -98,8 +103,10 @@ def candidates(template, shape_args, extents, limit, seed):
 def expand(configs, vary):
     """Each config with every combination of the ``vary`` alternatives (``{knob: [values]}``);
     JSON lists become tuples (split knobs)."""
+
     def value(v):
         return tuple(v) if isinstance(v, list) else v
+
     out = []
     for c in configs:
         for combo in itertools.product(*vary.values()):
@@ -112,6 +119,7 @@ def expand(configs, vary):
 def build_log(dev, source):
     """NVIDIA's ptxas report (registers per work-item, spills) for ``source``."""
     import pyopencl as cl
+
     try:
         prg = cl.Program(dev.context, source).build(options=["-cl-nv-verbose"])
     except cl.Error as exc:
@@ -127,12 +135,22 @@ def main():
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", action="store_true", help="print the best kernel's source")
-    p.add_argument("--config", action="append", default=[], type=json.loads,
-                   help="a config to measure (JSON), instead of random ones; repeatable")
-    p.add_argument("--vary", action="append", default=[],
-                   help="KNOB=JSON-LIST: measure each config with each of these values")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        type=json.loads,
+        help="a config to measure (JSON), instead of random ones; repeatable",
+    )
+    p.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        help="KNOB=JSON-LIST: measure each config with each of these values",
+    )
     args = p.parse_args()
     import pyopencl.array as cla
+
     dev = current_device()
     print(f"# device: {dev.name}")
     rng = np.random.default_rng(0)
@@ -145,8 +163,11 @@ def main():
         dout = cla.empty(q, ref.shape, np.float32)
         rows, t_start = [], time.perf_counter()
         vary = {k: json.loads(v) for k, _, v in (x.partition("=") for x in args.vary)}
-        todo = expand(args.config, vary) if args.config else \
-            candidates(template, shape_args, extents, args.limit, args.seed)
+        todo = (
+            expand(args.config, vary)
+            if args.config
+            else candidates(template, shape_args, extents, args.limit, args.seed)
+        )
         for knobs in todo:
             t0 = time.perf_counter()
             cfg = Config(knobs)
@@ -167,9 +188,11 @@ def main():
             ok = err <= 1e-5
             if ok:
                 rows.append((tf, knobs or "default", mod))
-            print(f"{spec} {tf:6.2f} TFLOP/s {t.device_median * 1e3:8.3f} ms err {err:.1e} "
-                  f"{'ok' if ok else 'WRONG'} build {build_s:.2f} s {knobs or 'default'}",
-                  flush=True)
+            print(
+                f"{spec} {tf:6.2f} TFLOP/s {t.device_median * 1e3:8.3f} ms err {err:.1e} "
+                f"{'ok' if ok else 'WRONG'} build {build_s:.2f} s {knobs or 'default'}",
+                flush=True,
+            )
         rows.sort(key=lambda r: -r[0])
         print(f"# {spec}: {len(rows)} configs in {time.perf_counter() - t_start:.0f} s")
         for tf, knobs, _ in rows[:5]:

@@ -11,6 +11,7 @@ an illegal one raises ``AclConfigError``. Timing uses the profiling events of th
 the **mean** of ``repeat`` runs after ``warmup`` unmeasured runs, as ACL's benchmark averages
 its 5 runs; the per-run times are kept, so ``AclTiming.median`` is there too.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,13 +21,15 @@ import numpy as np
 from ..errors import RuntimeCallError
 from ..runtime.device import current_device, find_device
 from ..runtime.module import build_program
-from .configs import (AclConfigError, as_config, check_fits, lhs_layout, rhs_layout,
-                      strategy_name)
+from .configs import AclConfigError, as_config, check_fits, lhs_layout, rhs_layout, strategy_name
 from .kernels import conv_source, gemm_source
 
 OPTIONS = ("-cl-std=CL1.2",)
-GEMM_KERNEL = {"native": "gemm_native", "reshaped_rhs_only": "gemm_reshaped_rhs_only",
-               "reshaped": "gemm_reshaped"}
+GEMM_KERNEL = {
+    "native": "gemm_native",
+    "reshaped_rhs_only": "gemm_reshaped_rhs_only",
+    "reshaped": "gemm_reshaped",
+}
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class AclTiming:
     """Device times in seconds of each measured run: ``total_times`` (every kernel of one call:
     reshapes, im2col, ... and the GEMM), ``gemm_times`` (the GEMM kernel alone) and
     ``kernel_times`` (kernel name -> per-run times). The reported figure is the mean."""
+
     total_times: tuple
     gemm_times: tuple
     kernel_times: dict
@@ -104,8 +108,9 @@ def _check_array(x, shape, name, output=False):
         raise RuntimeCallError(f"{name} has shape {x.shape}, expected {want}")
     if output:
         if x.dtype != np.float32:
-            raise RuntimeCallError(f"{name} must be float32 (it receives the result), "
-                                   f"got {x.dtype}")
+            raise RuntimeCallError(
+                f"{name} must be float32 (it receives the result), got {x.dtype}"
+            )
         if not x.flags.writeable:
             raise RuntimeCallError(f"{name} is read-only; it receives the result")
         return x
@@ -132,16 +137,19 @@ class AclGemm:
         check_fits(self.config, M, N, K, batch, self.device, broadcast_b)
         self.source = gemm_source(self.config)
         self.program = build_program(self.device, self.source, OPTIONS)
-        import pyopencl as cl      # a cached program's kernels are fetched anew
+        import pyopencl as cl  # a cached program's kernels are fetched anew
+
         self.kernels = {name: cl.Kernel(self.program, name) for name in self.kernel_names}
         self.buffers = None
 
     @property
     def kernel_names(self):
         """The kernels of one call, in launch order."""
-        return {"native": ("gemm_native",),
-                "reshaped_rhs_only": ("reshape_rhs", "gemm_reshaped_rhs_only"),
-                "reshaped": ("reshape_lhs", "reshape_rhs", "gemm_reshaped")}[self.strategy]
+        return {
+            "native": ("gemm_native",),
+            "reshaped_rhs_only": ("reshape_rhs", "gemm_reshaped_rhs_only"),
+            "reshaped": ("reshape_lhs", "reshape_rhs", "gemm_reshaped"),
+        }[self.strategy]
 
     @property
     def flop(self):
@@ -154,19 +162,23 @@ class AclGemm:
 
     def _allocate(self):
         import pyopencl as cl
+
         ctx, mf, cfg = self.device.context, cl.mem_flags, self.config
         M, N, K, nb = self.M, self.N, self.K, self.batch
         b_items = 1 if self.broadcast_b else nb
-        bufs = {"A": cl.Buffer(ctx, mf.READ_WRITE, 4 * M * K * nb),
-                "B": cl.Buffer(ctx, mf.READ_WRITE, 4 * K * N * b_items),
-                "C": cl.Buffer(ctx, mf.READ_WRITE, 4 * M * N * nb)}
+        bufs = {
+            "A": cl.Buffer(ctx, mf.READ_WRITE, 4 * M * K * nb),
+            "B": cl.Buffer(ctx, mf.READ_WRITE, 4 * K * N * b_items),
+            "C": cl.Buffer(ctx, mf.READ_WRITE, 4 * M * N * nb),
+        }
         if self.strategy != "native":
             rhs = rhs_layout(cfg, N, K)
             if cfg.export_to_cl_image_rhs:
                 fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
-                create_image = getattr(cl, "create_image", cl.Image)   # pyopencl >= 2024.2
-                bufs["Brs"] = create_image(ctx, mf.READ_WRITE, fmt,
-                                           shape=(rhs.row_stride // 4, rhs.rows * b_items))
+                create_image = getattr(cl, "create_image", cl.Image)  # pyopencl >= 2024.2
+                bufs["Brs"] = create_image(
+                    ctx, mf.READ_WRITE, fmt, shape=(rhs.row_stride // 4, rhs.rows * b_items)
+                )
             else:
                 bufs["Brs"] = cl.Buffer(ctx, mf.READ_WRITE, 4 * rhs.size * b_items)
         if self.strategy == "reshaped":
@@ -183,24 +195,79 @@ class AclGemm:
         b_batch = 0 if self.broadcast_b else K * N
         gemm_grid = (_ceil(N, cfg.n0), _ceil(M, cfg.m0), nb)
         if self.strategy == "native":
-            return [("gemm_native", gemm_grid,
-                     (bufs["A"], bufs["B"], bufs["C"], i32(M), i32(N), i32(K), i32(M * K),
-                      i32(b_batch), i32(M * N)))]
+            return [
+                (
+                    "gemm_native",
+                    gemm_grid,
+                    (
+                        bufs["A"],
+                        bufs["B"],
+                        bufs["C"],
+                        i32(M),
+                        i32(N),
+                        i32(K),
+                        i32(M * K),
+                        i32(b_batch),
+                        i32(M * N),
+                    ),
+                )
+            ]
         rhs = rhs_layout(cfg, N, K)
         per_item = rhs.rows if cfg.export_to_cl_image_rhs else rhs.size
         rhs_batch = 0 if self.broadcast_b else per_item
-        plan = [("reshape_rhs", (rhs.blocks, rhs.kblocks, b_items),
-                 (bufs["B"], bufs["Brs"], i32(K), i32(N), i32(b_batch), i32(per_item)))]
+        plan = [
+            (
+                "reshape_rhs",
+                (rhs.blocks, rhs.kblocks, b_items),
+                (bufs["B"], bufs["Brs"], i32(K), i32(N), i32(b_batch), i32(per_item)),
+            )
+        ]
         if self.strategy == "reshaped_rhs_only":
-            return plan + [("gemm_reshaped_rhs_only", gemm_grid,
-                            (bufs["A"], bufs["Brs"], bufs["C"], i32(M), i32(N), i32(K),
-                             i32(M * K), i32(rhs_batch), i32(M * N)))]
+            return plan + [
+                (
+                    "gemm_reshaped_rhs_only",
+                    gemm_grid,
+                    (
+                        bufs["A"],
+                        bufs["Brs"],
+                        bufs["C"],
+                        i32(M),
+                        i32(N),
+                        i32(K),
+                        i32(M * K),
+                        i32(rhs_batch),
+                        i32(M * N),
+                    ),
+                )
+            ]
         lhs = lhs_layout(cfg, M, K)
-        return [("reshape_lhs", (lhs.kblocks, lhs.blocks, nb),
-                 (bufs["A"], bufs["Ars"], i32(M), i32(K), i32(M * K), i32(lhs.size)))] + plan + [
-                ("gemm_reshaped", gemm_grid,
-                 (bufs["Ars"], bufs["Brs"], bufs["C"], i32(M), i32(N), i32(K), i32(lhs.size),
-                  i32(rhs_batch), i32(M * N)))]
+        return (
+            [
+                (
+                    "reshape_lhs",
+                    (lhs.kblocks, lhs.blocks, nb),
+                    (bufs["A"], bufs["Ars"], i32(M), i32(K), i32(M * K), i32(lhs.size)),
+                )
+            ]
+            + plan
+            + [
+                (
+                    "gemm_reshaped",
+                    gemm_grid,
+                    (
+                        bufs["Ars"],
+                        bufs["Brs"],
+                        bufs["C"],
+                        i32(M),
+                        i32(N),
+                        i32(K),
+                        i32(lhs.size),
+                        i32(rhs_batch),
+                        i32(M * N),
+                    ),
+                )
+            ]
+        )
 
     def launch(self, skip=()):
         """Enqueue one call on the device buffers; ``[(kernel name, event)]``."""
@@ -213,6 +280,7 @@ class AclGemm:
 
     def upload(self, a, b):
         import pyopencl as cl
+
         nb, b_items = self.batch, 1 if self.broadcast_b else self.batch
         a = _check_array(a, (nb, self.M, self.K), "A")
         b = _check_array(b, (b_items, self.K, self.N), "B")
@@ -222,6 +290,7 @@ class AclGemm:
 
     def download(self, c):
         import pyopencl as cl
+
         c = _check_array(c, (self.batch, self.M, self.N), "C", output=True)
         host = c if c.flags.c_contiguous else np.empty(c.shape, np.float32)
         cl.enqueue_copy(self.device.queue, host, self.buffers["C"])
@@ -247,8 +316,9 @@ class AclGemm:
         skip = () if include_rhs_reshape else ("reshape_rhs",)
         if skip:
             self.launch()
-        timing = time_runs(self.device, lambda: self.launch(skip), GEMM_KERNEL[self.strategy],
-                           repeat, warmup)
+        timing = time_runs(
+            self.device, lambda: self.launch(skip), GEMM_KERNEL[self.strategy], repeat, warmup
+        )
         self.download(c)
         return timing
 
@@ -295,23 +365,35 @@ class AclConv2d:
             names = ("N", "CI", "IH", "IW", "CO", "KH", "KW", "stride", "pad")
             shape = dict(zip(names, shape))
         else:
-            shape = {k: getattr(shape, k) for k in ("N", "CI", "IH", "IW", "CO", "KH", "KW",
-                                                    "stride", "pad")}
+            shape = {
+                k: getattr(shape, k)
+                for k in ("N", "CI", "IH", "IW", "CO", "KH", "KW", "stride", "pad")
+            }
         self.N, self.CI, self.IH, self.IW = shape["N"], shape["CI"], shape["IH"], shape["IW"]
         self.CO, self.KH, self.KW = shape["CO"], shape["KH"], shape["KW"]
         self.stride, self.pad = _pair(shape["stride"], "stride"), _pair(shape["pad"], "pad")
         self.OH = (self.IH + 2 * self.pad[0] - self.KH) // self.stride[0] + 1
         self.OW = (self.IW + 2 * self.pad[1] - self.KW) // self.stride[1] + 1
         if self.OH < 1 or self.OW < 1 or min(self.stride) < 1 or min(self.pad) < 0:
-            raise AclConfigError(f"conv2d {shape}: no output (OH={self.OH}, OW={self.OW}); "
-                                 "check kernel size, stride and pad")
-        self.gemm = AclGemm(strategy, config, self.OH * self.OW, self.CO,
-                            self.CI * self.KH * self.KW, batch=self.N, device=device,
-                            broadcast_b=True)
+            raise AclConfigError(
+                f"conv2d {shape}: no output (OH={self.OH}, OW={self.OW}); "
+                "check kernel size, stride and pad"
+            )
+        self.gemm = AclGemm(
+            strategy,
+            config,
+            self.OH * self.OW,
+            self.CO,
+            self.CI * self.KH * self.KW,
+            batch=self.N,
+            device=device,
+            broadcast_b=True,
+        )
         self.device = self.gemm.device
         self.source = conv_source(self.KH, self.KW, self.stride, self.pad)
         program = build_program(self.device, self.source, OPTIONS)
         import pyopencl as cl
+
         self.kernels = {k: cl.Kernel(program, k) for k in ("im2col", "col2im")}
         self._out = None
 
@@ -328,30 +410,53 @@ class AclConv2d:
 
     def _upload(self, data, weight):
         import pyopencl as cl
+
         data = _check_array(data, (self.N, self.CI, self.IH, self.IW), "data")
         weight = _check_array(weight, (self.CO, self.CI, self.KH, self.KW), "weight")
         bufs = self.gemm.buffers or self.gemm._allocate()
         if self._out is None:
             self._data = cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY, data.nbytes)
-            self._out = cl.Buffer(self.device.context, cl.mem_flags.WRITE_ONLY,
-                                  4 * int(np.prod(self.out_shape)))
+            self._out = cl.Buffer(
+                self.device.context, cl.mem_flags.WRITE_ONLY, 4 * int(np.prod(self.out_shape))
+            )
         cl.enqueue_copy(self.device.queue, self._data, data)
-        w_mat = np.ascontiguousarray(weight.reshape(self.CO, -1).T)       # K x CO
+        w_mat = np.ascontiguousarray(weight.reshape(self.CO, -1).T)  # K x CO
         cl.enqueue_copy(self.device.queue, bufs["B"], w_mat)
 
     def launch(self, skip=()):
         i32, q, g = np.int32, self.device.queue, self.gemm
         M = self.OH * self.OW
-        events = [("im2col", self.kernels["im2col"](
-            q, (M, self.CI, self.N), None, self._data, g.buffers["A"], i32(self.CI),
-            i32(self.IH), i32(self.IW), i32(self.OH), i32(self.OW)))]
+        events = [
+            (
+                "im2col",
+                self.kernels["im2col"](
+                    q,
+                    (M, self.CI, self.N),
+                    None,
+                    self._data,
+                    g.buffers["A"],
+                    i32(self.CI),
+                    i32(self.IH),
+                    i32(self.IW),
+                    i32(self.OH),
+                    i32(self.OW),
+                ),
+            )
+        ]
         events += g.launch(skip)
-        events.append(("col2im", self.kernels["col2im"](
-            q, (M, self.CO, self.N), None, g.buffers["C"], self._out, i32(M), i32(self.CO))))
+        events.append(
+            (
+                "col2im",
+                self.kernels["col2im"](
+                    q, (M, self.CO, self.N), None, g.buffers["C"], self._out, i32(M), i32(self.CO)
+                ),
+            )
+        )
         return events
 
     def _download(self, out):
         import pyopencl as cl
+
         out = _check_array(out, self.out_shape, "out", output=True)
         host = out if out.flags.c_contiguous else np.empty(out.shape, np.float32)
         cl.enqueue_copy(self.device.queue, host, self._out)
@@ -375,8 +480,9 @@ class AclConv2d:
         skip = () if include_rhs_reshape else ("reshape_rhs",)
         if skip:
             self.gemm.launch()
-        timing = time_runs(self.device, lambda: self.launch(skip),
-                           GEMM_KERNEL[self.gemm.strategy], repeat, warmup)
+        timing = time_runs(
+            self.device, lambda: self.launch(skip), GEMM_KERNEL[self.gemm.strategy], repeat, warmup
+        )
         self._download(out)
         return timing
 

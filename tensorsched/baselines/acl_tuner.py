@@ -30,6 +30,7 @@ in ``tensorsched/baselines/data/<strategy>.csv`` are used.
 
 ``tune_acl`` runs all three; ``best_acl(M, N, K, results)`` looks a shape up.
 """
+
 from __future__ import annotations
 
 import csv
@@ -43,16 +44,27 @@ import numpy as np
 
 from ..errors import BuildError
 from .acl_gemm import AclGemm
-from .configs import (COLUMNS, STRATEGIES, AclConfigError, GEMMConfig, as_config, check_fits,
-                      default_config_path, load_config_list, load_gemm_params, strategy_name)
+from .configs import (
+    COLUMNS,
+    STRATEGIES,
+    AclConfigError,
+    GEMMConfig,
+    as_config,
+    check_fits,
+    default_config_path,
+    load_config_list,
+    load_gemm_params,
+    strategy_name,
+)
 
 DEFAULT_TOLERANCE_MS = 0.01
-RTOL = 1e-5            # max |C - reference| / max |reference|
+RTOL = 1e-5  # max |C - reference| / max |reference|
 BENCHMARK_FILE = "acl_benchmark.jsonl"
 BEST_JSON, BEST_CSV, ARCHETYPES_CSV = "acl_best.json", "acl_best.csv", "acl_archetypes.csv"
 
 
 # ---- inputs
+
 
 def gemm_params(params):
     """``[(M, N, K, B)]`` from a CSV path or a list of ``(M, N, K)`` / ``(M, N, K, B)``."""
@@ -71,13 +83,19 @@ def resolve_config_lists(lists=None, strategies=None):
     """``{strategy: [GEMMConfig]}``; ``lists`` maps a strategy to a CSV path or a list of
     configs (``GEMMConfig``, CSV text or value rows); missing strategies get the default list."""
     lists = {strategy_name(k): v for k, v in (lists or {}).items()}
-    names = [strategy_name(s) for s in strategies] if strategies else \
-        ([s for s in STRATEGIES if s in lists] if lists else list(STRATEGIES))
+    names = (
+        [strategy_name(s) for s in strategies]
+        if strategies
+        else ([s for s in STRATEGIES if s in lists] if lists else list(STRATEGIES))
+    )
     out = {}
     for s in names:
         src = lists.get(s, default_config_path(s))
-        out[s] = load_config_list(s, src) if isinstance(src, (str, os.PathLike)) else \
-            [as_config(s, c) for c in src]
+        out[s] = (
+            load_config_list(s, src)
+            if isinstance(src, (str, os.PathLike))
+            else [as_config(s, c) for c in src]
+        )
     return out
 
 
@@ -87,15 +105,18 @@ def random_inputs(M, N, K, B, seed=0):
 
     def draw(shape):
         return (rng.uniform(0.25, 1.0, shape) * rng.choice([-1.0, 1.0], shape)).astype(np.float32)
+
     return draw((B, M, K)), draw((B, K, N))
 
 
 # ---- 1. benchmark
 
+
 def measure(strategy, cfg, shape, a, b, ref, device, repeat=5, warmup=1):
     """One record: build, check against ``ref``, time. Invalid, unbuildable and wrong configs
     are records too, with a ``status`` and a ``reason``."""
     import pyopencl as cl
+
     M, N, K, B = shape
     rec = {"M": M, "N": N, "K": K, "B": B, "strategy": strategy, "config": cfg.label}
     try:
@@ -114,10 +135,15 @@ def measure(strategy, cfg, shape, a, b, ref, device, repeat=5, warmup=1):
         return {**rec, "status": "build_error", "reason": str(exc)[:2000]}
     except cl.Error as exc:
         return {**rec, "status": "error", "reason": f"{type(exc).__name__}: {exc}"[:2000]}
-    return {**rec, "status": "ok", "total_ms": t.mean * 1e3, "gemm_ms": t.gemm_mean * 1e3,
-            "gflops": gemm.flop / t.mean / 1e9,
-            "total_ms_runs": [x * 1e3 for x in t.total_times],
-            "gemm_ms_runs": [x * 1e3 for x in t.gemm_times]}
+    return {
+        **rec,
+        "status": "ok",
+        "total_ms": t.mean * 1e3,
+        "gemm_ms": t.gemm_mean * 1e3,
+        "gflops": gemm.flop / t.mean / 1e9,
+        "total_ms_runs": [x * 1e3 for x in t.total_times],
+        "gemm_ms_runs": [x * 1e3 for x in t.gemm_times],
+    }
 
 
 def _key(rec):
@@ -133,12 +159,14 @@ def read_records(path):
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def run_benchmarks(params, lists, device=None, repeat=5, warmup=1, log_path=None, resume=True,
-                   progress=None):
+def run_benchmarks(
+    params, lists, device=None, repeat=5, warmup=1, log_path=None, resume=True, progress=None
+):
     """Measure every config of every strategy on every shape; returns the records in the
     order shape, strategy, config. ``log_path``: a JSON-lines file to append each record to
     (records already there for this device are reused when ``resume``)."""
     from ..runtime.device import current_device, find_device
+
     dev = find_device(device) if isinstance(device, str) else (device or current_device())
     done = {}
     if log_path and resume and os.path.exists(log_path):
@@ -147,8 +175,9 @@ def run_benchmarks(params, lists, device=None, repeat=5, warmup=1, log_path=None
     records = []
     try:
         for shape in params:
-            todo = [(s, c) for s, cs in lists.items() for c in cs
-                    if (*shape, s, c.label) not in done]
+            todo = [
+                (s, c) for s, cs in lists.items() for c in cs if (*shape, s, c.label) not in done
+            ]
             if todo:
                 a, b = random_inputs(*shape, seed=list(shape))
                 ref = a.astype(np.float64) @ b.astype(np.float64)
@@ -156,8 +185,11 @@ def run_benchmarks(params, lists, device=None, repeat=5, warmup=1, log_path=None
                 for cfg in cfgs:
                     rec = done.get((*shape, s, cfg.label))
                     if rec is None:
-                        rec = {**measure(s, cfg, shape, a, b, ref, dev, repeat, warmup),
-                               "device": dev.name, "repeat": repeat}
+                        rec = {
+                            **measure(s, cfg, shape, a, b, ref, dev, repeat, warmup),
+                            "device": dev.name,
+                            "repeat": repeat,
+                        }
                         if log:
                             log.write(json.dumps(rec) + "\n")
                             log.flush()
@@ -172,18 +204,22 @@ def run_benchmarks(params, lists, device=None, repeat=5, warmup=1, log_path=None
 
 def print_progress(rec, file=sys.stderr):
     shape = "{M}x{N}x{K} B{B}".format(**rec)
-    what = f"{rec['total_ms']:.3f} ms {rec['gflops']:.1f} GFLOP/s" if rec["status"] == "ok" \
+    what = (
+        f"{rec['total_ms']:.3f} ms {rec['gflops']:.1f} GFLOP/s"
+        if rec["status"] == "ok"
         else f"{rec['status']}: {rec.get('reason', '').splitlines()[0][:100]}"
-    print(f"{shape:24s} {rec['strategy']:18s} {rec['config']:22s} {what}", file=file,
-          flush=True)
+    )
+    print(f"{shape:24s} {rec['strategy']:18s} {rec['config']:22s} {what}", file=file, flush=True)
 
 
 # ---- 2. analyse
+
 
 @dataclass
 class AclTuneResults:
     """What the analyser found; ``shapes[i]`` is a dict with the shape, its best strategy and
     config, and each strategy's own best. ``save(out_dir)`` writes the files."""
+
     records: list
     shapes: list
     archetypes: list
@@ -200,10 +236,16 @@ class AclTuneResults:
         return None
 
     def to_dict(self):
-        return {"device": self.device, "tolerance_ms": self.tolerance_ms,
-                "rank_by": self.rank_by, "rule": TIE_RULE, "shapes": self.shapes,
-                "archetypes": self.archetypes, "overall_best": self.overall_best,
-                "columns": {s: list(c) for s, c in COLUMNS.items()}}
+        return {
+            "device": self.device,
+            "tolerance_ms": self.tolerance_ms,
+            "rank_by": self.rank_by,
+            "rule": TIE_RULE,
+            "shapes": self.shapes,
+            "archetypes": self.archetypes,
+            "overall_best": self.overall_best,
+            "columns": {s: list(c) for s, c in COLUMNS.items()},
+        }
 
     def save(self, out_dir):
         """Write acl_best.json, acl_best.csv, acl_archetypes.csv and the search lists."""
@@ -216,8 +258,16 @@ class AclTuneResults:
             w.writerow(["M", "N", "K", "B", "strategy", "config", "ms", "gflops", "archetype"])
             for s in self.shapes:
                 shape = (s["M"], s["N"], s["K"], s["B"])
-                w.writerow([*shape, s["strategy"], s["config"], f"{s['ms']:.4f}",
-                            f"{s['gflops']:.2f}", arch_of.get(shape, "")])
+                w.writerow(
+                    [
+                        *shape,
+                        s["strategy"],
+                        s["config"],
+                        f"{s['ms']:.4f}",
+                        f"{s['gflops']:.2f}",
+                        arch_of.get(shape, ""),
+                    ]
+                )
         with open(os.path.join(out_dir, ARCHETYPES_CSV), "w", newline="") as f:
             csv.writer(f).writerows(a["representative"] for a in self.archetypes)
         for strategy in STRATEGIES:
@@ -240,13 +290,22 @@ class AclTuneResults:
             path = os.path.join(path, BEST_JSON)
         with open(path) as f:
             d = json.load(f)
-        return cls([], d["shapes"], d["archetypes"], d["overall_best"], d["tolerance_ms"],
-                   d["rank_by"], d.get("device", ""))
+        return cls(
+            [],
+            d["shapes"],
+            d["archetypes"],
+            d["overall_best"],
+            d["tolerance_ms"],
+            d["rank_by"],
+            d.get("device", ""),
+        )
 
 
-TIE_RULE = ("configs within tolerance_ms of the fastest are equally fast; the earliest in the "
-            "search list wins, and among strategies native, then reshaped_rhs_only, then "
-            "reshaped")
+TIE_RULE = (
+    "configs within tolerance_ms of the fastest are equally fast; the earliest in the "
+    "search list wins, and among strategies native, then reshaped_rhs_only, then "
+    "reshaped"
+)
 
 
 def analyse(records, tolerance_ms=DEFAULT_TOLERANCE_MS, rank_by="total", config_order=None):
@@ -256,7 +315,7 @@ def analyse(records, tolerance_ms=DEFAULT_TOLERANCE_MS, rank_by="total", config_
     if rank_by not in ("total", "gemm"):
         raise AclConfigError(f"rank_by must be 'total' or 'gemm', got '{rank_by}'")
     metric = f"{rank_by}_ms"
-    if config_order is None:               # the order in which the records list the configs
+    if config_order is None:  # the order in which the records list the configs
         config_order = {}
         for rec in records:
             seen = config_order.setdefault(rec["strategy"], [])
@@ -283,21 +342,37 @@ def analyse(records, tolerance_ms=DEFAULT_TOLERANCE_MS, rank_by="total", config_
         for strategy in sorted({r["strategy"] for r in recs}, key=s_rank.get):
             rs = [r for r in recs if r["strategy"] == strategy]
             fastest = min(r[metric] for r in rs)
-            equal = sorted((r for r in rs if r[metric] <= fastest + tolerance_ms),
-                           key=lambda r: rank(strategy, r["config"]))
-            per_strategy[strategy] = {"config": equal[0]["config"], "ms": equal[0][metric],
-                                      "fastest_ms": fastest,
-                                      "equally_fast": [r["config"] for r in equal]}
+            equal = sorted(
+                (r for r in rs if r[metric] <= fastest + tolerance_ms),
+                key=lambda r: rank(strategy, r["config"]),
+            )
+            per_strategy[strategy] = {
+                "config": equal[0]["config"],
+                "ms": equal[0][metric],
+                "fastest_ms": fastest,
+                "equally_fast": [r["config"] for r in equal],
+            }
         fastest = min(r[metric] for r in recs)
-        equal = sorted((r for r in recs if r[metric] <= fastest + tolerance_ms),
-                       key=lambda r: rank(r["strategy"], r["config"]))
+        equal = sorted(
+            (r for r in recs if r[metric] <= fastest + tolerance_ms),
+            key=lambda r: rank(r["strategy"], r["config"]),
+        )
         near[shape] = [(r["strategy"], r["config"]) for r in equal]
         best = equal[0]
         flop = 2 * shape[0] * shape[1] * shape[2] * shape[3]
-        shapes.append({"M": shape[0], "N": shape[1], "K": shape[2], "B": shape[3],
-                       "strategy": best["strategy"], "config": best["config"],
-                       "ms": best[metric], "gflops": flop / (best[metric] * 1e-3) / 1e9,
-                       "per_strategy": per_strategy})
+        shapes.append(
+            {
+                "M": shape[0],
+                "N": shape[1],
+                "K": shape[2],
+                "B": shape[3],
+                "strategy": best["strategy"],
+                "config": best["config"],
+                "ms": best[metric],
+                "gflops": flop / (best[metric] * 1e-3) / 1e9,
+                "per_strategy": per_strategy,
+            }
+        )
     archetypes = reduce_to_archetypes(near, rank)
     overall = {}
     for strategy in STRATEGIES:
@@ -308,8 +383,16 @@ def analyse(records, tolerance_ms=DEFAULT_TOLERANCE_MS, rank_by="total", config_
         if votes:
             overall[strategy] = min(votes, key=lambda c: (-votes[c], rank(strategy, c)))
     device = next((r.get("device", "") for r in records if r.get("device")), "")
-    return AclTuneResults(list(records), shapes, archetypes, overall, tolerance_ms, rank_by,
-                          device, {s: dict(o) for s, o in order.items()})
+    return AclTuneResults(
+        list(records),
+        shapes,
+        archetypes,
+        overall,
+        tolerance_ms,
+        rank_by,
+        device,
+        {s: dict(o) for s, o in order.items()},
+    )
 
 
 def reduce_to_archetypes(near, rank):
@@ -325,17 +408,34 @@ def reduce_to_archetypes(near, rank):
                 count[cand] = count.get(cand, 0) + 1
         strategy, config = min(count, key=lambda c: (-count[c], rank(*c)))
         members = [sh for sh in left if (strategy, config) in near[sh]]
-        out.append({"strategy": strategy, "config": config, "representative": list(members[0]),
-                    "shapes": [list(sh) for sh in members]})
+        out.append(
+            {
+                "strategy": strategy,
+                "config": config,
+                "representative": list(members[0]),
+                "shapes": [list(sh) for sh in members],
+            }
+        )
         left = [sh for sh in left if sh not in members]
     return out
 
 
 # ---- 3. the whole workflow, and looking a shape up
 
-def tune_acl(params, config_lists=None, out_dir=None, device=None, repeat=5, warmup=1,
-             tolerance_ms=DEFAULT_TOLERANCE_MS, rank_by="total", strategies=None, resume=True,
-             progress=False):
+
+def tune_acl(
+    params,
+    config_lists=None,
+    out_dir=None,
+    device=None,
+    repeat=5,
+    warmup=1,
+    tolerance_ms=DEFAULT_TOLERANCE_MS,
+    rank_by="total",
+    strategies=None,
+    resume=True,
+    progress=False,
+):
     """Benchmark every config of every strategy on every shape of ``params`` (a GEMMParam CSV
     path or a list of (M, N, K[, B])), analyse, and save the results in ``out_dir`` (if given).
     ``config_lists``: ``{strategy: CSV path or list of configs}``, default the shipped lists;
@@ -346,10 +446,19 @@ def tune_acl(params, config_lists=None, out_dir=None, device=None, repeat=5, war
     log_path = os.path.join(out_dir, BENCHMARK_FILE) if out_dir else None
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
-    records = run_benchmarks(params, lists, device, repeat, warmup, log_path, resume,
-                             print_progress if progress is True else (progress or None))
-    results = analyse(records, tolerance_ms, rank_by,
-                      {s: [c.label for c in cs] for s, cs in lists.items()})
+    records = run_benchmarks(
+        params,
+        lists,
+        device,
+        repeat,
+        warmup,
+        log_path,
+        resume,
+        print_progress if progress is True else (progress or None),
+    )
+    results = analyse(
+        records, tolerance_ms, rank_by, {s: [c.label for c in cs] for s, cs in lists.items()}
+    )
     if out_dir:
         results.save(out_dir)
     return results
@@ -358,11 +467,12 @@ def tune_acl(params, config_lists=None, out_dir=None, device=None, repeat=5, war
 @dataclass(frozen=True)
 class AclChoice:
     """The ACL-style GEMM to run for a shape: ``AclGemm(choice.strategy, choice.config, ...)``."""
+
     strategy: str
     config: GEMMConfig
-    ms: float               # measured on ``tuned_shape``
-    tuned_shape: tuple      # (M, N, K, B) the choice was tuned on
-    exact: bool             # tuned_shape is the shape asked for
+    ms: float  # measured on ``tuned_shape``
+    tuned_shape: tuple  # (M, N, K, B) the choice was tuned on
+    exact: bool  # tuned_shape is the shape asked for
 
 
 def best_acl(M, N, K, results, batch=1, strategy=None, device=None):
@@ -376,8 +486,10 @@ def best_acl(M, N, K, results, batch=1, strategy=None, device=None):
     want = strategy_name(strategy) if strategy else None
 
     def dist(s):
-        return sum(abs(math.log(a / b)) for a, b in zip((M, N, K, batch),
-                                                         (s["M"], s["N"], s["K"], s["B"])))
+        return sum(
+            abs(math.log(a / b)) for a, b in zip((M, N, K, batch), (s["M"], s["N"], s["K"], s["B"]))
+        )
+
     for s in sorted(results.shapes, key=dist):
         if want:
             if want not in s["per_strategy"]:
@@ -393,23 +505,31 @@ def best_acl(M, N, K, results, batch=1, strategy=None, device=None):
             continue
         tuned = (s["M"], s["N"], s["K"], s["B"])
         return AclChoice(strat, cfg, ms, tuned, tuned == (M, N, K, batch))
-    raise AclConfigError(f"no tuned {want or 'ACL-style'} config fits GEMM {M}x{N}x{K} batch "
-                         f"{batch} in these results ({len(results.shapes)} shapes)")
+    raise AclConfigError(
+        f"no tuned {want or 'ACL-style'} config fits GEMM {M}x{N}x{K} batch "
+        f"{batch} in these results ({len(results.shapes)} shapes)"
+    )
 
 
 def main(argv=None):
     """``python -m tensorsched.baselines.acl_tuner SHAPES.csv [--out DIR] ...``: tune, print
     the best strategy and config per shape."""
     import argparse
-    p = argparse.ArgumentParser(prog="python -m tensorsched.baselines.acl_tuner",
-                                description="ACL-style GEMM tuner: benchmark every config of "
-                                "every strategy on every shape, then pick the best")
+
+    p = argparse.ArgumentParser(
+        prog="python -m tensorsched.baselines.acl_tuner",
+        description="ACL-style GEMM tuner: benchmark every config of "
+        "every strategy on every shape, then pick the best",
+    )
     p.add_argument("shapes", help="GEMMParam list: headerless CSV M,N,K,B")
     p.add_argument("--out", help="folder for acl_benchmark.jsonl, acl_best.json/.csv, ...")
     p.add_argument("--strategies", help="comma-separated; default all")
     for s in STRATEGIES:
-        p.add_argument(f"--{s.replace('_', '-')}-configs", dest=f"cfg_{s}",
-                       help=f"GEMMConfig search list of {s} (CSV); default the shipped one")
+        p.add_argument(
+            f"--{s.replace('_', '-')}-configs",
+            dest=f"cfg_{s}",
+            help=f"GEMMConfig search list of {s} (CSV); default the shipped one",
+        )
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE_MS, help="ms")
     p.add_argument("--rank-by", choices=("total", "gemm"), default="total")
@@ -420,27 +540,52 @@ def main(argv=None):
     strategies = args.strategies.split(",") if args.strategies else None
     if lists and not strategies:
         strategies = list(STRATEGIES)
-    res = tune_acl(args.shapes, lists, args.out, args.device, args.repeat,
-                   tolerance_ms=args.tolerance, rank_by=args.rank_by, strategies=strategies,
-                   progress=not args.quiet)
-    print(f"device: {res.device}; tolerance {res.tolerance_ms} ms; ranked by {res.rank_by}_ms "
-          "(mean of the runs)")
+    res = tune_acl(
+        args.shapes,
+        lists,
+        args.out,
+        args.device,
+        args.repeat,
+        tolerance_ms=args.tolerance,
+        rank_by=args.rank_by,
+        strategies=strategies,
+        progress=not args.quiet,
+    )
+    print(
+        f"device: {res.device}; tolerance {res.tolerance_ms} ms; ranked by {res.rank_by}_ms "
+        "(mean of the runs)"
+    )
     for s in res.shapes:
-        alts = "  ".join(f"{k}: {v['config']} {v['ms']:.3f} ms"
-                         for k, v in s["per_strategy"].items())
-        print(f"{s['M']}x{s['N']}x{s['K']} B{s['B']}: {s['strategy']} {s['config']} "
-              f"{s['ms']:.3f} ms {s['gflops']:.1f} GFLOP/s   [{alts}]")
+        alts = "  ".join(
+            f"{k}: {v['config']} {v['ms']:.3f} ms" for k, v in s["per_strategy"].items()
+        )
+        print(
+            f"{s['M']}x{s['N']}x{s['K']} B{s['B']}: {s['strategy']} {s['config']} "
+            f"{s['ms']:.3f} ms {s['gflops']:.1f} GFLOP/s   [{alts}]"
+        )
     print(f"{len(res.archetypes)} archetypes; one config per strategy: {res.overall_best}")
     return res
 
 
-__all__ = ["tune_acl", "best_acl", "analyse", "run_benchmarks", "reduce_to_archetypes",
-           "AclTuneResults", "AclChoice", "read_records", "gemm_params", "resolve_config_lists",
-           "DEFAULT_TOLERANCE_MS", "TIE_RULE"]
+__all__ = [
+    "tune_acl",
+    "best_acl",
+    "analyse",
+    "run_benchmarks",
+    "reduce_to_archetypes",
+    "AclTuneResults",
+    "AclChoice",
+    "read_records",
+    "gemm_params",
+    "resolve_config_lists",
+    "DEFAULT_TOLERANCE_MS",
+    "TIE_RULE",
+]
 
 
 if __name__ == "__main__":
     from ..errors import TensorschedError
+
     try:
         main()
     except TensorschedError as exc:

@@ -20,6 +20,7 @@ C API facts used here (``clblast_c.h``): ``CLBlastLayoutRowMajor = 101``,
 b_buffer, b_offset, b_ld, beta, c_buffer, c_offset, c_ld, cl_command_queue*, cl_event*)``;
 ``CLBlastOverrideParameters(device, kernel_name, precision, num_parameters, names, values)``.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -41,14 +42,22 @@ TRANSPOSE_NO = 111
 PRECISION_SINGLE = 32
 SUCCESS = 0
 STATUS_NAMES = {
-    -4: "temporary buffer allocation failure", -5: "OpenCL out of resources",
-    -11: "OpenCL build program failure", -36: "invalid command queue",
-    -38: "invalid memory object", -54: "invalid work-group size",
-    -1017: "invalid dimension", -1016: "invalid leading dimension of A",
-    -1015: "invalid leading dimension of B", -1014: "invalid leading dimension of C",
-    -2048: "invalid override kernel", -2047: "missing override parameter",
-    -2046: "invalid local memory usage", -2041: "database error (device not found)",
-    -2040: "unknown error", -2039: "unexpected error",
+    -4: "temporary buffer allocation failure",
+    -5: "OpenCL out of resources",
+    -11: "OpenCL build program failure",
+    -36: "invalid command queue",
+    -38: "invalid memory object",
+    -54: "invalid work-group size",
+    -1017: "invalid dimension",
+    -1016: "invalid leading dimension of A",
+    -1015: "invalid leading dimension of B",
+    -1014: "invalid leading dimension of C",
+    -2048: "invalid override kernel",
+    -2047: "missing override parameter",
+    -2046: "invalid local memory usage",
+    -2041: "database error (device not found)",
+    -2040: "unknown error",
+    -2039: "unexpected error",
 }
 
 LIBRARY = "libclblast.so.1"
@@ -63,6 +72,7 @@ class ClBlastError(TensorschedError):
 
 
 # ---- finding and loading the library
+
 
 def _in_tree(root, name):
     """The first file ``name`` under ``root`` (an unpacked package keeps it in usr/lib/...)."""
@@ -79,8 +89,10 @@ def _unpack(debs_dir, pattern, unpack_dir):
     if not debs:
         return None
     if shutil.which("dpkg") is None:
-        raise ClBlastError(f"found {debs[-1]} but no dpkg to unpack it; unpack it by hand "
-                           f"(ar x + tar) and pass the folder")
+        raise ClBlastError(
+            f"found {debs[-1]} but no dpkg to unpack it; unpack it by hand "
+            f"(ar x + tar) and pass the folder"
+        )
     if os.path.abspath(unpack_dir) == "/":
         raise ClBlastError("refusing to unpack a package into /")
     os.makedirs(unpack_dir, exist_ok=True)
@@ -125,8 +137,10 @@ def ensure_opencl_loader(debs_dir=None, unpack_dir=UNPACK_DIR):
     if not found and _unpack(debs_dir, OPENCL_DEB, unpack_dir):
         found = _in_tree(unpack_dir, OPENCL_LIBRARY)
     if not found:
-        raise ClBlastError(f"CLBlast needs {OPENCL_LIBRARY}, which the system lacks, and no "
-                           f"{OPENCL_DEB} was found in {debs_dir or '(no folder given)'}")
+        raise ClBlastError(
+            f"CLBlast needs {OPENCL_LIBRARY}, which the system lacks, and no "
+            f"{OPENCL_DEB} was found in {debs_dir or '(no folder given)'}"
+        )
     ctypes.CDLL(found, mode=ctypes.RTLD_GLOBAL)
     return found
 
@@ -142,14 +156,35 @@ class ClBlast:
             raise ClBlastError(f"cannot load {path}: {exc}") from None
         size, ptr = ctypes.c_size_t, ctypes.c_void_p
         f = self.lib.CLBlastSgemm
-        f.argtypes = [ctypes.c_int] * 3 + [size] * 3 + [ctypes.c_float, ptr, size, size,
-                                                          ptr, size, size, ctypes.c_float,
-                                                          ptr, size, size,
-                                                          ctypes.POINTER(ptr), ctypes.POINTER(ptr)]
+        f.argtypes = (
+            [ctypes.c_int] * 3
+            + [size] * 3
+            + [
+                ctypes.c_float,
+                ptr,
+                size,
+                size,
+                ptr,
+                size,
+                size,
+                ctypes.c_float,
+                ptr,
+                size,
+                size,
+                ctypes.POINTER(ptr),
+                ctypes.POINTER(ptr),
+            ]
+        )
         f.restype = ctypes.c_int
         f = self.lib.CLBlastOverrideParameters
-        f.argtypes = [ptr, ctypes.c_char_p, ctypes.c_int, size, ctypes.POINTER(ctypes.c_char_p),
-                      ctypes.POINTER(size)]
+        f.argtypes = [
+            ptr,
+            ctypes.c_char_p,
+            ctypes.c_int,
+            size,
+            ctypes.POINTER(ctypes.c_char_p),
+            ctypes.POINTER(size),
+        ]
         f.restype = ctypes.c_int
         self.lib.CLBlastClearCache.argtypes = []
         self.lib.CLBlastClearCache.restype = ctypes.c_int
@@ -159,9 +194,11 @@ class ClBlast:
         """Find (``find_clblast``) and load the library; ``ClBlastError`` when it cannot."""
         found = find_clblast(path, debs_dir, unpack_dir)
         if not found:
-            raise ClBlastError(f"{LIBRARY} not found (no --clblast path, nothing unpacked in "
-                               f"{unpack_dir}, none on the system, no {CLBLAST_DEB} in "
-                               f"{debs_dir or '(no folder given)'})")
+            raise ClBlastError(
+                f"{LIBRARY} not found (no --clblast path, nothing unpacked in "
+                f"{unpack_dir}, none on the system, no {CLBLAST_DEB} in "
+                f"{debs_dir or '(no folder given)'})"
+            )
         opencl = ensure_opencl_loader(debs_dir, unpack_dir)
         return cls(found, opencl)
 
@@ -175,11 +212,30 @@ class ClBlast:
         """Enqueue row-major ``c = alpha * a @ b + beta * c`` on ``queue`` (pyopencl objects);
         returns the event CLBlast gives back (of its last kernel)."""
         import pyopencl as cl
+
         q = ctypes.c_void_p(queue.int_ptr)
         ev = ctypes.c_void_p()
-        status = self.lib.CLBlastSgemm(LAYOUT_ROW_MAJOR, TRANSPOSE_NO, TRANSPOSE_NO, M, N, K,
-                                       alpha, a.int_ptr, 0, K, b.int_ptr, 0, N, beta,
-                                       c.int_ptr, 0, N, ctypes.byref(q), ctypes.byref(ev))
+        status = self.lib.CLBlastSgemm(
+            LAYOUT_ROW_MAJOR,
+            TRANSPOSE_NO,
+            TRANSPOSE_NO,
+            M,
+            N,
+            K,
+            alpha,
+            a.int_ptr,
+            0,
+            K,
+            b.int_ptr,
+            0,
+            N,
+            beta,
+            c.int_ptr,
+            0,
+            N,
+            ctypes.byref(q),
+            ctypes.byref(ev),
+        )
         self.check(status, f"CLBlastSgemm({M}x{N}x{K})")
         return cl.Event.from_int_ptr(ev.value, retain=False) if ev.value else None
 
@@ -189,14 +245,20 @@ class ClBlast:
         clear CLBlast's program cache so that the next call compiles with them."""
         names = (ctypes.c_char_p * len(params))(*[k.encode() for k in params])
         values = (ctypes.c_size_t * len(params))(*[int(v) for v in params.values()])
-        status = self.lib.CLBlastOverrideParameters(ctypes.c_void_p(device.cl_device.int_ptr),
-                                                    kernel.encode(), precision, len(params),
-                                                    names, values)
+        status = self.lib.CLBlastOverrideParameters(
+            ctypes.c_void_p(device.cl_device.int_ptr),
+            kernel.encode(),
+            precision,
+            len(params),
+            names,
+            values,
+        )
         self.check(status, f"CLBlastOverrideParameters({kernel})")
         self.check(self.lib.CLBlastClearCache(), "CLBlastClearCache")
 
 
 # ---- one GEMM shape on one device
+
 
 class ClBlastGemm:
     """Row-major float32 ``C = A @ B`` (M x K times K x N) by CLBlast on one device, with its
@@ -204,9 +266,11 @@ class ClBlastGemm:
 
     def __init__(self, lib, M, N, K, device=None):
         import pyopencl as cl
+
         self.lib, self.M, self.N, self.K = lib, M, N, K
-        self.device = find_device(device) if isinstance(device, str) else \
-            (device or current_device())
+        self.device = (
+            find_device(device) if isinstance(device, str) else (device or current_device())
+        )
         ctx, mf = self.device.context, cl.mem_flags
         self.a = cl.Buffer(ctx, mf.READ_WRITE, 4 * M * K)
         self.b = cl.Buffer(ctx, mf.READ_WRITE, 4 * K * N)
@@ -218,10 +282,11 @@ class ClBlastGemm:
 
     def upload(self, a, b, c=None):
         import pyopencl as cl
+
         q = self.device.queue
         cl.enqueue_copy(q, self.a, np.ascontiguousarray(a, np.float32))
         cl.enqueue_copy(q, self.b, np.ascontiguousarray(b, np.float32))
-        if c is not None:                      # e.g. an output poisoned with NaN
+        if c is not None:  # e.g. an output poisoned with NaN
             cl.enqueue_copy(q, self.c, np.ascontiguousarray(c, np.float32))
 
     def launch(self):
@@ -229,6 +294,7 @@ class ClBlastGemm:
 
     def download(self, c):
         import pyopencl as cl
+
         cl.enqueue_copy(self.device.queue, c, self.c)
         self.device.queue.finish()
 
@@ -265,5 +331,13 @@ class ClBlastGemm:
         return times
 
 
-__all__ = ["LAYOUT_ROW_MAJOR", "PRECISION_SINGLE", "TRANSPOSE_NO", "ClBlast", "ClBlastError",
-           "ClBlastGemm", "ensure_opencl_loader", "find_clblast"]
+__all__ = [
+    "LAYOUT_ROW_MAJOR",
+    "PRECISION_SINGLE",
+    "TRANSPOSE_NO",
+    "ClBlast",
+    "ClBlastError",
+    "ClBlastGemm",
+    "ensure_opencl_loader",
+    "find_clblast",
+]

@@ -20,6 +20,7 @@ K-block; inside a block the values are ``nvec`` vectors of ``vlen`` floats, and 
 ``interleave`` the vectors of the group's blocks alternate (vector 0 of every block, then vector 1
 of every block, ...).
 """
+
 from __future__ import annotations
 
 import csv
@@ -33,13 +34,29 @@ STRATEGIES = ("native", "reshaped_rhs_only", "reshaped")
 ALIASES = {"reshaped_only_rhs": "reshaped_rhs_only", "rhs_only": "reshaped_rhs_only"}
 COLUMNS = {
     "native": ("m0", "n0", "k0"),
-    "reshaped_rhs_only": ("m0", "n0", "k0", "h0", "interleave_rhs", "transpose_rhs",
-                          "export_to_cl_image_rhs"),
-    "reshaped": ("m0", "n0", "k0", "v0", "h0", "interleave_lhs", "interleave_rhs",
-                 "transpose_rhs", "export_to_cl_image_rhs"),
+    "reshaped_rhs_only": (
+        "m0",
+        "n0",
+        "k0",
+        "h0",
+        "interleave_rhs",
+        "transpose_rhs",
+        "export_to_cl_image_rhs",
+    ),
+    "reshaped": (
+        "m0",
+        "n0",
+        "k0",
+        "v0",
+        "h0",
+        "interleave_lhs",
+        "interleave_rhs",
+        "transpose_rhs",
+        "export_to_cl_image_rhs",
+    ),
 }
-VECTOR_WIDTHS = (1, 2, 3, 4, 8, 16)        # float, float2, float3, float4, float8, float16
-IMAGE_VECTOR_WIDTHS = (4, 8, 16)           # whole RGBA float texels
+VECTOR_WIDTHS = (1, 2, 3, 4, 8, 16)  # float, float2, float3, float4, float8, float16
+IMAGE_VECTOR_WIDTHS = (4, 8, 16)  # whole RGBA float texels
 
 
 class AclConfigError(TensorschedError):
@@ -50,8 +67,9 @@ def strategy_name(strategy):
     """The canonical strategy name (``reshaped_only_rhs`` is accepted for ``reshaped_rhs_only``)."""
     name = ALIASES.get(str(strategy).strip().lower(), str(strategy).strip().lower())
     if name not in STRATEGIES:
-        raise AclConfigError(f"unknown GEMM strategy '{strategy}'; use one of "
-                             f"{', '.join(STRATEGIES)}")
+        raise AclConfigError(
+            f"unknown GEMM strategy '{strategy}'; use one of {', '.join(STRATEGIES)}"
+        )
     return name
 
 
@@ -59,6 +77,7 @@ def strategy_name(strategy):
 class GEMMConfig:
     """The knobs of one strategy. Fields a strategy does not have keep their defaults (and are
     ignored): ``native`` uses m0, n0, k0 only; ``reshaped_rhs_only`` adds h0 and the RHS flags."""
+
     strategy: str
     m0: int
     n0: int
@@ -76,12 +95,15 @@ class GEMMConfig:
             value = getattr(self, f.name)
             if f.type == "bool":
                 if value not in (0, 1, True, False):
-                    raise AclConfigError(f"{self.strategy} config {self.label}: {f.name} must be "
-                                         f"0 or 1, got {value!r}")
+                    raise AclConfigError(
+                        f"{self.strategy} config {self.label}: {f.name} must be "
+                        f"0 or 1, got {value!r}"
+                    )
                 object.__setattr__(self, f.name, bool(value))
             elif not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-                raise AclConfigError(f"{self.strategy} config: {f.name} must be a positive "
-                                     f"integer, got {value!r}")
+                raise AclConfigError(
+                    f"{self.strategy} config: {f.name} must be a positive integer, got {value!r}"
+                )
             else:
                 object.__setattr__(self, f.name, int(value))
         self._check()
@@ -93,13 +115,16 @@ class GEMMConfig:
         cols = COLUMNS[strategy]
         values = [str(v).strip() for v in row]
         if len(values) != len(cols):
-            raise AclConfigError(f"a {strategy} config has {len(cols)} values "
-                                 f"({','.join(cols)}), got {len(values)}: {','.join(values)}")
+            raise AclConfigError(
+                f"a {strategy} config has {len(cols)} values "
+                f"({','.join(cols)}), got {len(values)}: {','.join(values)}"
+            )
         try:
             ints = [int(v) for v in values]
         except ValueError:
-            raise AclConfigError(f"a {strategy} config must be integers ({','.join(cols)}), "
-                                 f"got {','.join(values)}") from None
+            raise AclConfigError(
+                f"a {strategy} config must be integers ({','.join(cols)}), got {','.join(values)}"
+            ) from None
         return cls(strategy, **dict(zip(cols, ints)))
 
     @classmethod
@@ -130,14 +155,20 @@ class GEMMConfig:
         if self.m0 > 8:
             self._fail(f"m0={self.m0}: a work-item keeps m0 rows of C in registers; use 1..8")
         if self.n0 not in VECTOR_WIDTHS:
-            self._fail(f"n0={self.n0}: no OpenCL vector type has {self.n0} floats; use one of "
-                       f"{', '.join(map(str, VECTOR_WIDTHS))}")
+            self._fail(
+                f"n0={self.n0}: no OpenCL vector type has {self.n0} floats; use one of "
+                f"{', '.join(map(str, VECTOR_WIDTHS))}"
+            )
         if self.k0 not in VECTOR_WIDTHS:
-            self._fail(f"k0={self.k0}: no OpenCL vector type has {self.k0} floats; use one of "
-                       f"{', '.join(map(str, VECTOR_WIDTHS))}")
+            self._fail(
+                f"k0={self.k0}: no OpenCL vector type has {self.k0} floats; use one of "
+                f"{', '.join(map(str, VECTOR_WIDTHS))}"
+            )
         if self.lhs_transposed and self.m0 not in VECTOR_WIDTHS:
-            self._fail(f"m0={self.m0}: with transpose_rhs=0 the LHS blocks are stored "
-                       f"transposed, as vectors of m0 floats; use m0 in 1, 2, 3, 4 or 8")
+            self._fail(
+                f"m0={self.m0}: with transpose_rhs=0 the LHS blocks are stored "
+                f"transposed, as vectors of m0 floats; use m0 in 1, 2, 3, 4 or 8"
+            )
         if self.strategy != "native" and self.h0 > 256:
             self._fail(f"h0={self.h0}: more than 256 blocks per reshaped row")
         if self.strategy == "reshaped" and self.v0 > 256:
@@ -145,20 +176,23 @@ class GEMMConfig:
         if self.export_to_cl_image_rhs:
             width, name = (self.k0, "k0") if self.transpose_rhs else (self.n0, "n0")
             if width not in IMAGE_VECTOR_WIDTHS:
-                self._fail(f"export_to_cl_image_rhs=1 reads the RHS blocks as whole RGBA float "
-                           f"texels, so {name} (the width of a "
-                           f"{'transposed' if self.transpose_rhs else 'non-transposed'} RHS "
-                           f"block row) must be 4, 8 or 16, got {width}")
+                self._fail(
+                    f"export_to_cl_image_rhs=1 reads the RHS blocks as whole RGBA float "
+                    f"texels, so {name} (the width of a "
+                    f"{'transposed' if self.transpose_rhs else 'non-transposed'} RHS "
+                    f"block row) must be 4, 8 or 16, got {width}"
+                )
 
 
 @dataclass(frozen=True)
 class BlockLayout:
     """Where the blocks of a reshaped matrix lie (see the module docstring). Sizes in floats."""
-    blocks: int            # blocks along N (RHS) or M (LHS)
-    kblocks: int           # blocks along K
-    group: int             # H0 or V0: blocks sharing one reshaped row
-    nvec: int              # vectors per block
-    vlen: int              # floats per vector
+
+    blocks: int  # blocks along N (RHS) or M (LHS)
+    kblocks: int  # blocks along K
+    group: int  # H0 or V0: blocks sharing one reshaped row
+    nvec: int  # vectors per block
+    vlen: int  # floats per vector
     interleave: bool
 
     @property
@@ -196,22 +230,29 @@ class BlockLayout:
     def offset(self, block, kblock, vec, lane):
         """Position of lane ``lane`` of vector ``vec`` of block (``block``, ``kblock``)."""
         row, g = divmod(block, self.group)
-        return (row * self.row_stride + kblock * self.kblock_step + g * self.block_offset
-                + vec * self.vector_stride + lane)
+        return (
+            row * self.row_stride
+            + kblock * self.kblock_step
+            + g * self.block_offset
+            + vec * self.vector_stride
+            + lane
+        )
 
 
 def rhs_layout(cfg, N, K):
     """The reshaped RHS: N0 x K0 blocks, K0 vectors of N0, or N0 vectors of K0 when transposed."""
     nvec, vlen = (cfg.n0, cfg.k0) if cfg.transpose_rhs else (cfg.k0, cfg.n0)
-    return BlockLayout(math.ceil(N / cfg.n0), math.ceil(K / cfg.k0), cfg.h0, nvec, vlen,
-                       cfg.interleave_rhs)
+    return BlockLayout(
+        math.ceil(N / cfg.n0), math.ceil(K / cfg.k0), cfg.h0, nvec, vlen, cfg.interleave_rhs
+    )
 
 
 def lhs_layout(cfg, M, K):
     """The reshaped LHS: M0 x K0 blocks, M0 vectors of K0, or K0 vectors of M0 when transposed."""
     nvec, vlen = (cfg.k0, cfg.m0) if cfg.lhs_transposed else (cfg.m0, cfg.k0)
-    return BlockLayout(math.ceil(M / cfg.m0), math.ceil(K / cfg.k0), cfg.v0, nvec, vlen,
-                       cfg.interleave_lhs)
+    return BlockLayout(
+        math.ceil(M / cfg.m0), math.ceil(K / cfg.k0), cfg.v0, nvec, vlen, cfg.interleave_lhs
+    )
 
 
 def as_config(strategy, config):
@@ -219,8 +260,9 @@ def as_config(strategy, config):
     strategy = strategy_name(strategy)
     if isinstance(config, GEMMConfig):
         if config.strategy != strategy:
-            raise AclConfigError(f"the config {config.label} is a {config.strategy} config, "
-                                 f"not a {strategy} one")
+            raise AclConfigError(
+                f"the config {config.label} is a {config.strategy} config, not a {strategy} one"
+            )
         return config
     if isinstance(config, str):
         return GEMMConfig.parse(strategy, config)
@@ -248,26 +290,33 @@ def check_fits(cfg, M, N, K, batch=1, device=None, broadcast_b=False):
             if device is not None:
                 dev = device.cl_device
                 if not dev.image_support:
-                    raise AclConfigError(f"{where}: export_to_cl_image_rhs=1 needs image "
-                                         f"support, which '{device.name}' has not")
+                    raise AclConfigError(
+                        f"{where}: export_to_cl_image_rhs=1 needs image "
+                        f"support, which '{device.name}' has not"
+                    )
                 if width > dev.image2d_max_width or height > dev.image2d_max_height:
                     raise AclConfigError(
                         f"{where}: the reshaped RHS image would be {width}x{height} texels but "
                         f"'{device.name}' allows at most {dev.image2d_max_width}x"
                         f"{dev.image2d_max_height} (image2d_max_width x height); use a smaller "
-                        f"h0, or export_to_cl_image_rhs=0")
+                        f"h0, or export_to_cl_image_rhs=0"
+                    )
     if cfg.strategy == "reshaped":
         sizes["reshaped A"] = lhs_layout(cfg, M, K).size * batch
     for name, n in sizes.items():
         if n >= 2**31:
-            raise AclConfigError(f"{where}: {name} has {n} elements; the kernels index with "
-                                 "32-bit integers, so at most 2**31 - 1")
+            raise AclConfigError(
+                f"{where}: {name} has {n} elements; the kernels index with "
+                "32-bit integers, so at most 2**31 - 1"
+            )
     if device is not None:
         limit = device.cl_device.max_mem_alloc_size
         for name, n in sizes.items():
             if 4 * n > limit:
-                raise AclConfigError(f"{where}: {name} needs {4 * n} bytes, more than the "
-                                     f"largest buffer of '{device.name}' ({limit} bytes)")
+                raise AclConfigError(
+                    f"{where}: {name} needs {4 * n} bytes, more than the "
+                    f"largest buffer of '{device.name}' ({limit} bytes)"
+                )
 
 
 # ---- CSV lists
@@ -281,7 +330,7 @@ def _rows(path):
             if not row or not row[0] or row[0].startswith("#"):
                 continue
             if n == 1 and not row[0].lstrip("-").isdigit():
-                continue                                   # a header
+                continue  # a header
             yield n, row
 
 
@@ -304,8 +353,9 @@ def load_gemm_params(path):
         try:
             vals = tuple(int(v) for v in row)
         except ValueError:
-            raise AclConfigError(f"{path}:{n}: expected M,N,K,B integers, got {','.join(row)}") \
-                from None
+            raise AclConfigError(
+                f"{path}:{n}: expected M,N,K,B integers, got {','.join(row)}"
+            ) from None
         if len(vals) != 4:
             raise AclConfigError(f"{path}:{n}: expected 4 values M,N,K,B, got {len(vals)}")
         check_shape(*vals)
@@ -316,4 +366,5 @@ def load_gemm_params(path):
 def default_config_path(strategy):
     """The default search list shipped with tensorsched for ``strategy``."""
     from importlib import resources
+
     return str(resources.files("tensorsched.baselines") / "data" / f"{strategy_name(strategy)}.csv")

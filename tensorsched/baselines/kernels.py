@@ -24,13 +24,16 @@ shape.
   kernel accumulates dot products; with ``transpose_rhs=0`` the LHS blocks are stored transposed,
   and the kernel accumulates outer products of an M0-vector of A and an N0-vector of B.
 """
+
 from __future__ import annotations
 
 from .configs import lhs_layout, rhs_layout
 
 LANES = "0123456789abcdef"
-SAMPLER = ("__constant sampler_t SAMPLER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE "
-           "| CLK_FILTER_NEAREST;")
+SAMPLER = (
+    "__constant sampler_t SAMPLER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE "
+    "| CLK_FILTER_NEAREST;"
+)
 
 
 def vec(n):
@@ -57,8 +60,10 @@ def zero(n):
 
 def read_image(n, img, x, y):
     """``n`` floats (4, 8 or 16) from the RGBA float texels ``x``, ``x+1``, ... of row ``y``."""
-    texels = [f"read_imagef({img}, SAMPLER, (int2)({x}{f' + {t}' if t else ''}, {y}))"
-              for t in range(n // 4)]
+    texels = [
+        f"read_imagef({img}, SAMPLER, (int2)({x}{f' + {t}' if t else ''}, {y}))"
+        for t in range(n // 4)
+    ]
     return texels[0] if n == 4 else f"({vec(n)})({', '.join(texels)})"
 
 
@@ -67,6 +72,7 @@ def indent(lines, depth):
 
 
 # ---- helpers every program may need
+
 
 def partial_helpers(widths):
     """``load_partial_W`` / ``store_partial_W``: the first ``n`` of W floats, the rest zero
@@ -110,32 +116,43 @@ def dot(n, a, b):
 
 
 def header(title, cfg, defines):
-    lines = [f"// {title}", f"// GEMMConfig ({cfg.strategy}): {cfg.label}",
-             "// written for tensorsched's ACL-style baseline (tensorsched/baselines/kernels.py)",
-             ""]
+    lines = [
+        f"// {title}",
+        f"// GEMMConfig ({cfg.strategy}): {cfg.label}",
+        "// written for tensorsched's ACL-style baseline (tensorsched/baselines/kernels.py)",
+        "",
+    ]
     lines += [f"#define {k} {v}" for k, v in defines.items()]
     return lines + [""]
 
 
 # ---- block arithmetic shared by the GEMM kernels
 
+
 def accumulate_outer(m0, n0, k0, a, b):
     """c_i += a_i[kk] * b_kk for every row i and kk < K0 (a_i: K0-vector of row i of A,
     b_kk: N0-vector of row kk of B)."""
-    return [f"c{i} = mad({splat(n0, lane(a(i), k0, kk))}, {b(kk)}, c{i});"
-            for kk in range(k0) for i in range(m0)]
+    return [
+        f"c{i} = mad({splat(n0, lane(a(i), k0, kk))}, {b(kk)}, c{i});"
+        for kk in range(k0)
+        for i in range(m0)
+    ]
 
 
 def accumulate_outer_lhs_t(m0, n0, k0, a, b):
     """c_i += a_kk[i] * b_kk (a_kk: M0-vector of column kk of the A block)."""
-    return [f"c{i} = mad({splat(n0, lane(a(kk), m0, i))}, {b(kk)}, c{i});"
-            for kk in range(k0) for i in range(m0)]
+    return [
+        f"c{i} = mad({splat(n0, lane(a(kk), m0, i))}, {b(kk)}, c{i});"
+        for kk in range(k0)
+        for i in range(m0)
+    ]
 
 
 def accumulate_dot(m0, n0, k0, a, b):
     """c_i[j] += dot(a_i, b_j) (a_i: K0-vector of row i of A, b_j: K0-vector of column j of B)."""
-    return [f"{lane(f'c{i}', n0, j)} += {dot(k0, a(i), b(j))};"
-            for i in range(m0) for j in range(n0)]
+    return [
+        f"{lane(f'c{i}', n0, j)} += {dot(k0, a(i), b(j))};" for i in range(m0) for j in range(n0)
+    ]
 
 
 def store_block(m0, n0):
@@ -147,10 +164,12 @@ def store_block(m0, n0):
         if n0 == 1:
             lines.append(f"if (y + {i} < M) *({ptr}) = c{i};")
             continue
-        lines += [f"if (y + {i} < M) {{",
-                  f"    if (n_valid >= N0) vstore{n0}(c{i}, 0, {ptr});",
-                  f"    else store_partial_{n0}(c{i}, {ptr}, n_valid);",
-                  "}"]
+        lines += [
+            f"if (y + {i} < M) {{",
+            f"    if (n_valid >= N0) vstore{n0}(c{i}, 0, {ptr});",
+            f"    else store_partial_{n0}(c{i}, {ptr}, n_valid);",
+            "}",
+        ]
     return lines
 
 
@@ -168,20 +187,29 @@ def block_prologue(m0, n0):
 def a_rows(m0):
     """Row pointers of A; rows past the bottom edge repeat row M - 1 (never stored)."""
     return ["A += z * a_batch;"] + [
-        f"__global const float* a{i} = A + min(y + {i}, M - 1) * K;" for i in range(m0)]
+        f"__global const float* a{i} = A + min(y + {i}, M - 1) * K;" for i in range(m0)
+    ]
 
 
 # ---- native
 
+
 def native_source(cfg):
     m0, n0, k0 = cfg.m0, cfg.n0, cfg.k0
-    b_row = (lambda p: vload(n0, p)) if n0 == 1 else \
-        (lambda p: f"(n_valid >= N0 ? {vload(n0, p)} : load_partial_{n0}({p}, n_valid))")
-    body = block_prologue(m0, n0) + a_rows(m0) + [
-        "B += z * b_batch + x;",
-        "int k = 0;",
-        "for (; k + K0 <= K; k += K0) {",
-    ]
+    b_row = (
+        (lambda p: vload(n0, p))
+        if n0 == 1
+        else (lambda p: f"(n_valid >= N0 ? {vload(n0, p)} : load_partial_{n0}({p}, n_valid))")
+    )
+    body = (
+        block_prologue(m0, n0)
+        + a_rows(m0)
+        + [
+            "B += z * b_batch + x;",
+            "int k = 0;",
+            "for (; k + K0 <= K; k += K0) {",
+        ]
+    )
     loop = [f"const {vec(k0)} a{i}v = {vload(k0, f'a{i} + k')};" for i in range(m0)]
     loop += [f"const {vec(n0)} b{kk} = {b_row(f'B + (k + {kk}) * N')};" for kk in range(k0)]
     loop += accumulate_outer(m0, n0, k0, lambda i: f"a{i}v", lambda kk: f"b{kk}")
@@ -190,15 +218,21 @@ def native_source(cfg):
     tail += [f"c{i} = mad({splat(n0, f'a{i}[k]')}, b, c{i});" for i in range(m0)]
     body += indent(tail, 1) + ["}"] + store_block(m0, n0)
     return "\n".join(
-        header("native GEMM: C = A * B, A and B read as they are", cfg,
-               {"M0": m0, "N0": n0, "K0": k0})
+        header(
+            "native GEMM: C = A * B, A and B read as they are", cfg, {"M0": m0, "N0": n0, "K0": k0}
+        )
         + partial_helpers([n0])
-        + ["__kernel void gemm_native(__global const float* restrict A,",
-           "                          __global const float* restrict B,",
-           "                          __global float* restrict C,",
-           "                          const int M, const int N, const int K,",
-           "                          const int a_batch, const int b_batch, const int c_batch)",
-           "{"] + indent(body, 1) + ["}", ""])
+        + [
+            "__kernel void gemm_native(__global const float* restrict A,",
+            "                          __global const float* restrict B,",
+            "                          __global float* restrict C,",
+            "                          const int M, const int N, const int K,",
+            "                          const int a_batch, const int b_batch, const int c_batch)",
+            "{",
+        ]
+        + indent(body, 1)
+        + ["}", ""]
+    )
 
 
 # ---- reshape kernels
@@ -269,54 +303,81 @@ __kernel void reshape_lhs(__global const float* restrict A, __global float* rest
 
 
 def rhs_defines(cfg):
-    lay = rhs_layout(cfg, 1, 1)           # the constants do not depend on N and K
-    return {"H0": cfg.h0, "RHS_TRANSPOSED": int(cfg.transpose_rhs),
-            "RHS_NVEC": lay.nvec, "RHS_VLEN": lay.vlen,
-            "RHS_KBLOCK_STEP": lay.kblock_step, "RHS_BLOCK_OFFSET": lay.block_offset,
-            "RHS_VECTOR_STRIDE": lay.vector_stride,
-            "EXPORT_TO_IMAGE": int(cfg.export_to_cl_image_rhs)}
+    lay = rhs_layout(cfg, 1, 1)  # the constants do not depend on N and K
+    return {
+        "H0": cfg.h0,
+        "RHS_TRANSPOSED": int(cfg.transpose_rhs),
+        "RHS_NVEC": lay.nvec,
+        "RHS_VLEN": lay.vlen,
+        "RHS_KBLOCK_STEP": lay.kblock_step,
+        "RHS_BLOCK_OFFSET": lay.block_offset,
+        "RHS_VECTOR_STRIDE": lay.vector_stride,
+        "EXPORT_TO_IMAGE": int(cfg.export_to_cl_image_rhs),
+    }
 
 
 def lhs_defines(cfg):
     lay = lhs_layout(cfg, 1, 1)
-    return {"V0": cfg.v0, "LHS_TRANSPOSED": int(cfg.lhs_transposed),
-            "LHS_NVEC": lay.nvec, "LHS_VLEN": lay.vlen,
-            "LHS_KBLOCK_STEP": lay.kblock_step, "LHS_BLOCK_OFFSET": lay.block_offset,
-            "LHS_VECTOR_STRIDE": lay.vector_stride}
+    return {
+        "V0": cfg.v0,
+        "LHS_TRANSPOSED": int(cfg.lhs_transposed),
+        "LHS_NVEC": lay.nvec,
+        "LHS_VLEN": lay.vlen,
+        "LHS_KBLOCK_STEP": lay.kblock_step,
+        "LHS_BLOCK_OFFSET": lay.block_offset,
+        "LHS_VECTOR_STRIDE": lay.vector_stride,
+    }
 
 
 def reshape_rhs_kernel(cfg):
-    dst = "__write_only image2d_t dst" if cfg.export_to_cl_image_rhs else \
-        "__global float* restrict dst"
+    dst = (
+        "__write_only image2d_t dst"
+        if cfg.export_to_cl_image_rhs
+        else "__global float* restrict dst"
+    )
     return RESHAPE_RHS.replace("DST_PARAM", dst)
 
 
 # ---- the reshaped RHS as the GEMM kernels read it
 
+
 def rhs_reader(cfg):
     """``(setup lines, load(v), advance line, parameter)`` for reading the reshaped RHS: vector
     ``v`` of the current K-block of this work-item's column block."""
     vlen = cfg.k0 if cfg.transpose_rhs else cfg.n0
-    setup = ["const int rhs_row = get_global_id(0) / H0;   // the reshaped row of this block",
-             "const int rhs_place = get_global_id(0) % H0; // its place among the row's H0 blocks"]
+    setup = [
+        "const int rhs_row = get_global_id(0) / H0;   // the reshaped row of this block",
+        "const int rhs_place = get_global_id(0) % H0; // its place among the row's H0 blocks",
+    ]
     if cfg.export_to_cl_image_rhs:
-        setup += ["const int rhs_y = z * rhs_batch + rhs_row;",
-                  "int rhs_x = rhs_place * RHS_BLOCK_OFFSET / 4;  // in texels of 4 floats"]
-        return (setup,
-                lambda v: read_image(vlen, "Brs", f"rhs_x + {v} * RHS_VECTOR_STRIDE / 4", "rhs_y"),
-                "rhs_x += RHS_KBLOCK_STEP / 4;", "__read_only image2d_t Brs")
-    setup += ["const int rhs_row_stride = ((K + K0 - 1) / K0) * RHS_KBLOCK_STEP;",
-              "__global const float* rhs = Brs + z * rhs_batch + rhs_row * rhs_row_stride"
-              " + rhs_place * RHS_BLOCK_OFFSET;"]
-    return (setup, lambda v: vload(vlen, f"rhs + {v} * RHS_VECTOR_STRIDE"),
-            "rhs += RHS_KBLOCK_STEP;", "__global const float* restrict Brs")
+        setup += [
+            "const int rhs_y = z * rhs_batch + rhs_row;",
+            "int rhs_x = rhs_place * RHS_BLOCK_OFFSET / 4;  // in texels of 4 floats",
+        ]
+        return (
+            setup,
+            lambda v: read_image(vlen, "Brs", f"rhs_x + {v} * RHS_VECTOR_STRIDE / 4", "rhs_y"),
+            "rhs_x += RHS_KBLOCK_STEP / 4;",
+            "__read_only image2d_t Brs",
+        )
+    setup += [
+        "const int rhs_row_stride = ((K + K0 - 1) / K0) * RHS_KBLOCK_STEP;",
+        "__global const float* rhs = Brs + z * rhs_batch + rhs_row * rhs_row_stride"
+        " + rhs_place * RHS_BLOCK_OFFSET;",
+    ]
+    return (
+        setup,
+        lambda v: vload(vlen, f"rhs + {v} * RHS_VECTOR_STRIDE"),
+        "rhs += RHS_KBLOCK_STEP;",
+        "__global const float* restrict Brs",
+    )
 
 
 def rhs_block(cfg, a):
     """Loads one RHS block and accumulates it against the A vectors ``a(i)`` (K0 wide)."""
     m0, n0, k0 = cfg.m0, cfg.n0, cfg.k0
     _, load, _, _ = rhs_reader(cfg)
-    if cfg.transpose_rhs:          # N0 vectors of K0: one per column of the block
+    if cfg.transpose_rhs:  # N0 vectors of K0: one per column of the block
         lines = [f"const {vec(k0)} b{j} = {load(j)};" for j in range(n0)]
         return lines + accumulate_dot(m0, n0, k0, a, lambda j: f"b{j}")
     lines = [f"const {vec(n0)} b{kk} = {load(kk)};" for kk in range(k0)]
@@ -326,49 +387,66 @@ def rhs_block(cfg, a):
 def reshaped_rhs_only_source(cfg):
     m0, n0, k0 = cfg.m0, cfg.n0, cfg.k0
     setup, _, advance, rhs_param = rhs_reader(cfg)
-    body = block_prologue(m0, n0) + a_rows(m0) + setup + [
-        "int k = 0;", "for (; k + K0 <= K; k += K0) {"]
+    body = (
+        block_prologue(m0, n0)
+        + a_rows(m0)
+        + setup
+        + ["int k = 0;", "for (; k + K0 <= K; k += K0) {"]
+    )
     loop = [f"const {vec(k0)} a{i}v = {vload(k0, f'a{i} + k')};" for i in range(m0)]
     loop += rhs_block(cfg, lambda i: f"a{i}v") + [advance]
     body += indent(loop, 1) + ["}"]
     if k0 > 1:
         body += ["if (k < K) {                               // the last K % K0: A zero-padded"]
-        tail = [f"const {vec(k0)} a{i}v = load_partial_{k0}(a{i} + k, K - k);"
-                for i in range(m0)]
+        tail = [f"const {vec(k0)} a{i}v = load_partial_{k0}(a{i} + k, K - k);" for i in range(m0)]
         body += indent(tail + rhs_block(cfg, lambda i: f"a{i}v"), 1) + ["}"]
     body += store_block(m0, n0)
     defines = {"M0": m0, "N0": n0, "K0": k0, **rhs_defines(cfg)}
     return "\n".join(
-        header("reshaped-only-RHS GEMM: B reshaped by reshape_rhs, A read as it is", cfg,
-               defines)
+        header("reshaped-only-RHS GEMM: B reshaped by reshape_rhs, A read as it is", cfg, defines)
         + ([SAMPLER, ""] if cfg.export_to_cl_image_rhs else [])
-        + partial_helpers([n0, k0]) + DOT_HELPERS.splitlines() + [""]
-        + reshape_rhs_kernel(cfg).splitlines() + [""]
-        + ["__kernel void gemm_reshaped_rhs_only(__global const float* restrict A,",
-           f"                                     {rhs_param},",
-           "                                     __global float* restrict C,",
-           "                                     const int M, const int N, const int K,",
-           "                                     const int a_batch, const int rhs_batch,",
-           "                                     const int c_batch)",
-           "{"] + indent(body, 1) + ["}", ""])
+        + partial_helpers([n0, k0])
+        + DOT_HELPERS.splitlines()
+        + [""]
+        + reshape_rhs_kernel(cfg).splitlines()
+        + [""]
+        + [
+            "__kernel void gemm_reshaped_rhs_only(__global const float* restrict A,",
+            f"                                     {rhs_param},",
+            "                                     __global float* restrict C,",
+            "                                     const int M, const int N, const int K,",
+            "                                     const int a_batch, const int rhs_batch,",
+            "                                     const int c_batch)",
+            "{",
+        ]
+        + indent(body, 1)
+        + ["}", ""]
+    )
 
 
 def reshaped_source(cfg):
     m0, n0, k0 = cfg.m0, cfg.n0, cfg.k0
     setup, _, advance, rhs_param = rhs_reader(cfg)
     lhs_vlen = m0 if cfg.lhs_transposed else k0
-    body = block_prologue(m0, n0) + [
-        "const int lhs_row = get_global_id(1) / V0;   // the reshaped row of this block",
-        "const int lhs_place = get_global_id(1) % V0; // its place among the row's V0 blocks",
-        "const int kblocks = (K + K0 - 1) / K0;",
-        "__global const float* lhs = Ars + z * lhs_batch + lhs_row * kblocks * LHS_KBLOCK_STEP"
-        " + lhs_place * LHS_BLOCK_OFFSET;",
-    ] + setup + ["for (int kb = 0; kb < kblocks; ++kb) {"]
+    body = (
+        block_prologue(m0, n0)
+        + [
+            "const int lhs_row = get_global_id(1) / V0;   // the reshaped row of this block",
+            "const int lhs_place = get_global_id(1) % V0; // its place among the row's V0 blocks",
+            "const int kblocks = (K + K0 - 1) / K0;",
+            "__global const float* lhs = Ars + z * lhs_batch + lhs_row * kblocks * LHS_KBLOCK_STEP"
+            " + lhs_place * LHS_BLOCK_OFFSET;",
+        ]
+        + setup
+        + ["for (int kb = 0; kb < kblocks; ++kb) {"]
+    )
     nvec = k0 if cfg.lhs_transposed else m0
-    loop = [f"const {vec(lhs_vlen)} a{v}v = "
-            f"{vload(lhs_vlen, f'lhs + {v} * LHS_VECTOR_STRIDE')};" for v in range(nvec)]
+    loop = [
+        f"const {vec(lhs_vlen)} a{v}v = {vload(lhs_vlen, f'lhs + {v} * LHS_VECTOR_STRIDE')};"
+        for v in range(nvec)
+    ]
     _, load, _, _ = rhs_reader(cfg)
-    if cfg.lhs_transposed:        # outer products: a_kk (M0) x b_kk (N0)
+    if cfg.lhs_transposed:  # outer products: a_kk (M0) x b_kk (N0)
         loop += [f"const {vec(n0)} b{kk} = {load(kk)};" for kk in range(k0)]
         loop += accumulate_outer_lhs_t(m0, n0, k0, lambda kk: f"a{kk}v", lambda kk: f"b{kk}")
     else:
@@ -379,22 +457,34 @@ def reshaped_source(cfg):
     return "\n".join(
         header("reshaped GEMM: A reshaped by reshape_lhs, B by reshape_rhs", cfg, defines)
         + ([SAMPLER, ""] if cfg.export_to_cl_image_rhs else [])
-        + partial_helpers([n0]) + DOT_HELPERS.splitlines() + [""]
-        + RESHAPE_LHS.splitlines() + [""]
-        + reshape_rhs_kernel(cfg).splitlines() + [""]
-        + ["__kernel void gemm_reshaped(__global const float* restrict Ars,",
-           f"                            {rhs_param},",
-           "                            __global float* restrict C,",
-           "                            const int M, const int N, const int K,",
-           "                            const int lhs_batch, const int rhs_batch,",
-           "                            const int c_batch)",
-           "{"] + indent(body, 1) + ["}", ""])
+        + partial_helpers([n0])
+        + DOT_HELPERS.splitlines()
+        + [""]
+        + RESHAPE_LHS.splitlines()
+        + [""]
+        + reshape_rhs_kernel(cfg).splitlines()
+        + [""]
+        + [
+            "__kernel void gemm_reshaped(__global const float* restrict Ars,",
+            f"                            {rhs_param},",
+            "                            __global float* restrict C,",
+            "                            const int M, const int N, const int K,",
+            "                            const int lhs_batch, const int rhs_batch,",
+            "                            const int c_batch)",
+            "{",
+        ]
+        + indent(body, 1)
+        + ["}", ""]
+    )
 
 
 def gemm_source(cfg):
     """The OpenCL program of a strategy's kernels (reshapes included) for ``cfg``."""
-    return {"native": native_source, "reshaped_rhs_only": reshaped_rhs_only_source,
-            "reshaped": reshaped_source}[cfg.strategy](cfg)
+    return {
+        "native": native_source,
+        "reshaped_rhs_only": reshaped_rhs_only_source,
+        "reshaped": reshaped_source,
+    }[cfg.strategy](cfg)
 
 
 # ---- the GEMM method of convolution

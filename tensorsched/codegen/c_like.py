@@ -1,5 +1,6 @@
 """IR -> C-family text. Dialect facts (qualifiers, work-item functions, vector spellings) are
 class attributes and small hooks that ``opencl.py`` fills in."""
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,7 @@ from ..ir import expr as E
 from ..ir.precedence import ATOM, BINARY, UNARY, needs_parens
 from ..ir.simplify import Simplifier
 
-_C_BINARY = {"//": "/", "%": "%"}        # floor ops print as C ops when operands are >= 0
+_C_BINARY = {"//": "/", "%": "%"}  # floor ops print as C ops when operands are >= 0
 
 
 class Names:
@@ -36,17 +37,29 @@ class Names:
 
 
 class CStyleEmitter:
-    types = {"float32": "float", "float64": "double", "float16": "half", "int32": "int",
-             "int64": "long", "bool": "bool"}
+    types = {
+        "float32": "float",
+        "float64": "double",
+        "float16": "half",
+        "int32": "int",
+        "int64": "long",
+        "bool": "bool",
+    }
     float_suffix = "f"
-    calls = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "fabs": "fabs",
-             "pow": "pow"}
+    calls = {
+        "exp": "exp",
+        "log": "log",
+        "sqrt": "sqrt",
+        "tanh": "tanh",
+        "fabs": "fabs",
+        "pow": "pow",
+    }
 
     def __init__(self, names):
         self.names = names
         self.simp = Simplifier()
         self.lines = []
-        self.helpers = set()           # helper functions the text needs
+        self.helpers = set()  # helper functions the text needs
 
     # ---- types and names
 
@@ -109,8 +122,10 @@ class CStyleEmitter:
         if e.op in ("//", "%"):
             if dt.lanes(e.dtype) == 1 and self.nonneg(e.a) and self.nonneg(e.b):
                 prec = BINARY[e.op][0]
-                return (f"{self._operand(e.a, prec, False)} {_C_BINARY[e.op]} "
-                        f"{self._operand(e.b, prec, True)}"), prec
+                return (
+                    f"{self._operand(e.a, prec, False)} {_C_BINARY[e.op]} "
+                    f"{self._operand(e.b, prec, True)}"
+                ), prec
             fn = "ts_floordiv" if e.op == "//" else "ts_floormod"
             self.helpers.add(fn)
             return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
@@ -194,8 +209,11 @@ class CStyleEmitter:
         if f.kind == "unrolled":
             self.emit("#pragma unroll", ind)
         start = self.expr(f.min)
-        end = self.expr(f.extent) if getattr(f.min, "value", None) == 0 else \
-            self.expr(f.min + f.extent)
+        end = (
+            self.expr(f.extent)
+            if getattr(f.min, "value", None) == 0
+            else self.expr(f.min + f.extent)
+        )
         self.emit(f"for (int {v} = {start}; {v} < {end}; ++{v}) {{", ind)
         self._ranged(f.var, lo, hi, lambda: self.stmt(f.body, ind + 1))
         self.emit("}", ind)

@@ -3,6 +3,7 @@
 The facts of the dialect are the class attributes of ``OpenCLEmitter``; ``emit_opencl`` splits
 a lowered function into kernels, derives each NDRange from its bound axes, and prints them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,37 +15,69 @@ from ..ir import stmt as S
 from ..ir.precedence import ATOM
 from ..ir.simplify import Simplifier
 from ..ir.visitor import Mutator, Visitor
-from ..passes import (remove_trivial_loops, run_passes, simplify_stmt, unroll_loops,
-                      vectorize_loops)
+from ..passes import remove_trivial_loops, run_passes, simplify_stmt, unroll_loops, vectorize_loops
 from .c_like import CStyleEmitter, Names
 
-WORK_ITEM = {"blockIdx.x": "get_group_id(0)", "blockIdx.y": "get_group_id(1)",
-             "blockIdx.z": "get_group_id(2)", "threadIdx.x": "get_local_id(0)",
-             "threadIdx.y": "get_local_id(1)", "threadIdx.z": "get_local_id(2)"}
+WORK_ITEM = {
+    "blockIdx.x": "get_group_id(0)",
+    "blockIdx.y": "get_group_id(1)",
+    "blockIdx.z": "get_group_id(2)",
+    "threadIdx.x": "get_local_id(0)",
+    "threadIdx.y": "get_local_id(1)",
+    "threadIdx.z": "get_local_id(2)",
+}
 DIM = {"x": 0, "y": 1, "z": 2}
-KEYWORDS = ("kernel", "global", "local", "constant", "private", "int", "float", "half", "double",
-            "long", "bool", "char", "short", "uint", "image2d_t", "sampler_t", "restrict",
-            "const", "for", "if", "else", "while", "do", "return", "void", "inline", "static")
+KEYWORDS = (
+    "kernel",
+    "global",
+    "local",
+    "constant",
+    "private",
+    "int",
+    "float",
+    "half",
+    "double",
+    "long",
+    "bool",
+    "char",
+    "short",
+    "uint",
+    "image2d_t",
+    "sampler_t",
+    "restrict",
+    "const",
+    "for",
+    "if",
+    "else",
+    "while",
+    "do",
+    "return",
+    "void",
+    "inline",
+    "static",
+)
 
-SAMPLER = ("__constant sampler_t ts_sampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | "
-           "CLK_FILTER_NEAREST;")
+SAMPLER = (
+    "__constant sampler_t ts_sampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | "
+    "CLK_FILTER_NEAREST;"
+)
 
 HELPERS = {
     "ts_read_image": "float ts_read_image(__read_only image2d_t img, int row, int col) {\n"
-                     "  float4 t = read_imagef(img, ts_sampler, (int2)(col >> 2, row));\n"
-                     "  int k = col & 3;\n"
-                     "  return k == 0 ? t.x : (k == 1 ? t.y : (k == 2 ? t.z : t.w));\n}",
+    "  float4 t = read_imagef(img, ts_sampler, (int2)(col >> 2, row));\n"
+    "  int k = col & 3;\n"
+    "  return k == 0 ? t.x : (k == 1 ? t.y : (k == 2 ? t.z : t.w));\n}",
     "ts_floordiv": "int ts_floordiv(int a, int b) {\n  int q = a / b;\n"
-                   "  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;\n}",
+    "  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;\n}",
     "ts_floormod": "int ts_floormod(int a, int b) {\n  int r = a % b;\n"
-                   "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}",
+    "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}",
 }
 
 # Passes that turn lowered IR into what the emitter prints, in order.
 PREPARE = (
-    ("vectorize_loops", vectorize_loops),       # vector types from vectorized loops
-    ("unroll_loops", unroll_loops),             # write out unrolled loops
-    ("simplify", simplify_stmt),                # fold the copies' index arithmetic
+    ("vectorize_loops", vectorize_loops),  # vector types from vectorized loops
+    ("unroll_loops", unroll_loops),  # write out unrolled loops
+    ("simplify", simplify_stmt),  # fold the copies' index arithmetic
     ("remove_trivial_loops", remove_trivial_loops),
 )
 
@@ -52,6 +85,7 @@ PREPARE = (
 @dataclass(frozen=True)
 class KernelInfo:
     """One ``__kernel``: its name, buffer parameters in order, and its NDRange."""
+
     name: str
     params: tuple
     writes: frozenset
@@ -63,6 +97,7 @@ class KernelInfo:
 class KernelSource:
     """The OpenCL C of a lowered function: the text, its kernels in launch order, and the
     temporary global buffers that pass data between kernels."""
+
     name: str
     text: str
     kernels: tuple
@@ -78,7 +113,7 @@ class OpenCLEmitter(CStyleEmitter):
     def __init__(self, names, fp16="storage"):
         super().__init__(names)
         self.fp16 = fp16
-        self.vector_regs = {}          # private Buffer -> lanes, held as an array of vectors
+        self.vector_regs = {}  # private Buffer -> lanes, held as an array of vectors
         self.uses_half = False
         if fp16 == "storage":
             self.types = dict(self.types, float16="float")
@@ -86,7 +121,7 @@ class OpenCLEmitter(CStyleEmitter):
     def ctype(self, dtype):
         text = super().ctype(dtype)
         if text.startswith("half"):
-            self.uses_half = True            # half arithmetic needs cl_khr_fp16 enabled
+            self.uses_half = True  # half arithmetic needs cl_khr_fp16 enabled
         return text
 
     def _half_global(self, b):
@@ -106,7 +141,9 @@ class OpenCLEmitter(CStyleEmitter):
             if getattr(idx.stride, "value", None) == 1:
                 base = self.expr(idx.base)
                 ptr = f"{b} + {base}" if base != "0" else b
-                fn = f"vload_half{idx.lanes}" if self._half_global(e.buffer) else f"vload{idx.lanes}"
+                fn = (
+                    f"vload_half{idx.lanes}" if self._half_global(e.buffer) else f"vload{idx.lanes}"
+                )
                 return f"{fn}(0, {ptr})", ATOM
             lanes = [self.simp.visit(idx.base + idx.stride * k) for k in range(idx.lanes)]
             parts = [self.expr(E.Load(e.buffer, i)) for i in lanes]
@@ -118,8 +155,12 @@ class OpenCLEmitter(CStyleEmitter):
     def _image_load(self, e):
         """Element (row, col) of a 2-d input read as an RGBA float image: texel (col/4, row)."""
         b, idx, width = self.buf(e.buffer), e.index, e.buffer.shape[1]
-        if isinstance(idx, E.Ramp) and getattr(idx.stride, "value", None) == 1 and \
-                idx.lanes == 4 and self.simp.visit(idx.base % 4) == E.IntImm(0):
+        if (
+            isinstance(idx, E.Ramp)
+            and getattr(idx.stride, "value", None) == 1
+            and idx.lanes == 4
+            and self.simp.visit(idx.base % 4) == E.IntImm(0)
+        ):
             row, col = self.simp.visit(idx.base // width), self.simp.visit(idx.base % width)
             col4 = self.simp.visit(col // 4)
             return f"read_imagef({b}, ts_sampler, (int2)({self.expr(col4)}, {self.expr(row)}))"
@@ -133,8 +174,9 @@ class OpenCLEmitter(CStyleEmitter):
 
     def store(self, s):
         if s.buffer.image:
-            raise CodegenError(f"buffer '{s.buffer.name}' is read through an image and cannot "
-                               "be written")
+            raise CodegenError(
+                f"buffer '{s.buffer.name}' is read through an image and cannot be written"
+            )
         b, idx = self.buf(s.buffer), s.index
         value = self.expr(s.value)
         if s.buffer in self.vector_regs:
@@ -158,8 +200,7 @@ class OpenCLEmitter(CStyleEmitter):
         idx, b = s.index, self.buf(s.buffer)
         lanes = [self.expr(self.simp.visit(idx.base + idx.stride * k)) for k in range(idx.lanes)]
         parts = [f"{b}[{i}] = ts_v.s{k:x}" for k, i in enumerate(lanes)]
-        return (f"{{ const {self.ctype(s.value.dtype)} ts_v = {value}; " + "; ".join(parts)
-                + "; }")
+        return f"{{ const {self.ctype(s.value.dtype)} ts_v = {value}; " + "; ".join(parts) + "; }"
 
     def s_ThreadExtent(self, t, ind):
         # work-item indices are declared at the top of the kernel
@@ -179,9 +220,11 @@ class OpenCLEmitter(CStyleEmitter):
             else:
                 self.emit(f"{self.ctype(b.dtype)} {self.buf(b)}[{b.size}];", ind)
         elif b.scope != "shared":
-            raise CodegenError(f"buffer '{b.name}' of scope {b.scope} cannot be allocated inside "
-                               "a kernel; compute the stage at the root or give it scope "
-                               "'shared' or 'local'")
+            raise CodegenError(
+                f"buffer '{b.name}' of scope {b.scope} cannot be allocated inside "
+                "a kernel; compute the stage at the root or give it scope "
+                "'shared' or 'local'"
+            )
         self.stmt(a.body, ind)
 
     def param(self, b, written):
@@ -190,7 +233,6 @@ class OpenCLEmitter(CStyleEmitter):
         const = "" if written else "const "
         t = "half" if dt.element(b.dtype) == "float16" else self.ctype(b.dtype)
         return f"{self.global_qualifier} {const}{t}* restrict {self.buf(b)}"
-
 
 
 _SIMP = Simplifier()
@@ -234,8 +276,10 @@ class _Collect(Visitor):
 
     def visit_ThreadExtent(self, t):
         if t.tag in self.launch and self.launch[t.tag][1] != t.extent:
-            raise CodegenError(f"{t.tag} is bound with extents {self.launch[t.tag][1]} and "
-                               f"{t.extent} in one kernel; use the same split factor")
+            raise CodegenError(
+                f"{t.tag} is bound with extents {self.launch[t.tag][1]} and "
+                f"{t.extent} in one kernel; use the same split factor"
+            )
         self.launch.setdefault(t.tag, (t.var, t.extent))
         self.generic_visit(t)
 
@@ -261,9 +305,11 @@ def split_kernels(func):
     body, temps = func.body, []
     while isinstance(body, S.Allocate):
         if body.buffer.scope != "global":
-            raise CodegenError(f"buffer '{body.buffer.name}' (scope {body.buffer.scope}) is "
-                               "computed at the root; only global buffers can live between "
-                               "kernels: use compute_at to place it inside its consumer")
+            raise CodegenError(
+                f"buffer '{body.buffer.name}' (scope {body.buffer.scope}) is "
+                "computed at the root; only global buffers can live between "
+                "kernels: use compute_at to place it inside its consumer"
+            )
         temps.append(body.buffer)
         body = body.body
     parts = body.stmts if isinstance(body, S.Seq) else (body,)
@@ -297,10 +343,12 @@ class _HoistGlobalAllocs(Mutator):
         if a.buffer.scope != "global":
             return self.generic_visit(a)
         if self.threads:
-            raise CodegenError(f"buffer '{a.buffer.name}' of scope global is allocated under "
-                               f"{self.threads[-1]}, where every work-item would share it; give "
-                               "the stage scope 'local' (per work-item) or 'shared' (per "
-                               "work-group), or compute it at the root")
+            raise CodegenError(
+                f"buffer '{a.buffer.name}' of scope global is allocated under "
+                f"{self.threads[-1]}, where every work-item would share it; give "
+                "the stage scope 'local' (per work-item) or 'shared' (per "
+                "work-group), or compute it at the root"
+            )
         self.buffers.append(a.buffer)
         return self.visit(a.body)
 
@@ -317,11 +365,14 @@ def emit_opencl(func, fp16="storage"):
         kname = _unique(f"{func.name}_{stage_name}", names_used)
         order = [b for b in func.args if b in col.reads or b in col.writes]
         order += [b for b in temps if (b in col.reads or b in col.writes) and b not in order]
-        stray = [b for b in list(col.reads) + list(col.writes)
-                 if b not in order and b not in col.allocs]
+        stray = [
+            b for b in list(col.reads) + list(col.writes) if b not in order and b not in col.allocs
+        ]
         if stray:
-            raise CodegenError(f"kernel {kname} uses buffer '{stray[0].name}' that is neither an "
-                               "argument nor allocated")
+            raise CodegenError(
+                f"kernel {kname} uses buffer '{stray[0].name}' that is neither an "
+                "argument nor allocated"
+            )
         gsize, lsize = _ndrange(col.launch)
         em = OpenCLEmitter(Names(KEYWORDS), fp16)
         params = [em.param(b, b in col.writes) for b in order]
@@ -336,8 +387,10 @@ def emit_opencl(func, fp16="storage"):
             lines.append(f"  const int {em.var(var)} = {WORK_ITEM[tag]};")
         for b in col.allocs:
             if b.scope == "shared":
-                lines.append(f"  {em.local_qualifier} {em.ctype(b.dtype)} {em.buf(b)}[{b.size}] "
-                             "__attribute__((aligned(16)));")   # lets vector loads merge
+                lines.append(
+                    f"  {em.local_qualifier} {em.ctype(b.dtype)} {em.buf(b)}[{b.size}] "
+                    "__attribute__((aligned(16)));"
+                )  # lets vector loads merge
         em.stmt(stmt, 1)
         lines += em.lines
         lines.append("}")
@@ -378,4 +431,3 @@ def _unique(name, used):
         out = f"{base}_{k}"
     used.add(out)
     return out
-

@@ -5,6 +5,7 @@ and ``__local`` tiles shared by a work-group behave as on a device. Every buffer
 bounds-checked, and temporaries start as NaN (or None for integers), so an out-of-bounds access
 or a read of an unwritten element fails loudly instead of passing by luck.
 """
+
 from __future__ import annotations
 
 import keyword
@@ -15,8 +16,15 @@ from ..ir import dtype as dt
 from ..ir.visitor import Visitor
 from .c_like import Names
 
-_CALLS = {"exp": "_exp", "log": "_log", "sqrt": "_sqrt", "tanh": "math.tanh",
-          "sigmoid": "_sigmoid", "fabs": "abs", "pow": "_pow"}
+_CALLS = {
+    "exp": "_exp",
+    "log": "_log",
+    "sqrt": "_sqrt",
+    "tanh": "math.tanh",
+    "sigmoid": "_sigmoid",
+    "fabs": "abs",
+    "pow": "_pow",
+}
 
 
 def _exp(x):
@@ -31,9 +39,10 @@ def _nan_on_domain_error(fn):
         try:
             return fn(*args)
         except (ValueError, ZeroDivisionError):
-            return math.nan          # as C's sqrt/log/pow give NaN (or -inf) outside their domain
+            return math.nan  # as C's sqrt/log/pow give NaN (or -inf) outside their domain
         except OverflowError:
             return math.inf
+
     return wrapped
 
 
@@ -76,8 +85,10 @@ def run_lockstep(threads):
             except StopIteration:
                 pass
         if alive and len(alive) != len(active):
-            raise CodegenError("barrier divergence: some work-items of a group reached a "
-                               "barrier that others skipped")
+            raise CodegenError(
+                "barrier divergence: some work-items of a group reached a "
+                "barrier that others skipped"
+            )
         active = alive
 
 
@@ -171,8 +182,11 @@ class PythonEmitter:
 
     def s_Store(self, s, ind):
         b = self.buf(s.buffer)
-        self.emit(f"{b}[_ix({self.expr(s.index)}, {s.buffer.size}, {s.buffer.name!r})] = "
-                  f"{self.expr(s.value)}", ind)
+        self.emit(
+            f"{b}[_ix({self.expr(s.index)}, {s.buffer.size}, {s.buffer.name!r})] = "
+            f"{self.expr(s.value)}",
+            ind,
+        )
 
     def s_For(self, f, ind):
         lo = self.expr(f.min)
@@ -260,8 +274,16 @@ def compile_python(func):
     """Compile a LoweredFunc to a Python function of flat lists; returns ``(fn, source)``."""
     em = PythonEmitter(func)
     src = em.source()
-    env = {"math": math, "_ix": _ix, "_exp": _exp, "_sigmoid": _sigmoid, "_fdiv": _fdiv,
-           "_sqrt": _sqrt, "_log": _log, "_pow": _pow,
-           "run_lockstep": run_lockstep}
+    env = {
+        "math": math,
+        "_ix": _ix,
+        "_exp": _exp,
+        "_sigmoid": _sigmoid,
+        "_fdiv": _fdiv,
+        "_sqrt": _sqrt,
+        "_log": _log,
+        "_pow": _pow,
+        "run_lockstep": run_lockstep,
+    }
     exec(compile(src, f"<tensorsched python: {func.name}>", "exec"), env)
     return env[em.names.map[func]], src

@@ -3,6 +3,7 @@
 A vector type appends the lane count: ``"float32x4"``. Promotion follows C: any float beats any
 integer, and the wider float wins.
 """
+
 from ..errors import ComputeError
 
 SCALAR_TYPES = ("float32", "float16", "float64", "int32", "int64", "bool")
@@ -38,7 +39,9 @@ def is_bool(dtype):
 
 def check_dtype(dtype, where):
     if dtype not in SCALAR_TYPES:
-        raise ComputeError(f"{where}: unknown dtype '{dtype}'; use one of {', '.join(SCALAR_TYPES)}")
+        raise ComputeError(
+            f"{where}: unknown dtype '{dtype}'; use one of {', '.join(SCALAR_TYPES)}"
+        )
     return dtype
 
 
@@ -49,5 +52,11 @@ def promote(a, b):
     return with_lanes(base, max(lanes(a), lanes(b)))
 
 
-NUMPY = {"float32": "float32", "float16": "float16", "float64": "float64", "int32": "int32",
-         "int64": "int64", "bool": "bool"}
+NUMPY = {
+    "float32": "float32",
+    "float16": "float16",
+    "float64": "float64",
+    "int32": "int32",
+    "int64": "int64",
+    "bool": "bool",
+}

@@ -4,6 +4,7 @@ Arithmetic on expressions builds nodes (``i * 4 + j``); Python numbers are turne
 of the other operand's type. ``//`` and ``%`` are floor division and floor modulo, as in Python.
 ``==`` keeps its Python meaning (structural equality); ``a.equal(b)`` builds the comparison.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,33 +15,77 @@ from . import dtype as dt
 
 class ExprOps:
     """Operator sugar shared by expressions and iteration variables."""
+
     __slots__ = ()
 
     def as_expr(self):
         return self
 
-    def __add__(self, o): return binop("+", self, o)
-    def __radd__(self, o): return binop("+", o, self)
-    def __sub__(self, o): return binop("-", self, o)
-    def __rsub__(self, o): return binop("-", o, self)
-    def __mul__(self, o): return binop("*", self, o)
-    def __rmul__(self, o): return binop("*", o, self)
-    def __truediv__(self, o): return binop("/", self, o)
-    def __rtruediv__(self, o): return binop("/", o, self)
-    def __floordiv__(self, o): return binop("//", self, o)
-    def __rfloordiv__(self, o): return binop("//", o, self)
-    def __mod__(self, o): return binop("%", self, o)
-    def __rmod__(self, o): return binop("%", o, self)
-    def __neg__(self): return binop("-", const(0, self.as_expr().dtype), self)
-    def __lt__(self, o): return cmp("<", self, o)
-    def __le__(self, o): return cmp("<=", self, o)
-    def __gt__(self, o): return cmp(">", self, o)
-    def __ge__(self, o): return cmp(">=", self, o)
-    def equal(self, o): return cmp("==", self, o)
-    def not_equal(self, o): return cmp("!=", self, o)
-    def __and__(self, o): return And(as_expr(self), as_expr(o))
-    def __or__(self, o): return Or(as_expr(self), as_expr(o))
-    def __invert__(self): return Not(as_expr(self))
+    def __add__(self, o):
+        return binop("+", self, o)
+
+    def __radd__(self, o):
+        return binop("+", o, self)
+
+    def __sub__(self, o):
+        return binop("-", self, o)
+
+    def __rsub__(self, o):
+        return binop("-", o, self)
+
+    def __mul__(self, o):
+        return binop("*", self, o)
+
+    def __rmul__(self, o):
+        return binop("*", o, self)
+
+    def __truediv__(self, o):
+        return binop("/", self, o)
+
+    def __rtruediv__(self, o):
+        return binop("/", o, self)
+
+    def __floordiv__(self, o):
+        return binop("//", self, o)
+
+    def __rfloordiv__(self, o):
+        return binop("//", o, self)
+
+    def __mod__(self, o):
+        return binop("%", self, o)
+
+    def __rmod__(self, o):
+        return binop("%", o, self)
+
+    def __neg__(self):
+        return binop("-", const(0, self.as_expr().dtype), self)
+
+    def __lt__(self, o):
+        return cmp("<", self, o)
+
+    def __le__(self, o):
+        return cmp("<=", self, o)
+
+    def __gt__(self, o):
+        return cmp(">", self, o)
+
+    def __ge__(self, o):
+        return cmp(">=", self, o)
+
+    def equal(self, o):
+        return cmp("==", self, o)
+
+    def not_equal(self, o):
+        return cmp("!=", self, o)
+
+    def __and__(self, o):
+        return And(as_expr(self), as_expr(o))
+
+    def __or__(self, o):
+        return Or(as_expr(self), as_expr(o))
+
+    def __invert__(self):
+        return Not(as_expr(self))
 
     def astype(self, dtype):
         e = as_expr(self)
@@ -48,8 +93,10 @@ class ExprOps:
         return e if e.dtype == dtype else Cast(dtype, e)
 
     def __bool__(self):
-        raise ComputeError("an expression has no truth value in Python; use ts.if_then_else, "
-                           "ts.all or ts.any to build conditions")
+        raise ComputeError(
+            "an expression has no truth value in Python; use ts.if_then_else, "
+            "ts.all or ts.any to build conditions"
+        )
 
 
 class Expr(ExprOps):
@@ -71,6 +118,7 @@ class FloatImm(Expr):
 @dataclass(frozen=True, slots=True, eq=False)
 class Var(Expr):
     """A variable: two ``Var`` objects are different even when they share a name."""
+
     name: str
     dtype: str = "int32"
 
@@ -81,6 +129,7 @@ class Var(Expr):
 @dataclass(frozen=True, slots=True)
 class BinOp(Expr):
     """``a op b`` with op in + - * / // % min max; ``//`` and ``%`` round toward minus infinity."""
+
     op: str
     a: Expr
     b: Expr
@@ -125,6 +174,7 @@ class Not(Expr):
 @dataclass(frozen=True, slots=True)
 class Select(Expr):
     """``cond ? t : f`` (ts.if_then_else)."""
+
     cond: Expr
     t: Expr
     f: Expr
@@ -143,6 +193,7 @@ class Cast(Expr):
 @dataclass(frozen=True, slots=True)
 class Call(Expr):
     """A pure intrinsic: exp, sqrt, sigmoid, log, tanh, fabs, pow, dot ..."""
+
     name: str
     args: tuple
     dtype: str
@@ -151,6 +202,7 @@ class Call(Expr):
 @dataclass(frozen=True, slots=True)
 class TensorLoad(Expr):
     """``T[i, j]`` before lowering: an element of a tensor named by logical indices."""
+
     tensor: object
     indices: tuple
 
@@ -162,6 +214,7 @@ class TensorLoad(Expr):
 @dataclass(frozen=True, slots=True)
 class Load(Expr):
     """``buffer[index]`` after flattening; a vector load when ``index`` is a Ramp."""
+
     buffer: object
     index: Expr
 
@@ -173,6 +226,7 @@ class Load(Expr):
 @dataclass(frozen=True, slots=True)
 class Ramp(Expr):
     """The vector ``(base, base + stride, ..., base + (lanes-1)*stride)``."""
+
     base: Expr
     stride: Expr
     lanes: int
@@ -195,6 +249,7 @@ class Broadcast(Expr):
 @dataclass(frozen=True, slots=True)
 class Reduce(Expr):
     """A reduction (combiner in sum/max/min) of ``source`` over ``axis``, where ``condition``."""
+
     combiner: str
     source: Expr
     axis: tuple
@@ -203,6 +258,7 @@ class Reduce(Expr):
 
 
 # ---------------------------------------------------------------- construction helpers
+
 
 def const(value, dtype=None):
     """A constant; ``dtype`` defaults to int32 for ints and float32 for floats."""
@@ -226,7 +282,7 @@ def as_expr(x, dtype=None):
         return x.as_expr()
     if isinstance(x, (int, float)):
         return const(x, dtype)
-    if hasattr(x, "item") and not hasattr(x, "__len__"):      # numpy scalar
+    if hasattr(x, "item") and not hasattr(x, "__len__"):  # numpy scalar
         return const(x.item(), dtype)
     raise ComputeError(f"cannot use {type(x).__name__} {x!r} in an expression")
 
@@ -236,12 +292,16 @@ def _unify(a, b):
     a_num, b_num = not isinstance(a, ExprOps), not isinstance(b, ExprOps)
     if a_num and not b_num:
         b = as_expr(b)
-        a = as_expr(a, dt.element(b.dtype) if not (isinstance(a, float) and dt.is_int(b.dtype))
-                    else "float32")
+        a = as_expr(
+            a,
+            dt.element(b.dtype) if not (isinstance(a, float) and dt.is_int(b.dtype)) else "float32",
+        )
     elif b_num and not a_num:
         a = as_expr(a)
-        b = as_expr(b, dt.element(a.dtype) if not (isinstance(b, float) and dt.is_int(a.dtype))
-                    else "float32")
+        b = as_expr(
+            b,
+            dt.element(a.dtype) if not (isinstance(b, float) and dt.is_int(a.dtype)) else "float32",
+        )
     else:
         a, b = as_expr(a), as_expr(b)
     ea, eb = dt.element(a.dtype), dt.element(b.dtype)
@@ -257,8 +317,10 @@ def _unify(a, b):
 def binop(op, a, b):
     a, b = _unify(a, b)
     if op == "/" and dt.is_int(a.dtype):
-        raise ComputeError("'/' on integer expressions is ambiguous; write '//' for floor "
-                           "division (TVM's integer '/' becomes '//' in tensorsched)")
+        raise ComputeError(
+            "'/' on integer expressions is ambiguous; write '//' for floor "
+            "division (TVM's integer '/' becomes '//' in tensorsched)"
+        )
     if op in ("//", "%") and dt.is_float(a.dtype):
         raise ComputeError(f"'{op}' needs integer operands, got {a.dtype}")
     return BinOp(op, a, b)

@@ -1,4 +1,5 @@
 """The functions of the compute language: reductions, conditions and math intrinsics."""
+
 from __future__ import annotations
 
 import builtins
@@ -14,6 +15,7 @@ REDUCE_IDENTITY = {"sum": 0, "max": "lowest", "min": "highest"}
 def identity_value(combiner, dtype):
     """The identity of a combiner in ``dtype`` (0 for sum, the lowest value for max ...)."""
     import numpy as np
+
     if combiner == "sum":
         return E.const(0, dtype)
     info = np.finfo(dt.NUMPY[dtype]) if dt.is_float(dtype) else np.iinfo(dt.NUMPY[dtype])
@@ -42,8 +44,9 @@ def sum(expr, axis, where=None):  # noqa: A001  (TVM's name)
 
 
 def _is_axis_arg(x):
-    return isinstance(x, IterVar) or (isinstance(x, (list, tuple)) and x and
-                                      builtins.all(isinstance(a, IterVar) for a in x))
+    return isinstance(x, IterVar) or (
+        isinstance(x, (list, tuple)) and x and builtins.all(isinstance(a, IterVar) for a in x)
+    )
 
 
 def max(a, b=None, axis=None, where=None):  # noqa: A001
@@ -62,9 +65,11 @@ def min(a, b=None, axis=None, where=None):  # noqa: A001
 
 def _condition(cond, where):
     if isinstance(cond, bool):
-        raise ComputeError(f"{where}: the condition is the Python value {cond}; `==` and `!=` "
-                           "compare expressions structurally in tensorsched, so write "
-                           "a.equal(b) / a.not_equal(b) to build the comparison")
+        raise ComputeError(
+            f"{where}: the condition is the Python value {cond}; `==` and `!=` "
+            "compare expressions structurally in tensorsched, so write "
+            "a.equal(b) / a.not_equal(b) to build the comparison"
+        )
     return E.as_expr(cond)
 
 
@@ -98,17 +103,34 @@ def any(*conds):  # noqa: A001
 def _float_call(name, x):
     x = E.as_expr(x, "float32")
     if not dt.is_float(x.dtype):
-        raise ComputeError(f"ts.{name} needs a float argument, got {x.dtype}; "
-                           "use .astype('float32')")
+        raise ComputeError(
+            f"ts.{name} needs a float argument, got {x.dtype}; use .astype('float32')"
+        )
     return E.Call(name, (x,), x.dtype)
 
 
-def exp(x): return _float_call("exp", x)
-def log(x): return _float_call("log", x)
-def sqrt(x): return _float_call("sqrt", x)
-def tanh(x): return _float_call("tanh", x)
-def sigmoid(x): return _float_call("sigmoid", x)
-def fabs(x): return _float_call("fabs", x)
+def exp(x):
+    return _float_call("exp", x)
+
+
+def log(x):
+    return _float_call("log", x)
+
+
+def sqrt(x):
+    return _float_call("sqrt", x)
+
+
+def tanh(x):
+    return _float_call("tanh", x)
+
+
+def sigmoid(x):
+    return _float_call("sigmoid", x)
+
+
+def fabs(x):
+    return _float_call("fabs", x)
 
 
 def power(x, y):

@@ -19,6 +19,7 @@ Parsing has three steps:
 
 Errors raise ``ParseError`` with the line, the column and a caret.
 """
+
 from __future__ import annotations
 
 import ast
@@ -39,11 +40,18 @@ from .simplify import const_bound
 from .visitor import Mutator, Visitor
 
 GRAMMAR_FILE = os.path.join(os.path.dirname(__file__), "grammar.lark")
-THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
-               "threadIdx.z")
+THREAD_TAGS = (
+    "blockIdx.x",
+    "blockIdx.y",
+    "blockIdx.z",
+    "threadIdx.x",
+    "threadIdx.y",
+    "threadIdx.z",
+)
 
 
 # ---------------------------------------------------------------- the grammar
+
 
 def binary_rules(table=BINARY, operand="unary"):
     """Lark rules for the binary operators of ``table`` (op -> (precedence, spelling)): one
@@ -62,14 +70,19 @@ def binary_rules(table=BINARY, operand="unary"):
     return "\n".join(lines) + "\n"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ir_parser():
     """The LALR parser of the IR text (built once)."""
     with open(GRAMMAR_FILE) as f:
         grammar = f.read()
-    return Lark(grammar + binary_rules(), parser="lalr", propagate_positions=True,
-                maybe_placeholders=True, lexer_callbacks={"NAME": _unquote},
-                start=["start", "expr"])
+    return Lark(
+        grammar + binary_rules(),
+        parser="lalr",
+        propagate_positions=True,
+        maybe_placeholders=True,
+        lexer_callbacks={"NAME": _unquote},
+        start=["start", "expr"],
+    )
 
 
 def _unquote(tok):
@@ -79,6 +92,7 @@ def _unquote(tok):
 
 # ---------------------------------------------------------------- errors
 
+
 def _error_at(text, message, line, column, width=1, filename="<ir>"):
     lines = text.split("\n")
     src = lines[line - 1] if 0 < line <= len(lines) else ""
@@ -87,9 +101,15 @@ def _error_at(text, message, line, column, width=1, filename="<ir>"):
 
 def _describe(parser, name):
     """A readable name of terminal ``name`` for 'expected ...' lists."""
-    special = {"NAME": "a name", "INT": "an integer", "FLOAT": "a float32 constant (1.5f)",
-               "TYPED_CONST": "a typed constant (int64(5))", "ATTR": "'// attr'",
-               "PRAGMA": "'// pragma'", "$END": "the end of the text"}
+    special = {
+        "NAME": "a name",
+        "INT": "an integer",
+        "FLOAT": "a float32 constant (1.5f)",
+        "TYPED_CONST": "a typed constant (int64(5))",
+        "ATTR": "'// attr'",
+        "PRAGMA": "'// pragma'",
+        "$END": "the end of the text",
+    }
     if name in special:
         return special[name]
     try:
@@ -103,17 +123,32 @@ def _describe(parser, name):
     return name
 
 
-_STATEMENT_START = {"NAME", "FOR", "UNROLLED", "VECTORIZED", "PARALLEL", "IF", "PRODUCE",
-                    "BARRIER", "LBRACE", "ALLOCATE", "ATTR", "PRAGMA"}
+_STATEMENT_START = {
+    "NAME",
+    "FOR",
+    "UNROLLED",
+    "VECTORIZED",
+    "PARALLEL",
+    "IF",
+    "PRODUCE",
+    "BARRIER",
+    "LBRACE",
+    "ALLOCATE",
+    "ATTR",
+    "PRAGMA",
+}
 
 
 def _expected(parser, names):
     """'x, y or z' for the terminals ``names``; long lists are summarised by kind."""
     names = set(names)
     if len(names) > 6:
-        groups = [("an operator", any(n.startswith("OP_") for n in names)),
-                  ("a statement", names & _STATEMENT_START == _STATEMENT_START),
-                  ("'}'", "RBRACE" in names), ("the end of the text", "$END" in names)]
+        groups = [
+            ("an operator", any(n.startswith("OP_") for n in names)),
+            ("a statement", names & _STATEMENT_START == _STATEMENT_START),
+            ("'}'", "RBRACE" in names),
+            ("the end of the text", "$END" in names),
+        ]
         descr = [g for g, present in groups if present] or ["an expression"]
     else:
         descr = sorted({_describe(parser, n) for n in names})
@@ -124,10 +159,19 @@ def _expected(parser, names):
 # state and the unexpected token of each example).
 _EXAMPLES = {
     "a loop header is (variable, min, extent): for (i, 0, 64)": [
-        "for (i, 4) {}", "for (i) {}", "unrolled (i, 4) {}", "for (i, 0, 4, 1) {}",
-        "for i in range(4) {}", "for (i in 0..4) {}"],
+        "for (i, 4) {}",
+        "for (i) {}",
+        "unrolled (i, 4) {}",
+        "for (i, 0, 4, 1) {}",
+        "for i in range(4) {}",
+        "for (i in 0..4) {}",
+    ],
     "a store writes one element: name[index] = value": [
-        "A[0] == 1f", "A[0] 1f", "A = 1f", "A[0] += 1f"],
+        "A[0] == 1f",
+        "A[0] 1f",
+        "A = 1f",
+        "A[0] += 1f",
+    ],
 }
 _LOOP_KEYWORDS = {"FOR", "UNROLLED", "VECTORIZED", "PARALLEL", "PRAGMA"}
 
@@ -137,10 +181,12 @@ def _syntax_error(text, exc, filename):
     parser = ir_parser()
     if isinstance(exc, UnexpectedCharacters):
         ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
-        before = text[:exc.pos_in_stream]
+        before = text[: exc.pos_in_stream]
         if ch == "." and before[-1:].isdigit():
-            msg = ("a float32 constant needs the suffix 'f' (1.5f); another type is spelled "
-                   "float64(1.5)")
+            msg = (
+                "a float32 constant needs the suffix 'f' (1.5f); another type is spelled "
+                "float64(1.5)"
+            )
         else:
             msg = f"unexpected character {ch!r}; expected {_expected(parser, exc.allowed or ())}"
         return _error_at(text, msg, exc.line, exc.column, 1, filename)
@@ -150,11 +196,15 @@ def _syntax_error(text, exc, filename):
     if at_end:
         lines = text.rstrip().split("\n")
         line, col = len(lines), len(lines[-1]) + 1
-        msg = ("the text ends inside a block: a '{' is missing its '}'" if "RBRACE" in expected
-               else f"the text ends too early; expected {_expected(parser, expected)}")
+        msg = (
+            "the text ends inside a block: a '{' is missing its '}'"
+            if "RBRACE" in expected
+            else f"the text ends too early; expected {_expected(parser, expected)}"
+        )
         return _error_at(text, msg, line, col, 1, filename)
-    label = exc.match_examples(lambda t: parser.parse(t, start="start"), _EXAMPLES,
-                               use_accepts=True)
+    label = exc.match_examples(
+        lambda t: parser.parse(t, start="start"), _EXAMPLES, use_accepts=True
+    )
     if expected and expected <= _LOOP_KEYWORDS:
         msg = "a '// pragma' line must come right before the loop it annotates"
     elif label is not None:
@@ -184,7 +234,7 @@ class IRBuilder(Transformer):
     def __init__(self, text, filename):
         super().__init__()
         self.text, self.filename = text, filename
-        self.where = {}                     # placeholder Var / Buffer -> (line, col, width)
+        self.where = {}  # placeholder Var / Buffer -> (line, col, width)
 
     def error(self, message, meta_or_token):
         m = meta_or_token
@@ -198,8 +248,11 @@ class IRBuilder(Transformer):
 
     def _dtype(self, tok):
         if not is_dtype(tok.value):
-            raise self.error(f"unknown dtype '{tok.value}'; use one of "
-                             f"{', '.join(dt.SCALAR_TYPES)} (vectors: float32x4)", tok)
+            raise self.error(
+                f"unknown dtype '{tok.value}'; use one of "
+                f"{', '.join(dt.SCALAR_TYPES)} (vectors: float32x4)",
+                tok,
+            )
         return tok.value
 
     def _placeholder_var(self, tok):
@@ -209,8 +262,11 @@ class IRBuilder(Transformer):
 
     def _placeholder_buffer(self, tok, nindices, meta):
         if nindices != 1:
-            raise self.error(f"buffer '{tok.value}' has {nindices} indices; lowered IR indexes "
-                             f"a flat buffer with one ({tok.value}[i*n + j])", meta)
+            raise self.error(
+                f"buffer '{tok.value}' has {nindices} indices; lowered IR indexes "
+                f"a flat buffer with one ({tok.value}[i*n + j])",
+                meta,
+            )
         b = S.Buffer(tok.value, "float32", ())
         self.where[b] = self._pos(tok)
         return b
@@ -229,8 +285,7 @@ class IRBuilder(Transformer):
         flag = rest.pop()
         dims = tuple(int(d) for d in rest if d is not None)
         if flag is not None and flag.value != "image":
-            raise self.error(f"unknown argument flag '{flag.value}'; the only one is 'image'",
-                             flag)
+            raise self.error(f"unknown argument flag '{flag.value}'; the only one is 'image'", flag)
         return S.Buffer(name.value, self._dtype(dtype), dims, "global", flag is not None)
 
     # ---- statements
@@ -245,8 +300,14 @@ class IRBuilder(Transformer):
     def loop(self, meta, children):
         *pragmas, kind, name, lo, extent, body = children
         kind = "serial" if kind == "for" else kind
-        return S.For(self._placeholder_var(name), lo, extent, kind, body,
-                     tuple(self._pragma(p) for p in pragmas))
+        return S.For(
+            self._placeholder_var(name),
+            lo,
+            extent,
+            kind,
+            body,
+            tuple(self._pragma(p) for p in pragmas),
+        )
 
     def loop_kind(self, meta, children):
         return children[0].value
@@ -260,8 +321,11 @@ class IRBuilder(Transformer):
                 raise ValueError
             value = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
-            raise self.error("a pragma line is '// pragma key = value' with a Python literal "
-                             "value (1, 0, 'text')", tok) from None
+            raise self.error(
+                "a pragma line is '// pragma key = value' with a Python literal "
+                "value (1, 0, 'text')",
+                tok,
+            ) from None
         return (key, value)
 
     def if_stmt(self, meta, children):
@@ -275,8 +339,9 @@ class IRBuilder(Transformer):
     def barrier(self, meta, children):
         (scope,) = children
         if scope.value not in S.SCOPES:
-            raise self.error(f"unknown memory scope '{scope.value}' of a barrier; use shared "
-                             "or global", scope)
+            raise self.error(
+                f"unknown memory scope '{scope.value}' of a barrier; use shared or global", scope
+            )
         return S.Barrier(scope.value)
 
     def block(self, meta, children):
@@ -286,8 +351,9 @@ class IRBuilder(Transformer):
         name, dtype, *dims, scope, body = children
         scope_name = "global" if scope is None else scope.value
         if scope_name not in S.SCOPES:
-            raise self.error(f"unknown memory scope '{scope_name}'; use one of "
-                             f"{', '.join(S.SCOPES)}", scope)
+            raise self.error(
+                f"unknown memory scope '{scope_name}'; use one of {', '.join(S.SCOPES)}", scope
+            )
         buf = S.Buffer(name.value, self._dtype(dtype), tuple(int(d) for d in dims), scope_name)
         return S.Allocate(buf, body)
 
@@ -295,8 +361,11 @@ class IRBuilder(Transformer):
         _, name, tag, extent, body = children
         tag_name = name.value if tag is None else tag.value
         if tag_name not in THREAD_TAGS:
-            raise self.error(f"unknown thread tag '{tag_name}'; use one of "
-                             f"{', '.join(THREAD_TAGS)} (or [name: tag])", tag or name)
+            raise self.error(
+                f"unknown thread tag '{tag_name}'; use one of "
+                f"{', '.join(THREAD_TAGS)} (or [name: tag])",
+                tag or name,
+            )
         return S.ThreadExtent(self._placeholder_var(name), tag_name, int(extent), body)
 
     # ---- expressions
@@ -318,8 +387,11 @@ class IRBuilder(Transformer):
         return E.FloatImm(float(children[0][:-1]))
 
     def neg_const(self, meta, children):
-        c = self.int_const(meta, children) if children[0].type == "INT" else \
-            self.float_const(meta, children)
+        c = (
+            self.int_const(meta, children)
+            if children[0].type == "INT"
+            else self.float_const(meta, children)
+        )
         return type(c)(-c.value, c.dtype)
 
     def typed_const(self, meta, children):
@@ -332,8 +404,9 @@ class IRBuilder(Transformer):
         try:
             return E.IntImm(int(value), dtype)
         except ValueError:
-            raise self.error(f"{dtype} is an integer type; {value} is not an integer",
-                             tok) from None
+            raise self.error(
+                f"{dtype} is an integer type; {value} is not an integer", tok
+            ) from None
 
     def true(self, meta, children):
         return E.TRUE
@@ -376,14 +449,17 @@ class IRBuilder(Transformer):
             arity(3, "condition, value if true, value if false")
             return E.Select(*args)
         if fn in ("ramp", "broadcast"):
-            arity(3 if fn == "ramp" else 2, "base, stride, lanes" if fn == "ramp" else
-                  "value, lanes")
+            arity(
+                3 if fn == "ramp" else 2, "base, stride, lanes" if fn == "ramp" else "value, lanes"
+            )
             lanes = args[-1]
             if not (isinstance(lanes, E.IntImm) and lanes.dtype == "int32" and lanes.value > 1):
-                raise self.error(f"the lanes of {fn}() must be an integer constant above 1",
-                                 meta)
-            return E.Ramp(args[0], args[1], lanes.value) if fn == "ramp" else \
-                E.Broadcast(args[0], lanes.value)
+                raise self.error(f"the lanes of {fn}() must be an integer constant above 1", meta)
+            return (
+                E.Ramp(args[0], args[1], lanes.value)
+                if fn == "ramp"
+                else E.Broadcast(args[0], lanes.value)
+            )
         if "dtype" in kwargs:
             _, key, value = kwargs["dtype"]
             if not isinstance(value, E.Var) or not is_dtype(value.name):
@@ -391,13 +467,12 @@ class IRBuilder(Transformer):
             del self.where[value]
             return E.Call(fn, tuple(args), value.name)
         if not args:
-            raise self.error(f"{fn}() has no argument to take its dtype from; add dtype=...",
-                             meta)
-        return E.Call(fn, tuple(args), _ARG_DTYPE)     # the first argument's, once resolved
+            raise self.error(f"{fn}() has no argument to take its dtype from; add dtype=...", meta)
+        return E.Call(fn, tuple(args), _ARG_DTYPE)  # the first argument's, once resolved
 
 
 _SPECIAL = FUNCTION_STYLE + ("select", "ramp", "broadcast")
-_ARG_DTYPE = ""          # a Call's dtype before the buffers of its arguments are known
+_ARG_DTYPE = ""  # a Call's dtype before the buffers of its arguments are known
 
 
 def _finish_call(mutator, e):
@@ -406,6 +481,7 @@ def _finish_call(mutator, e):
 
 
 # ---------------------------------------------------------------- names -> objects
+
 
 def bounds(e, ranges):
     """Inclusive integer bounds of ``e`` (``const_bound``); ``(None, None)`` where the
@@ -420,13 +496,13 @@ class _Resolve(Mutator):
     """Binds placeholder names to loop variables and buffers, scope by scope."""
 
     def __init__(self, builder, args, declared_only, free_vars=False):
-        self.b, self.declared_only = builder, declared_only      # declared_only: function form
+        self.b, self.declared_only = builder, declared_only  # declared_only: function form
         self.free_vars = free_vars or not declared_only
-        self.vars = {}                          # name -> stack of Vars
+        self.vars = {}  # name -> stack of Vars
         self.bufs = {b.name: [b] for b in args}
-        self.ranges = {}                        # Var -> inclusive (lo, hi), for buffer sizes
-        self.free = {}                          # name -> Var, free variables (bare form)
-        self.undeclared = {}                    # name -> [provisional Buffer, size, stored]
+        self.ranges = {}  # Var -> inclusive (lo, hi), for buffer sizes
+        self.free = {}  # name -> Var, free variables (bare form)
+        self.undeclared = {}  # name -> [provisional Buffer, size, stored]
 
     def error(self, message, placeholder):
         line, col, width = self.b.where[placeholder]
@@ -466,8 +542,11 @@ class _Resolve(Mutator):
         if stack:
             return stack[-1]
         if not self.free_vars:
-            raise self.error(f"variable '{v.name}' is not defined by an enclosing loop or "
-                             "'// attr [..] thread_extent' line", v)
+            raise self.error(
+                f"variable '{v.name}' is not defined by an enclosing loop or "
+                "'// attr [..] thread_extent' line",
+                v,
+            )
         return self.free.setdefault(v.name, E.Var(v.name))
 
     def _buffer(self, placeholder, index, stored):
@@ -475,8 +554,11 @@ class _Resolve(Mutator):
         if stack:
             return stack[-1]
         if self.declared_only:
-            raise self.error(f"buffer '{placeholder.name}' is neither an argument of the "
-                             "function nor allocated here", placeholder)
+            raise self.error(
+                f"buffer '{placeholder.name}' is neither an argument of the "
+                "function nor allocated here",
+                placeholder,
+            )
         entry = self.undeclared.setdefault(placeholder.name, [placeholder, 0, False])
         entry[1] = max(entry[1], self._extent(placeholder, index))
         entry[2] = entry[2] or stored
@@ -484,15 +566,20 @@ class _Resolve(Mutator):
 
     def _extent(self, placeholder, index):
         if isinstance(index, E.Ramp):
-            (_, base), (_, shi) = (bounds(index.base, self.ranges),
-                                   bounds(index.stride, self.ranges))
+            (_, base), (_, shi) = (
+                bounds(index.base, self.ranges),
+                bounds(index.stride, self.ranges),
+            )
             hi = None if base is None or shi is None else base + max(shi, 0) * (index.lanes - 1)
         else:
             hi = bounds(index, self.ranges)[1]
         if hi is None:
-            raise self.error(f"cannot bound the index of buffer '{placeholder.name}' over the "
-                             "loop ranges, so its size is unknown; parse the function form "
-                             "(func.script()), which declares every buffer", placeholder)
+            raise self.error(
+                f"cannot bound the index of buffer '{placeholder.name}' over the "
+                "loop ranges, so its size is unknown; parse the function form "
+                "(func.script()), which declares every buffer",
+                placeholder,
+            )
         return hi + 1
 
     def visit_Load(self, ld):
@@ -516,8 +603,9 @@ class _SwapBuffers(Mutator):
         return E.Load(self.bmap.get(ld.buffer, ld.buffer), self.visit(ld.index))
 
     def visit_Store(self, st):
-        return S.Store(self.bmap.get(st.buffer, st.buffer), self.visit(st.index),
-                       self.visit(st.value))
+        return S.Store(
+            self.bmap.get(st.buffer, st.buffer), self.visit(st.index), self.visit(st.value)
+        )
 
     def visit_Call(self, e):
         return _finish_call(self, e)
@@ -563,8 +651,9 @@ def _infer_buffers(stmt, undeclared):
     hints (float32 where nothing says otherwise)."""
     dtypes = {name: "float32" for name in undeclared}
     for _ in range(4):
-        final = {name: S.Buffer(name, dtypes[name], (size,))
-                 for name, (_, size, _) in undeclared.items()}
+        final = {
+            name: S.Buffer(name, dtypes[name], (size,)) for name, (_, size, _) in undeclared.items()
+        }
         body = _SwapBuffers({undeclared[n][0]: b for n, b in final.items()}).visit(stmt)
         new = {**dtypes, **_dtype_hints(body, set(undeclared))}
         if new == dtypes:
@@ -574,6 +663,7 @@ def _infer_buffers(stmt, undeclared):
 
 
 # ---------------------------------------------------------------- entry points
+
 
 def _parse_tree(text, filename):
     try:
@@ -600,13 +690,12 @@ def parse_ir(text, filename="<ir>"):
         if isinstance(exc.orig_exc, ParseError):
             raise exc.orig_exc from None
         raise
-    if isinstance(built, S.LoweredFunc):               # the function form
+    if isinstance(built, S.LoweredFunc):  # the function form
         args = built.args
         names = [b.name for b in args]
         twice = next((n for k, n in enumerate(names) if n in names[:k]), None)
         if twice is not None:
-            raise _error_at(text, f"argument '{twice}' is declared twice", 1, 1,
-                            filename=filename)
+            raise _error_at(text, f"argument '{twice}' is declared twice", 1, 1, filename=filename)
         body = _Resolve(builder, args, declared_only=True).visit(built.body)
         return S.LoweredFunc(built.name, args, body, _stored(body, args))
     resolver = _Resolve(builder, (), declared_only=False)
@@ -632,8 +721,12 @@ def parse_ir_expr(text, variables=None):
     except VisitError as exc:
         raise exc.orig_exc from None
     env = dict(variables or {})
-    resolver = _Resolve(builder, [b for b in env.values() if isinstance(b, S.Buffer)],
-                        declared_only=True, free_vars=True)
+    resolver = _Resolve(
+        builder,
+        [b for b in env.values() if isinstance(b, S.Buffer)],
+        declared_only=True,
+        free_vars=True,
+    )
     for name, v in env.items():
         if isinstance(v, E.Var):
             resolver.vars[name] = [v]
@@ -654,10 +747,12 @@ def _stored(body, args):
 
 # ---------------------------------------------------------------- round trip
 
+
 def roundtrip_problem(func):
     """``None`` if ``func`` prints and parses back to itself (both forms), else a message."""
     from .printer import print_stmt
     from .structural import structural_equal
+
     text = func.script()
     try:
         back = parse_ir(text)
@@ -666,8 +761,9 @@ def roundtrip_problem(func):
     if not structural_equal(back, func):
         again = back.script()
         if again != text:
-            return (f"parse(print(f)) prints differently:\n--- printed\n{text}\n"
-                    f"--- reparsed\n{again}")
+            return (
+                f"parse(print(f)) prints differently:\n--- printed\n{text}\n--- reparsed\n{again}"
+            )
         return f"parse(print(f)) prints the same but differs in structure:\n{text}"
     bare = print_stmt(func.body)
     try:
@@ -682,6 +778,7 @@ def roundtrip_problem(func):
 def check_roundtrip(func):
     """Raise ``InternalError`` unless ``func`` round-trips through its text forms."""
     from ..errors import InternalError
+
     problem = roundtrip_problem(func)
     if problem:
         raise InternalError(f"IR text round trip failed for '{func.name}': {problem}")

@@ -9,14 +9,22 @@ BINARY = {
     # op: (precedence, IR spelling)
     "||": (2, "||"),
     "&&": (3, "&&"),
-    "==": (6, "=="), "!=": (6, "!="),
-    "<": (7, "<"), "<=": (7, "<="), ">": (7, ">"), ">=": (7, ">="),
-    "+": (9, "+"), "-": (9, "-"),
-    "*": (10, "*"), "/": (10, "/"), "//": (10, "//"), "%": (10, "%"),
+    "==": (6, "=="),
+    "!=": (6, "!="),
+    "<": (7, "<"),
+    "<=": (7, "<="),
+    ">": (7, ">"),
+    ">=": (7, ">="),
+    "+": (9, "+"),
+    "-": (9, "-"),
+    "*": (10, "*"),
+    "/": (10, "/"),
+    "//": (10, "//"),
+    "%": (10, "%"),
 }
-UNARY = 12          # !x, -x
-ATOM = 13           # names, constants, calls, indexing
-FUNCTION_STYLE = ("min", "max")     # printed as min(a, b)
+UNARY = 12  # !x, -x
+ATOM = 13  # names, constants, calls, indexing
+FUNCTION_STYLE = ("min", "max")  # printed as min(a, b)
 
 
 def needs_parens(child_prec, parent_prec, right_side):

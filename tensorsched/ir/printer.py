@@ -9,6 +9,7 @@ does not (it is followed by more statements of the enclosing sequence) is printe
 bare ``{ ... }`` block. A typed constant is ``int64(5)`` or ``float16(1.5)``; a cast of a plain
 ``int32`` constant spells the constant's type too (``float16(int32(5))``) so the two differ.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,10 +19,24 @@ from . import expr as E
 from . import stmt as S
 from .precedence import ATOM, BINARY, FUNCTION_STYLE, UNARY, needs_parens
 
-
 # Words of the grammar that a name cannot be (tests check this list against grammar.lark).
-KEYWORDS = frozenset({"func", "for", "unrolled", "vectorized", "parallel", "if", "else",
-                      "produce", "allocate", "barrier", "thread_extent", "True", "False"})
+KEYWORDS = frozenset(
+    {
+        "func",
+        "for",
+        "unrolled",
+        "vectorized",
+        "parallel",
+        "if",
+        "else",
+        "produce",
+        "allocate",
+        "barrier",
+        "thread_extent",
+        "True",
+        "False",
+    }
+)
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*\Z")
 
 
@@ -32,8 +47,8 @@ def ident(name):
 
 class Printer:
     def __init__(self):
-        self.names = {}          # Var -> printed name
-        self.in_scope = {}       # printed name -> count of binders using it
+        self.names = {}  # Var -> printed name
+        self.in_scope = {}  # printed name -> count of binders using it
 
     # ---- names
 
@@ -92,9 +107,11 @@ class Printer:
         if e.op in FUNCTION_STYLE:
             return f"{e.op}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
         prec, spell = BINARY[e.op]
-        return (f"{self._operand(e.a, prec, False)} {spell} {self._operand(e.b, prec, True)}"
-                if prec < 10 else
-                f"{self._operand(e.a, prec, False)}{spell}{self._operand(e.b, prec, True)}"), prec
+        return (
+            f"{self._operand(e.a, prec, False)} {spell} {self._operand(e.b, prec, True)}"
+            if prec < 10
+            else f"{self._operand(e.a, prec, False)}{spell}{self._operand(e.b, prec, True)}"
+        ), prec
 
     def e_Cmp(self, e):
         prec, spell = BINARY[e.op]
@@ -116,13 +133,13 @@ class Printer:
 
     def e_Cast(self, e):
         v = e.value
-        if isinstance(v, E.IntImm) and v.dtype == "int32":      # not to be read as int64(5)
+        if isinstance(v, E.IntImm) and v.dtype == "int32":  # not to be read as int64(5)
             return f"{e.dtype}(int32({v.value}))", ATOM
         return f"{e.dtype}({self.expr(v)})", ATOM
 
     def e_Call(self, e):
         args = [self.expr(a) for a in e.args]
-        if not e.args or e.args[0].dtype != e.dtype:             # the parser's default dtype
+        if not e.args or e.args[0].dtype != e.dtype:  # the parser's default dtype
             args.append(f"dtype={e.dtype}")
         return f"{ident(e.name)}({', '.join(args)})", ATOM
 
@@ -155,14 +172,13 @@ class Printer:
         if isinstance(s, S.Seq):
             for k, x in enumerate(s.stmts):
                 if isinstance(x, (S.Allocate, S.ThreadExtent)) and k + 1 < len(s.stmts):
-                    out.append(f"{pad}{{")                      # its scope ends before the rest
+                    out.append(f"{pad}{{")  # its scope ends before the rest
                     self._stmt(x, ind + 1, out)
                     out.append(f"{pad}}}")
                 else:
                     self._stmt(x, ind, out)
         elif isinstance(s, S.Store):
-            out.append(f"{pad}{ident(s.buffer.name)}[{self.expr(s.index)}] = "
-                       f"{self.expr(s.value)}")
+            out.append(f"{pad}{ident(s.buffer.name)}[{self.expr(s.index)}] = {self.expr(s.value)}")
         elif isinstance(s, S.For):
             for k, v in s.pragmas:
                 out.append(f"{pad}// pragma {k} = {repr(v) if isinstance(v, str) else v}")
@@ -209,8 +225,10 @@ def print_stmt(s):
 
 
 def print_func(f):
-    args = ", ".join(f"{ident(b.name)}: {b.dtype}[{', '.join(map(str, b.shape))}]"
-                     f"{' image' if b.image else ''}" for b in f.args)
+    args = ", ".join(
+        f"{ident(b.name)}: {b.dtype}[{', '.join(map(str, b.shape))}]{' image' if b.image else ''}"
+        for b in f.args
+    )
     return f"func {ident(f.name)}({args}) {{\n{Printer().stmt(f.body, 1)}\n}}"
 
 
@@ -218,4 +236,4 @@ def _expr_str(self):
     return print_expr(self)
 
 
-E.Expr.__str__ = _expr_str
+E.Expr.__str__ = _expr_str  # type: ignore[method-assign]  # expr.py cannot import the printer

@@ -13,6 +13,7 @@ rules that need ranges work on that form:
 
 Ranges are inclusive ``(lo, hi)`` pairs of ints per variable; ``None`` means unknown.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,11 +24,12 @@ from . import expr as E
 from . import stmt as S
 from .visitor import Mutator
 
-
 # ---------------------------------------------------------------- canonical linear form
+
 
 class Lin:
     """``sum(terms[atom] * atom) + const``; atoms keep their first-seen order."""
+
     __slots__ = ("terms", "const")
 
     def __init__(self, terms=None, const=0):
@@ -102,8 +104,10 @@ class Simplifier(Mutator):
             return None, None
         if isinstance(e, E.Select):
             (alo, ahi), (blo, bhi) = self.bound(e.t), self.bound(e.f)
-            return (None if alo is None or blo is None else min(alo, blo),
-                    None if ahi is None or bhi is None else max(ahi, bhi))
+            return (
+                None if alo is None or blo is None else min(alo, blo),
+                None if ahi is None or bhi is None else max(ahi, bhi),
+            )
         return None, None
 
     # ---- linear form
@@ -131,8 +135,11 @@ class Simplifier(Mutator):
         if isinstance(e, E.Var):
             lo, hi = self.ranges.get(e, (None, None))
             return Lin(const=lo) if lo is not None and lo == hi else Lin({e: 1})
-        return self._atom(self.generic_visit(e) if not isinstance(e, E.BinOp) else
-                          E.BinOp(e.op, self.visit(e.a), self.visit(e.b)))
+        return self._atom(
+            self.generic_visit(e)
+            if not isinstance(e, E.BinOp)
+            else E.BinOp(e.op, self.visit(e.a), self.visit(e.b))
+        )
 
     def _atom(self, e):
         if isinstance(e, E.IntImm):
@@ -154,16 +161,23 @@ class Simplifier(Mutator):
             return q.plus(Lin(const=lo // c))
         # (x // a) // c  ->  x // (a*c)
         if r.const == 0 and len(r.terms) == 1:
-            (atom, k), = r.terms.items()
-            if k == 1 and isinstance(atom, E.BinOp) and atom.op == "//" and \
-                    isinstance(atom.b, E.IntImm) and atom.b.value > 0:
+            ((atom, k),) = r.terms.items()
+            if (
+                k == 1
+                and isinstance(atom, E.BinOp)
+                and atom.op == "//"
+                and isinstance(atom.b, E.IntImm)
+                and atom.b.value > 0
+            ):
                 return q.plus(self._atom(E.BinOp("//", atom.a, E.IntImm(atom.b.value * c))))
         # common factor g of the rest and c: (g*x) // (g*m) -> x // m
         g = math.gcd(c, r.const, *r.terms.values())
         if g > 1:
-            return q.plus(self._div(Lin({a: k // g for a, k in r.terms.items()}, r.const // g), c // g))
+            return q.plus(
+                self._div(Lin({a: k // g for a, k in r.terms.items()}, r.const // g), c // g)
+            )
         split = self._coarse_fine(r, c)
-        if split is not None:             # (g*x + y) // (g*m) -> x // m when 0 <= y < g
+        if split is not None:  # (g*x + y) // (g*m) -> x // m when 0 <= y < g
             g, coarse, _ = split
             return q.plus(self._div(coarse, c // g))
         return q.plus(self._atom(E.BinOp("//", self.to_expr(r), E.IntImm(c))))
@@ -191,16 +205,21 @@ class Simplifier(Mutator):
         if lo is not None and hi is not None and lo // c == hi // c:
             return r.plus(Lin(const=-(lo // c) * c))
         if r.const == 0 and len(r.terms) == 1:
-            (atom, k), = r.terms.items()
-            if k == 1 and isinstance(atom, E.BinOp) and atom.op == "%" and \
-                    isinstance(atom.b, E.IntImm) and atom.b.value % c == 0:
+            ((atom, k),) = r.terms.items()
+            if (
+                k == 1
+                and isinstance(atom, E.BinOp)
+                and atom.op == "%"
+                and isinstance(atom.b, E.IntImm)
+                and atom.b.value % c == 0
+            ):
                 return self._mod(self.lin(atom.a), c)
         g = math.gcd(c, r.const, *r.terms.values())
         if g > 1:
             inner = self._mod(Lin({a: k // g for a, k in r.terms.items()}, r.const // g), c // g)
             return inner.scaled(g)
         split = self._coarse_fine(r, c)
-        if split is not None:             # (g*x + y) % (g*m) -> (x % m)*g + y when 0 <= y < g
+        if split is not None:  # (g*x + y) % (g*m) -> (x % m)*g + y when 0 <= y < g
             g, coarse, fine = split
             return self._mod(coarse, c // g).scaled(g).plus(fine)
         return self._atom(E.BinOp("%", self.to_expr(r), E.IntImm(c)))
@@ -227,8 +246,12 @@ class Simplifier(Mutator):
         while changed:
             changed = False
             for atom, k in list(terms.items()):
-                if isinstance(atom, E.BinOp) and atom.op == "//" and isinstance(atom.b, E.IntImm) \
-                        and atom.b.value > 0:
+                if (
+                    isinstance(atom, E.BinOp)
+                    and atom.op == "//"
+                    and isinstance(atom.b, E.IntImm)
+                    and atom.b.value > 0
+                ):
                     c = atom.b.value
                     mod = E.BinOp("%", atom.a, atom.b)
                     if k % c == 0 and terms.get(mod) == k // c:
@@ -238,8 +261,12 @@ class Simplifier(Mutator):
                         changed = True
                         break
                 # q*k*c + (x % c)*k  ->  x*k, where q is what x // c simplified to
-                if isinstance(atom, E.BinOp) and atom.op == "%" and isinstance(atom.b, E.IntImm) \
-                        and atom.b.value > 0:
+                if (
+                    isinstance(atom, E.BinOp)
+                    and atom.op == "%"
+                    and isinstance(atom.b, E.IntImm)
+                    and atom.b.value > 0
+                ):
                     c = atom.b.value
                     q = self._div(self.lin(atom.a), c)
                     if q.terms and all(terms.get(t) == kq * k * c for t, kq in q.terms.items()):
@@ -252,9 +279,15 @@ class Simplifier(Mutator):
                         changed = True
                         break
                 # (x // c % m)*k*c + (x % c)*k  ->  (x % (c*m))*k
-                if isinstance(atom, E.BinOp) and atom.op == "%" and isinstance(atom.b, E.IntImm) \
-                        and isinstance(atom.a, E.BinOp) and atom.a.op == "//" and \
-                        isinstance(atom.a.b, E.IntImm) and atom.a.b.value > 0:
+                if (
+                    isinstance(atom, E.BinOp)
+                    and atom.op == "%"
+                    and isinstance(atom.b, E.IntImm)
+                    and isinstance(atom.a, E.BinOp)
+                    and atom.a.op == "//"
+                    and isinstance(atom.a.b, E.IntImm)
+                    and atom.a.b.value > 0
+                ):
                     x, c, m = atom.a.a, atom.a.b.value, atom.b.value
                     low = E.BinOp("%", x, atom.a.b)
                     if k % c == 0 and terms.get(low) == k // c:
@@ -271,7 +304,9 @@ class Simplifier(Mutator):
             elif k > 0:
                 out = E.BinOp("+", out, atom if k == 1 else E.BinOp("*", atom, E.IntImm(k, dtype)))
             else:
-                out = E.BinOp("-", out, atom if k == -1 else E.BinOp("*", atom, E.IntImm(-k, dtype)))
+                out = E.BinOp(
+                    "-", out, atom if k == -1 else E.BinOp("*", atom, E.IntImm(-k, dtype))
+                )
         c = lin.const
         if out is None:
             return E.IntImm(c, dtype)
@@ -284,17 +319,27 @@ class Simplifier(Mutator):
     # ---- expressions
 
     def visit(self, node):
-        if isinstance(node, E.Expr) and dt.is_int(node.dtype) and dt.lanes(node.dtype) == 1 and \
-                not isinstance(node, (E.IntImm, E.Var)) and \
-                (isinstance(node, E.BinOp) or isinstance(node, E.Select)):
+        if (
+            isinstance(node, E.Expr)
+            and dt.is_int(node.dtype)
+            and dt.lanes(node.dtype) == 1
+            and not isinstance(node, (E.IntImm, E.Var))
+            and (isinstance(node, E.BinOp) or isinstance(node, E.Select))
+        ):
             return self.to_expr(self.lin(node), node.dtype)
         return super().visit(node)
 
     def visit_BinOp(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
         if isinstance(a, E.FloatImm) and isinstance(b, E.FloatImm):
-            fold = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-                    "/": lambda x, y: x / y if y else None, "min": min, "max": max}.get(e.op)
+            fold = {
+                "+": lambda x, y: x + y,
+                "-": lambda x, y: x - y,
+                "*": lambda x, y: x * y,
+                "/": lambda x, y: x / y if y else None,
+                "min": min,
+                "max": max,
+            }.get(e.op)
             v = fold(a.value, b.value) if fold else None
             if v is not None:
                 return E.FloatImm(v, e.dtype)
@@ -439,13 +484,21 @@ def _compare(op, x, y):
 def _decide(op, lo, hi):
     """Decide ``d op 0`` from bounds of d, or None."""
     if op == "<":
-        return True if hi is not None and hi < 0 else (False if lo is not None and lo >= 0 else None)
+        return (
+            True if hi is not None and hi < 0 else (False if lo is not None and lo >= 0 else None)
+        )
     if op == "<=":
-        return True if hi is not None and hi <= 0 else (False if lo is not None and lo > 0 else None)
+        return (
+            True if hi is not None and hi <= 0 else (False if lo is not None and lo > 0 else None)
+        )
     if op == ">":
-        return True if lo is not None and lo > 0 else (False if hi is not None and hi <= 0 else None)
+        return (
+            True if lo is not None and lo > 0 else (False if hi is not None and hi <= 0 else None)
+        )
     if op == ">=":
-        return True if lo is not None and lo >= 0 else (False if hi is not None and hi < 0 else None)
+        return (
+            True if lo is not None and lo >= 0 else (False if hi is not None and hi < 0 else None)
+        )
     if op == "==":
         if lo is not None and lo == hi:
             return lo == 0

@@ -1,23 +1,25 @@
 """Statement nodes of the loop IR, the buffers they touch, and the lowered function."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from .expr import Expr, Var
 
-LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel")   # in lowered IR
-VTHREAD = "vthread"          # a virtual-thread loop, before the inject_virtual_threads pass
+LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel")  # in lowered IR
+VTHREAD = "vthread"  # a virtual-thread loop, before the inject_virtual_threads pass
 SCOPES = ("global", "shared", "local")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Buffer:
     """A flat memory region. ``shape`` is the logical shape; ``scope`` is global/shared/local."""
+
     name: str
     dtype: str
     shape: tuple
     scope: str = "global"
-    image: bool = False          # read through an image2d_t (codegen picks read_imagef)
+    image: bool = False  # read through an image2d_t (codegen picks read_imagef)
 
     @property
     def size(self):
@@ -45,17 +47,19 @@ class Store(Stmt):
 class For(Stmt):
     """``for (var, min, extent)``; ``kind`` is serial/unrolled/vectorized/parallel, or vthread
     (a virtual-thread loop, gone after the ``inject_virtual_threads`` pass)."""
+
     var: Var
     min: Expr
     extent: Expr
     kind: str
     body: Stmt
-    pragmas: tuple = ()          # (key, value) pairs from Stage.pragma
+    pragmas: tuple = ()  # (key, value) pairs from Stage.pragma
 
 
 @dataclass(frozen=True, slots=True)
 class ThreadExtent(Stmt):
     """The body runs once per work-item index ``var`` (bound to ``tag``) in ``[0, extent)``."""
+
     var: Var
     tag: str
     extent: int
@@ -65,6 +69,7 @@ class ThreadExtent(Stmt):
 @dataclass(frozen=True, slots=True)
 class Allocate(Stmt):
     """``buffer`` exists (uninitialised) while ``body`` runs."""
+
     buffer: Buffer
     body: Stmt
 
@@ -72,6 +77,7 @@ class Allocate(Stmt):
 @dataclass(frozen=True, slots=True)
 class Produce(Stmt):
     """Marks the statements that compute stage ``name`` (printed ``produce name { ... }``)."""
+
     name: str
     body: Stmt
 
@@ -91,6 +97,7 @@ class IfThenElse(Stmt):
 @dataclass(frozen=True, slots=True)
 class Barrier(Stmt):
     """All work-items of a work-group wait here; ``scope`` says which memory is fenced."""
+
     scope: str = "shared"
 
 
@@ -113,6 +120,7 @@ class LoweredFunc:
 
     ``outputs`` names the argument buffers the function writes.
     """
+
     name: str
     args: tuple
     body: Stmt
@@ -120,9 +128,11 @@ class LoweredFunc:
 
     def __str__(self):
         from .printer import print_stmt
+
         return print_stmt(self.body)
 
     def script(self):
         """The full text form, with the signature line."""
         from .printer import print_func
+
         return print_func(self)

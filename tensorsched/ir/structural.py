@@ -1,6 +1,7 @@
 """Structural equality up to renaming of bound variables (alpha-equivalence), and a matching
 hash. Loop and thread variables are binding sites: ``for (i) A[i] = 0`` equals
 ``for (j) A[j] = 0``. Free variables and buffers compare by name, dtype (and shape)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +16,7 @@ def _fields(node):
 
 class _Equal:
     def __init__(self):
-        self.vmap = {}               # Var of a -> Var of b, for bound variables
+        self.vmap = {}  # Var of a -> Var of b, for bound variables
 
     def eq(self, a, b):
         if a is b:
@@ -27,8 +28,13 @@ class _Equal:
                 return self.vmap[a] is b
             return a.name == b.name and a.dtype == b.dtype
         if isinstance(a, S.Buffer):
-            return (a.name, a.dtype, a.shape, a.scope, a.image) == \
-                   (b.name, b.dtype, b.shape, b.scope, b.image)
+            return (a.name, a.dtype, a.shape, a.scope, a.image) == (
+                b.name,
+                b.dtype,
+                b.shape,
+                b.scope,
+                b.image,
+            )
         if isinstance(a, (list, tuple)):
             return len(a) == len(b) and all(self.eq(x, y) for x, y in zip(a, b))
         if isinstance(a, (S.For, S.ThreadExtent)):

@@ -24,6 +24,7 @@ One statement per stage, in the spirit of Tensor Comprehensions::
 The result is what ``ts.compute`` builds: a dict name -> ``Tensor``, inputs first (in the order
 they are first read), then the stages in statement order.
 """
+
 from __future__ import annotations
 
 import functools
@@ -43,16 +44,24 @@ from .tensor import compute, placeholder, reduce_axis
 
 GRAMMAR_FILE = os.path.join(os.path.dirname(__file__), "te_grammar.lark")
 REDUCTIONS = {"+=": I.sum, "max=": I.max, "min=": I.min}
-UNARY_CALLS = {"exp": I.exp, "log": I.log, "sqrt": I.sqrt, "tanh": I.tanh,
-               "sigmoid": I.sigmoid, "fabs": I.fabs, "abs": I.fabs}
+UNARY_CALLS = {
+    "exp": I.exp,
+    "log": I.log,
+    "sqrt": I.sqrt,
+    "tanh": I.tanh,
+    "sigmoid": I.sigmoid,
+    "fabs": I.fabs,
+    "abs": I.fabs,
+}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def te_parser():
     with open(GRAMMAR_FILE) as f:
         grammar = f.read()
-    return Lark(grammar + binary_rules(), parser="lalr", propagate_positions=True,
-                maybe_placeholders=True)
+    return Lark(
+        grammar + binary_rules(), parser="lalr", propagate_positions=True, maybe_placeholders=True
+    )
 
 
 def parse_shapes(text):
@@ -67,8 +76,7 @@ def parse_shapes(text):
         except ValueError:
             dims = ()
         if not eq or not name.strip().isidentifier() or not dims or min(dims) <= 0:
-            raise ParseError(f"shapes: '{item}' is not name=extent (i=64) or "
-                             f"tensor=dims (A=34x34)")
+            raise ParseError(f"shapes: '{item}' is not name=extent (i=64) or tensor=dims (A=34x34)")
         out[name.strip()] = dims[0] if len(dims) == 1 and "x" not in value else dims
     return out
 
@@ -84,11 +92,11 @@ class _Program:
     def __init__(self, text, shapes, dtype, filename):
         self.text, self.filename, self.dtype = text, filename, dtype
         self.shapes = parse_shapes(shapes)
-        self.tensors = {}              # name -> Tensor, defined so far (inputs and stages)
-        self.defined = {}              # stage name -> its statement tree
-        self.extents_of = {}           # stage name -> {index variable: extent}
-        self.reduce_vars_of = {}       # stage name -> its reduction variables, in order
-        self.input_shape = {}          # input name -> list of dims (a growing bound)
+        self.tensors = {}  # name -> Tensor, defined so far (inputs and stages)
+        self.defined = {}  # stage name -> its statement tree
+        self.extents_of = {}  # stage name -> {index variable: extent}
+        self.reduce_vars_of = {}  # stage name -> its reduction variables, in order
+        self.input_shape = {}  # input name -> list of dims (a growing bound)
         self.input_order = []
 
     def error(self, message, node):
@@ -111,13 +119,15 @@ class _Program:
             later.discard(s.children[0].value)
             for acc in _find(s, "access"):
                 if acc.children[0].value in later:
-                    raise self.error(f"'{acc.children[0].value}' is read before the statement "
-                                     "that defines it", acc)
-        pending = list(stmts)          # a statement waits until its extents are known
+                    raise self.error(
+                        f"'{acc.children[0].value}' is read before the statement that defines it",
+                        acc,
+                    )
+        pending = list(stmts)  # a statement waits until its extents are known
         while pending:
             ready = [s for s in pending if self.extents(s, strict=False) is not None]
             if not ready:
-                self.extents(pending[0], strict=True)               # raises what is missing
+                self.extents(pending[0], strict=True)  # raises what is missing
             for s in ready:
                 self.extents_of[s.children[0].value] = self.extents(s, strict=True)
                 self.grow_input_shapes(s)
@@ -126,10 +136,13 @@ class _Program:
     def shape_of(self, name):
         if name in self.defined:
             ext = self.extents_of.get(name)
-            return None if ext is None else \
-                tuple(ext[v.value] for v in self.lhs(self.defined[name])[1])
+            return (
+                None
+                if ext is None
+                else tuple(ext[v.value] for v in self.lhs(self.defined[name])[1])
+            )
         given = self.shapes.get(name)
-        if given is not None:                          # A=34x34, or A=34 for a 1-d tensor
+        if given is not None:  # A=34x34, or A=34 for a 1-d tensor
             return given if isinstance(given, tuple) else (given,)
         if name in self.input_shape and None not in self.input_shape[name]:
             return tuple(self.input_shape[name])
@@ -154,16 +167,23 @@ class _Program:
             if v not in names and v not in used and v not in tensors:
                 used.append(v)
         if used and op == "=":
-            raise self.error(f"index variable '{used[0]}' appears only on the right; reduce "
-                             "over it with += (sum), max= or min=", s)
+            raise self.error(
+                f"index variable '{used[0]}' appears only on the right; reduce "
+                "over it with += (sum), max= or min=",
+                s,
+            )
         if op != "=" and not used:
-            raise self.error(f"'{op}' reduces over the index variables that appear only on "
-                             "the right, and there is none; write '='", s)
+            raise self.error(
+                f"'{op}' reduces over the index variables that appear only on "
+                "the right, and there is none; write '='",
+                s,
+            )
         self.reduce_vars_of[name.value] = used
         given = self.shapes.get(name.value)
         if isinstance(given, tuple) and len(given) != len(names):
-            raise self.error(f"shapes give '{name.value}' {len(given)} dimensions, the "
-                             f"statement {len(names)}", s)
+            raise self.error(
+                f"shapes give '{name.value}' {len(given)} dimensions, the statement {len(names)}", s
+            )
         ext = {}
         for k, v in enumerate(names):
             ext[v] = given[k] if isinstance(given, tuple) else None
@@ -172,18 +192,23 @@ class _Program:
         for v in ext:
             if ext[v] is None and isinstance(self.shapes.get(v), int):
                 ext[v] = self.shapes[v]
-        for acc in _find(body, "access"):            # a bare index into a known shape
+        for acc in _find(body, "access"):  # a bare index into a known shape
             shape = self.shape_of(acc.children[0].value)
             for d, ix in enumerate(acc.children[1:]):
-                if shape and d < len(shape) and ix.data == "index" and \
-                        ext.get(ix.children[0].value, 0) is None:
+                if (
+                    shape
+                    and d < len(shape)
+                    and ix.data == "index"
+                    and ext.get(ix.children[0].value, 0) is None
+                ):
                     ext[ix.children[0].value] = shape[d]
         for v, n in ext.items():
             if n is None:
                 if not strict:
                     return None
-                raise self.error(f"no extent for index variable '{v}': give it in the shapes "
-                                 f"({v}=64)", s)
+                raise self.error(
+                    f"no extent for index variable '{v}': give it in the shapes ({v}=64)", s
+                )
         return ext
 
     def grow_input_shapes(self, s):
@@ -202,8 +227,11 @@ class _Program:
                 continue
             dims = self.input_shape.setdefault(name, [None] * (len(acc.children) - 1))
             if len(dims) != len(acc.children) - 1:
-                raise self.error(f"input '{name}' is read with {len(acc.children) - 1} indices "
-                                 f"here and {len(dims)} elsewhere", acc)
+                raise self.error(
+                    f"input '{name}' is read with {len(acc.children) - 1} indices "
+                    f"here and {len(dims)} elsewhere",
+                    acc,
+                )
             for d, ix in enumerate(acc.children[1:]):
                 try:
                     index = E.as_expr(_Eval(self, vars_, ranges).visit(ix))
@@ -211,8 +239,11 @@ class _Program:
                     raise self.error(str(exc), ix) from None
                 lo, hi = bounds(index, ranges)
                 if lo is None or hi is None or lo < 0:
-                    raise self.error(f"cannot size input '{name}' from this index (it may be "
-                                     f"negative or unbounded); give its shape ({name}=...)", ix)
+                    raise self.error(
+                        f"cannot size input '{name}' from this index (it may be "
+                        f"negative or unbounded); give its shape ({name}=...)",
+                        ix,
+                    )
                 dims[d] = max(dims[d] or 0, hi + 1)
 
     def _under_pad(self, s, acc):
@@ -227,10 +258,14 @@ class _Program:
         for name in self.input_order:
             shape = self.shape_of(name)
             if shape is None:
-                acc = next(a for s in stmts for a in _find(s, "access")
-                           if a.children[0].value == name)
-                raise self.error(f"input '{name}' is only read through pad(), so its shape is "
-                                 f"unknown; give it in the shapes ({name}=...)", acc)
+                acc = next(
+                    a for s in stmts for a in _find(s, "access") if a.children[0].value == name
+                )
+                raise self.error(
+                    f"input '{name}' is only read through pad(), so its shape is "
+                    f"unknown; give it in the shapes ({name}=...)",
+                    acc,
+                )
             self.tensors[name] = placeholder(shape, self.dtype, name=name)
         for s in stmts:
             name, idx, op, body = self.lhs(s)
@@ -249,7 +284,8 @@ class _Program:
                 return REDUCTIONS[_op](value, axis=_raxes)
 
             fcompute.__signature__ = inspect.Signature(
-                [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
+                [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+            )
             try:
                 self.tensors[name.value] = compute(shape, fcompute, name=name.value)
             except ComputeError as exc:
@@ -261,7 +297,7 @@ class _Eval:
     """Evaluates an expression tree to a tensor expression, with ``env`` the index variables."""
 
     def __init__(self, prog, env, ranges):
-        self.prog, self.env, self.ranges = prog, env, ranges      # ranges: Var -> (lo, hi)
+        self.prog, self.env, self.ranges = prog, env, ranges  # ranges: Var -> (lo, hi)
 
     def visit(self, node):
         try:
@@ -280,11 +316,12 @@ class _Eval:
 
     def access(self, node, tok, *indices):
         t = self.prog.tensors.get(tok.value)
-        if t is None:                      # planning: no tensor is built yet
+        if t is None:  # planning: no tensor is built yet
             return _Indexed(tok.value, [self.visit(i) for i in indices])
         if len(indices) != t.ndim:
-            raise self.prog.error(f"'{t.name}' has {t.ndim} dimensions, indexed with "
-                                  f"{len(indices)}", node)
+            raise self.prog.error(
+                f"'{t.name}' has {t.ndim} dimensions, indexed with {len(indices)}", node
+            )
         return t[tuple(self.visit(i) for i in indices)]
 
     def binary(self, node, a, op, b):
@@ -311,8 +348,9 @@ class _Eval:
 
         def arity(n):
             if len(args) != n:
-                raise self.prog.error(f"{fn}() takes {n} argument{'s' * (n > 1)}, got "
-                                      f"{len(args)}", node)
+                raise self.prog.error(
+                    f"{fn}() takes {n} argument{'s' * (n > 1)}, got {len(args)}", node
+                )
 
         if fn in UNARY_CALLS:
             arity(1)
@@ -329,16 +367,20 @@ class _Eval:
         if is_dtype(fn):
             arity(1)
             return E.as_expr(args[0]).astype(fn)
-        raise self.prog.error(f"unknown function '{fn}'; use exp, log, sqrt, tanh, sigmoid, "
-                              "fabs, pow, max, min, select, pad or a cast (float16(x))", node)
+        raise self.prog.error(
+            f"unknown function '{fn}'; use exp, log, sqrt, tanh, sigmoid, "
+            "fabs, pow, max, min, select, pad or a cast (float16(x))",
+            node,
+        )
 
     def pad(self, node, acc, value=None, *rest):
         if acc is None or acc.data != "access" or value is None or rest:
-            raise self.prog.error("pad takes a tensor element and the padding value: "
-                                  "pad(A[i - 1, j - 1], 0.0)", node)
+            raise self.prog.error(
+                "pad takes a tensor element and the padding value: pad(A[i - 1, j - 1], 0.0)", node
+            )
         name = acc.children[0].value
         t = self.prog.tensors.get(name)
-        if t is None:                                       # planning
+        if t is None:  # planning
             return _Indexed(name, [])
         indices = [E.as_expr(self.visit(i)) for i in acc.children[1:]]
         loaded = self.access(acc, acc.children[0], *acc.children[1:])
@@ -361,32 +403,41 @@ class _Indexed(E.ExprOps):
         self.name, self.indices = name, indices
 
     def as_expr(self):
-        raise ComputeError(f"an index reads tensor '{self.name}'; indices are arithmetic on "
-                           "index variables (indirect indexing is not supported)")
+        raise ComputeError(
+            f"an index reads tensor '{self.name}'; indices are arithmetic on "
+            "index variables (indirect indexing is not supported)"
+        )
 
 
 def parse_expr(text, shapes=None, dtype="float32", filename="<expr>"):
     """Tensors from tensor-expression text (see the module docstring): a dict name ->
     ``Tensor``, inputs (placeholders) first, then one compute stage per statement."""
     if not isinstance(text, str):
-        raise ParseError(f"parse_expr: expected the statements as a str, got "
-                         f"{type(text).__name__}")
+        raise ParseError(f"parse_expr: expected the statements as a str, got {type(text).__name__}")
     if shapes is not None and not isinstance(shapes, (str, dict)):
-        raise ParseError("parse_expr: shapes must be a str like 'i=64,j=64' or a dict name -> "
-                         f"extent, got {type(shapes).__name__}")
+        raise ParseError(
+            "parse_expr: shapes must be a str like 'i=64,j=64' or a dict name -> "
+            f"extent, got {type(shapes).__name__}"
+        )
     dt.check_dtype(dtype, "parse_expr")
     try:
         tree = te_parser().parse(text)
     except UnexpectedInput as exc:
         if isinstance(exc, UnexpectedCharacters):
-            ch = text[exc.pos_in_stream:exc.pos_in_stream + 1]
+            ch = text[exc.pos_in_stream : exc.pos_in_stream + 1]
             msg = f"unexpected character {ch!r}"
         else:
             tok = exc.token
             what = "the end of the text" if tok.type == "$END" else repr(tok.value)
             msg = f"unexpected {what}; expected {_expected(te_parser(), exc.expected)}"
-        raise _error_at(text, msg, exc.line if exc.line > 0 else 1,
-                        exc.column if exc.column > 0 else 1, 1, filename) from None
+        raise _error_at(
+            text,
+            msg,
+            exc.line if exc.line > 0 else 1,
+            exc.column if exc.column > 0 else 1,
+            1,
+            filename,
+        ) from None
     stmts = list(tree.children)
     if not stmts:
         raise ParseError("the text has no statement (C[i] = A[i] + 1.0)", filename=filename)

@@ -1,5 +1,6 @@
 """The tensor-expression level: ranges, iteration variables, tensors and the operations that
 produce them (``placeholder`` and ``compute``)."""
+
 from __future__ import annotations
 
 import inspect
@@ -10,8 +11,15 @@ from . import dtype as dt
 from . import expr as E
 from .visitor import Visitor
 
-THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
-               "vthread")
+THREAD_TAGS = (
+    "blockIdx.x",
+    "blockIdx.y",
+    "blockIdx.z",
+    "threadIdx.x",
+    "threadIdx.y",
+    "threadIdx.z",
+    "vthread",
+)
 
 
 @dataclass(frozen=True)
@@ -23,6 +31,7 @@ class Range:
 @dataclass(eq=False)
 class IterVar(E.ExprOps):
     """A loop: a variable, its domain, and its kind (``data``, ``reduce`` or ``thread``)."""
+
     var: E.Var
     dom: Range | None
     kind: str = "data"
@@ -47,7 +56,9 @@ def reduce_axis(dom, name="k"):
     """A reduction axis over ``dom`` = ``(min, max)`` (half-open, TVM style) or an extent."""
     if isinstance(dom, int):
         dom = (0, dom)
-    if not (isinstance(dom, (tuple, list)) and len(dom) == 2 and all(isinstance(d, int) for d in dom)):
+    if not (
+        isinstance(dom, (tuple, list)) and len(dom) == 2 and all(isinstance(d, int) for d in dom)
+    ):
         raise ComputeError(f"reduce_axis '{name}': dom must be (begin, end) of ints, got {dom!r}")
     lo, hi = dom
     if hi <= lo:
@@ -62,8 +73,10 @@ def thread_axis(tag, name=None):
     at a stride over the tile (``ts.thread_axis("vthread", name="vx")``; several may be bound)."""
     if tag not in THREAD_TAGS:
         from ..errors import ScheduleError
-        raise ScheduleError("thread_axis", None, f"unknown thread tag '{tag}'; use one of "
-                            f"{', '.join(THREAD_TAGS)}")
+
+        raise ScheduleError(
+            "thread_axis", None, f"unknown thread tag '{tag}'; use one of {', '.join(THREAD_TAGS)}"
+        )
     return IterVar(E.Var(name or tag), None, "thread", tag)
 
 
@@ -122,8 +135,10 @@ class Tensor:
 
     def __iter__(self):
         # without this, iteration would call __getitem__(0), (1), ... for ever
-        raise ComputeError(f"tensor '{self.name}' cannot be iterated; index it ({self.name}[i]) "
-                           "or, where a list of tensors is expected, write one ([A, B, C])")
+        raise ComputeError(
+            f"tensor '{self.name}' cannot be iterated; index it ({self.name}[i]) "
+            "or, where a list of tensors is expected, write one ([A, B, C])"
+        )
 
     def __repr__(self):
         return f"Tensor({self.name}, {self.shape}, {self.dtype})"
@@ -153,22 +168,25 @@ class _Slice(E.ExprOps):
             if not dt.is_int(i.dtype):
                 raise ComputeError(f"index of '{t.name}' must be an integer, got {i.dtype}")
         if len(indices) > t.ndim:
-            raise ComputeError(f"tensor '{t.name}' has {t.ndim} dimensions but got {len(indices)} "
-                               "indices")
+            raise ComputeError(
+                f"tensor '{t.name}' has {t.ndim} dimensions but got {len(indices)} indices"
+            )
         if len(indices) == t.ndim:
             return E.TensorLoad(t, indices)
         return _Slice(t, indices)
 
     def as_expr(self):
-        raise ComputeError(f"tensor '{self.tensor.name}' has {self.tensor.ndim} dimensions but was "
-                           f"used with {len(self.indices)} indices")
+        raise ComputeError(
+            f"tensor '{self.tensor.name}' has {self.tensor.ndim} dimensions but was "
+            f"used with {len(self.indices)} indices"
+        )
 
     def __iter__(self):
         self.as_expr()
 
     def __getattr__(self, name):
         if name.startswith("__"):
-            raise AttributeError(name)            # keep Python's protocols (copy, pickle) sane
+            raise AttributeError(name)  # keep Python's protocols (copy, pickle) sane
         self.as_expr()
 
 
@@ -190,8 +208,10 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
     """The tensor whose element at index ``(i, j, ...)`` is ``fcompute(i, j, ...)``."""
     shape = _check_shape(shape, f"compute '{name}'")
     if not callable(fcompute):
-        raise ComputeError(f"compute '{name}': the second argument must be a function of the "
-                           f"indices (lambda i, j: ...), got {type(fcompute).__name__}")
+        raise ComputeError(
+            f"compute '{name}': the second argument must be a function of the "
+            f"indices (lambda i, j: ...), got {type(fcompute).__name__}"
+        )
     try:
         params = inspect.signature(fcompute).parameters.values()
         names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -201,14 +221,16 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
     if varargs:
         names = names + [f"i{k}" for k in range(len(names), len(shape))]
     if len(names) != len(shape):
-        raise ComputeError(f"compute '{name}': the function takes {len(names)} indices but the "
-                           f"shape {shape} has {len(shape)} dimensions")
+        raise ComputeError(
+            f"compute '{name}': the function takes {len(names)} indices but the "
+            f"shape {shape} has {len(shape)} dimensions"
+        )
     axis = [IterVar(E.Var(n), Range(0, d), "data") for n, d in zip(names, shape)]
     body = fcompute(*[iv.var for iv in axis])
     if isinstance(body, (list, tuple)):
         raise ComputeError(f"compute '{name}': one output per compute; return one expression")
     if isinstance(body, _Slice):
-        body[()]                     # raises the dimension error
+        body[()]  # raises the dimension error
     body = E.as_expr(body)
     _check_body(name, body, axis)
     return ComputeOp(name, axis, body, tag, attrs).output(0)
@@ -223,16 +245,20 @@ def _check_body(name, body, axis):
     class _Check(Visitor):
         def visit_Reduce(self, r):
             if r is not body:
-                raise ComputeError(f"compute '{name}': a reduction (ts.sum/max/min) must be the "
-                                   "whole body, not part of a larger expression; compute it as "
-                                   "its own stage")
+                raise ComputeError(
+                    f"compute '{name}': a reduction (ts.sum/max/min) must be the "
+                    "whole body, not part of a larger expression; compute it as "
+                    "its own stage"
+                )
             self.generic_visit(r)
 
         def visit_Var(self, v):
             if v not in allowed:
-                raise ComputeError(f"compute '{name}': variable '{v.name}' is neither an index "
-                                   "of this compute nor reduced over; a reduce axis must be "
-                                   "passed to ts.sum/max/min(..., axis=...)")
+                raise ComputeError(
+                    f"compute '{name}': variable '{v.name}' is neither an index "
+                    "of this compute nor reduced over; a reduce axis must be "
+                    "passed to ts.sum/max/min(..., axis=...)"
+                )
 
     _Check().visit(body)
 

@@ -1,6 +1,7 @@
 """Well-formedness of loop IR, checked between passes when ``TS_VERIFY=1`` (the test suite
 always sets it): every variable is defined where it is used, every buffer is an argument or
 allocated around its use, and stores agree with their buffers in type and vector width."""
+
 from __future__ import annotations
 
 from ..errors import InternalError
@@ -42,20 +43,25 @@ class _Verify(Visitor):
 
     def visit_Load(self, ld):
         if ld.buffer not in self.bufs:
-            self.errors.append(f"buffer '{ld.buffer.name}' is read but neither an argument nor "
-                               "allocated here")
+            self.errors.append(
+                f"buffer '{ld.buffer.name}' is read but neither an argument nor allocated here"
+            )
         self.generic_visit(ld)
 
     def visit_Store(self, st):
         if st.buffer not in self.bufs:
-            self.errors.append(f"buffer '{st.buffer.name}' is written but neither an argument "
-                               "nor allocated here")
+            self.errors.append(
+                f"buffer '{st.buffer.name}' is written but neither an argument nor allocated here"
+            )
         if dt.lanes(st.value.dtype) != dt.lanes(st.index.dtype):
-            self.errors.append(f"store to '{st.buffer.name}': {dt.lanes(st.value.dtype)} values "
-                               f"for {dt.lanes(st.index.dtype)} addresses")
+            self.errors.append(
+                f"store to '{st.buffer.name}': {dt.lanes(st.value.dtype)} values "
+                f"for {dt.lanes(st.index.dtype)} addresses"
+            )
         if dt.element(st.value.dtype) != dt.element(st.buffer.dtype):
-            self.errors.append(f"store to '{st.buffer.name}' ({st.buffer.dtype}) of a "
-                               f"{st.value.dtype} value")
+            self.errors.append(
+                f"store to '{st.buffer.name}' ({st.buffer.dtype}) of a {st.value.dtype} value"
+            )
         self.generic_visit(st)
 
 
@@ -65,5 +71,9 @@ def verify(stmt, args=(), after=""):
     v.visit(stmt)
     if v.errors:
         where = f" after pass '{after}'" if after else ""
-        raise VerifyError(f"ill-formed IR{where}:\n  " + "\n  ".join(dict.fromkeys(v.errors)) +
-                          "\n" + print_stmt(stmt))
+        raise VerifyError(
+            f"ill-formed IR{where}:\n  "
+            + "\n  ".join(dict.fromkeys(v.errors))
+            + "\n"
+            + print_stmt(stmt)
+        )

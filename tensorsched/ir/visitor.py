@@ -3,6 +3,7 @@
 A mutator's default rebuilds a node from its visited children and returns the very same object
 when no child changed, so unchanged subtrees are shared and cheap to compare.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,14 +13,30 @@ from . import stmt as S
 
 # The child fields of each node class, in order: only these are visited.
 _CHILDREN = {
-    E.BinOp: ("a", "b"), E.Cmp: ("a", "b"), E.And: ("a", "b"), E.Or: ("a", "b"), E.Not: ("a",),
-    E.Select: ("cond", "t", "f"), E.Cast: ("value",), E.Call: ("args",),
-    E.TensorLoad: ("indices",), E.Load: ("index",), E.Ramp: ("base", "stride"),
-    E.Broadcast: ("value",), E.Reduce: ("source", "condition"),
-    S.Store: ("index", "value"), S.For: ("min", "extent", "body"), S.ThreadExtent: ("body",),
-    S.Allocate: ("body",), S.Produce: ("body",), S.Seq: ("stmts",),
-    S.IfThenElse: ("cond", "then", "orelse"), S.Barrier: (),
-    E.IntImm: (), E.FloatImm: (), E.Var: (),
+    E.BinOp: ("a", "b"),
+    E.Cmp: ("a", "b"),
+    E.And: ("a", "b"),
+    E.Or: ("a", "b"),
+    E.Not: ("a",),
+    E.Select: ("cond", "t", "f"),
+    E.Cast: ("value",),
+    E.Call: ("args",),
+    E.TensorLoad: ("indices",),
+    E.Load: ("index",),
+    E.Ramp: ("base", "stride"),
+    E.Broadcast: ("value",),
+    E.Reduce: ("source", "condition"),
+    S.Store: ("index", "value"),
+    S.For: ("min", "extent", "body"),
+    S.ThreadExtent: ("body",),
+    S.Allocate: ("body",),
+    S.Produce: ("body",),
+    S.Seq: ("stmts",),
+    S.IfThenElse: ("cond", "then", "orelse"),
+    S.Barrier: (),
+    E.IntImm: (),
+    E.FloatImm: (),
+    E.Var: (),
 }
 
 
@@ -86,8 +103,9 @@ class Substitute(Mutator):
             # a bound variable is renamed only when the map says so with a Var
             new = self.vmap[node.var]
             body = self.visit(node.body)
-            return dataclasses.replace(node, var=new, min=self.visit(node.min),
-                                       extent=self.visit(node.extent), body=body)
+            return dataclasses.replace(
+                node, var=new, min=self.visit(node.min), extent=self.visit(node.extent), body=body
+            )
         return self.generic_visit(node)
 
 

@@ -8,9 +8,12 @@
 - ``conv2d_nchw_implicit_gemm``: the same product turned around (kernel times patches), its
   operands meant to be inlined into the GEMM's tile loads.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..errors import ComputeError
 from ..ir import intrin as I
@@ -46,8 +49,10 @@ class ConvShape:
 
 def _inputs(shape, dtype):
     if shape.OH <= 0 or shape.OW <= 0:
-        raise ComputeError(f"conv2d: the kernel {shape.KH}x{shape.KW} does not fit the padded "
-                           f"input {shape.IH}x{shape.IW} (pad {shape.pad})")
+        raise ComputeError(
+            f"conv2d: the kernel {shape.KH}x{shape.KW} does not fit the padded "
+            f"input {shape.IH}x{shape.IW} (pad {shape.pad})"
+        )
     data = placeholder((shape.N, shape.CI, shape.IH, shape.IW), dtype, name="data")
     kernel = placeholder((shape.CO, shape.CI, shape.KH, shape.KW), dtype, name="kernel")
     return data, kernel
@@ -66,10 +71,16 @@ def conv2d_nchw(shape, dtype="float32", out_dtype=None):
     ci = reduce_axis((0, shape.CI), name="ci")
     kh = reduce_axis((0, shape.KH), name="kh")
     kw = reduce_axis((0, shape.KW), name="kw")
-    out = compute((shape.N, shape.CO, shape.OH, shape.OW), lambda n, co, h, w: I.sum(
-        data_pad[n, ci, h * s + kh, w * s + kw].astype(out_dtype) *
-        kernel[co, ci, kh, kw].astype(out_dtype), axis=[ci, kh, kw]), name="conv2d",
-        tag="conv2d_nchw")
+    out = compute(
+        (shape.N, shape.CO, shape.OH, shape.OW),
+        lambda n, co, h, w: I.sum(
+            data_pad[n, ci, h * s + kh, w * s + kw].astype(out_dtype)
+            * kernel[co, ci, kh, kw].astype(out_dtype),
+            axis=[ci, kh, kw],
+        ),
+        name="conv2d",
+        tag="conv2d_nchw",
+    )
     return data, kernel, out
 
 
@@ -86,34 +97,54 @@ def conv2d_nchw_spatial_pack(shape, VH=1, VW=4, VC=4, dtype="float32", out_dtype
     HS = WS = shape.stride
     OH, OW = shape.OH, shape.OW
     OHB, OWB, COB = _ceil(OH, VH), _ceil(OW, VW), _ceil(CO, VC)
-    rows, cols = (VH - 1) * HS + KH, (VW - 1) * WS + KW          # input window of one tile
+    rows, cols = (VH - 1) * HS + KH, (VW - 1) * WS + KW  # input window of one tile
     need_h, need_w = (OHB - 1) * VH * HS + rows, (OWB - 1) * VW * WS + cols
     p = shape.pad
-    data_pad = pad(data, [0, 0, p, p],
-                   [0, 0, max(p, need_h - shape.IH - p), max(p, need_w - shape.IW - p)],
-                   name="data_pad")
+    data_pad = pad(
+        data,
+        [0, 0, p, p],
+        [0, 0, max(p, need_h - shape.IH - p), max(p, need_w - shape.IW - p)],
+        name="data_pad",
+    )
     dvshape = (N, OHB, OWB, CI, rows, cols)
     kvshape = (COB, CI, KH, KW, VC)
     ovshape = (N, COB, OHB, OWB, VH, VW, VC)
     oshape = (N, CO, OH, OW)
-    data_vec = compute(dvshape, lambda n, h, w, ci, vh, vw:
-                       data_pad[n][ci][h * VH * HS + vh][w * VW * WS + vw], name="data_vec")
+    data_vec = compute(
+        dvshape,
+        lambda n, h, w, ci, vh, vw: data_pad[n][ci][h * VH * HS + vh][w * VW * WS + vw],
+        name="data_vec",
+    )
     if CO % VC:
-        kernel_vec = compute(kvshape, lambda co, ci, kh, kw, vc: I.if_then_else(
-            co * VC + vc < CO, kernel[I.min(co * VC + vc, CO - 1)][ci][kh][kw],
-            const(0, dtype)), name="kernel_vec")
+        kernel_vec = compute(
+            kvshape,
+            lambda co, ci, kh, kw, vc: I.if_then_else(
+                co * VC + vc < CO, kernel[I.min(co * VC + vc, CO - 1)][ci][kh][kw], const(0, dtype)
+            ),
+            name="kernel_vec",
+        )
     else:
-        kernel_vec = compute(kvshape, lambda co, ci, kh, kw, vc:
-                             kernel[co * VC + vc][ci][kh][kw], name="kernel_vec")
+        kernel_vec = compute(
+            kvshape, lambda co, ci, kh, kw, vc: kernel[co * VC + vc][ci][kh][kw], name="kernel_vec"
+        )
     ci = reduce_axis((0, CI), name="ci")
     kh = reduce_axis((0, KH), name="kh")
     kw = reduce_axis((0, KW), name="kw")
-    conv = compute(ovshape, lambda n, co, h, w, vh, vw, vc: I.sum(
-        data_vec[n, h, w, ci, vh * HS + kh, vw * WS + kw].astype(out_dtype) *
-        kernel_vec[co, ci, kh, kw, vc].astype(out_dtype), axis=[ci, kh, kw]), name="conv")
-    output = compute(oshape, lambda n, co, h, w:
-                     conv[n][co // VC][h // VH][w // VW][h % VH][w % VW][co % VC],
-                     name="output_unpack", tag="direct_conv_output")
+    conv = compute(
+        ovshape,
+        lambda n, co, h, w, vh, vw, vc: I.sum(
+            data_vec[n, h, w, ci, vh * HS + kh, vw * WS + kw].astype(out_dtype)
+            * kernel_vec[co, ci, kh, kw, vc].astype(out_dtype),
+            axis=[ci, kh, kw],
+        ),
+        name="conv",
+    )
+    output = compute(
+        oshape,
+        lambda n, co, h, w: conv[n][co // VC][h // VH][w // VW][h % VH][w % VW][co % VC],
+        name="output_unpack",
+        tag="direct_conv_output",
+    )
     return data, kernel, output
 
 
@@ -127,17 +158,28 @@ def conv2d_nchw_im2col(shape, dtype="float32", out_dtype=None):
     s, p = shape.stride, shape.pad
     M, K = N * OH * OW, CI * KH * KW
     data_pad = pad(data, [0, 0, p, p], name="data_pad")
-    data_col = compute((M, K), lambda m, k: data_pad[
-        m // (OH * OW), k // (KH * KW), (m // OW) % OH * s + k // KW % KH,
-        m % OW * s + k % KW], name="data_col")
-    kernel_mat = compute((K, CO), lambda k, co: kernel[co, k // (KH * KW), k // KW % KH, k % KW],
-                         name="kernel_mat")
+    data_col = compute(
+        (M, K),
+        lambda m, k: data_pad[
+            m // (OH * OW), k // (KH * KW), (m // OW) % OH * s + k // KW % KH, m % OW * s + k % KW
+        ],
+        name="data_col",
+    )
+    kernel_mat = compute(
+        (K, CO), lambda k, co: kernel[co, k // (KH * KW), k // KW % KH, k % KW], name="kernel_mat"
+    )
     kk = reduce_axis((0, K), name="k")
-    gemm = compute((M, CO), lambda m, co: I.sum(data_col[m, kk].astype(out_dtype) *
-                                               kernel_mat[kk, co].astype(out_dtype), axis=kk),
-                   name="conv_gemm", tag="gemm_NN")
-    output = compute((N, CO, OH, OW), lambda n, co, h, w: gemm[(n * OH + h) * OW + w, co],
-                     name="output")
+    gemm = compute(
+        (M, CO),
+        lambda m, co: I.sum(
+            data_col[m, kk].astype(out_dtype) * kernel_mat[kk, co].astype(out_dtype), axis=kk
+        ),
+        name="conv_gemm",
+        tag="gemm_NN",
+    )
+    output = compute(
+        (N, CO, OH, OW), lambda n, co, h, w: gemm[(n * OH + h) * OW + w, co], name="output"
+    )
     return data, kernel, output
 
 
@@ -153,17 +195,28 @@ def conv2d_nchw_implicit_gemm(shape, dtype="float32", out_dtype=None):
     s, p = shape.stride, shape.pad
     P, K = N * OH * OW, CI * KH * KW
     data_pad = pad(data, [0, 0, p, p], name="data_pad")
-    kernel_mat = compute((CO, K), lambda co, k: kernel[co, k // (KH * KW), k // KW % KH, k % KW],
-                         name="kernel_mat")
-    data_col = compute((K, P), lambda k, q: data_pad[
-        q // (OH * OW), k // (KH * KW), q // OW % OH * s + k // KW % KH, q % OW * s + k % KW],
-        name="data_col")
+    kernel_mat = compute(
+        (CO, K), lambda co, k: kernel[co, k // (KH * KW), k // KW % KH, k % KW], name="kernel_mat"
+    )
+    data_col = compute(
+        (K, P),
+        lambda k, q: data_pad[
+            q // (OH * OW), k // (KH * KW), q // OW % OH * s + k // KW % KH, q % OW * s + k % KW
+        ],
+        name="data_col",
+    )
     kk = reduce_axis((0, K), name="k")
-    gemm = compute((CO, P), lambda co, q: I.sum(kernel_mat[co, kk].astype(out_dtype) *
-                                               data_col[kk, q].astype(out_dtype), axis=kk),
-                   name="conv_gemm", tag="gemm_NN")
-    output = compute((N, CO, OH, OW), lambda n, co, h, w: gemm[co, (n * OH + h) * OW + w],
-                     name="output")
+    gemm = compute(
+        (CO, P),
+        lambda co, q: I.sum(
+            kernel_mat[co, kk].astype(out_dtype) * data_col[kk, q].astype(out_dtype), axis=kk
+        ),
+        name="conv_gemm",
+        tag="gemm_NN",
+    )
+    output = compute(
+        (N, CO, OH, OW), lambda n, co, h, w: gemm[co, (n * OH + h) * OW + w], name="output"
+    )
     return data, kernel, output
 
 
@@ -177,3 +230,22 @@ def stages_by_name(output):
         found[t.name] = t
         todo += list(t.op.input_tensors)
     return found
+
+
+def conv2d_ref(d, k, stride=1, pad=0):
+    """NCHW data, OIHW kernel, in float64; ``stride`` and ``pad`` are ints or (h, w) pairs."""
+    (sh, sw), (ph, pw) = (_pair(stride), _pair(pad))
+    _, _, H, W = d.shape
+    CO, _, KH, KW = k.shape
+    dp = np.pad(np.asarray(d, np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    OH, OW = (H + 2 * ph - KH) // sh + 1, (W + 2 * pw - KW) // sw + 1
+    out = np.zeros((d.shape[0], CO, OH, OW))
+    for kh in range(KH):
+        for kw in range(KW):
+            window = dp[:, :, kh : kh + sh * (OH - 1) + 1 : sh, kw : kw + sw * (OW - 1) + 1 : sw]
+            out += np.einsum("nchw,oc->nohw", window, np.asarray(k[:, :, kh, kw], np.float64))
+    return out
+
+
+def _pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)

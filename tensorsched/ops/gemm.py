@@ -1,4 +1,5 @@
 """GEMM as a compute declaration: ``C = A @ B`` with A or B stored transposed."""
+
 from ..errors import ComputeError
 from ..ir import intrin as I
 from ..ir.tensor import compute, placeholder, reduce_axis
@@ -26,6 +27,7 @@ def gemm(M, N, K, layout="NN", dtype="float32", out_dtype=None, name="C"):
     def b(kk, j):
         return (B[j, kk] if layout == "NT" else B[kk, j]).astype(out_dtype)
 
-    C = compute((M, N), lambda i, j: I.sum(a(i, k) * b(k, j), axis=k), name=name,
-                tag=f"gemm_{layout}")
+    C = compute(
+        (M, N), lambda i, j: I.sum(a(i, k) * b(k, j), axis=k), name=name, tag=f"gemm_{layout}"
+    )
     return A, B, C

@@ -1,5 +1,6 @@
 """Elementwise epilogues (seed 002): bias add, ReLU, sigmoid. Each is its own compute stage;
 a schedule template fuses it into the GEMM or conv that feeds it."""
+
 from ..errors import ComputeError
 from ..ir import intrin as I
 from ..ir.expr import const
@@ -12,15 +13,18 @@ def bias_add(data, bias=None, axis=-1, name="bias_add"):
     if bias is None:
         bias = placeholder((data.shape[axis],), data.dtype, name="bias")
     if not isinstance(bias, Tensor) or bias.shape != (data.shape[axis],):
-        raise ComputeError(f"bias_add: bias must have shape ({data.shape[axis]},), the size of "
-                           f"axis {axis} of '{data.name}'")
+        raise ComputeError(
+            f"bias_add: bias must have shape ({data.shape[axis]},), the size of "
+            f"axis {axis} of '{data.name}'"
+        )
     out = compute(data.shape, lambda *i: data[i] + bias[i[axis]], name=name, tag="elemwise")
     return out, bias
 
 
 def relu(data, name="relu"):
-    return compute(data.shape, lambda *i: I.max(data[i], const(0, data.dtype)), name=name,
-                   tag="elemwise")
+    return compute(
+        data.shape, lambda *i: I.max(data[i], const(0, data.dtype)), name=name, tag="elemwise"
+    )
 
 
 def sigmoid(data, name="sigmoid"):

@@ -1,4 +1,5 @@
 """``pad``: a constant border around a tensor, as a compute stage (usually inlined)."""
+
 from ..errors import ComputeError
 from ..ir import expr as E
 from ..ir.intrin import all as all_of
@@ -14,8 +15,10 @@ def pad(data, pad_before, pad_after=None, pad_value=0.0, name="PadInput"):
     pad_after = pad_before if pad_after is None else pad_after
     pad_before, pad_after = list(pad_before), list(pad_after)
     if len(pad_before) != n or len(pad_after) != n:
-        raise ComputeError(f"pad '{name}': give one pad width per dimension ({n}), got "
-                           f"{len(pad_before)} before and {len(pad_after)} after")
+        raise ComputeError(
+            f"pad '{name}': give one pad width per dimension ({n}), got "
+            f"{len(pad_before)} before and {len(pad_after)} after"
+        )
     if any(not isinstance(p, int) or p < 0 for p in pad_before + pad_after):
         raise ComputeError(f"pad '{name}': pad widths must be non-negative ints")
     shape = tuple(d + b + a for d, b, a in zip(data.shape, pad_before, pad_after))

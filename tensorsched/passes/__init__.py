@@ -1,4 +1,5 @@
 """Passes over lowered IR: each is a pure function ``Stmt -> Stmt`` named by a verb."""
+
 from .double_buffer import double_buffer
 from .hoist_guards import hoist_guards
 from .inject_virtual_threads import inject_virtual_threads
@@ -9,5 +10,14 @@ from .simplify_stmt import simplify_stmt
 from .unroll import unroll_loops
 from .vectorize import vectorize_loops
 
-__all__ = ["double_buffer", "hoist_guards", "inject_virtual_threads", "insert_barriers", "remove_trivial_loops", "run_passes", "simplify_stmt", "unroll_loops",
-           "vectorize_loops"]
+__all__ = [
+    "double_buffer",
+    "hoist_guards",
+    "inject_virtual_threads",
+    "insert_barriers",
+    "remove_trivial_loops",
+    "run_passes",
+    "simplify_stmt",
+    "unroll_loops",
+    "vectorize_loops",
+]

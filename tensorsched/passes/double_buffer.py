@@ -25,6 +25,7 @@ stalls on a load only where its value is stored). ``double_buffer("both")`` does
 loads staged in registers are stored into the other of two tile copies after this iteration's
 computation, with one barrier per iteration.
 """
+
 from __future__ import annotations
 
 from ..ir import expr as E
@@ -34,13 +35,13 @@ from ..ir.visitor import Mutator, RebaseBuffers, substitute
 
 def _halves(doubled, half):
     """Accesses of the doubled buffers shifted into half ``half``."""
-    return RebaseBuffers({b: (new, E.BinOp("*", half, E.IntImm(size)))
-                          for b, (new, size) in doubled.items()})
+    return RebaseBuffers(
+        {b: (new, E.BinOp("*", half, E.IntImm(size))) for b, (new, size) in doubled.items()}
+    )
 
 
 def _doubled(allocs):
-    return {b: (S.Buffer(b.name, b.dtype, (2,) + tuple(b.shape), b.scope), b.size)
-            for b in allocs}
+    return {b: (S.Buffer(b.name, b.dtype, (2,) + tuple(b.shape), b.scope), b.size) for b in allocs}
 
 
 def _peel_allocs(body, marked):
@@ -54,7 +55,7 @@ def _peel_allocs(body, marked):
 
 class _DoubleBuffer(Mutator):
     def __init__(self, marked):
-        self.marked = marked                  # buffer -> "shared", "local" or "both"
+        self.marked = marked  # buffer -> "shared", "local" or "both"
 
     def visit_For(self, f):
         body = self.visit(f.body)
@@ -68,50 +69,69 @@ class _DoubleBuffer(Mutator):
         k = 0
         while k < len(parts) and isinstance(parts[k], S.Produce):
             k += 1
-        fills, rest = parts[:k], parts[k + 1:]
+        fills, rest = parts[:k], parts[k + 1 :]
         trailing = list(items[1:])
-        if not fills or k >= len(parts) or not isinstance(parts[k], S.Barrier) or \
-                trailing != [S.Barrier("shared")]:
+        if (
+            not fills
+            or k >= len(parts)
+            or not isinstance(parts[k], S.Barrier)
+            or trailing != [S.Barrier("shared")]
+        ):
             return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
         v, last = f.var, f.min + f.extent - 1
         modes = {self.marked[b] for b in allocs}
         if modes & {"local", "both"}:
             staged = _stage_in_registers(fills)
             if staged is None:
-                return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body,
-                                                      f.pragmas)
+                return (
+                    f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
+                )
             loads, stores, regs = staged
             nxt = {v: v + 1}
             ahead_loads = S.IfThenElse(E.Cmp("<", v, last), substitute(loads, nxt))
-            if "both" in modes:       # two tile copies: the stores need no barrier before them
+            if "both" in modes:  # two tile copies: the stores need no barrier before them
                 doubled = _doubled(allocs)
-                first = S.seq(substitute(loads, {v: f.min}), _halves(doubled, E.IntImm(0)).visit(
-                    substitute(stores, {v: f.min})))
+                first = S.seq(
+                    substitute(loads, {v: f.min}),
+                    _halves(doubled, E.IntImm(0)).visit(substitute(stores, {v: f.min})),
+                )
                 stores_next = _halves(doubled, (v - f.min + 1) % 2).visit(substitute(stores, nxt))
                 now = _halves(doubled, (v - f.min) % 2).visit(S.seq(*rest))
-                loop_body = S.seq(ahead_loads, now,
-                                  S.IfThenElse(E.Cmp("<", v, last), stores_next),
-                                  S.Barrier("shared"))
+                loop_body = S.seq(
+                    ahead_loads,
+                    now,
+                    S.IfThenElse(E.Cmp("<", v, last), stores_next),
+                    S.Barrier("shared"),
+                )
                 allocs_out = [doubled[b][0] for b in allocs]
             else:
                 first = substitute(S.seq(loads, stores), {v: f.min})
-                loop_body = S.seq(ahead_loads, *rest, S.Barrier("shared"),
-                                  S.IfThenElse(E.Cmp("<", v, last), substitute(stores, nxt)),
-                                  S.Barrier("shared"))
+                loop_body = S.seq(
+                    ahead_loads,
+                    *rest,
+                    S.Barrier("shared"),
+                    S.IfThenElse(E.Cmp("<", v, last), substitute(stores, nxt)),
+                    S.Barrier("shared"),
+                )
                 allocs_out = list(allocs)
-            out = S.seq(first, S.Barrier("shared"),
-                        S.For(v, f.min, f.extent, f.kind, loop_body, f.pragmas))
+            out = S.seq(
+                first, S.Barrier("shared"), S.For(v, f.min, f.extent, f.kind, loop_body, f.pragmas)
+            )
             for b in [*reversed(allocs_out), *regs]:
                 out = S.Allocate(b, out)
             return out
         doubled = _doubled(allocs)
         first = _halves(doubled, E.IntImm(0)).visit(substitute(S.seq(*fills), {v: f.min}))
-        ahead = _halves(doubled, (v - f.min + 1) % 2).visit(
-            substitute(S.seq(*fills), {v: v + 1}))
+        ahead = _halves(doubled, (v - f.min + 1) % 2).visit(substitute(S.seq(*fills), {v: v + 1}))
         now = _halves(doubled, (v - f.min) % 2).visit(S.seq(*rest))
-        loop = S.For(v, f.min, f.extent, f.kind,
-                     S.seq(S.IfThenElse(E.Cmp("<", v, last), ahead), now, S.Barrier("shared")),
-                     f.pragmas)
+        loop = S.For(
+            v,
+            f.min,
+            f.extent,
+            f.kind,
+            S.seq(S.IfThenElse(E.Cmp("<", v, last), ahead), now, S.Barrier("shared")),
+            f.pragmas,
+        )
         out = S.seq(first, S.Barrier("shared"), loop)
         for b in reversed(allocs):
             out = S.Allocate(doubled[b][0], out)
@@ -141,9 +161,12 @@ def _stage_in_registers(fills):
             if isinstance(s, S.For):
                 ld, st = split(s.body, loops + [(s.var, s.extent.value)])
                 fresh = E.Var(s.var.name)
-                return (S.For(s.var, s.min, s.extent, s.kind, ld, s.pragmas),
-                        S.For(fresh, s.min, s.extent, s.kind, substitute(st, {s.var: fresh}),
-                              s.pragmas))
+                return (
+                    S.For(s.var, s.min, s.extent, s.kind, ld, s.pragmas),
+                    S.For(
+                        fresh, s.min, s.extent, s.kind, substitute(st, {s.var: fresh}), s.pragmas
+                    ),
+                )
             if isinstance(s, S.IfThenElse):
                 ld, st = split(s.then, loops)
                 return S.IfThenElse(s.cond, ld), S.IfThenElse(s.cond, st)
@@ -176,8 +199,13 @@ def _count(s):
 
 def _store_dtype(s):
     while not isinstance(s, S.Store):
-        s = s.stmts[0] if isinstance(s, S.Seq) else s.then if isinstance(s, S.IfThenElse) \
+        s = (
+            s.stmts[0]
+            if isinstance(s, S.Seq)
+            else s.then
+            if isinstance(s, S.IfThenElse)
             else s.body
+        )
     return s.buffer.dtype
 
 

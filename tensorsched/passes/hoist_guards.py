@@ -4,6 +4,7 @@
 statements run, the test of ``a`` runs once, and an innermost loop whose guard was only about
 outer indices becomes guard-free, so it can be vectorized.
 """
+
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.visitor import Mutator, free_vars
@@ -29,8 +30,9 @@ class _Hoist(Mutator):
             rest = [c for c in parts if f.var in free_vars(c)]
             if inv:
                 inner = body.then if not rest else S.IfThenElse(_all(rest), body.then)
-                return S.IfThenElse(_all(inv), S.For(f.var, f.min, f.extent, f.kind, inner,
-                                                     f.pragmas))
+                return S.IfThenElse(
+                    _all(inv), S.For(f.var, f.min, f.extent, f.kind, inner, f.pragmas)
+                )
         return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
 
 

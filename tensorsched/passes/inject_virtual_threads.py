@@ -15,6 +15,7 @@ So ``vthread (vx, 0, 2) { allocate acc; for (k) { load tile; acc += ... } }`` be
 the K loop and its tile loads are shared, and a work-item's outputs sit at a stride of the
 work-group's width apart, which is what makes its memory accesses coalesce.
 """
+
 from __future__ import annotations
 
 from ..ir import expr as E
@@ -80,18 +81,23 @@ class _Push:
 
     def wrap(self, s):
         fresh = E.Var(self.var.name)
-        return S.For(fresh, E.IntImm(0), E.IntImm(self.n), "unrolled",
-                     substitute(s, {self.var: fresh}))
+        return S.For(
+            fresh, E.IntImm(0), E.IntImm(self.n), "unrolled", substitute(s, {self.var: fresh})
+        )
 
     def push(self, s):
         if not self.uses(s):
-            return s                       # the same for every virtual thread: run it once
+            return s  # the same for every virtual thread: run it once
         if isinstance(s, S.Seq):
             return S.seq(*(self.push(x) for x in s.stmts))
         if isinstance(s, (S.Allocate, S.Produce, S.ThreadExtent)):
             return _replace_body(s, self.push(s.body))
-        if isinstance(s, S.For) and s.kind in ("serial", "unrolled") and \
-                not self.uses(s.min) and not self.uses(s.extent):
+        if (
+            isinstance(s, S.For)
+            and s.kind in ("serial", "unrolled")
+            and not self.uses(s.min)
+            and not self.uses(s.extent)
+        ):
             return S.For(s.var, s.min, s.extent, s.kind, self.push(s.body), s.pragmas)
         if isinstance(s, S.IfThenElse) and not self.uses(s.cond):
             orelse = self.push(s.orelse) if s.orelse is not None else None
@@ -109,10 +115,9 @@ def _replace_body(s, body):
 
 class _Inject(Mutator):
     def visit_For(self, f):
-        body = self.visit(f.body)           # inner virtual threads first
+        body = self.visit(f.body)  # inner virtual threads first
         if f.kind != "vthread":
-            return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body,
-                                                  f.pragmas)
+            return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
         n = f.extent.value
         writes = _Writes(f.var)
         writes.visit(body)

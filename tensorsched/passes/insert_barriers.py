@@ -9,6 +9,7 @@ with barriers otherwise trips its region formation). Fills that follow each othe
 barrier after them, with one more between two of them when the later fill reads a tile that
 the earlier one writes.
 """
+
 from ..ir import stmt as S
 from ..ir.visitor import Mutator, Visitor
 
@@ -24,7 +25,7 @@ def _is_tile_fill(stmt):
             found.append(s.buffer.scope == "shared")
 
         def visit_Produce(self, p):
-            pass                                   # a nested stage is judged on its own
+            pass  # a nested stage is judged on its own
 
     _V().generic_visit(stmt)
     return any(found)
@@ -51,7 +52,7 @@ def _shared_accesses(stmt):
 
 class _Insert(Mutator):
     def __init__(self):
-        self.fills_in_loop = [False]       # per enclosing loop: does its body fill a tile?
+        self.fills_in_loop = [False]  # per enclosing loop: does its body fill a tile?
 
     def visit_For(self, f):
         self.fills_in_loop.append(False)

@@ -1,5 +1,6 @@
 """Runs a list of named passes: verifies the IR after each when ``TS_VERIFY=1`` and prints it
 after each pass that changed it when ``TS_DEBUG=ir`` (with the pass's time)."""
+
 import time
 
 from ..config import config

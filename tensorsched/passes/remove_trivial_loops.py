@@ -1,4 +1,5 @@
 """Loops of one iteration disappear: their variable becomes the loop's start."""
+
 from ..ir import stmt as S
 from ..ir.visitor import Mutator, substitute
 

@@ -1,4 +1,5 @@
 """Simplify every expression, knowing the range of each loop around it; drop dead branches."""
+
 from ..ir.simplify import Simplifier
 
 

@@ -4,13 +4,14 @@
 ``#pragma unroll`` above it; by default an unrolled loop is written out iteration by iteration
 (as TVM does for GPUs), which also lets the simplifier fold each copy's indices.
 """
+
 import dataclasses
 
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.visitor import Mutator, substitute
 
-MAX_EXPLICIT = 64           # longer loops keep a #pragma unroll instead of 64+ copies
+MAX_EXPLICIT = 64  # longer loops keep a #pragma unroll instead of 64+ copies
 
 
 class _Unroll(Mutator):
@@ -19,8 +20,14 @@ class _Unroll(Mutator):
         explicit = dict(f.pragmas).get("unroll_explicit", 1)
         n = f.extent.value if isinstance(f.extent, E.IntImm) else None
         if f.kind == "unrolled" and explicit and n is not None and n <= MAX_EXPLICIT:
-            return S.seq(*[_FreshAllocations().visit(substitute(body, {f.var: f.min + k}))
-                           if k else substitute(body, {f.var: f.min + k}) for k in range(n)])
+            return S.seq(
+                *[
+                    _FreshAllocations().visit(substitute(body, {f.var: f.min + k}))
+                    if k
+                    else substitute(body, {f.var: f.min + k})
+                    for k in range(n)
+                ]
+            )
         return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
 
 
@@ -36,12 +43,14 @@ class _FreshAllocations(Mutator):
         return S.Allocate(self.fresh[a.buffer], self.visit(a.body))
 
     def visit_Load(self, ld):
-        return dataclasses.replace(ld, buffer=self.fresh.get(ld.buffer, ld.buffer),
-                                   index=self.visit(ld.index))
+        return dataclasses.replace(
+            ld, buffer=self.fresh.get(ld.buffer, ld.buffer), index=self.visit(ld.index)
+        )
 
     def visit_Store(self, st):
-        return S.Store(self.fresh.get(st.buffer, st.buffer), self.visit(st.index),
-                       self.visit(st.value))
+        return S.Store(
+            self.fresh.get(st.buffer, st.buffer), self.visit(st.index), self.visit(st.value)
+        )
 
 
 def unroll_loops(stmt):

@@ -5,6 +5,7 @@ vector width (2, 3, 4, 8, 16), its body is stores (maybe in sequence) whose indi
 in ``v``, and nothing in it branches on ``v``. Otherwise it stays a loop (marked ``unrolled``
 when short), which is always correct: vectorization is an optimisation, not a meaning.
 """
+
 from __future__ import annotations
 
 from ..ir import dtype as dt
@@ -58,12 +59,13 @@ class _Vec(Mutator):
     def visit_BinOp(self, e):
         a, b = self.vec(e.a), self.vec(e.b)
         if dt.is_int(e.dtype) and (dt.lanes(a.dtype) > 1 or dt.lanes(b.dtype) > 1):
-            raise _CannotVectorize()           # index arithmetic outside a load: keep scalar
+            raise _CannotVectorize()  # index arithmetic outside a load: keep scalar
         return E.BinOp(e.op, self._widen(a), self._widen(b))
 
     def visit_Call(self, e):
-        return E.Call(e.name, tuple(self._widen(self.vec(a)) for a in e.args),
-                      dt.with_lanes(e.dtype, self.n))
+        return E.Call(
+            e.name, tuple(self._widen(self.vec(a)) for a in e.args), dt.with_lanes(e.dtype, self.n)
+        )
 
     def visit_Cast(self, e):
         v = self.vec(e.value)
@@ -91,7 +93,7 @@ def _vectorize_body(body, var, n):
         v = _Vec(var, n)
         value = v._widen(v.vec(st.value))
         if idx[1] != 1 and not _contiguous_load(value):
-            raise _CannotVectorize()           # a scatter pays only for a vector load
+            raise _CannotVectorize()  # a scatter pays only for a vector load
         out.append(S.Store(st.buffer, E.Ramp(simplify(idx[0]), E.IntImm(idx[1]), n), value))
     return S.seq(*out)
 
@@ -139,4 +141,3 @@ def has_vectors(stmt):
 
     _V().visit(stmt)
     return bool(found)
-

@@ -6,6 +6,7 @@ choice the first GPU is taken, else the first CPU device whose compiler builds a
 a platform that fails to list its devices is skipped with a warning naming it. Oclgrind (a
 checking simulator that calls itself a GPU) is used only when named.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,6 +26,7 @@ class DeviceError(TensorschedError):
 @dataclass(eq=False)
 class Device:
     """An OpenCL device with its context and a profiling queue."""
+
     cl_device: object
     platform_index: int
     device_index: int
@@ -47,6 +49,7 @@ class Device:
     def context(self):
         if self._ctx is None:
             import pyopencl as cl
+
             self._ctx = cl.Context([self.cl_device])
         return self._ctx
 
@@ -54,8 +57,10 @@ class Device:
     def queue(self):
         if self._queue is None:
             import pyopencl as cl
+
             self._queue = cl.CommandQueue(
-                self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+                self.context, properties=cl.command_queue_properties.PROFILING_ENABLE
+            )
         return self._queue
 
     @property
@@ -77,22 +82,25 @@ class Device:
     @property
     def is_gpu(self):
         import pyopencl as cl
+
         return bool(self.cl_device.type & cl.device_type.GPU)
 
     def probe(self):
         """``None`` when a trivial kernel builds and runs correctly, else the error text."""
         import numpy as np
         import pyopencl as cl
+
         try:
             prg = cl.Program(self.context, PROBE_SOURCE).build()
             x = np.arange(4, dtype=np.float32)
-            buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                            hostbuf=x)
+            buf = cl.Buffer(
+                self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=x
+            )
             prg.probe(self.queue, (4,), None, buf)
             out = np.empty_like(x)
             cl.enqueue_copy(self.queue, out, buf)
             return None if np.array_equal(out, 2 * x) else "probe kernel computed wrong values"
-        except Exception as exc:                                     # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001
             return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
 
 
@@ -100,15 +108,18 @@ def all_devices():
     """Every device of every platform that lists its devices, in (platform, device) order."""
     try:
         import pyopencl as cl
+
         platforms = cl.get_platforms()
-    except Exception as exc:                                         # noqa: BLE001
-        raise DeviceError(f"no OpenCL platform found ({exc}); install an OpenCL driver, e.g. "
-                          "'apt-get install pocl-opencl-icd'") from None
+    except Exception as exc:  # noqa: BLE001
+        raise DeviceError(
+            f"no OpenCL platform found ({exc}); install an OpenCL driver, e.g. "
+            "'apt-get install pocl-opencl-icd'"
+        ) from None
     out = []
     for p_i, p in enumerate(platforms):
         try:
             devs = p.get_devices()
-        except Exception as exc:                                     # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001
             warnings.warn(f"OpenCL platform '{p.name}' skipped: {exc}", stacklevel=2)
             continue
         out += [Device(d, p_i, d_i) for d_i, d in enumerate(devs)]
@@ -130,12 +141,15 @@ def find_device(spec):
     raise DeviceError(f"no OpenCL device matches '{spec}'; devices are: {listing or 'none'}")
 
 
-CHECKING_PLATFORMS = ("oclgrind",)     # simulators: used only when asked for by name
+CHECKING_PLATFORMS = ("oclgrind",)  # simulators: used only when asked for by name
 
 
 def default_device():
-    devices = [d for d in all_devices()
-               if not any(c in d.platform_name.lower() for c in CHECKING_PLATFORMS)]
+    devices = [
+        d
+        for d in all_devices()
+        if not any(c in d.platform_name.lower() for c in CHECKING_PLATFORMS)
+    ]
     for dev in devices:
         if dev.is_gpu:
             return dev
@@ -143,10 +157,12 @@ def default_device():
         err = dev.probe()
         if err is None:
             return dev
-        warnings.warn(f"OpenCL device '{dev.name}' on '{dev.platform_name}' skipped: {err}",
-                      stacklevel=2)
-    raise DeviceError("no OpenCL device can build a kernel; install one, e.g. "
-                      "'apt-get install pocl-opencl-icd'")
+        warnings.warn(
+            f"OpenCL device '{dev.name}' on '{dev.platform_name}' skipped: {err}", stacklevel=2
+        )
+    raise DeviceError(
+        "no OpenCL device can build a kernel; install one, e.g. 'apt-get install pocl-opencl-icd'"
+    )
 
 
 _current = None
@@ -166,3 +182,24 @@ def current_device():
         spec = os.environ.get(ENV_VAR)
         _current = find_device(spec) if spec else default_device()
     return _current
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """What a device allows a kernel: read from the device (``DeviceLimits.of``), never
+    hard-coded; the early filter and the templates' constraints use it."""
+
+    name: str
+    max_work_group_size: int
+    max_work_item_sizes: tuple
+    local_mem_size: int
+
+    @classmethod
+    def of(cls, device=None):
+        dev = find_device(device) if device else current_device()
+        return cls(
+            f"{dev.platform_name} / {dev.name}",
+            dev.max_work_group_size,
+            dev.max_work_item_sizes,
+            dev.local_mem_size,
+        )

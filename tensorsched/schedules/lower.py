@@ -1,23 +1,31 @@
 """``lower``: schedule -> loop-nest IR, as one list of named passes."""
+
 from __future__ import annotations
 
 from ..config import config
 from ..errors import LoweringError
 from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
-from ..passes import (double_buffer, hoist_guards, inject_virtual_threads, insert_barriers,
-                      remove_trivial_loops, run_passes, simplify_stmt)
+from ..passes import (
+    double_buffer,
+    hoist_guards,
+    inject_virtual_threads,
+    insert_barriers,
+    remove_trivial_loops,
+    run_passes,
+    simplify_stmt,
+)
 from .schedule import Schedule
 from .schedule_ops import schedule_to_stmt
 
 # The pipeline after the loop nests are built, in order.
 PASSES = (
-    ("inject_virtual_threads", inject_virtual_threads),   # vthread loops interleaved, once each
-    ("simplify", simplify_stmt),                         # canonical index arithmetic, dead guards
-    ("remove_trivial_loops", remove_trivial_loops),      # loops of one iteration disappear
-    ("simplify_again", simplify_stmt),                   # fold what the removal exposed
-    ("hoist_guards", hoist_guards),                      # loop-invariant guard parts move out
-    ("insert_barriers", insert_barriers),                # work-group barriers around shared tiles
+    ("inject_virtual_threads", inject_virtual_threads),  # vthread loops interleaved, once each
+    ("simplify", simplify_stmt),  # canonical index arithmetic, dead guards
+    ("remove_trivial_loops", remove_trivial_loops),  # loops of one iteration disappear
+    ("simplify_again", simplify_stmt),  # fold what the removal exposed
+    ("hoist_guards", hoist_guards),  # loop-invariant guard parts move out
+    ("insert_barriers", insert_barriers),  # work-group barriers around shared tiles
 )
 
 
@@ -30,8 +38,9 @@ def lower(sch, args, name="default_function", simple_mode=False):
     if not isinstance(sch, Schedule):
         raise LoweringError(f"lower: expected a schedule (ts.create_schedule), got {sch!r}")
     if not isinstance(args, (list, tuple)):
-        raise LoweringError(f"lower: give the arguments as a list of tensors ([A, B, C]), got "
-                            f"{args!r}")
+        raise LoweringError(
+            f"lower: give the arguments as a list of tensors ([A, B, C]), got {args!r}"
+        )
     args = list(args)
     for a in args:
         if not isinstance(a, Tensor):
@@ -42,44 +51,57 @@ def lower(sch, args, name="default_function", simple_mode=False):
     for a in args:
         st = ctx.stage_of(a)
         if st is not None and st.attach_type == "inline":
-            raise LoweringError(f"lower: argument '{a.name}' was inlined (compute_inline) and "
-                                "has no buffer of its own; drop it from the arguments or do not "
-                                "inline it")
+            raise LoweringError(
+                f"lower: argument '{a.name}' was inlined (compute_inline) and "
+                "has no buffer of its own; drop it from the arguments or do not "
+                "inline it"
+            )
         if st is not None and (st.layout is not None or st.align):
-            raise LoweringError(f"lower: argument '{a.name}' has a transform_layout or "
-                                "storage_align, but an argument's layout is that of the array "
-                                "the caller passes (row-major); use them on cache stages")
+            raise LoweringError(
+                f"lower: argument '{a.name}' has a transform_layout or "
+                "storage_align, but an argument's layout is that of the array "
+                "the caller passes (row-major); use them on cache stages"
+            )
         if st is not None and st.attach_type != "root":
-            raise LoweringError(f"lower: argument '{a.name}' is computed inside another stage "
-                                f"({st.attach_type}); an argument must be computed at the root")
+            raise LoweringError(
+                f"lower: argument '{a.name}' is computed inside another stage "
+                f"({st.attach_type}); an argument must be computed at the root"
+            )
     bufs = [ctx.storage(a)[0] for a in args]
     # user errors first, so that the IR verifier (TS_VERIFY=1) only ever sees complete functions
-    missing = [op.name for op in sch.outputs if not any(ctx.stage_of(a) is sch.stage_map[op]
-                                                        for a in args)]
+    missing = [
+        op.name for op in sch.outputs if not any(ctx.stage_of(a) is sch.stage_map[op] for a in args)
+    ]
     if missing:
         raise LoweringError(f"lower: output '{missing[0]}' is not among the arguments; add it")
     used = _placeholders_used(stmt)
     absent = [b.name for b in used if b not in bufs]
     if absent:
-        raise LoweringError(f"lower: input '{absent[0]}' is read but not among the arguments; "
-                            "add it")
+        raise LoweringError(
+            f"lower: input '{absent[0]}' is read but not among the arguments; add it"
+        )
     passes = PASSES
     marked = {ctx.buffer[st]: st.double_buffered for st in ctx.stages if st.double_buffered}
     if marked:
         for st in ctx.stages:
             if st.double_buffered and (ctx.scope[st] != "shared" or st.attach_type != "scope"):
-                raise LoweringError(f"lower: stage '{st.name}' is double-buffered but is not a "
-                                    "'shared' tile computed inside a loop (it has scope "
-                                    f"'{ctx.scope[st]}' and is computed at {st.attach_type}); "
-                                    "double_buffer applies to work-group tiles filled in a "
-                                    "loop: cache_read(..., 'shared') + compute_at")
-        passes = PASSES + (("double_buffer", lambda s: double_buffer(s, marked)),
-                           ("simplify_halves", simplify_stmt))
+                raise LoweringError(
+                    f"lower: stage '{st.name}' is double-buffered but is not a "
+                    "'shared' tile computed inside a loop (it has scope "
+                    f"'{ctx.scope[st]}' and is computed at {st.attach_type}); "
+                    "double_buffer applies to work-group tiles filled in a "
+                    "loop: cache_read(..., 'shared') + compute_at"
+                )
+        passes = PASSES + (
+            ("double_buffer", lambda s: double_buffer(s, marked)),
+            ("simplify_halves", simplify_stmt),
+        )
     stmt = run_passes(stmt, passes, args=bufs)
     outputs = tuple(b for b, a in zip(bufs, args) if ctx.stage_of(a) is not None)
     func = LoweredFunc(name, tuple(bufs), stmt, outputs)
-    if config.roundtrip:                                 # TS_ROUNDTRIP=1: print, parse, compare
+    if config.roundtrip:  # TS_ROUNDTRIP=1: print, parse, compare
         from ..ir.parser import check_roundtrip
+
         check_roundtrip(func)
     return func
 
@@ -87,6 +109,7 @@ def lower(sch, args, name="default_function", simple_mode=False):
 def _placeholders_used(stmt):
     """Global buffers that are read but not allocated inside the function: its inputs."""
     from ..ir.visitor import Visitor
+
     loaded, allocated = {}, set()
 
     class _V(Visitor):

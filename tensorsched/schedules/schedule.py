@@ -3,6 +3,7 @@
 Each primitive checks that it is legal, appends a relation (``Split``, ``Fuse``) or sets an
 attribute, and updates the stage's leaf order. No loop IR is touched here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -34,8 +35,8 @@ class Fuse:
 
 @dataclass
 class IterAttr:
-    kind: str = "serial"                  # serial / unrolled / vectorized / parallel
-    bind: IterVar | None = None           # thread_axis this loop is bound to
+    kind: str = "serial"  # serial / unrolled / vectorized / parallel
+    bind: IterVar | None = None  # thread_axis this loop is bound to
     pragmas: list = field(default_factory=list)
 
 
@@ -47,14 +48,14 @@ class Stage:
         self.all_iter_vars = list(op.axis) + list(op.reduce_axis)
         self.leaf_iter_vars = list(self.all_iter_vars)
         self.relations = []
-        self.attrs = {}                       # IterVar -> IterAttr
-        self.attach_type = "root"             # root / inline / scope
+        self.attrs = {}  # IterVar -> IterAttr
+        self.attach_type = "root"  # root / inline / scope
         self.attach_stage = None
         self.attach_ivar = None
-        self.scope = None                     # storage scope; None: decided by lowering
-        self.layout = None                    # storage order of the axes (transform_layout)
-        self.align = {}                       # axis position -> (factor, offset) (storage_align)
-        self.double_buffered = False          # double_buffer()
+        self.scope = None  # storage scope; None: decided by lowering
+        self.layout = None  # storage order of the axes (transform_layout)
+        self.align = {}  # axis position -> (factor, offset) (storage_align)
+        self.double_buffered = False  # double_buffer()
         self.is_output = False
 
     @property
@@ -71,26 +72,45 @@ class Stage:
 
     def _check_leaf(self, primitive, iv):
         if not isinstance(iv, IterVar):
-            raise self._error(primitive, f"expected an axis (IterVar), got {type(iv).__name__} "
-                              f"{iv!r}; take axes from s[T].op.axis or from split/fuse")
+            raise self._error(
+                primitive,
+                f"expected an axis (IterVar), got {type(iv).__name__} "
+                f"{iv!r}; take axes from s[T].op.axis or from split/fuse",
+            )
         if iv in self.leaf_iter_vars:
             return iv
         if iv in self.all_iter_vars:
-            child = [r for r in self.relations if getattr(r, "parent", None) is iv or
-                     getattr(r, "outer", None) is iv or getattr(r, "inner", None) is iv]
-            how = "split" if child and isinstance(child[0], Split) and child[0].parent is iv \
+            child = [
+                r
+                for r in self.relations
+                if getattr(r, "parent", None) is iv
+                or getattr(r, "outer", None) is iv
+                or getattr(r, "inner", None) is iv
+            ]
+            how = (
+                "split"
+                if child and isinstance(child[0], Split) and child[0].parent is iv
                 else "fused"
-            raise self._error(primitive, f"axis '{iv.var.name}' was already {how}; use the axes "
-                              f"that {how} returned instead", iv)
+            )
+            raise self._error(
+                primitive,
+                f"axis '{iv.var.name}' was already {how}; use the axes that {how} returned instead",
+                iv,
+            )
         owner = self.schedule._owner(iv)
         where = f"it belongs to stage '{owner.name}'" if owner else "it is not an axis of it"
-        raise self._error(primitive, f"axis '{iv.var.name}' is not a loop of this stage: {where}; "
-                          f"use s[{self.name}].op.axis", iv)
+        raise self._error(
+            primitive,
+            f"axis '{iv.var.name}' is not a loop of this stage: {where}; "
+            f"use s[{self.name}].op.axis",
+            iv,
+        )
 
     def _check_not_inline(self, primitive):
         if self.attach_type == "inline":
-            raise self._error(primitive, "the stage was inlined (compute_inline) and has no "
-                              "loops of its own")
+            raise self._error(
+                primitive, "the stage was inlined (compute_inline) and has no loops of its own"
+            )
 
     def _attr(self, iv):
         return self.attrs.setdefault(iv, IterAttr())
@@ -100,12 +120,22 @@ class Stage:
         a = self.attrs.get(iv)
         if a is None:
             return
-        what = (f"bound to {a.bind.tag}" if a.bind is not None else
-                a.kind if a.kind != "serial" else
-                f"annotated with pragma '{a.pragmas[0][0]}'" if a.pragmas else None)
+        what = (
+            f"bound to {a.bind.tag}"
+            if a.bind is not None
+            else a.kind
+            if a.kind != "serial"
+            else f"annotated with pragma '{a.pragmas[0][0]}'"
+            if a.pragmas
+            else None
+        )
         if what:
-            raise self._error(primitive, f"axis '{iv.var.name}' is {what}, which {primitive} would "
-                              f"drop; call {primitive} first and annotate its result", iv)
+            raise self._error(
+                primitive,
+                f"axis '{iv.var.name}' is {what}, which {primitive} would "
+                f"drop; call {primitive} first and annotate its result",
+                iv,
+            )
 
     # ---- loop structure
 
@@ -119,15 +149,19 @@ class Stage:
             raise self._error("split", "give exactly one of factor= or nparts=", parent)
         n = factor if factor is not None else nparts
         if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
-            raise self._error("split", f"the {'factor' if factor is not None else 'nparts'} must "
-                              f"be a positive int, got {n!r}", parent)
+            raise self._error(
+                "split",
+                f"the {'factor' if factor is not None else 'nparts'} must "
+                f"be a positive int, got {n!r}",
+                parent,
+            )
         kind = parent.kind
         outer = IterVar(E.Var(parent.var.name + ".outer"), None, kind)
         inner = IterVar(E.Var(parent.var.name + ".inner"), None, kind)
         self.relations.append(Split(parent, outer, inner, factor, nparts))
         self.all_iter_vars += [outer, inner]
         pos = self.leaf_iter_vars.index(parent)
-        self.leaf_iter_vars[pos:pos + 1] = [outer, inner]
+        self.leaf_iter_vars[pos : pos + 1] = [outer, inner]
         self._record("split", parent, factor=factor, nparts=nparts)
         return outer, inner
 
@@ -156,15 +190,20 @@ class Stage:
     def _fuse2(self, outer, inner):
         po, pi = self.leaf_iter_vars.index(outer), self.leaf_iter_vars.index(inner)
         if pi != po + 1:
-            raise self._error("fuse", f"axes '{outer.var.name}' and '{inner.var.name}' are not "
-                              "adjacent (outer first) in the loop order; reorder them first", inner)
+            raise self._error(
+                "fuse",
+                f"axes '{outer.var.name}' and '{inner.var.name}' are not "
+                "adjacent (outer first) in the loop order; reorder them first",
+                inner,
+            )
         if outer.kind != inner.kind:
-            raise self._error("fuse", f"cannot fuse a {outer.kind} axis with a {inner.kind} axis",
-                              inner)
+            raise self._error(
+                "fuse", f"cannot fuse a {outer.kind} axis with a {inner.kind} axis", inner
+            )
         fused = IterVar(E.Var(f"{outer.var.name}.{inner.var.name}.fused"), None, outer.kind)
         self.relations.append(Fuse(outer, inner, fused))
         self.all_iter_vars.append(fused)
-        self.leaf_iter_vars[po:pi + 1] = [fused]
+        self.leaf_iter_vars[po : pi + 1] = [fused]
         self._record("fuse", outer, inner=inner.var.name)
         return fused
 
@@ -191,14 +230,23 @@ class Stage:
         self._check_leaf(primitive, iv)
         a = self._attr(iv)
         if a.bind is not None:
-            raise self._error(primitive, f"axis '{iv.var.name}' is bound to {a.bind.tag}; a bound "
-                              "axis cannot also be " + kind, iv)
+            raise self._error(
+                primitive,
+                f"axis '{iv.var.name}' is bound to {a.bind.tag}; a bound "
+                "axis cannot also be " + kind,
+                iv,
+            )
         if kind == "vectorized" and iv.kind == "reduce":
-            raise self._error(primitive, f"'{iv.var.name}' is a reduction axis; vectorize a data "
-                              "axis (reorder it innermost) instead", iv)
+            raise self._error(
+                primitive,
+                f"'{iv.var.name}' is a reduction axis; vectorize a data "
+                "axis (reorder it innermost) instead",
+                iv,
+            )
         if kind == "parallel" and iv.kind == "reduce":
-            raise self._error(primitive, f"'{iv.var.name}' is a reduction axis and cannot run in "
-                              "parallel", iv)
+            raise self._error(
+                primitive, f"'{iv.var.name}' is a reduction axis and cannot run in parallel", iv
+            )
         a.kind = kind
         self._record(primitive, iv)
 
@@ -225,23 +273,36 @@ class Stage:
         self._check_not_inline("bind")
         self._check_leaf("bind", iv)
         if not isinstance(thread, IterVar) or thread.kind != "thread":
-            raise self._error("bind", f"the second argument must be ts.thread_axis(tag), got "
-                              f"{thread!r}", iv)
+            raise self._error(
+                "bind", f"the second argument must be ts.thread_axis(tag), got {thread!r}", iv
+            )
         if iv.kind == "reduce":
-            raise self._error("bind", f"'{iv.var.name}' is a reduction axis; binding it to "
-                              f"{thread.tag} would need a cross-thread reduction, which "
-                              "tensorsched does not do", iv)
+            raise self._error(
+                "bind",
+                f"'{iv.var.name}' is a reduction axis; binding it to "
+                f"{thread.tag} would need a cross-thread reduction, which "
+                "tensorsched does not do",
+                iv,
+            )
         a = self._attr(iv)
         if a.bind is not None:
             raise self._error("bind", f"axis '{iv.var.name}' is already bound to {a.bind.tag}", iv)
         for other, oa in self.attrs.items():
-            if oa.bind is not None and oa.bind.tag == thread.tag and \
-                    (thread.tag != "vthread" or oa.bind is thread):
-                raise self._error("bind", f"{thread.tag} is already bound to axis "
-                                  f"'{other.var.name}' of this stage; bind another tag", iv)
+            if (
+                oa.bind is not None
+                and oa.bind.tag == thread.tag
+                and (thread.tag != "vthread" or oa.bind is thread)
+            ):
+                raise self._error(
+                    "bind",
+                    f"{thread.tag} is already bound to axis "
+                    f"'{other.var.name}' of this stage; bind another tag",
+                    iv,
+                )
         if a.kind != "serial":
-            raise self._error("bind", f"axis '{iv.var.name}' is {a.kind}; a bound axis cannot be",
-                              iv)
+            raise self._error(
+                "bind", f"axis '{iv.var.name}' is {a.kind}; a bound axis cannot be", iv
+            )
         a.bind = thread
         self._record("bind", iv, thread=thread.tag)
 
@@ -250,39 +311,57 @@ class Stage:
     def compute_at(self, parent, iv):
         """Compute this stage inside the loop ``iv`` of stage ``parent``, just what it needs."""
         if not isinstance(parent, Stage):
-            raise self._error("compute_at", f"the first argument must be a stage (s[T]), got "
-                              f"{parent!r}")
+            raise self._error(
+                "compute_at", f"the first argument must be a stage (s[T]), got {parent!r}"
+            )
         if parent is self:
             raise self._error("compute_at", "a stage cannot be computed inside itself")
         if parent.schedule is not self.schedule:
-            raise self._error("compute_at", f"stage '{parent.name}' belongs to another schedule; "
-                              "take both stages from the same schedule s")
+            raise self._error(
+                "compute_at",
+                f"stage '{parent.name}' belongs to another schedule; "
+                "take both stages from the same schedule s",
+            )
         if parent.attach_type == "inline":
-            raise self._error("compute_at", f"stage '{parent.name}' was inlined "
-                              "(compute_inline) and has no loops; attach it to a stage that "
-                              "has loops")
+            raise self._error(
+                "compute_at",
+                f"stage '{parent.name}' was inlined "
+                "(compute_inline) and has no loops; attach it to a stage that "
+                "has loops",
+            )
         parent._check_leaf("compute_at", iv)
         if self.is_output:
-            raise self._error("compute_at", "it is an output of the schedule and must be computed "
-                              "at the root")
+            raise self._error(
+                "compute_at", "it is an output of the schedule and must be computed at the root"
+            )
         if not self.schedule._reads_transitively(parent, self):
-            raise self._error("compute_at", f"stage '{parent.name}' does not read '{self.name}' "
-                              f"(directly or through other stages); compute '{self.name}' at a "
-                              "stage that consumes it")
+            raise self._error(
+                "compute_at",
+                f"stage '{parent.name}' does not read '{self.name}' "
+                f"(directly or through other stages); compute '{self.name}' at a "
+                "stage that consumes it",
+            )
         self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, iv
         self._record("compute_at", iv, parent=parent.name)
 
     def compute_inline(self):
         """Substitute this stage's expression into every consumer instead of storing it."""
         if self.is_output:
-            raise self._error("compute_inline", "it is an output of the schedule; only "
-                              "intermediate stages can be inlined")
+            raise self._error(
+                "compute_inline",
+                "it is an output of the schedule; only intermediate stages can be inlined",
+            )
         if self.op.reduce_axis:
-            raise self._error("compute_inline", "it is a reduction; a reduction cannot be "
-                              "inlined, use compute_at to place it inside its consumer")
+            raise self._error(
+                "compute_inline",
+                "it is a reduction; a reduction cannot be "
+                "inlined, use compute_at to place it inside its consumer",
+            )
         if self.schedule._has_attached(self):
-            raise self._error("compute_inline", "other stages are computed at its loops; "
-                              "inline or move them first")
+            raise self._error(
+                "compute_inline",
+                "other stages are computed at its loops; inline or move them first",
+            )
         self.attach_type, self.attach_stage, self.attach_ivar = "inline", None, None
         self._record("compute_inline", None)
 
@@ -303,20 +382,32 @@ class Stage:
         dimensions); the stage's loops are unchanged: reorder them to match if you like."""
         self._check_not_inline("transform_layout")
         if not callable(mapping):
-            raise self._error("transform_layout", f"expected a function of the {len(self.op.axis)} "
-                              f"axes, e.g. lambda i, j: [j, i]; got {mapping!r}")
+            raise self._error(
+                "transform_layout",
+                f"expected a function of the {len(self.op.axis)} "
+                f"axes, e.g. lambda i, j: [j, i]; got {mapping!r}",
+            )
         axes = [iv.var for iv in self.op.axis]
         try:
             out = list(mapping(*axes))
         except TypeError as exc:
-            raise self._error("transform_layout", f"calling the mapping with the {len(axes)} "
-                              f"axes ({', '.join(v.name for v in axes)}) failed: {exc}") from None
+            raise self._error(
+                "transform_layout",
+                f"calling the mapping with the {len(axes)} "
+                f"axes ({', '.join(v.name for v in axes)}) failed: {exc}",
+            ) from None
         pos = {v: k for k, v in enumerate(axes)}
-        if len(out) != len(axes) or any(not isinstance(v, E.Var) or v not in pos for v in out) \
-                or len(set(out)) != len(out):
-            raise self._error("transform_layout", "the mapping must return each axis exactly once, "
-                              f"in the new order (a permutation of {', '.join(v.name for v in axes)}); "
-                              f"got {out!r}")
+        if (
+            len(out) != len(axes)
+            or any(not isinstance(v, E.Var) or v not in pos for v in out)
+            or len(set(out)) != len(out)
+        ):
+            raise self._error(
+                "transform_layout",
+                "the mapping must return each axis exactly once, "
+                f"in the new order (a permutation of {', '.join(v.name for v in axes)}); "
+                f"got {out!r}",
+            )
         self.layout = tuple(pos[v] for v in out)
         self._record("transform_layout", None, order=[v.name for v in out])
 
@@ -332,8 +423,11 @@ class Stage:
         body, nothing changes."""
         self._check_not_inline("double_buffer")
         if scope not in ("shared", "local", "both"):
-            raise self._error("double_buffer", f"the second copy's scope must be 'shared', "
-                              f"'local' (registers) or 'both', got {scope!r}")
+            raise self._error(
+                "double_buffer",
+                f"the second copy's scope must be 'shared', "
+                f"'local' (registers) or 'both', got {scope!r}",
+            )
         self.double_buffered = scope
         self._record("double_buffer", None, scope=scope)
 
@@ -345,25 +439,39 @@ class Stage:
         self._check_not_inline("storage_align")
         if axis not in self.op.axis:
             name = getattr(getattr(axis, "var", None), "name", None)
-            raise self._error("storage_align", f"{repr(name) if name else repr(axis)} is not "
-                              "one of this stage's axes "
-                              f"({', '.join(iv.var.name for iv in self.op.axis)}); pass "
-                              "s[T].op.axis[k]")
-        if not isinstance(factor, int) or not isinstance(offset, int) or factor < 1 or \
-                not 0 <= offset < factor:
-            raise self._error("storage_align", f"need integers factor >= 1 and 0 <= offset < "
-                              f"factor, got factor={factor!r}, offset={offset!r}", axis)
+            raise self._error(
+                "storage_align",
+                f"{repr(name) if name else repr(axis)} is not "
+                "one of this stage's axes "
+                f"({', '.join(iv.var.name for iv in self.op.axis)}); pass "
+                "s[T].op.axis[k]",
+            )
+        if (
+            not isinstance(factor, int)
+            or not isinstance(offset, int)
+            or factor < 1
+            or not 0 <= offset < factor
+        ):
+            raise self._error(
+                "storage_align",
+                f"need integers factor >= 1 and 0 <= offset < "
+                f"factor, got factor={factor!r}, offset={offset!r}",
+                axis,
+            )
         self.align[self.op.axis.index(axis)] = (factor, offset)
         self._record("storage_align", axis, factor=factor, offset=offset)
 
     def _record(self, primitive, iv, **kw):
-        self.schedule.trace.append((self.name, primitive, iv.var.name if iv is not None else None, kw))
+        self.schedule.trace.append(
+            (self.name, primitive, iv.var.name if iv is not None else None, kw)
+        )
 
 
 def _check_scope(scope, primitive, stage=None):
     if scope not in SCOPES:
-        raise ScheduleError(primitive, stage, f"unknown scope '{scope}'; use one of "
-                            f"{', '.join(SCOPES)}")
+        raise ScheduleError(
+            primitive, stage, f"unknown scope '{scope}'; use one of {', '.join(SCOPES)}"
+        )
 
 
 class _ReplaceTensors(Mutator):
@@ -398,12 +506,19 @@ class Schedule:
         if isinstance(op, Stage):
             return op
         if isinstance(op, PlaceholderOp):
-            raise ScheduleError("schedule", None, f"'{op.name}' is a placeholder (an input); it "
-                                "has no loops to schedule")
+            raise ScheduleError(
+                "schedule",
+                None,
+                f"'{op.name}' is a placeholder (an input); it has no loops to schedule",
+            )
         if op not in self.stage_map:
             name = getattr(op, "name", repr(op))
-            raise ScheduleError("schedule", None, f"'{name}' is not part of this schedule; "
-                                "create_schedule from the ops that produce it")
+            raise ScheduleError(
+                "schedule",
+                None,
+                f"'{name}' is not part of this schedule; "
+                "create_schedule from the ops that produce it",
+            )
         return self.stage_map[op]
 
     def stage_of(self, tensor):
@@ -437,8 +552,11 @@ class Schedule:
         return nx.has_path(g, producer, consumer)
 
     def readers(self, stage):
-        return [st for st in self.stages if any(t.op in (stage.op, stage.origin_op)
-                                                for t in tensors_read(st.op.body))]
+        return [
+            st
+            for st in self.stages
+            if any(t.op in (stage.op, stage.origin_op) for t in tensors_read(st.op.body))
+        ]
 
     def _insert(self, stage, before):
         self.stages.insert(self.stages.index(before), stage)
@@ -458,8 +576,11 @@ class Schedule:
         cache = _copy_compute(tensor, f"{tensor.name}.{scope}")
         for st in reader_stages:
             if tensor not in tensors_read(st.op.body):
-                raise ScheduleError("cache_read", st, f"it does not read '{tensor.name}'; pass "
-                                    "only stages that read it as readers")
+                raise ScheduleError(
+                    "cache_read",
+                    st,
+                    f"it does not read '{tensor.name}'; pass only stages that read it as readers",
+                )
         for st in reader_stages:
             _rebind_body(st, _ReplaceTensors({tensor: cache}).visit(st.op.body))
         new = Stage(cache.op, self)
@@ -473,12 +594,19 @@ class Schedule:
         seed 004 does for B): each RGBA texel holds 4 consecutive elements of a row."""
         op = getattr(tensor, "op", None)
         if not isinstance(op, PlaceholderOp):
-            raise ScheduleError("use_image", None, f"{tensor!r} is not an input placeholder; "
-                                "only inputs can be read through an image")
+            raise ScheduleError(
+                "use_image",
+                None,
+                f"{tensor!r} is not an input placeholder; only inputs can be read through an image",
+            )
         if len(op.shape) != 2 or op.dtype != "float32" or op.shape[1] % 4:
-            raise ScheduleError("use_image", None, f"input '{op.name}' is {op.dtype}{list(op.shape)}"
-                                "; an image input must be 2-d float32 with a last dimension "
-                                "divisible by 4 (pad it with ts.pad or pick another input)")
+            raise ScheduleError(
+                "use_image",
+                None,
+                f"input '{op.name}' is {op.dtype}{list(op.shape)}"
+                "; an image input must be 2-d float32 with a last dimension "
+                "divisible by 4 (pad it with ts.pad or pick another input)",
+            )
         self.image_inputs.add(op)
         self.trace.append((op.name, "use_image", None, {}))
 
@@ -489,12 +617,17 @@ class Schedule:
         _check_scope(scope, "cache_write")
         st = self[tensor]
         if st.relations or any(a.bind is not None or a.kind != "serial" for a in st.attrs.values()):
-            raise ScheduleError("cache_write", st, "the stage was already scheduled; call "
-                                "cache_write before splitting, reordering or binding it")
+            raise ScheduleError(
+                "cache_write",
+                st,
+                "the stage was already scheduled; call "
+                "cache_write before splitting, reordering or binding it",
+            )
         op = st.op
         # the cache stage computes the original body over fresh axes
         axis = [IterVar(E.Var(iv.var.name + ".c"), iv.dom, "data") for iv in op.axis]
         from ..ir.visitor import substitute
+
         body = substitute(op.body, {a.var: b.var for a, b in zip(op.axis, axis)})
         cop = ComputeOp(f"{op.name}.{scope}", axis, body)
         cache = cop.output(0)
@@ -524,18 +657,29 @@ class Schedule:
         if axis.kind != "reduce":
             raise ScheduleError("rfactor", st, f"'{axis.var.name}' is not a reduction axis", axis)
         data = set(st.op.axis)
-        if any(getattr(r, "parent", None) in data or getattr(r, "outer", None) in data
-               for r in st.relations) or any(a.bind is not None for a in st.attrs.values()):
-            raise ScheduleError("rfactor", st, "call rfactor before splitting or binding the "
-                                "data axes; only its reduction axes may be split", axis)
+        if any(
+            getattr(r, "parent", None) in data or getattr(r, "outer", None) in data
+            for r in st.relations
+        ) or any(a.bind is not None for a in st.attrs.values()):
+            raise ScheduleError(
+                "rfactor",
+                st,
+                "call rfactor before splitting or binding the "
+                "data axes; only its reduction axes may be split",
+                axis,
+            )
         from ..ir.visitor import substitute
         from .bound import pass_down, pass_up
+
         ext = pass_down(st, {iv: iv.dom.extent for iv in st.op.reduce_axis})
         red_leaves = [iv for iv in st.leaf_iter_vars if iv.kind == "reduce"]
         new_data = [IterVar(E.Var(iv.var.name), iv.dom, "data") for iv in st.op.axis]
         fvar = IterVar(E.Var(axis.var.name), Range(0, ext[axis]), "data")
-        new_red = {iv: IterVar(E.Var(iv.var.name), Range(0, ext[iv]), "reduce")
-                   for iv in red_leaves if iv is not axis}
+        new_red = {
+            iv: IterVar(E.Var(iv.var.name), Range(0, ext[iv]), "reduce")
+            for iv in red_leaves
+            if iv is not axis
+        }
         leaf_value = {axis: fvar.var, **{iv: nv.var for iv, nv in new_red.items()}}
         values, guards = pass_up(st, ext, lambda iv: leaf_value.get(iv, iv.var))
         vmap = {iv.var: values[iv] + iv.dom.min for iv in st.op.reduce_axis}
@@ -547,10 +691,16 @@ class Schedule:
         for c in cond:
             where = c if where is None else E.And(where, c)
         if not new_red:
-            raise ScheduleError("rfactor", st, f"'{axis.var.name}' is the only reduction loop; "
-                                "split the reduction first and factor one of its parts", axis)
-        rf_body = E.Reduce("sum", substitute(body.source, vmap), tuple(new_red.values()), where,
-                           body.dtype)
+            raise ScheduleError(
+                "rfactor",
+                st,
+                f"'{axis.var.name}' is the only reduction loop; "
+                "split the reduction first and factor one of its parts",
+                axis,
+            )
+        rf_body = E.Reduce(
+            "sum", substitute(body.source, vmap), tuple(new_red.values()), where, body.dtype
+        )
         if not 0 <= factor_axis <= len(new_data):
             raise ScheduleError("rfactor", st, f"factor_axis must be in 0..{len(new_data)}", axis)
         rf_axes = new_data[:factor_axis] + [fvar] + new_data[factor_axis:]
@@ -610,7 +760,10 @@ def create_schedule(ops):
         if not isinstance(op, Operation):
             raise ScheduleError("create_schedule", None, f"expected operations (T.op), got {op!r}")
         if isinstance(op, PlaceholderOp):
-            raise ScheduleError("create_schedule", None, f"'{op.name}' is a placeholder; schedule "
-                                "the compute that produces the output")
+            raise ScheduleError(
+                "create_schedule",
+                None,
+                f"'{op.name}' is a placeholder; schedule the compute that produces the output",
+            )
         out.append(op)
     return Schedule(out)

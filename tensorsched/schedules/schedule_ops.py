@@ -4,6 +4,7 @@ Order of work: inline the ``compute_inline`` stages into their consumers, infer 
 every stage computes (consumers first), give each stage a buffer, then build each stage's nest
 in leaf order with its ``compute_at`` producers placed inside the loop they are attached to.
 """
+
 from __future__ import annotations
 
 import networkx as nx
@@ -70,10 +71,12 @@ def storage_layout(st, extents):
     n = len(extents)
     perm = st.layout if st.layout is not None else tuple(range(n))
     if n and perm[-1] in st.align:
-        raise LoweringError(f"stage '{st.name}': storage_align on axis "
-                            f"'{st.op.axis[perm[-1]].var.name}', the innermost dimension of its "
-                            "storage, whose stride is always 1; align the dimension outside it "
-                            "(storage_align(op.axis[k], ...) pads the stride of dimension k)")
+        raise LoweringError(
+            f"stage '{st.name}': storage_align on axis "
+            f"'{st.op.axis[perm[-1]].var.name}', the innermost dimension of its "
+            "storage, whose stride is always 1; align the dimension outside it "
+            "(storage_align(op.axis[k], ...) pads the stride of dimension k)"
+        )
     ext = [extents[p] for p in perm]
     strides = [1] * n
     for d in range(n - 1, -1, -1):
@@ -100,11 +103,11 @@ class Context:
         self.stages = [st for st in _topo(sched) if st.attach_type != "inline"]
         self.body, self.region, self.buffer, self.ext = {}, {}, {}, {}
         self.scope = {}
-        self.strides = {}             # stage -> stride of each axis in its buffer
-        self.var_ranges = {}          # every loop Var -> (0, extent-1), for the simplifier
-        self.thread_vars = {}         # tag -> Var
-        self.kernel_extents = {}      # tag -> (extent, stage, axis) in the kernel being built
-        self.bound_vars = {}          # leaf Var -> thread Var
+        self.strides = {}  # stage -> stride of each axis in its buffer
+        self.var_ranges = {}  # every loop Var -> (0, extent-1), for the simplifier
+        self.thread_vars = {}  # tag -> Var
+        self.kernel_extents = {}  # tag -> (extent, stage, axis) in the kernel being built
+        self.bound_vars = {}  # leaf Var -> thread Var
         self.placeholder_buf = {}
         self.arg_tensors = args
 
@@ -118,8 +121,9 @@ class Context:
             if op not in self.placeholder_buf:
                 if not isinstance(op, PlaceholderOp):
                     raise LoweringError(f"tensor '{tensor.name}' is not produced by this schedule")
-                self.placeholder_buf[op] = S.Buffer(op.name, op.dtype, op.shape,
-                                                    image=op in self.sched.image_inputs)
+                self.placeholder_buf[op] = S.Buffer(
+                    op.name, op.dtype, op.shape, image=op in self.sched.image_inputs
+                )
             return self.placeholder_buf[op], [(E.IntImm(0), d) for d in op.shape]
         return self.buffer[st], self.region[st]
 
@@ -138,6 +142,7 @@ def _topo(sched):
 
 # ---------------------------------------------------------------- attach tree and scopes
 
+
 def _ancestors(st):
     """``[(stage, attach_ivar)]`` from ``st``'s attach parent up to its root stage."""
     out, cur, seen = [], st, {st}
@@ -146,8 +151,12 @@ def _ancestors(st):
         if parent in seen:
             raise ScheduleError("compute_at", st, "the compute_at placements form a cycle")
         if parent.attach_type == "inline":
-            raise ScheduleError("compute_at", cur, f"it is attached to stage '{parent.name}', "
-                                "which is inlined; attach it to a stage that has loops")
+            raise ScheduleError(
+                "compute_at",
+                cur,
+                f"it is attached to stage '{parent.name}', "
+                "which is inlined; attach it to a stage that has loops",
+            )
         out.append((parent, cur.attach_ivar))
         seen.add(parent)
         cur = parent
@@ -159,7 +168,7 @@ def _outer_leaves(st):
     out = []
     for parent, iv in _ancestors(st):
         pos = parent.leaf_iter_vars.index(iv)
-        out.extend(parent.leaf_iter_vars[:pos + 1])
+        out.extend(parent.leaf_iter_vars[: pos + 1])
     return out
 
 
@@ -176,7 +185,7 @@ def _infer_scope(st):
     tags = []
     for parent, iv in _ancestors(st):
         pos = parent.leaf_iter_vars.index(iv)
-        tags += [_bound_tag(parent, x) for x in parent.leaf_iter_vars[:pos + 1]]
+        tags += [_bound_tag(parent, x) for x in parent.leaf_iter_vars[: pos + 1]]
     if any(t and t.startswith("threadIdx") for t in tags):
         return "local"
     if any(t and t.startswith("blockIdx") for t in tags):
@@ -185,6 +194,7 @@ def _infer_scope(st):
 
 
 # ---------------------------------------------------------------- bound inference
+
 
 def infer_bounds(ctx):
     readers = {st: [] for st in ctx.stages}
@@ -214,7 +224,7 @@ def _attached_region(ctx, st, readers):
     ax_pos = parent.leaf_iter_vars.index(ax)
     rank = SCOPE_RANK[ctx.scope[st]]
     relaxed = {}
-    for iv in parent.leaf_iter_vars[ax_pos + 1:]:
+    for iv in parent.leaf_iter_vars[ax_pos + 1 :]:
         relaxed[iv.var] = ctx.ext[parent][iv]
     # work-item indices around the attach point that the whole tile must cover
     for anc in [parent] + [a for a, _ in _ancestors(parent)]:
@@ -226,17 +236,25 @@ def _attached_region(ctx, st, readers):
     for reader, tensor in readers:
         chain = [reader] + [a for a, _ in _ancestors(reader)]
         if parent not in chain:
-            raise ScheduleError("compute_at", st, f"it is also read by stage '{reader.name}', "
-                                f"which is not computed inside '{parent.name}' at "
-                                f"'{ax.var.name}'; only one consumer can hold it")
+            raise ScheduleError(
+                "compute_at",
+                st,
+                f"it is also read by stage '{reader.name}', "
+                f"which is not computed inside '{parent.name}' at "
+                f"'{ax.var.name}'; only one consumer can hold it",
+            )
         if reader is not parent:
             inside = chain[chain.index(parent) - 1]
             pos = parent.leaf_iter_vars.index(inside.attach_ivar)
             if pos < ax_pos:
-                raise ScheduleError("compute_at", st, f"its reader '{reader.name}' is computed at "
-                                    f"'{inside.attach_ivar.var.name}', outside "
-                                    f"'{ax.var.name}'; attach '{st.name}' further out")
-            for mid in chain[:chain.index(parent)]:
+                raise ScheduleError(
+                    "compute_at",
+                    st,
+                    f"its reader '{reader.name}' is computed at "
+                    f"'{inside.attach_ivar.var.name}', outside "
+                    f"'{ax.var.name}'; attach '{st.name}' further out",
+                )
+            for mid in chain[: chain.index(parent)]:
                 for iv in mid.leaf_iter_vars:
                     relaxed[iv.var] = ctx.ext[mid][iv]
         values = _root_values(ctx, reader)
@@ -274,6 +292,7 @@ def _loads_of(expr, tensor):
 
 # ---------------------------------------------------------------- loop nests
 
+
 def build_stage(ctx, st, env):
     """The statement computing stage ``st``; ``env`` maps thread tags bound around it to
     ``(var, extent)``."""
@@ -302,7 +321,7 @@ def build_stage(ctx, st, env):
     zero_fill = ctx.scope[st] == "shared" and not isinstance(body, E.Reduce)
     domain = []
     if st.attach_type == "scope" and not _private_reads_only(ctx, st):
-        for iv, (m, e), dim in zip(st.op.axis, region, st.op.shape):
+        for iv, (_m, _e), dim in zip(st.op.axis, region, st.op.shape):
             v = root[iv]
             if zero_fill:
                 domain += [v < dim, v >= 0]
@@ -324,8 +343,14 @@ def build_stage(ctx, st, env):
             conds.append(flat.visit(substitute(body.condition, vmap)))
         main = _guard(conds, S.Store(buf, out_index, upd))
         first_reduce = next(k for k, iv in enumerate(leaves) if is_reduce_leaf(iv))
-        init = _init_nest(ctx, st, leaves[first_reduce:], out_index, data_guards,
-                          identity_value(body.combiner, body.dtype))
+        init = _init_nest(
+            ctx,
+            st,
+            leaves[first_reduce:],
+            out_index,
+            data_guards,
+            identity_value(body.combiner, body.dtype),
+        )
     else:
         value = flat.visit(substitute(body, vmap))
         if domain:
@@ -358,7 +383,7 @@ def build_stage(ctx, st, env):
     if first_reduce == 0:
         stmt = S.seq(init, stmt)
     for tag, var, extent, enclosing in leaders:
-        if not enclosing:            # the guard's work-item index, outside the kernel's loop
+        if not enclosing:  # the guard's work-item index, outside the kernel's loop
             stmt = S.ThreadExtent(var, tag, extent, stmt)
     return S.Produce(st.name, stmt)
 
@@ -393,8 +418,12 @@ def _leader_tags(ctx, st, env):
     out = []
     for iv in root.leaf_iter_vars:
         tag = _bound_tag(root, iv)
-        if tag is None or not tag.startswith("threadIdx") or tag in own or \
-                any(tag == x[0] for x in out):
+        if (
+            tag is None
+            or not tag.startswith("threadIdx")
+            or tag in own
+            or any(tag == x[0] for x in out)
+        ):
             continue
         if tag in env:
             var, extent = env[tag]
@@ -426,35 +455,44 @@ def _with_allocs(ctx, stages, stmt):
 def _loop(ctx, st, iv, extent, body, env):
     attr = st.attrs.get(iv)
     tag = attr.bind.tag if attr is not None and attr.bind is not None else None
-    if tag == "vthread":              # interleaved by the inject_virtual_threads pass
+    if tag == "vthread":  # interleaved by the inject_virtual_threads pass
         return S.For(iv.var, E.IntImm(0), E.IntImm(extent), "vthread", body)
     if tag:
         if tag in env:
             var, outer_ext = env[tag]
             if extent > outer_ext:
-                raise LoweringError(f"stage '{st.name}': axis '{iv.var.name}' is bound to {tag} "
-                                    f"with extent {extent}, but the enclosing kernel runs only "
-                                    f"{outer_ext} work-items along {tag}; use a split factor of "
-                                    f"at most {outer_ext}")
+                raise LoweringError(
+                    f"stage '{st.name}': axis '{iv.var.name}' is bound to {tag} "
+                    f"with extent {extent}, but the enclosing kernel runs only "
+                    f"{outer_ext} work-items along {tag}; use a split factor of "
+                    f"at most {outer_ext}"
+                )
             ctx.bound_vars[iv.var] = var
             if extent < outer_ext:
                 body = S.IfThenElse(var < extent, body)
             return body
         root = _kernel_root(st)
         if root is not st and not any(_bound_tag(root, x) == tag for x in root.leaf_iter_vars):
-            raise ScheduleError("bind", st, f"axis '{iv.var.name}' is bound to {tag}, but stage "
-                                f"'{root.name}', whose kernel '{st.name}' is computed in, binds "
-                                f"no axis to {tag}: every work-item along {tag} would compute "
-                                f"all of '{root.name}'; bind an axis of '{root.name}' to {tag} "
-                                "as well", iv)
+            raise ScheduleError(
+                "bind",
+                st,
+                f"axis '{iv.var.name}' is bound to {tag}, but stage "
+                f"'{root.name}', whose kernel '{st.name}' is computed in, binds "
+                f"no axis to {tag}: every work-item along {tag} would compute "
+                f"all of '{root.name}'; bind an axis of '{root.name}' to {tag} "
+                "as well",
+                iv,
+            )
         prev = ctx.kernel_extents.setdefault(tag, (extent, st, iv))
         if prev[0] != extent:
             pe, pst, piv = prev
-            raise LoweringError(f"stage '{st.name}': axis '{iv.var.name}' is bound to {tag} with "
-                                f"extent {extent}, but stage '{pst.name}' binds axis "
-                                f"'{piv.var.name}' to {tag} with extent {pe} in the same kernel; "
-                                f"a kernel has one extent per thread tag: split so that both "
-                                f"have the same extent (e.g. split(..., nparts={pe}))")
+            raise LoweringError(
+                f"stage '{st.name}': axis '{iv.var.name}' is bound to {tag} with "
+                f"extent {extent}, but stage '{pst.name}' binds axis "
+                f"'{piv.var.name}' to {tag} with extent {pe} in the same kernel; "
+                f"a kernel has one extent per thread tag: split so that both "
+                f"have the same extent (e.g. split(..., nparts={pe}))"
+            )
         var = ctx.thread_var(tag)
         ctx.bound_vars[iv.var] = var
         ctx.var_ranges[var] = (0, extent - 1)
@@ -474,12 +512,18 @@ def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, identity):
     data = [iv for iv in leaves_from_reduce if iv.kind != "reduce"]
     for iv in data:
         if _bound_tag(st, iv):
-            raise ScheduleError("bind", st, f"axis '{iv.var.name}' is bound to a thread but sits "
-                                "inside a reduction loop; move it outside the reduction axes",
-                                iv)
+            raise ScheduleError(
+                "bind",
+                st,
+                f"axis '{iv.var.name}' is bound to a thread but sits "
+                "inside a reduction loop; move it outside the reduction axes",
+                iv,
+            )
     fresh = {iv.var: E.Var(iv.var.name + ".init") for iv in data}
-    stmt = _guard([substitute(g, fresh) for g in guards],
-                  S.Store(ctx.buffer[st], substitute(out_index, fresh), identity))
+    stmt = _guard(
+        [substitute(g, fresh) for g in guards],
+        S.Store(ctx.buffer[st], substitute(out_index, fresh), identity),
+    )
     for iv in reversed(data):
         attr = st.attrs.get(iv)
         kind = attr.kind if attr else "serial"
@@ -498,11 +542,19 @@ def check_scope_bindings(ctx, st):
         tag = _bound_tag(st, iv)
         if tag and tag_rank(tag) < rank:
             who = "work-item" if rank == SCOPE_RANK["local"] else "work-group"
-            fix = ("give it scope 'shared' to fill it cooperatively, or drop the binding"
-                   if tag.startswith("threadIdx") else "drop the binding")
-            raise ScheduleError("bind", st, f"axis '{iv.var.name}' is bound to {tag}, but the "
-                                f"stage lives in '{ctx.scope[st]}' memory, private to one {who}: "
-                                f"each {who} would fill only part of its own copy; {fix}", iv)
+            fix = (
+                "give it scope 'shared' to fill it cooperatively, or drop the binding"
+                if tag.startswith("threadIdx")
+                else "drop the binding"
+            )
+            raise ScheduleError(
+                "bind",
+                st,
+                f"axis '{iv.var.name}' is bound to {tag}, but the "
+                f"stage lives in '{ctx.scope[st]}' memory, private to one {who}: "
+                f"each {who} would fill only part of its own copy; {fix}",
+                iv,
+            )
 
 
 def check_bindings(ctx, st):
@@ -516,9 +568,14 @@ def check_bindings(ctx, st):
         if tag is None:
             unbound = iv if unbound is None else unbound
         elif unbound is not None:
-            raise ScheduleError("bind", st, f"axis '{iv.var.name}' is bound to {tag} but the "
-                                f"unbound loop '{unbound.var.name}' is outside it; reorder the "
-                                "bound axes outermost", iv)
+            raise ScheduleError(
+                "bind",
+                st,
+                f"axis '{iv.var.name}' is bound to {tag} but the "
+                f"unbound loop '{unbound.var.name}' is outside it; reorder the "
+                "bound axes outermost",
+                iv,
+            )
 
 
 def schedule_to_stmt(sched, args):
@@ -530,30 +587,44 @@ def schedule_to_stmt(sched, args):
     for st in ctx.stages:
         _ancestors(st)
         if st.attach_type == "scope" and st.attach_ivar not in st.attach_stage.leaf_iter_vars:
-            raise ScheduleError("compute_at", st, f"axis '{st.attach_ivar.var.name}' of stage "
-                                f"'{st.attach_stage.name}' was split or fused after compute_at; "
-                                "attach to one of its current loops")
+            raise ScheduleError(
+                "compute_at",
+                st,
+                f"axis '{st.attach_ivar.var.name}' of stage "
+                f"'{st.attach_stage.name}' was split or fused after compute_at; "
+                "attach to one of its current loops",
+            )
     infer_bounds(ctx)
     for st in ctx.stages:
         check_scope_bindings(ctx, st)
-        if ctx.scope[st] == "shared" and st.attach_type == "scope" and not any(
-                _bound_tag(p, x) for p, at in _ancestors(st)
-                for x in p.leaf_iter_vars[:p.leaf_iter_vars.index(at) + 1]):
+        if (
+            ctx.scope[st] == "shared"
+            and st.attach_type == "scope"
+            and not any(
+                _bound_tag(p, x)
+                for p, at in _ancestors(st)
+                for x in p.leaf_iter_vars[: p.leaf_iter_vars.index(at) + 1]
+            )
+        ):
             root = _kernel_root(st)
-            raise LoweringError(f"stage '{st.name}' has scope 'shared' (memory of a work-group), "
-                                f"but no axis of '{root.name}' around it is bound to a thread "
-                                f"axis: did you forget to bind? Bind the outer axes of "
-                                f"'{root.name}' to blockIdx/threadIdx, or use scope 'local'")
+            raise LoweringError(
+                f"stage '{st.name}' has scope 'shared' (memory of a work-group), "
+                f"but no axis of '{root.name}' around it is bound to a thread "
+                f"axis: did you forget to bind? Bind the outer axes of "
+                f"'{root.name}' to blockIdx/threadIdx, or use scope 'local'"
+            )
     parts, root_allocs = [], []
     for st in ctx.stages:
         if st.attach_type != "root":
             continue
         if ctx.scope[st] != "global" and not st.is_output:
-            raise LoweringError(f"stage '{st.name}' has scope '{ctx.scope[st]}' but is computed "
-                                "at the root, where its buffer would have to outlive the kernel "
-                                "that fills it; attach it inside its consumer with "
-                                f"s[{st.name}].compute_at(s[consumer], axis), or use scope "
-                                "'global'")
+            raise LoweringError(
+                f"stage '{st.name}' has scope '{ctx.scope[st]}' but is computed "
+                "at the root, where its buffer would have to outlive the kernel "
+                "that fills it; attach it inside its consumer with "
+                f"s[{st.name}].compute_at(s[consumer], axis), or use scope "
+                "'global'"
+            )
         check_bindings(ctx, st)
         ctx.kernel_extents = {}
         parts.append(build_stage(ctx, st, {}))

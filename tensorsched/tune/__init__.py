@@ -1,22 +1,24 @@
-"""Tuning: knob spaces (``space``), tasks, the grid searcher, its log, and using the results.
+"""Tuning: tasks, the searcher and its measuring workers, the JSON-lines log, and using the
+results (``apply_best`` / ``instantiate``). Knob spaces (``Config``) are declared by the
+templates in ``tensorsched.ops.space`` and re-exported here."""
 
-``Config``/``split_axis`` load eagerly (templates need them); the rest on first use, because
-they depend on the templates themselves.
-"""
-from .space import Config, ConfigError, split_axis
+from ..ops.space import Config, ConfigError, split_axis
+from .dispatch import apply_best, best_config, instantiate
+from .log import best_records, export_csv, read_log
+from .task import Task
+from .tuner import early_filter, tune
 
-_LAZY = {
-    "Task": ".task", "tune": ".tuner", "early_filter": ".tuner", "apply_best": ".dispatch",
-    "instantiate": ".dispatch", "best_config": ".dispatch", "read_log": ".log",
-    "export_csv": ".log", "best_records": ".log",
-}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module 'tensorsched.tune' has no attribute '{name}'")
-
-
-__all__ = ["Config", "ConfigError", "split_axis"] + list(_LAZY)
+__all__ = [
+    "Config",
+    "ConfigError",
+    "split_axis",
+    "Task",
+    "tune",
+    "early_filter",
+    "apply_best",
+    "instantiate",
+    "best_config",
+    "read_log",
+    "export_csv",
+    "best_records",
+]

@@ -10,12 +10,13 @@ the error, and nothing but a number crosses to the host. A failing candidate is 
 more on the host, which gives the verdict and the message. Other outputs are read back and
 compared on the host.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 RTOL = {"float32": 1e-5, "float16": 1e-2, "float64": 1e-10}
-DEVICE_CHECK_MIN = 1 << 18       # outputs with at least this many elements: compared on device
+DEVICE_CHECK_MIN = 1 << 18  # outputs with at least this many elements: compared on device
 
 # max |out - ref| over a float output and its float64 reference, infinite at a NaN, per
 # work-group (the host takes the max of the groups')
@@ -46,10 +47,11 @@ __kernel void ts_max_error(__global const float *out, __global const double *ref
 def poison(queue, out):
     """Fill a device array with NaN (float) or 0x7f bytes (other types), without a kernel."""
     import pyopencl as cl
+
     if np.issubdtype(out.dtype, np.floating):
         pattern = np.array([np.nan], dtype=out.dtype)
     else:
-        pattern = np.full(1, 0x7f, dtype=np.uint8)
+        pattern = np.full(1, 0x7F, dtype=np.uint8)
     cl.enqueue_fill_buffer(queue, out.data, pattern, 0, out.nbytes)
 
 
@@ -71,12 +73,16 @@ class OutputCheck:
         self.scale = float(np.max(np.abs(self.ref))) or 1.0
         self.dtype = np.dtype(dtype)
         if device_side is None:
-            device_side = (self.dtype == np.float32 and self.ref.size >= DEVICE_CHECK_MIN
-                           and "cl_khr_fp64" in queue.device.extensions)
+            device_side = (
+                self.dtype == np.float32
+                and self.ref.size >= DEVICE_CHECK_MIN
+                and "cl_khr_fp64" in queue.device.extensions
+            )
         self._kernel = self._ref_dev = None
         if device_side:
             import pyopencl as cl
             import pyopencl.array as cla
+
             self._ref_dev = cla.to_device(queue, np.ascontiguousarray(self.ref).ravel())
             dev = queue.device
             self._local = 1 << (min(256, dev.max_work_group_size).bit_length() - 1)
@@ -91,8 +97,15 @@ class OutputCheck:
 
     def device_error(self, out_dev):
         """The relative error computed on the device (infinite where the output has NaN)."""
-        self._kernel(self.queue, (self._groups * self._local,), (self._local,), out_dev.data,
-                     self._ref_dev.data, np.int64(self.ref.size), self._partial.data)
+        self._kernel(
+            self.queue,
+            (self._groups * self._local,),
+            (self._local,),
+            out_dev.data,
+            self._ref_dev.data,
+            np.int64(self.ref.size),
+            self._partial.data,
+        )
         return float(self._partial.get(queue=self.queue).max()) / self.scale
 
     def __call__(self, out_dev):

@@ -4,6 +4,7 @@ logged config (the fastest correct one on the current device), else the template
     with ts.tune.apply_best("gemm.jsonl"):
         s, args = ts.tune.instantiate("gemm", "cpu", (1024, 1024, 1024))
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -11,13 +12,14 @@ import contextlib
 from .log import best_records, read_log
 from .task import Task
 
-_ACTIVE = []          # stack of {task key: config}
+_ACTIVE: list[dict] = []  # stack of {task key: config}
 
 
 @contextlib.contextmanager
 def apply_best(log_path, device=None):
     """Within the block, ``instantiate`` uses the best config of ``log_path`` for each task."""
-    from .tuner import DeviceLimits
+    from ..runtime.device import DeviceLimits
+
     name = device if device and " / " in device else DeviceLimits.of(device).name
     best = {k: r.config for k, r in best_records(read_log(log_path), device=name).items()}
     _ACTIVE.append(best)

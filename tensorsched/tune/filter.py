@@ -5,30 +5,14 @@ IR and its kernels' launch shapes, before anything is built (work-group size and
 The tuner runs it in its build workers, on the function they lower anyway; ``early_filter``
 does the whole thing (instantiate, lower, generate, check) for one config.
 """
-from __future__ import annotations
 
-from dataclasses import dataclass
+from __future__ import annotations
 
 import numpy as np
 
 from ..errors import TensorschedError
 
-PRIVATE_BYTES = 16 * 1024          # per work-item private arrays above this are filtered out
-
-
-@dataclass(frozen=True)
-class DeviceLimits:
-    name: str
-    max_work_group_size: int
-    max_work_item_sizes: tuple
-    local_mem_size: int
-
-    @classmethod
-    def of(cls, device=None):
-        from ..runtime.device import current_device, find_device
-        dev = find_device(device) if device else current_device()
-        return cls(f"{dev.platform_name} / {dev.name}", dev.max_work_group_size,
-                   dev.max_work_item_sizes, dev.local_mem_size)
+PRIVATE_BYTES = 16 * 1024  # per work-item private arrays above this are filtered out
 
 
 def check_limits(func, source, limits, private_bytes=PRIVATE_BYTES):
@@ -36,13 +20,16 @@ def check_limits(func, source, limits, private_bytes=PRIVATE_BYTES):
     fits a device with ``limits``, else why not."""
     from ..ir.dtype import NUMPY
     from ..ir.visitor import Visitor
+
     for k in source.kernels:
         n = int(np.prod(k.local_size))
         if n > limits.max_work_group_size:
             return f"work-group of {n} over the device's {limits.max_work_group_size}"
         for d, e in enumerate(k.local_size):
             if e > limits.max_work_item_sizes[d]:
-                return f"threadIdx.{'xyz'[d]} = {e} over the device's {limits.max_work_item_sizes[d]}"
+                return (
+                    f"threadIdx.{'xyz'[d]} = {e} over the device's {limits.max_work_item_sizes[d]}"
+                )
     sizes = {"shared": 0, "local": 0}
 
     class _Alloc(Visitor):
@@ -53,7 +40,9 @@ def check_limits(func, source, limits, private_bytes=PRIVATE_BYTES):
 
     _Alloc().visit(func.body)
     if sizes["shared"] > limits.local_mem_size:
-        return f"{sizes['shared']} bytes of __local memory over the device's {limits.local_mem_size}"
+        return (
+            f"{sizes['shared']} bytes of __local memory over the device's {limits.local_mem_size}"
+        )
     if sizes["local"] > private_bytes:
         return f"{sizes['local']} bytes of private memory per work-item over {private_bytes}"
     return None
@@ -64,6 +53,7 @@ def early_filter(task, config, limits, private_bytes=PRIVATE_BYTES):
     from the lowered IR and the kernels' launch shapes, without building anything."""
     from ..codegen.opencl import emit_opencl
     from ..schedules.lower import lower
+
     try:
         s, args, cfg = task.instantiate(config)
         if not cfg.valid:

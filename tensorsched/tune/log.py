@@ -5,6 +5,7 @@ Reading never rewrites the file: a line that does not parse (a truncated last li
 kill, or damage) is skipped with a warning naming the file and line, and appending goes on
 after it on a fresh line.
 """
+
 from __future__ import annotations
 
 import csv
@@ -74,8 +75,11 @@ def read_log(path):
                 d["config"] = _from_json_config(d["config"])
                 records.append(Record(**d))
             except (ValueError, TypeError, KeyError) as exc:
-                warnings.warn(f"{path}:{n}: skipped a damaged log line ({exc.__class__.__name__}); "
-                              "the file is left as it is", stacklevel=2)
+                warnings.warn(
+                    f"{path}:{n}: skipped a damaged log line ({exc.__class__.__name__}); "
+                    "the file is left as it is",
+                    stacklevel=2,
+                )
     return records
 
 
@@ -94,8 +98,9 @@ class LogWriter:
                     f.seek(-1, os.SEEK_END)
                     self._needs_newline = f.read(1) != b"\n"
         except OSError as exc:
-            raise LogError(f"cannot open the tuning log {path} for appending: "
-                           f"{exc.strerror or exc}") from None
+            raise LogError(
+                f"cannot open the tuning log {path} for appending: {exc.strerror or exc}"
+            ) from None
 
     def append(self, record):
         d = asdict(record)
@@ -114,10 +119,12 @@ class LogWriter:
             finally:
                 os.close(fd)
         except OSError as exc:
-            self._needs_newline = True      # a part of the line may have been written
-            raise LogError(f"cannot append to the tuning log {self.path}: {exc.strerror or exc}; "
-                           "the records already in it are intact; free space and rerun with "
-                           "--resume") from None
+            self._needs_newline = True  # a part of the line may have been written
+            raise LogError(
+                f"cannot append to the tuning log {self.path}: {exc.strerror or exc}; "
+                "the records already in it are intact; free space and rerun with "
+                "--resume"
+            ) from None
         self._needs_newline = False
 
 
@@ -139,14 +146,36 @@ def best_records(records, task_key=None, device=None):
 
 def export_csv(records, path):
     """Write the records as CSV (one row per trial, the config as JSON)."""
-    cols = ["kind", "template", "shape", "epilogue", "device", "config", "status", "device_ms",
-            "host_ms", "gflops", "error"]
+    cols = [
+        "kind",
+        "template",
+        "shape",
+        "epilogue",
+        "device",
+        "config",
+        "status",
+        "device_ms",
+        "host_ms",
+        "gflops",
+        "error",
+    ]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
         for r in records:
             t = r.task
-            w.writerow([t["kind"], t["template"], "x".join(map(str, t["shape"])),
-                        "+".join(t.get("epilogue", ())), r.device,
-                        json.dumps(_jsonable(r.config), sort_keys=True), r.status,
-                        r.device_ms, r.host_ms, r.gflops, r.error])
+            w.writerow(
+                [
+                    t["kind"],
+                    t["template"],
+                    "x".join(map(str, t["shape"])),
+                    "+".join(t.get("epilogue", ())),
+                    r.device,
+                    json.dumps(_jsonable(r.config), sort_keys=True),
+                    r.status,
+                    r.device_ms,
+                    r.host_ms,
+                    r.gflops,
+                    r.error,
+                ]
+            )

@@ -15,6 +15,7 @@
   as a crash; either way a fresh worker takes over and tuning goes on. A candidate that the
   pool could not build (its build worker died) is built by the runner itself.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -28,8 +29,8 @@ import numpy as np
 
 from .check import RTOL  # noqa: F401  (the tolerances, re-exported)
 
-START_TIMEOUT = 120.0       # seconds a fresh worker may take to start (imports, device, inputs)
-TIME_BUDGET_MS = 50.0       # stop repeating once the timed runs took this long (>= 3 runs)
+START_TIMEOUT = 120.0  # seconds a fresh worker may take to start (imports, device, inputs)
+TIME_BUDGET_MS = 50.0  # stop repeating once the timed runs took this long (>= 3 runs)
 
 ArgSpec = namedtuple("ArgSpec", "shape dtype")
 
@@ -43,6 +44,7 @@ def exit_with_parent():
         while os.getppid() == parent:
             time.sleep(0.5)
         os._exit(1)
+
     threading.Thread(target=watch, daemon=True).start()
 
 
@@ -53,16 +55,19 @@ def _select_device(device):
 
 def signature(args):
     """The shapes and dtypes of a function's arguments (tensors or buffers), as plain data."""
-    return tuple(ArgSpec(tuple(int(x) for x in a.shape), str(np.dtype(_np_dtype(a.dtype))))
-                 for a in args)
+    return tuple(
+        ArgSpec(tuple(int(x) for x in a.shape), str(np.dtype(_np_dtype(a.dtype)))) for a in args
+    )
 
 
 def _np_dtype(dtype):
     from ..ir.dtype import NUMPY
+
     return NUMPY.get(dtype, dtype)
 
 
 # ---------------------------------------------------------------------------- building
+
 
 def build_candidate(task_dict, config, limits=None):
     """``(status, error, artifact, module)`` of one candidate, built in this process:
@@ -73,6 +78,7 @@ def build_candidate(task_dict, config, limits=None):
     from ..schedules.lower import lower
     from .filter import check_limits
     from .task import Task
+
     task = Task.from_dict(task_dict)
     try:
         s, args, cfg = task.instantiate(config)
@@ -101,19 +107,21 @@ def prebuild(task_dict, config, device, limits=None, binary=None):
         if mod is None:
             return status, error, None
         from ..runtime.module import caches_source_builds
+
         if binary is None:
             binary = not caches_source_builds(mod.device)
         if binary:
             try:
                 art = mod.export(binary=True)
-            except Exception:                                        # noqa: BLE001
-                pass                    # the runner builds it from the source
+            except Exception:  # noqa: BLE001
+                pass  # the runner builds it from the source
         return status, error, art.dumps()
-    except Exception:                                                # noqa: BLE001
+    except Exception:  # noqa: BLE001
         return "error", traceback.format_exc(limit=3)[-2000:], None
 
 
 # ---------------------------------------------------------------------------- measuring
+
 
 class Bench:
     """A task's inputs (random, on the host and on the device), its output buffer on the
@@ -123,6 +131,7 @@ class Bench:
         import pyopencl.array as cla
 
         from .check import OutputCheck
+
         self.queue, self.specs = queue, tuple(specs)
         self.host = task.inputs(specs)
         ref = task.reference(self.host)
@@ -136,8 +145,9 @@ class Bench:
     def args(self, mod):
         """The arrays to call ``mod`` with: device arrays, but images (numpy, converted by the
         module)."""
-        return [h if b.image else d for h, d, b in zip(self.host, self.inputs, mod.func.args)] \
-            + [self.out]
+        return [h if b.image else d for h, d, b in zip(self.host, self.inputs, mod.func.args)] + [
+            self.out
+        ]
 
     def restore(self, which=None):
         """Copy the host inputs to the device again (all, or the indices ``which``)."""
@@ -153,16 +163,18 @@ class Worker:
 
     def __init__(self, limits=None):
         from ..runtime.device import current_device
+
         self.device = current_device()
         self.queue = self.device.queue
         self.limits = limits
         self.bench, self.bench_key = None, None
         self.uploads = 0
-        self._ahead = {}            # hash of an artifact's bytes -> future of its module
+        self._ahead = {}  # hash of an artifact's bytes -> future of its module
         self._loader = None
 
     def _load(self, artifact):
         from ..runtime.module import OpenCLModule
+
         return OpenCLModule.from_artifact(artifact, self.device, cache=False)
 
     def load(self, artifact, upcoming=()):
@@ -171,12 +183,13 @@ class Worker:
         fut = self._ahead.pop(hash(artifact), None)
         keep = {hash(a): a for a in upcoming if a is not None and a is not artifact}
         for k in list(self._ahead):
-            if k not in keep:       # not coming next any more
+            if k not in keep:  # not coming next any more
                 del self._ahead[k]
         for k, a in keep.items():
             if k not in self._ahead:
                 if self._loader is None:
                     import concurrent.futures as cf
+
                     self._loader = cf.ThreadPoolExecutor(1, thread_name_prefix="load-ahead")
                 self._ahead[k] = self._loader.submit(self._load, a)
         return fut.result() if fut is not None else self._load(artifact)
@@ -184,6 +197,7 @@ class Worker:
     def prepare(self, task_dict, specs):
         """The bench of a task with arguments ``specs`` (made now unless it is the current)."""
         from .task import Task
+
         key = (Task.from_dict(task_dict).key(), tuple(specs))
         if key != self.bench_key:
             self.bench, self.bench_key = None, None
@@ -199,8 +213,9 @@ def measure_one(task_dict, config, artifact, repeat, budget_ms, worker, upcoming
     ``upcoming``: the artifacts of the next candidates, to load while this one runs."""
     from ..errors import BuildError, TensorschedError
     from .check import poison
+
     t0 = time.perf_counter()
-    if artifact is None:                   # the pool could not build it: build it here
+    if artifact is None:  # the pool could not build it: build it here
         status, error, _, mod = build_candidate(task_dict, config, worker.limits)
         if mod is None:
             return {"status": status, "error": error}
@@ -214,7 +229,7 @@ def measure_one(task_dict, config, artifact, repeat, budget_ms, worker, upcoming
     t1 = time.perf_counter()
     bench = worker.prepare(task_dict, signature(mod.func.args))
     written = {i for i, b in enumerate(mod.func.args[:-1]) if b in mod.func.outputs}
-    if written:                            # it writes an input: give it the inputs afresh
+    if written:  # it writes an input: give it the inputs afresh
         bench.restore(written)
     args = bench.args(mod)
     t2 = time.perf_counter()
@@ -229,23 +244,34 @@ def measure_one(task_dict, config, artifact, repeat, budget_ms, worker, upcoming
         mod(*args)
         why = bench.check(bench.out)
     t3 = time.perf_counter()
-    stages = {"_load_s": t1 - t0, "_prepare_s": t2 - t1, "_check_s": t3 - t2,
-              "_uploads": worker.uploads, "_pid": os.getpid()}
+    stages = {
+        "_load_s": t1 - t0,
+        "_prepare_s": t2 - t1,
+        "_check_s": t3 - t2,
+        "_uploads": worker.uploads,
+        "_pid": os.getpid(),
+    }
     if why is not None:
         return {"status": "wrong", "error": why, **stages}
     # the checked run was the warm-up
     t = mod.time_evaluator(number=1, repeat=repeat, warmup=0, budget_ms=budget_ms)(*args)
     stages["_time_s"] = time.perf_counter() - t3
     stages["_repeats"] = len(t.device_times)
-    return {"status": "ok", "device_ms": t.device_median * 1e3, "host_ms": t.host_median * 1e3,
-            "gflops": _flop(task_dict) / t.device_median / 1e9, **stages}
+    return {
+        "status": "ok",
+        "device_ms": t.device_median * 1e3,
+        "host_ms": t.host_median * 1e3,
+        "gflops": _flop(task_dict) / t.device_median / 1e9,
+        **stages,
+    }
 
 
-_FLOP = {}
+_FLOP: dict[str, int] = {}
 
 
 def _flop(task_dict):
     from .task import Task
+
     task = Task.from_dict(task_dict)
     key = task.key()
     if key not in _FLOP:
@@ -256,6 +282,7 @@ def _flop(task_dict):
 def _is_device_error(exc):
     try:
         import pyopencl as cl
+
         return isinstance(exc, cl.Error)
     except ImportError:
         return False
@@ -265,15 +292,16 @@ def _runner_main(conn, device, task_dict=None, specs=None, limits=None):
     exit_with_parent()
     _select_device(device)
     worker = None
-    try:                        # start up now, not in the first candidate's timeout
+    try:  # start up now, not in the first candidate's timeout
         worker = Worker(limits)
         if task_dict is not None:
             from .task import Task
-            _ = Task.from_dict(task_dict).function     # a user's template module: imported now
+
+            _ = Task.from_dict(task_dict).function  # a user's template module: imported now
             if specs:
                 worker.prepare(task_dict, specs)
-    except Exception:                                                # noqa: BLE001
-        pass                    # the first candidate reports it
+    except Exception:  # noqa: BLE001
+        pass  # the first candidate reports it
     conn.send("ready")
     while True:
         try:
@@ -286,9 +314,8 @@ def _runner_main(conn, device, task_dict=None, specs=None, limits=None):
         try:
             if worker is None:
                 worker = Worker(limits)
-            result = measure_one(task_dict, config, artifact, repeat, budget_ms, worker,
-                                 upcoming)
-        except Exception as exc:                                     # noqa: BLE001
+            result = measure_one(task_dict, config, artifact, repeat, budget_ms, worker, upcoming)
+        except Exception as exc:  # noqa: BLE001
             result = {"status": "error", "error": traceback.format_exc(limit=4)[-2000:]}
             if _is_device_error(exc):
                 # the context may be unusable after a failed launch: a fresh worker goes on
@@ -318,8 +345,11 @@ class Runner:
         if self.proc is not None and self.proc.is_alive():
             return
         self.conn, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_runner_main, daemon=True, args=(
-            child, self.device, self.task_dict, self.specs, self.limits))
+        self.proc = self.ctx.Process(
+            target=_runner_main,
+            daemon=True,
+            args=(child, self.device, self.task_dict, self.specs, self.limits),
+        )
         self.proc.start()
         child.close()
         self.ready = False
@@ -358,16 +388,18 @@ class Runner:
             self.conn.send((task_dict, config, artifact, repeat, budget_ms, tuple(upcoming)))
             if self.conn.poll(self.timeout):
                 result = self.conn.recv()
-                if result.get("_restart"):         # the worker exits after this one
+                if result.get("_restart"):  # the worker exits after this one
                     self.proc.join(5)
                     self._kill()
                 return result
             self._kill()
-            return {"status": "timeout", "error": f"no result within {self.timeout:g} s; the "
-                    "worker was killed"}
+            return {
+                "status": "timeout",
+                "error": f"no result within {self.timeout:g} s; the worker was killed",
+            }
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
             if self.proc is not None:
-                self.proc.join(1)           # reap it, for its exit code
+                self.proc.join(1)  # reap it, for its exit code
             code = self.proc.exitcode if self.proc is not None else None
             self._kill()
             return {"status": "crash", "error": f"the worker process died (exit code {code})"}

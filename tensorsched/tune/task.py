@@ -4,6 +4,7 @@ candidate is checked against.
 A task is plain data (``kind``, ``template``, ``shape``, ``dtype``, ``epilogue``) so it can be
 written to a log and sent to worker processes; ``instantiate(config)`` builds the schedule.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import TensorschedError
-from ..ops.conv2d import ConvShape
+from ..ops.conv2d import ConvShape, conv2d_ref
+from ..ops.space import Config
 from ..ops.templates import TEMPLATES
-from ..testing.numerics import conv2d_ref
-from .space import Config
 
 
 class TaskError(TensorschedError):
@@ -24,13 +24,13 @@ class TaskError(TensorschedError):
 
 @dataclass(frozen=True)
 class Task:
-    kind: str                    # "gemm" or "conv2d"
-    template: str                # a name in TEMPLATES[kind], or "package.module:function"
-    shape: tuple                 # (M, N, K) or the ConvShape fields
+    kind: str  # "gemm" or "conv2d"
+    template: str  # a name in TEMPLATES[kind], or "package.module:function"
+    shape: tuple  # (M, N, K) or the ConvShape fields
     dtype: str = "float32"
     epilogue: tuple = field(default=())
-    expr: str = ""               # kind "expr": statements as text (ts.parse_expr) ...
-    expr_shapes: str = ""        # ... and their extents, "i=64,j=64,k=64"
+    expr: str = ""  # kind "expr": statements as text (ts.parse_expr) ...
+    expr_shapes: str = ""  # ... and their extents, "i=64,j=64,k=64"
 
     def __post_init__(self):
         if self.kind == "expr":
@@ -42,13 +42,15 @@ class Task:
         if self.kind not in TEMPLATES:
             raise TaskError(f"unknown operator '{self.kind}'; use one of {', '.join(TEMPLATES)}")
         if self.template not in TEMPLATES[self.kind] and ":" not in self.template:
-            raise TaskError(f"unknown {self.kind} template '{self.template}'; use one of "
-                            f"{', '.join(TEMPLATES[self.kind])}, or your own as "
-                            "'package.module:function'")
+            raise TaskError(
+                f"unknown {self.kind} template '{self.template}'; use one of "
+                f"{', '.join(TEMPLATES[self.kind])}, or your own as "
+                "'package.module:function'"
+            )
         want = 3 if self.kind == "gemm" else len(ConvShape.__dataclass_fields__)
-        if len(self.shape) != want or not all(isinstance(x, int) and x > 0 or
-                                               (self.kind == "conv2d" and x == 0)
-                                               for x in self.shape):
+        if len(self.shape) != want or not all(
+            isinstance(x, int) and x > 0 or (self.kind == "conv2d" and x == 0) for x in self.shape
+        ):
             raise TaskError(f"{self.kind} shape must be {want} positive ints, got {self.shape}")
         object.__setattr__(self, "shape", tuple(self.shape))
         object.__setattr__(self, "epilogue", tuple(self.epilogue))
@@ -61,8 +63,15 @@ class Task:
 
     @classmethod
     def from_dict(cls, d):
-        return cls(d["kind"], d["template"], tuple(d["shape"]), d.get("dtype", "float32"),
-                   tuple(d.get("epilogue", ())), d.get("expr", ""), d.get("expr_shapes", ""))
+        return cls(
+            d["kind"],
+            d["template"],
+            tuple(d["shape"]),
+            d.get("dtype", "float32"),
+            tuple(d.get("epilogue", ())),
+            d.get("expr", ""),
+            d.get("expr_shapes", ""),
+        )
 
     def __str__(self):
         if self.kind == "expr":
@@ -79,10 +88,12 @@ class Task:
         worker processes find a user's own template too)."""
         if self.kind == "expr" and self.template == "generic":
             from ..ops.templates.generic import generic
+
             return generic
         if self.kind != "expr" and self.template in TEMPLATES[self.kind]:
             return TEMPLATES[self.kind][self.template]
         import importlib
+
         module, _, name = self.template.partition(":")
         try:
             return getattr(importlib.import_module(module), name)
@@ -157,12 +168,13 @@ class Task:
         return ref
 
 
-PYTHON_REFERENCE_LIMIT = 2_000_000       # loop iterations the exact Python backend may run
+PYTHON_REFERENCE_LIMIT = 2_000_000  # loop iterations the exact Python backend may run
 
 
 def _expr_flop(expr, shapes, dtype):
     """2 per reduction step and 1 per elementwise element, over all stages."""
     from ..ir.te_text import parse_expr
+
     total = 0
     for t in parse_expr(expr, shapes, dtype).values():
         op = t.op
@@ -175,10 +187,11 @@ def _expr_flop(expr, shapes, dtype):
 
 
 def _expr_reference(task, inputs):
-    from ..build import build
     from ..ir.te_text import parse_expr
-    from ..schedules.schedule import create_schedule
     from ..ir.tensor import PlaceholderOp
+    from ..runtime.build import build
+    from ..schedules.schedule import create_schedule
+
     if _expr_flop(task.expr, task.expr_shapes, task.dtype) <= PYTHON_REFERENCE_LIMIT:
         tensors = list(parse_expr(task.expr, task.expr_shapes, task.dtype).values())
         out = tensors[-1]

@@ -6,6 +6,7 @@ as it ends, in the search's order.
 
     result = tune(Task("gemm", "cpu", (1024, 1024, 1024)), "gemm.jsonl", trials=50)
 """
+
 from __future__ import annotations
 
 import collections
@@ -19,14 +20,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import TensorschedError
-from .filter import PRIVATE_BYTES, DeviceLimits, check_limits, early_filter  # noqa: F401
+from ..runtime.device import DeviceLimits
+from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
 from .log import LogWriter, Record, best_records, config_key, read_log
 from .measure import TIME_BUDGET_MS, Runner, exit_with_parent, prebuild, signature
 from .task import Task
 
 STRATEGIES = ("grid", "random")
-MEASURED = ("ok", "wrong", "timeout", "crash", "error")    # statuses that reached the runner
-LOAD_AHEAD = 2                     # built candidates the runner loads while one runs
+MEASURED = ("ok", "wrong", "timeout", "crash", "error")  # statuses that reached the runner
+LOAD_AHEAD = 2  # built candidates the runner loads while one runs
 
 
 @dataclass
@@ -36,7 +38,7 @@ class TuneResult:
     best: Record | None
     counts: dict = field(default_factory=dict)
     seconds: float = 0.0
-    stats: dict = field(default_factory=dict)      # where the time went (see ``tune``)
+    stats: dict = field(default_factory=dict)  # where the time went (see ``tune``)
 
     @property
     def measured(self):
@@ -73,9 +75,22 @@ def candidate_order(task, strategy, seed=0):
     raise TensorschedError(f"unknown strategy '{strategy}'; use one of {', '.join(STRATEGIES)}")
 
 
-def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None, timeout=60.0,
-         repeat=5, seed=0, n_build=None, progress=True, budget_ms=TIME_BUDGET_MS, ahead=None,
-         restrict=None):
+def tune(
+    task,
+    log_path,
+    strategy="grid",
+    trials=None,
+    resume=False,
+    device=None,
+    timeout=60.0,
+    repeat=5,
+    seed=0,
+    n_build=None,
+    progress=True,
+    budget_ms=TIME_BUDGET_MS,
+    ahead=None,
+    restrict=None,
+):
     """Tune ``task``: measure up to ``trials`` candidates (all by default) and log each one.
 
     ``restrict`` (``{knob: [values]}``, see ``Config.restrict``) narrows the template's space
@@ -94,8 +109,9 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
     """
     t0 = time.time()
     limits = DeviceLimits.of(device)
-    if not device:              # the workers use this process's device (set_device() included)
+    if not device:  # the workers use this process's device (set_device() included)
         from ..runtime.device import current_device
+
         dev = current_device()
         device = f"{dev.platform_index}:{dev.device_index}"
     space = task.space()
@@ -106,10 +122,13 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
         for r in read_log(log_path):
             if r.task_key() == task.key() and r.device == limits.name:
                 done.add(r.config_key())
-    elif os.path.exists(log_path) and any(r.task_key() == task.key() and r.device == limits.name
-                                          for r in read_log(log_path)):
-        raise TensorschedError(f"{log_path} already has trials of {task} on this device; pass "
-                               "resume=True (--resume) to continue it, or choose another log")
+    elif os.path.exists(log_path) and any(
+        r.task_key() == task.key() and r.device == limits.name for r in read_log(log_path)
+    ):
+        raise TensorschedError(
+            f"{log_path} already has trials of {task} on this device; pass "
+            "resume=True (--resume) to continue it, or choose another log"
+        )
     writer = LogWriter(log_path)
     task_dict = _task_dict(task)
     runner = Runner(device, timeout, task_dict, _specs(task), limits)
@@ -117,23 +136,31 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
     ahead = ahead or 2 * n_build + 2
 
     def new_pool():
-        return cf.ProcessPoolExecutor(n_build, mp_context=mp.get_context("spawn"),
-                                      initializer=exit_with_parent)
-    pool, generation = None, 0          # the pool, and how many pools came before it
+        return cf.ProcessPoolExecutor(
+            n_build, mp_context=mp.get_context("spawn"), initializer=exit_with_parent
+        )
+
+    pool, generation = None, 0  # the pool, and how many pools came before it
     counts = {}
     budget = trials if trials is not None else space.size()
     bar = _progress(budget, str(task), progress)
     best = None
     stats = collections.Counter()
-    uploads = {}                         # runner process -> task inputs it made on the device
+    uploads = {}  # runner process -> task inputs it made on the device
 
     def log(config, res):
         nonlocal best
         t = time.perf_counter()
-        rec = Record(task=task_dict, device=limits.name, config=config,
-                     status=res["status"], device_ms=res.get("device_ms"),
-                     host_ms=res.get("host_ms"), gflops=res.get("gflops"),
-                     error=res.get("error", ""))
+        rec = Record(
+            task=task_dict,
+            device=limits.name,
+            config=config,
+            status=res["status"],
+            device_ms=res.get("device_ms"),
+            host_ms=res.get("host_ms"),
+            gflops=res.get("gflops"),
+            error=res.get("error", ""),
+        )
         writer.append(rec)
         counts[rec.status] = counts.get(rec.status, 0) + 1
         if rec.status == "ok" and (best is None or rec.device_ms < best.device_ms):
@@ -143,7 +170,7 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
         stats["log_s"] += time.perf_counter() - t
 
     order = iter(candidate_order(task, strategy, seed))
-    pending = collections.deque()        # (config, future, pool generation), in order
+    pending = collections.deque()  # (config, future, pool generation), in order
     submitted = 0
 
     def next_config():
@@ -168,9 +195,9 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
                 pool = new_pool()
             try:
                 return pool.submit(prebuild, task_dict, config, device, limits)
-            except (BrokenProcessPool, RuntimeError):   # broken since its last result was read
+            except (BrokenProcessPool, RuntimeError):  # broken since its last result was read
                 new_generation()
-        return None                    # the runner builds it
+        return None  # the runner builds it
 
     def top_up():
         nonlocal submitted
@@ -184,14 +211,14 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
 
     try:
         top_up()
-        runner.start()                   # it starts up while the pool builds the first ones
+        runner.start()  # it starts up while the pool builds the first ones
         while pending:
             config, fut, gen = pending.popleft()
             t = time.perf_counter()
             artifact = None
             try:
                 status, error, artifact = fut.result() if fut is not None else ("ok", "", None)
-            except Exception as exc:                             # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001
                 # a build worker died (a compiler crash?) and took the pool's other builds
                 # with it: the runner builds these itself, with the timeout, and records the
                 # culprit as a crash
@@ -199,13 +226,19 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
                 if isinstance(exc, BrokenProcessPool) and gen == generation:
                     new_generation()
             stats["wait_build_s"] += time.perf_counter() - t
-            top_up()                      # the pool builds on while this one is measured
+            top_up()  # the pool builds on while this one is measured
             if status != "ok":
                 log(config, {"status": status, "error": error})
                 continue
             t = time.perf_counter()
-            res = runner.measure(task_dict, config, repeat, artifact, budget_ms,
-                                 _built(pending, LOAD_AHEAD) if artifact is not None else ())
+            res = runner.measure(
+                task_dict,
+                config,
+                repeat,
+                artifact,
+                budget_ms,
+                _built(pending, LOAD_AHEAD) if artifact is not None else (),
+            )
             stats["runner_s"] += time.perf_counter() - t
             for k in ("load", "prepare", "check", "time"):
                 stats[f"{k}_s"] += res.get(f"_{k}_s", 0.0)
@@ -223,8 +256,9 @@ def tune(task, log_path, strategy="grid", trials=None, resume=False, device=None
     stats["restarts"] = runner.restarts
     stats["uploads"] = sum(uploads.values())
     all_best = best_records(read_log(log_path), task.key(), limits.name)
-    return TuneResult(task, log_path, all_best.get(task.key()), counts, time.time() - t0,
-                      dict(stats))
+    return TuneResult(
+        task, log_path, all_best.get(task.key()), counts, time.time() - t0, dict(stats)
+    )
 
 
 def _built(pending, n):
@@ -245,21 +279,23 @@ def _specs(task):
     try:
         _, args, _ = task.instantiate(None)
         return signature(args)
-    except Exception:                                                # noqa: BLE001
+    except Exception:  # noqa: BLE001
         return None
 
 
 def _task_dict(task):
     from dataclasses import asdict
+
     return asdict(task)
 
 
 def _progress(total, desc, enabled):
     try:
         from tqdm import tqdm
-    except ImportError:                                  # tqdm is a dependency; be robust
+    except ImportError:  # tqdm is a dependency; be robust
         tqdm = None
     if tqdm is None or not enabled:
+
         class _Null:
             def update(self, n):
                 pass
@@ -269,5 +305,6 @@ def _progress(total, desc, enabled):
 
             def close(self):
                 pass
+
         return _Null()
     return tqdm(total=total, desc=desc, unit="trial", leave=True, dynamic_ncols=True)

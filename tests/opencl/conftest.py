@@ -1,5 +1,6 @@
 """Fixtures of the OpenCL tests: the device (the test is skipped when none can be found) and
 the ``--update-golden`` switch (declared in the rootdir ``conftest.py``)."""
+
 import numpy as np
 import pytest
 
@@ -13,7 +14,7 @@ def ocl_device():
         dev = current_device()
     except DeviceError as exc:
         pytest.skip(f"no OpenCL device: {exc}")
-    except ImportError as exc:                       # pyopencl missing or broken
+    except ImportError as exc:  # pyopencl missing or broken
         pytest.skip(f"pyopencl cannot be imported: {exc}")
     return dev
 
@@ -27,5 +28,5 @@ def rng():
 def update_golden(request):
     try:
         return bool(request.config.getoption("--update-golden"))
-    except ValueError:                               # the rootdir conftest was not loaded
+    except ValueError:  # the rootdir conftest was not loaded
         return False

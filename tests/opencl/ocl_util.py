@@ -1,5 +1,6 @@
 """Helpers of the OpenCL tests: random inputs (never zeros), NaN-poisoned outputs, a numpy
 comparison, and the seed conv's numpy reference."""
+
 from __future__ import annotations
 
 import os
@@ -9,11 +10,11 @@ import numpy as np
 
 import tensorsched as ts
 from tensorsched.ir.tensor import PlaceholderOp
-from tensorsched.testing.numerics import conv2d_ref
+from tensorsched.ops.conv2d import conv2d_ref
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if TESTS not in sys.path:
-    sys.path.insert(0, TESTS)                      # seed_conv
+    sys.path.insert(0, TESTS)  # seed_conv
 
 INT_POISON = np.iinfo(np.int32).min + 7
 RTOL = {"float32": 1e-5, "float16": 1e-2, "float64": 1e-12}
@@ -44,13 +45,16 @@ def assert_close(out, expected, dtype, name="output", rtol=None):
     assert out.shape == tuple(np.shape(expected)), f"{name}: shape {out.shape}"
     if np.dtype(dtype).kind == "f":
         nan = np.isnan(out)
-        assert not nan.any(), (f"{name}: {int(nan.sum())} of {out.size} elements never written "
-                               f"(still NaN), first at {np.argwhere(nan)[0].tolist()}")
+        assert not nan.any(), (
+            f"{name}: {int(nan.sum())} of {out.size} elements never written "
+            f"(still NaN), first at {np.argwhere(nan)[0].tolist()}"
+        )
         rtol = RTOL[dtype] if rtol is None else rtol
         expected = np.asarray(expected, dtype=np.float64)
         scale = max(float(np.max(np.abs(expected))), 1.0)
-        np.testing.assert_allclose(out.astype(np.float64), expected, rtol=rtol,
-                                   atol=rtol * scale, err_msg=name)
+        np.testing.assert_allclose(
+            out.astype(np.float64), expected, rtol=rtol, atol=rtol * scale, err_msg=name
+        )
     else:
         assert not (out == INT_POISON).any(), f"{name}: some elements were never written"
         np.testing.assert_array_equal(out, expected, err_msg=name)
@@ -63,8 +67,11 @@ def make_arrays(args, rng, positive=False, inputs=None):
     for t in args:
         if isinstance(t.op, PlaceholderOp):
             a = inputs.get(t.name)
-            a = random_array(t.shape, t.dtype, rng, positive) if a is None else \
-                np.asarray(a, dtype=t.dtype)
+            a = (
+                random_array(t.shape, t.dtype, rng, positive)
+                if a is None
+                else np.asarray(a, dtype=t.dtype)
+            )
             ins.append(a)
         else:
             a = poisoned(t.shape, t.dtype)
@@ -73,8 +80,9 @@ def make_arrays(args, rng, positive=False, inputs=None):
     return arrays, ins, outs
 
 
-def run_check(s, args, ref_fn, rng, name="kernel", positive=False, rtol=None, inputs=None,
-              **build_options):
+def run_check(
+    s, args, ref_fn, rng, name="kernel", positive=False, rtol=None, inputs=None, **build_options
+):
     """Build ``s`` for OpenCL, run it on random inputs into NaN-poisoned outputs and compare each
     output with ``ref_fn(*inputs as float64)``. Returns the module."""
     mod = ts.build(s, args, target="opencl", name=name, **build_options)
@@ -122,7 +130,7 @@ def gemm_shared_schedule(M, N, K, tile=8, threads=4, kfactor=4):
     s[C].bind(tyo, ts.thread_axis("threadIdx.y"))
     s[CL].compute_at(s[C], tyo)
     ii, jj = s[CL].op.axis
-    kk, = s[CL].op.reduce_axis
+    (kk,) = s[CL].op.reduce_axis
     ko, ki = s[CL].split(kk, kfactor)
     s[CL].reorder(ko, ki, ii, jj)
     s[CL].vectorize(jj)

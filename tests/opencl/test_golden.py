@@ -5,15 +5,15 @@ right, rewrite the files with ``pytest tests/opencl/test_golden.py --update-gold
 the diff in version control. No OpenCL device is needed: the source comes from
 ``emit_opencl(ts.lower(...))``, the same text that ``mod.get_source()`` returns.
 """
+
 import difflib
 import os
 
 import pytest
+from ocl_util import TESTS, gemm, gemm_shared_schedule
 
 import tensorsched as ts
 from tensorsched.codegen.opencl import emit_opencl
-
-from ocl_util import TESTS, gemm, gemm_shared_schedule
 
 GOLDEN = os.path.join(TESTS, "golden")
 
@@ -23,7 +23,7 @@ def gemm_plain():
     A, B, C = gemm(37, 29, 23)
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     bx, by, tx, ty = s[C].tile(i, j, 8, 8)
     ko, ki = s[C].split(k, factor=4)
     s[C].reorder(bx, by, tx, ty, ko, ki)
@@ -43,13 +43,17 @@ def gemm_shared():
 def seed_conv_kernel3():
     """The seed tutorial's kernel 3 at its full VGG size (56x56x256, 3x3)."""
     import seed_conv
+
     t = seed_conv.declare()
     s = seed_conv.schedule(t, 3)
     return ts.lower(s, [t[0], t[1], t[-1]], name="conv")
 
 
-CASES = {"gemm_plain": gemm_plain, "gemm_shared": gemm_shared,
-         "seed_conv_kernel3": seed_conv_kernel3}
+CASES = {
+    "gemm_plain": gemm_plain,
+    "gemm_shared": gemm_shared,
+    "seed_conv_kernel3": seed_conv_kernel3,
+}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -66,11 +70,20 @@ def test_golden_source(case, update_golden):
     with open(path) as f:
         expected = f.read()
     if text != expected:
-        diff = "".join(list(difflib.unified_diff(
-            expected.splitlines(True), text.splitlines(True), fromfile=f"golden/{case}.cl",
-            tofile="generated"))[:80])
-        pytest.fail(f"the OpenCL C of {case} differs from {path} (rewrite it with "
-                    f"--update-golden if the change is intended):\n{diff}")
+        diff = "".join(
+            list(
+                difflib.unified_diff(
+                    expected.splitlines(True),
+                    text.splitlines(True),
+                    fromfile=f"golden/{case}.cl",
+                    tofile="generated",
+                )
+            )[:80]
+        )
+        pytest.fail(
+            f"the OpenCL C of {case} differs from {path} (rewrite it with "
+            f"--update-golden if the change is intended):\n{diff}"
+        )
 
 
 def test_golden_is_deterministic():
@@ -83,6 +96,7 @@ def test_golden_is_deterministic():
 def test_golden_source_builds_on_the_device(case, ocl_device):
     """The reference texts are valid OpenCL C for the device's compiler."""
     from tensorsched.runtime.module import DEFAULT_OPTIONS, build_program
+
     path = os.path.join(GOLDEN, f"{case}.cl")
     if not os.path.exists(path):
         pytest.skip(f"{path} is missing")

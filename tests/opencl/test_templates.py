@@ -1,16 +1,16 @@
 """Every operator template, at several knob settings and odd shapes, matches numpy on the CPU
 device (outputs poisoned first)."""
+
 import zlib
 
 import numpy as np
 import pytest
+from ocl_util import conv_ref
 
 import tensorsched as ts
 from tensorsched.ops.conv2d import ConvShape
+from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES, space
-from tensorsched.tune.space import Config
-
-from ocl_util import conv_ref
 
 
 def _points(cfg, k=2, seed=0):
@@ -54,7 +54,7 @@ def test_gemm_template(ocl_device, rng, name, shape):
     tmpl = TEMPLATES["gemm"][name]
     M, N, K = shape
     if name == "adreno" and N % 4:
-        N += 4 - N % 4                      # the image path needs whole float4 texels
+        N += 4 - N % 4  # the image path needs whole float4 texels
     for k, point in enumerate(_points(space(tmpl, M, N, K), seed=zlib.crc32(name.encode()) % 100)):
         cfg = Config(point)
         epilogue = (("bias", "relu"), ("sigmoid",), ())[k % 3]
@@ -66,12 +66,16 @@ def test_gemm_template(ocl_device, rng, name, shape):
         ref, extra = _apply_epilogue(ref, epilogue, args, rng, axis=1)
         out = np.full(args[-1].shape, np.nan, np.float32)
         mod(*ins, *extra, out)
-        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max(),
-                                   err_msg=f"{name} {point} {epilogue}")
+        np.testing.assert_allclose(
+            out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max(), err_msg=f"{name} {point} {epilogue}"
+        )
 
 
-CONV_SHAPES = [ConvShape(1, 3, 7, 9, 5, 3, 3, 1, 1), ConvShape(1, 4, 9, 8, 6, 3, 3, 2, 1),
-               ConvShape(2, 3, 5, 6, 7, 1, 1, 1, 0)]
+CONV_SHAPES = [
+    ConvShape(1, 3, 7, 9, 5, 3, 3, 1, 1),
+    ConvShape(1, 4, 9, 8, 6, 3, 3, 2, 1),
+    ConvShape(2, 3, 5, 6, 7, 1, 1, 1, 0),
+]
 
 
 @pytest.mark.parametrize("name", sorted(TEMPLATES["conv2d"]))
@@ -91,15 +95,16 @@ def test_conv2d_template(ocl_device, rng, name, shape):
         ref, extra = _apply_epilogue(ref, epilogue, args, rng, axis=1)
         out = np.full(args[-1].shape, np.nan, np.float32)
         mod(d, w, *extra, out)
-        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max(),
-                                   err_msg=f"{name} {point} {epilogue}")
-
+        np.testing.assert_allclose(
+            out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max(), err_msg=f"{name} {point} {epilogue}"
+        )
 
 
 def test_register_tile_is_an_array_of_vectors():
     """A private tile accessed only by aligned vectors is declared as ``floatN t[..]``, the
     form OpenCL compilers keep in registers (10x faster than a float array on PoCL)."""
     from tensorsched.codegen.opencl import emit_opencl
+
     s, args = TEMPLATES["gemm"]["cpu"](Config(), 64, 64, 64)
     text = emit_opencl(ts.lower(s, args)).text
     assert "float16 C_local[16];" in text

@@ -1,5 +1,6 @@
 """What the templates share: finding the reduction stage behind an output with epilogues, and
 placing it in registers under the output's work-item loops."""
+
 from __future__ import annotations
 
 from ...errors import ScheduleError
@@ -13,8 +14,11 @@ def inline_epilogue(s, out):
     while isinstance(t.op, ComputeOp) and not t.op.reduce_axis:
         reads = [x for x in t.op.input_tensors if isinstance(x.op, ComputeOp)]
         if len(reads) != 1:
-            raise ScheduleError("template", None, f"stage '{t.name}' is not an elementwise "
-                                "epilogue of one reduction")
+            raise ScheduleError(
+                "template",
+                None,
+                f"stage '{t.name}' is not an elementwise epilogue of one reduction",
+            )
         chain.append(t)
         t = reads[0]
     for mid in chain[1:]:
@@ -36,11 +40,12 @@ def reduction_and_epilogue(s, out):
 
 def bind_2d(s, stage, by, bx, ty, tx):
     """Bind two block axes and two thread axes (y first, as OpenCL dimension 1)."""
-    import tensorsched as ts
-    s[stage].bind(by, ts.thread_axis("blockIdx.y"))
-    s[stage].bind(bx, ts.thread_axis("blockIdx.x"))
-    s[stage].bind(ty, ts.thread_axis("threadIdx.y"))
-    s[stage].bind(tx, ts.thread_axis("threadIdx.x"))
+    from ...ir.tensor import thread_axis
+
+    s[stage].bind(by, thread_axis("blockIdx.y"))
+    s[stage].bind(bx, thread_axis("blockIdx.x"))
+    s[stage].bind(ty, thread_axis("threadIdx.y"))
+    s[stage].bind(tx, thread_axis("threadIdx.x"))
 
 
 def ceil_div(a, b):

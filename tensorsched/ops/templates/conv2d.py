@@ -13,10 +13,15 @@ scheduled by the CPU or GPU GEMM template (``gemm="cpu"`` or ``"gpu"``), then th
 knobs) over (output channel, output pixel), whose ``__local`` tiles are filled straight from
 the kernel and the padded image, and whose work-items write the NCHW output.
 """
-import tensorsched as ts
 
-from ..conv2d import (conv2d_nchw_im2col, conv2d_nchw_implicit_gemm, conv2d_nchw_spatial_pack,
-                      stages_by_name)
+from ...ir.tensor import thread_axis
+from ...schedules.schedule import create_schedule
+from ..conv2d import (
+    conv2d_nchw_im2col,
+    conv2d_nchw_implicit_gemm,
+    conv2d_nchw_spatial_pack,
+    stages_by_name,
+)
 from ..nn import epilogue as make_epilogue
 from .common import inline_epilogue
 from .gemm_cpu import schedule_gemm_cpu
@@ -27,22 +32,22 @@ def _tile_and_bind3d(s, t, z, y, x, z_factor, y_factor=1, x_factor=1):
     zo, zi = s[t].split(z, z_factor)
     yo, yi = s[t].split(y, y_factor)
     xo, xi = s[t].split(x, x_factor)
-    s[t].bind(zo, ts.thread_axis("blockIdx.z"))
-    s[t].bind(zi, ts.thread_axis("threadIdx.z"))
-    s[t].bind(yo, ts.thread_axis("blockIdx.y"))
-    s[t].bind(yi, ts.thread_axis("threadIdx.y"))
-    s[t].bind(xo, ts.thread_axis("blockIdx.x"))
-    s[t].bind(xi, ts.thread_axis("threadIdx.x"))
+    s[t].bind(zo, thread_axis("blockIdx.z"))
+    s[t].bind(zi, thread_axis("threadIdx.z"))
+    s[t].bind(yo, thread_axis("blockIdx.y"))
+    s[t].bind(yi, thread_axis("threadIdx.y"))
+    s[t].bind(xo, thread_axis("blockIdx.x"))
+    s[t].bind(xi, thread_axis("threadIdx.x"))
     return xi
 
 
 def _tile_and_bind(s, t, y, x, y_factor, x_factor=None):
     x_factor = x_factor or y_factor
     yo, xo, yi, xi = s[t].tile(y, x, y_factor, x_factor)
-    s[t].bind(xo, ts.thread_axis("blockIdx.x"))
-    s[t].bind(xi, ts.thread_axis("threadIdx.x"))
-    s[t].bind(yo, ts.thread_axis("blockIdx.y"))
-    s[t].bind(yi, ts.thread_axis("threadIdx.y"))
+    s[t].bind(xo, thread_axis("blockIdx.x"))
+    s[t].bind(xi, thread_axis("threadIdx.x"))
+    s[t].bind(yo, thread_axis("blockIdx.y"))
+    s[t].bind(yi, thread_axis("threadIdx.y"))
 
 
 def _declare(declaration, epilogue, *args):
@@ -51,7 +56,7 @@ def _declare(declaration, epilogue, *args):
     stage when an epilogue follows it."""
     data, kernel, output = declaration(*args)
     O, extra = make_epilogue(output, epilogue, bias_axis=1)
-    s = ts.create_schedule(O.op)
+    s = create_schedule(O.op)
     st = stages_by_name(output)
     s[st["data_pad"]].compute_inline()
     if O is not output:
@@ -135,8 +140,8 @@ def conv2d_im2col(cfg, shape, dtype="float32", epilogue=(), gemm="cpu"):
         t = st[name]
         f = s[t].fuse(*s[t].op.axis)
         fo, fi = s[t].split(f, 64)
-        s[t].bind(fo, ts.thread_axis("blockIdx.x"))
-        s[t].bind(fi, ts.thread_axis("threadIdx.x"))
+        s[t].bind(fo, thread_axis("blockIdx.x"))
+        s[t].bind(fi, thread_axis("threadIdx.x"))
     M, K = st["data_col"].shape
     N = st["kernel_mat"].shape[1]
     gemm_out = st["conv_gemm"]
@@ -146,10 +151,10 @@ def conv2d_im2col(cfg, shape, dtype="float32", epilogue=(), gemm="cpu"):
         schedule_gemm_cpu(cfg, s, gemm_out, M, N, K)
     n, co, oh, ow = s[O].op.axis
     f = s[O].fuse(n, co, oh)
-    s[O].bind(f, ts.thread_axis("blockIdx.x"))
+    s[O].bind(f, thread_axis("blockIdx.x"))
     wo, wi = s[O].split(ow, 64)
     s[O].reorder(wi, wo)
-    s[O].bind(wi, ts.thread_axis("threadIdx.x"))
+    s[O].bind(wi, thread_axis("threadIdx.x"))
     return s, args
 
 
@@ -161,8 +166,17 @@ def conv2d_implicit_gemm(cfg, shape, dtype="float32", epilogue=()):
     s[O].reorder(co, n, oh, ow)
     pixels = s[O].fuse(s[O].fuse(n, oh), ow)
     K = shape.CI * shape.KH * shape.KW
-    schedule_gemm_gpu(cfg, s, O, st["kernel_mat"], st["data_col"], shape.CO,
-                      shape.N * shape.OH * shape.OW, K, axes=(co, pixels))
+    schedule_gemm_gpu(
+        cfg,
+        s,
+        O,
+        st["kernel_mat"],
+        st["data_col"],
+        shape.CO,
+        shape.N * shape.OH * shape.OW,
+        K,
+        axes=(co, pixels),
+    )
     s[st["kernel_mat"]].compute_inline()
     s[st["data_col"]].compute_inline()
     return s, args

@@ -4,31 +4,44 @@ no ``__local`` staging (a CPU's caches do that job).
 Knobs: ``tile_y`` / ``tile_x`` = (work-items, outputs per work-item), ``vec`` (vector width of
 the columns), ``tile_k`` (K step, unrolled).
 """
-import tensorsched as ts
 
-from ...tune.space import split_axis
+from ...schedules.schedule import create_schedule
 from ..gemm import gemm
 from ..nn import epilogue as make_epilogue
+from ..space import split_axis
 from .common import bind_2d, reduction_and_epilogue
 
 
 def gemm_cpu(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
     A, B, C = gemm(M, N, K, layout, dtype)
     O, extra = make_epilogue(C, epilogue)
-    s = ts.create_schedule(O.op)
+    s = create_schedule(O.op)
     schedule_gemm_cpu(cfg, s, O, M, N, K)
     return s, [A, B] + extra + [O]
 
 
 def schedule_gemm_cpu(cfg, s, O, M, N, K):
     """Schedule the GEMM (plus elementwise epilogue) producing ``O``."""
-    ty, wy = cfg.define_split("tile_y", M, 3, policy="candidates", default=(2, 16),
-                              candidates=[(t, w) for t in (1, 2, 4) for w in (4, 8, 16, 32)])
-    tx, wx = cfg.define_split("tile_x", N, 3, policy="candidates", default=(2, 16),
-                              candidates=[(t, w) for t in (1, 2, 4) for w in (8, 16, 32, 64)])
+    ty, wy = cfg.define_split(
+        "tile_y",
+        M,
+        3,
+        policy="candidates",
+        default=(2, 16),
+        candidates=[(t, w) for t in (1, 2, 4) for w in (4, 8, 16, 32)],
+    )
+    tx, wx = cfg.define_split(
+        "tile_x",
+        N,
+        3,
+        policy="candidates",
+        default=(2, 16),
+        candidates=[(t, w) for t in (1, 2, 4) for w in (8, 16, 32, 64)],
+    )
     vec = cfg.define_knob("vec", (16, 8, 4))
-    (kstep,) = cfg.define_split("tile_k", K, 2, policy="candidates", default=(4,),
-                                candidates=[(k,) for k in (1, 2, 4, 8)])
+    (kstep,) = cfg.define_split(
+        "tile_k", K, 2, policy="candidates", default=(4,), candidates=[(k,) for k in (1, 2, 4, 8)]
+    )
     cfg.constrain(wx % vec == 0, "columns per work-item not a multiple of the vector width")
 
     comp, out = reduction_and_epilogue(s, O)

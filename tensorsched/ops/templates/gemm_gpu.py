@@ -23,13 +23,14 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
 - ``reg_fetch``: copy each K step's slices of the ``__local`` tiles into registers first
   (``cache_read(..., "local")``), as vector loads, before the multiply-adds.
 """
+
 import math
 
-import tensorsched as ts
-
-from ...tune.space import split_axis
+from ...ir.tensor import thread_axis
+from ...schedules.schedule import create_schedule
 from ..gemm import gemm
 from ..nn import epilogue as make_epilogue
+from ..space import split_axis
 from .common import bind_2d, inline_epilogue
 
 VTHREADS = (1, 2)
@@ -38,7 +39,7 @@ PER_ITEM = (1, 2, 4, 8)
 K_STEPS = (4, 8, 16, 32)
 LOCAL_MEM = 48 * 1024
 MAX_WORK_GROUP = 1024
-MAX_ACCUMULATORS = 128           # floats of register tile per work-item (spills beyond)
+MAX_ACCUMULATORS = 128  # floats of register tile per work-item (spills beyond)
 SPLIT_K = (1, 2, 4)
 SUM_THREADS = 256
 
@@ -46,7 +47,7 @@ SUM_THREADS = 256
 def gemm_gpu_tiled(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
     A, B, C = gemm(M, N, K, layout, dtype)
     O, extra = make_epilogue(C, epilogue)
-    s = ts.create_schedule(O.op)
+    s = create_schedule(O.op)
     schedule_gemm_gpu(cfg, s, O, A, B, M, N, K)
     return s, [A, B] + extra + [O]
 
@@ -59,12 +60,15 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
     """Schedule the GEMM (plus elementwise epilogue) producing ``O`` from ``A`` and ``B``;
     ``axes``: the output stage's loops that play M and N (default: its two axes)."""
     split_k = cfg.define_knob("split_k", SPLIT_K)
-    vy, ty, wy = cfg.define_split("tile_y", M, 4, policy="candidates", default=(1, 16, 8),
-                                  candidates=_tile_candidates())
-    vx, tx, wx = cfg.define_split("tile_x", N, 4, policy="candidates", default=(2, 16, 4),
-                                  candidates=_tile_candidates())
-    (kstep,) = cfg.define_split("tile_k", K, 2, policy="candidates", default=(16,),
-                                candidates=[(k,) for k in K_STEPS])
+    vy, ty, wy = cfg.define_split(
+        "tile_y", M, 4, policy="candidates", default=(1, 16, 8), candidates=_tile_candidates()
+    )
+    vx, tx, wx = cfg.define_split(
+        "tile_x", N, 4, policy="candidates", default=(2, 16, 4), candidates=_tile_candidates()
+    )
+    (kstep,) = cfg.define_split(
+        "tile_k", K, 2, policy="candidates", default=(16,), candidates=[(k,) for k in K_STEPS]
+    )
     unroll_k = cfg.define_knob("unroll_k", (1, 0))
     a_layout = cfg.define_knob("a_layout", ("col", "row"))
     a_pad = cfg.define_knob("a_pad", (0, 4), default=4)
@@ -77,8 +81,10 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
     cfg.constrain(32 <= threads <= MAX_WORK_GROUP, "work-group under 32 or over 1024 work-items")
     cfg.constrain(bm <= 256 and bn <= 256, "work-group tile over 256")
     cfg.constrain(vy * wy * vx * wx <= MAX_ACCUMULATORS, "register tile over 128 floats")
-    cfg.constrain((a_rows + bn) * kstep * 4 * (1 + (dbuf in ("shared", "both"))) <= LOCAL_MEM,
-                  "__local tiles over 48 KiB")
+    cfg.constrain(
+        (a_rows + bn) * kstep * 4 * (1 + (dbuf in ("shared", "both"))) <= LOCAL_MEM,
+        "__local tiles over 48 KiB",
+    )
     cfg.constrain(a_pad == 0 or a_layout == "col", "a_pad pads the column-major tile only")
     cfg.constrain(split_k == 1 or K // split_k >= kstep, "K split finer than the K step")
 
@@ -104,9 +110,9 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
     s[out].reorder(*outer, by, bx, vyy, vxx, tyy, txx, wyy, wxx)
     bind_2d(s, out, by, bx, tyy, txx)
     if outer:
-        s[out].bind(outer[0], ts.thread_axis("blockIdx.z"))
-    s[out].bind(vyy, ts.thread_axis("vthread", name="vy"))
-    s[out].bind(vxx, ts.thread_axis("vthread", name="vx"))
+        s[out].bind(outer[0], thread_axis("blockIdx.z"))
+    s[out].bind(vyy, thread_axis("vthread", name="vy"))
+    s[out].bind(vxx, thread_axis("vthread", name="vx"))
     s[out].unroll(wyy)
     s[out].vectorize(wxx)
 
@@ -119,7 +125,7 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
         s[comp].unroll(ki)
     s[comp].unroll(ci)
     s[comp].vectorize(cj)
-    if reg_fetch:                  # each K step's operands: __local -> registers, as vectors
+    if reg_fetch:  # each K step's operands: __local -> registers, as vectors
         AL = s.cache_read(AA, "local", [comp])
         BL = s.cache_read(BB, "local", [comp])
         for T in (AL, BL):
@@ -129,7 +135,7 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
 
     if a_layout == "col":
         s[AA].transform_layout(lambda r, c: [c, r])
-        if a_pad:                    # columns bm + a_pad elements apart
+        if a_pad:  # columns bm + a_pad elements apart
             s[AA].storage_align(AA.op.axis[1], bm, a_pad)
     for T, width in ((AA, kstep), (BB, bn)):
         s[T].compute_at(s[comp], ko)
@@ -138,8 +144,8 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
         rest, lanes = s[T].split(fused, vec)
         rest, fx = s[T].split(rest, tx)
         outer, fy = s[T].split(rest, ty)
-        s[T].bind(fy, ts.thread_axis("threadIdx.y"))
-        s[T].bind(fx, ts.thread_axis("threadIdx.x"))
+        s[T].bind(fy, thread_axis("threadIdx.y"))
+        s[T].bind(fx, thread_axis("threadIdx.x"))
         s[T].unroll(outer)
         if vec > 1:
             s[T].vectorize(lanes)
@@ -152,7 +158,7 @@ def _schedule_sum(s, O, R, axes):
     output element per work-item."""
     f = s[O].fuse(*(axes if axes is not None else s[O].op.axis))
     fo, fi = s[O].split(f, SUM_THREADS)
-    s[O].bind(fo, ts.thread_axis("blockIdx.x"))
-    s[O].bind(fi, ts.thread_axis("threadIdx.x"))
+    s[O].bind(fo, thread_axis("blockIdx.x"))
+    s[O].bind(fi, thread_axis("threadIdx.x"))
     if R is not O:
         s[R].compute_at(s[O], fi)

@@ -8,10 +8,12 @@
 - ``gemm_adreno`` (seed 004): B read through an ``image2d_t``, each work-item an 8x4 micro-tile
   of float4 rows, K stepped by 4 and unrolled, the work-group shape as knobs.
 """
-import tensorsched as ts
 
+from ...errors import ScheduleError
 from ...ir import intrin as I
-from ...ir.tensor import compute, reduce_axis
+from ...ir.intrin import const
+from ...ir.tensor import compute, placeholder, reduce_axis, thread_axis
+from ...schedules.schedule import create_schedule
 from ..gemm import gemm
 from ..nn import epilogue as make_epilogue
 from .common import bind_2d, inline_epilogue, reduction_and_epilogue
@@ -68,13 +70,13 @@ def gemm_vec_dot(cfg, M, N, K, dtype="float32", epilogue=()):
     O, extra = make_epilogue(C, epilogue)
     vec = cfg.define_knob("vec", (8, 4, 16))
     wg = cfg.define_knob("work_group", WORK_GROUPS, default=(8, 8))
-    s = ts.create_schedule(O.op)
+    s = create_schedule(O.op)
     inline_epilogue(s, O)
     _factored(cfg, s, C, O, wg, (1, 1), vec)
     return s, [A, B] + extra + [O]
 
 
-gemm_vec_dot.b_transposed = True           # its B argument is N x K
+gemm_vec_dot.b_transposed = True  # type: ignore[attr-defined]  # its B argument is N x K
 
 
 def _morton(A, B, M, N, K):
@@ -88,55 +90,65 @@ def _morton(A, B, M, N, K):
             inside = I.all(r < rows, c < K)
             rr, cc = I.min(r, rows - 1), I.min(c, K - 1)
             value = src[cc, rr] if transposed else src[rr, cc]
-            return I.if_then_else(inside, value, ts.const(0, src.dtype))
+            return I.if_then_else(inside, value, const(0, src.dtype))
+
         return compute(((MB if not transposed else NB), KB, 2, 4), body, name=name)
 
     A_pack = packed(A, M, False, "A_pack")
     B_pack = packed(B, N, True, "B_pack")
     k = reduce_axis((0, KB * 4), name="k")
-    C = compute((M, N), lambda i, j: I.sum(
-        A_pack[i // 2, k // 4, i % 2, k % 4] * B_pack[j // 2, k // 4, j % 2, k % 4], axis=k),
-        name="C", tag="gemm_morton")
+    C = compute(
+        (M, N),
+        lambda i, j: I.sum(
+            A_pack[i // 2, k // 4, i % 2, k % 4] * B_pack[j // 2, k // 4, j % 2, k % 4], axis=k
+        ),
+        name="C",
+        tag="gemm_morton",
+    )
     return A_pack, B_pack, C
 
 
 def gemm_block2x2(cfg, M, N, K, dtype="float32", epilogue=()):
     layout = cfg.define_knob("layout", ("blocked", "morton"))
     wg = cfg.define_knob("work_group", WORK_GROUPS, default=(4, 16))
-    A = ts.placeholder((M, K), dtype, name="A")
-    B = ts.placeholder((K, N), dtype, name="B")
+    A = placeholder((M, K), dtype, name="A")
+    B = placeholder((K, N), dtype, name="B")
     if layout == "morton":
         packs = _morton(A, B, M, N, K)
-    else:                                   # ARM's: A row-major, B packed column-major (B^T)
+    else:  # ARM's: A row-major, B packed column-major (B^T)
         Bt = compute((N, K), lambda j, kk: B[kk, j], name="B_colmajor")
         k = reduce_axis((0, K), name="k")
-        C = compute((M, N), lambda i, j: I.sum(A[i, k] * Bt[j, k], axis=k), name="C",
-                    tag="gemm_blocked")
+        C = compute(
+            (M, N), lambda i, j: I.sum(A[i, k] * Bt[j, k], axis=k), name="C", tag="gemm_blocked"
+        )
         packs = (Bt, C)
     *packs, C = packs
     O, extra = make_epilogue(C, epilogue)
-    s = ts.create_schedule(O.op)
+    s = create_schedule(O.op)
     inline_epilogue(s, O)
     for P in packs:
         axes = s[P].op.axis
         f = s[P].fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
         fo, fi = s[P].split(f, 64)
-        s[P].bind(fo, ts.thread_axis("blockIdx.x"))
-        s[P].bind(fi, ts.thread_axis("threadIdx.x"))
+        s[P].bind(fo, thread_axis("blockIdx.x"))
+        s[P].bind(fi, thread_axis("threadIdx.x"))
     _factored(cfg, s, C, O, wg, (2, 2), 4)
     return s, [A, B] + extra + [O]
 
 
 def gemm_adreno(cfg, M, N, K, dtype="float32", epilogue=()):
     if N % 4:
-        raise ts.ScheduleError("gemm_adreno", None, f"N = {N} is not a multiple of 4: B is read "
-                               "as an image of float4 texels")
+        raise ScheduleError(
+            "gemm_adreno",
+            None,
+            f"N = {N} is not a multiple of 4: B is read as an image of float4 texels",
+        )
     A, B, C = gemm(M, N, K, "NN", dtype)
     O, extra = make_epilogue(C, epilogue)
     rows = cfg.define_knob("rows", (8, 4))
     wg = cfg.define_knob("work_group", WORK_GROUPS, default=(8, 8))
     kstep = cfg.define_knob("k_step", (4, 8))
-    s = ts.create_schedule(O.op)
+    s = create_schedule(O.op)
     s.use_image(B)
     comp, out = reduction_and_epilogue(s, O)
     tx, ii, ji = _rows_cols(s, out, wg, (rows, 4))

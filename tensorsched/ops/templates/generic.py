@@ -13,12 +13,13 @@ Knobs of the last stage:
 * ``reduce_inner``: reduction loops inside (1) or outside (0) the per-work-item data loops;
 * ``vectorize``: the innermost data loop is vectorized (with the reduction outside).
 """
+
 from __future__ import annotations
 
 from ...ir.te_text import parse_expr
 from ...ir.tensor import ComputeOp, PlaceholderOp, thread_axis
 from ...schedules.schedule import create_schedule
-from ...tune.space import split_axis
+from ..space import split_axis
 
 THREADS = (1, 2, 4, 8, 16, 32)
 PER_ITEM = (1, 2, 4, 8)
@@ -53,8 +54,9 @@ def generic(cfg, expr_text, shapes, dtype="float32"):
         if axis is None:
             continue
         cands, default = _tile_candidates(axis.dom.extent)
-        t, w = cfg.define_split(name, axis.dom.extent, 3, policy="candidates",
-                                candidates=cands, default=default)
+        t, w = cfg.define_split(
+            name, axis.dom.extent, 3, policy="candidates", candidates=cands, default=default
+        )
         threads *= t
         b, th, wi = split_axis(st, axis, (t, w))
         outer.append((b, th))
@@ -67,8 +69,14 @@ def generic(cfg, expr_text, shapes, dtype="float32"):
     if raxes:
         r0 = raxes[0]
         ks = [k for k in K_STEPS if k <= r0.dom.extent]
-        (kstep,) = cfg.define_split("tile_k", r0.dom.extent, 2, policy="candidates",
-                                    candidates=[(k,) for k in ks], default=(min(4, ks[-1]),))
+        (kstep,) = cfg.define_split(
+            "tile_k",
+            r0.dom.extent,
+            2,
+            policy="candidates",
+            candidates=[(k,) for k in ks],
+            default=(min(4, ks[-1]),),
+        )
         ko, ki = st.split(r0, kstep)
         reduce_loops = [ko, ki] + raxes[1:]
         if cfg.define_knob("unroll_k", (0, 1)):

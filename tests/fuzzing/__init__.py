@@ -34,6 +34,7 @@ The GPU primitives: legal cases bind virtual threads (``ts.thread_axis("vthread"
 (a mapping that is no permutation, ``offset >= factor``, ``double_buffer("global")``, a layout
 on an argument or a double buffer on a stage that is no tile in a loop: refused at lowering).
 """
+
 from __future__ import annotations
 
 import re
@@ -41,8 +42,8 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..errors import CodegenError, TensorschedError
-from ..schedules.bound import pass_down
+from tensorsched.errors import CodegenError, TensorschedError
+from tensorsched.schedules.bound import pass_down
 
 WORKLOADS = ("gemm", "conv2d", "conv2d_packed", "softmax", "elementwise")
 MODES = ("legal", "illegal", "random")
@@ -55,6 +56,7 @@ STATS = Counter()
 
 # ---------------------------------------------------------------------------- case records
 
+
 def ident(text):
     """A Python identifier for a stage or axis name ('A.shared' -> 'A_shared')."""
     name = re.sub(r"\W", "_", text)
@@ -66,6 +68,7 @@ class Ax:
     """An axis, named by its stage's variable and its own name. ``origin`` is set for the
     axes of ``s[stage].op.axis`` / ``op.reduce_axis``: ``("axis", names)`` with the names of
     all of them, so the code can unpack them the first time one is used."""
+
     stage: str
     name: str
     origin: tuple | None = None
@@ -78,6 +81,7 @@ class Ax:
 @dataclass(frozen=True)
 class Raw:
     """A literal argument written as given (``Raw("ts.thread_axis('blockIdx.x')")``)."""
+
     code: str
 
 
@@ -87,6 +91,7 @@ class Step:
     stage it schedules (or the tensor a schedule-level primitive takes); ``args``/``kw`` hold
     ``Ax``, ``Raw``, numbers, strings and tuples (lists) of them; ``out`` the axes or the
     tensor variable it returns; ``expect`` is ``"error"`` for a known misuse."""
+
     prim: str
     stage: str
     args: tuple = ()
@@ -98,20 +103,20 @@ class Step:
 @dataclass(frozen=True)
 class Case:
     workload: str
-    sizes: tuple                  # ((name, value), ...)
+    sizes: tuple  # ((name, value), ...)
     steps: tuple
     mode: str = "legal"
 
-    def __repr__(self):                         # what hypothesis prints for a failing case
+    def __repr__(self):  # what hypothesis prints for a failing case
         return "\n" + to_python(self)
 
 
 @dataclass
 class Outcome:
-    status: str                   # passed / rejected / handled
-    step: int | None = None       # index of the step that raised (len(steps): at lowering)
+    status: str  # passed / rejected / handled
+    step: int | None = None  # index of the step that raised (len(steps): at lowering)
     error: str = ""
-    func: object = field(default=None, repr=False)      # the lowered function, when passed
+    func: object = field(default=None, repr=False)  # the lowered function, when passed
 
 
 class FuzzFailure(AssertionError):
@@ -120,9 +125,10 @@ class FuzzFailure(AssertionError):
 
 # ---------------------------------------------------------------------------- workloads
 
+
 def _header_gemm(z):
     return f"""\
-M, N, K = {z['M']}, {z['N']}, {z['K']}
+M, N, K = {z["M"]}, {z["N"]}, {z["K"]}
 A = ts.placeholder((M, K), name="A")
 B = ts.placeholder((K, N), name="B")
 k = ts.reduce_axis((0, K), name="k")
@@ -137,8 +143,10 @@ def ref(a, b):
 
 
 def _conv_shape(z):
-    return (f"ConvShape(N={z['N']}, CI={z['CI']}, IH={z['IH']}, IW={z['IW']}, CO={z['CO']}, "
-            f"KH={z['KH']}, KW={z['KW']}, stride={z['stride']}, pad={z['pad']})")
+    return (
+        f"ConvShape(N={z['N']}, CI={z['CI']}, IH={z['IH']}, IW={z['IW']}, CO={z['CO']}, "
+        f"KH={z['KH']}, KW={z['KW']}, stride={z['stride']}, pad={z['pad']})"
+    )
 
 
 def _header_conv2d(z):
@@ -152,7 +160,7 @@ args = [data, kernel, conv2d]
 
 
 def ref(d, w):
-    return conv2d_ref(d, w, stride={z['stride']}, pad={z['pad']})
+    return conv2d_ref(d, w, stride={z["stride"]}, pad={z["pad"]})
 """
 
 
@@ -160,8 +168,8 @@ def _header_conv2d_packed(z):
     return f"""\
 from tensorsched.ops.conv2d import ConvShape, conv2d_nchw_spatial_pack, stages_by_name
 shape = {_conv_shape(z)}
-data, kernel, output_unpack = conv2d_nchw_spatial_pack(shape, VH={z['VH']}, VW={z['VW']}, \
-VC={z['VC']})
+data, kernel, output_unpack = conv2d_nchw_spatial_pack(shape, VH={z["VH"]}, VW={z["VW"]}, \
+VC={z["VC"]})
 stages = stages_by_name(output_unpack)
 data_pad, data_vec, kernel_vec, conv = (stages[n] for n in ("data_pad", "data_vec", \
 "kernel_vec", "conv"))
@@ -170,13 +178,13 @@ args = [data, kernel, output_unpack]
 
 
 def ref(d, w):
-    return conv2d_ref(d, w, stride={z['stride']}, pad={z['pad']})
+    return conv2d_ref(d, w, stride={z["stride"]}, pad={z["pad"]})
 """
 
 
 def _header_softmax(z):
     return f"""\
-M, N = {z['M']}, {z['N']}
+M, N = {z["M"]}, {z["N"]}
 A = ts.placeholder((M, N), name="A")
 k = ts.reduce_axis((0, N), name="k")
 mx = ts.compute((M,), lambda i: ts.max(A[i, k], axis=k), name="mx")
@@ -196,7 +204,7 @@ def ref(a):
 
 def _header_elementwise(z):
     return f"""\
-M, N = {z['M']}, {z['N']}
+M, N = {z["M"]}, {z["N"]}
 A = ts.placeholder((M, N), name="A")
 Bv = ts.placeholder((N,), name="Bv")
 T1 = ts.compute((M, N), lambda i, j: A[i, j] * 2.0 + Bv[j], name="T1")
@@ -213,15 +221,22 @@ def ref(a, b):
 """
 
 
-HEADERS = {"gemm": _header_gemm, "conv2d": _header_conv2d,
-           "conv2d_packed": _header_conv2d_packed, "softmax": _header_softmax,
-           "elementwise": _header_elementwise}
+HEADERS = {
+    "gemm": _header_gemm,
+    "conv2d": _header_conv2d,
+    "conv2d_packed": _header_conv2d_packed,
+    "softmax": _header_softmax,
+    "elementwise": _header_elementwise,
+}
 
-PRELUDE = "import numpy as np\n\nimport tensorsched as ts\nfrom tensorsched.testing import " \
-          "check_numerics, conv2d_ref\n"
+PRELUDE = (
+    "import numpy as np\n\nimport tensorsched as ts\nfrom tensorsched.ops.conv2d import "
+    "conv2d_ref\nfrom tensorsched.runtime.numerics import check_numerics\n"
+)
 
 
 # ---------------------------------------------------------------------------- rendering
+
 
 def _arg(v):
     if isinstance(v, Ax):
@@ -258,23 +273,22 @@ class Renderer:
                 lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
                 lines.append(f"{lhs} = s[{a.stage}].op.{kind}")
                 self.defined.update(targets)
-        call = ", ".join([_arg(x) for x in step.args] +
-                         [f"{k}={_arg(v)}" for k, v in step.kw])
+        call = ", ".join([_arg(x) for x in step.args] + [f"{k}={_arg(v)}" for k, v in step.kw])
         target = f"s[{step.stage}]"
         if step.prim in ("cache_read", "cache_write", "rfactor"):
             expr = f"s.{step.prim}({step.stage}{', ' if call else ''}{call})"
         elif step.prim == "compute_at":
             parent, rest = step.args[0], step.args[1:]
             parent = parent.code if isinstance(parent, Raw) else f"s[{parent}]"
-            expr = (f"{target}.compute_at({parent}, "
-                    f"{', '.join(_arg(x) for x in rest)})")
+            expr = f"{target}.compute_at({parent}, {', '.join(_arg(x) for x in rest)})"
         else:
             expr = f"{target}.{step.prim}({call})"
         if step.out:
             outs = [o.ident if isinstance(o, Ax) else o for o in step.out]
             self.defined.update(outs)
-            lhs = ", ".join(outs) + ("," if len(outs) == 1 and step.prim in ("split", "tile")
-                                     else "")
+            lhs = ", ".join(outs) + (
+                "," if len(outs) == 1 and step.prim in ("split", "tile") else ""
+            )
             expr = f"{lhs} = {expr}"
         if step.expect == "error":
             expr += "  # misuse: must raise a ts.TensorschedError"
@@ -289,20 +303,32 @@ def to_python(case, target="python"):
     """The case as a runnable script of ``ts`` calls."""
     r = Renderer()
     body = "".join(r.step(st) for st in case.steps)
-    tail = ("func = ts.lower(s, args, name=\"fuzzed\")  # must raise a ts.TensorschedError "
-            "(if no step above did)\n" if case.mode == "illegal" else
-            f"func = ts.lower(s, args, name=\"fuzzed\")\ncheck_numerics(func, args, ref, "
-            f"target={target!r})\n")
-    return (f"# tensorsched fuzz case: workload {case.workload}, mode {case.mode}\n" + PRELUDE +
-            header(case) + "\n" + body + tail)
+    tail = (
+        'func = ts.lower(s, args, name="fuzzed")  # must raise a ts.TensorschedError '
+        "(if no step above did)\n"
+        if case.mode == "illegal"
+        else f'func = ts.lower(s, args, name="fuzzed")\ncheck_numerics(func, args, ref, '
+        f"target={target!r})\n"
+    )
+    return (
+        f"# tensorsched fuzz case: workload {case.workload}, mode {case.mode}\n"
+        + PRELUDE
+        + header(case)
+        + "\n"
+        + body
+        + tail
+    )
 
 
 # ---------------------------------------------------------------------------- running
 
+
 def _fail(case, what, target, exc=None):
     tb = "".join(traceback.format_exception(exc)) if exc is not None else ""
-    raise FuzzFailure(f"{what}\n\n--- reproduce with ---\n{to_python(case, target)}"
-                      + (f"--- traceback ---\n{tb}" if tb else "")) from exc
+    raise FuzzFailure(
+        f"{what}\n\n--- reproduce with ---\n{to_python(case, target)}"
+        + (f"--- traceback ---\n{tb}" if tb else "")
+    ) from exc
 
 
 def _is_user_error(exc):
@@ -319,7 +345,8 @@ def run_case(case, target="python", seed=0, stats=None):
     import numpy as np
 
     import tensorsched as ts
-    from .numerics import check_numerics, compare, make_arrays
+    from tensorsched.runtime.numerics import check_numerics, compare, make_arrays
+
     ns = {}
     exec(compile(PRELUDE + header(case), f"<fuzz {case.workload}>", "exec"), ns)
     r = Renderer()
@@ -327,30 +354,47 @@ def run_case(case, target="python", seed=0, stats=None):
 
     def status(n):
         return "handled" if first_bad is not None and n >= first_bad else "rejected"
+
     for n, step in enumerate(case.steps):
         code = r.step(step)
         try:
             exec(compile(code, f"<fuzz step {n}>", "exec"), ns)
-        except Exception as exc:                                     # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001
             if not _is_user_error(exc):
-                _fail(case, f"step {n} raised {type(exc).__name__} (not a TensorschedError): "
-                      f"{exc}", target, exc)
+                _fail(
+                    case,
+                    f"step {n} raised {type(exc).__name__} (not a TensorschedError): {exc}",
+                    target,
+                    exc,
+                )
             return _count(stats, case, Outcome(status(n), n, f"{type(exc).__name__}: {exc}"))
     try:
         func = ts.lower(ns["s"], ns["args"], name="fuzzed")
-    except Exception as exc:                                         # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
         if not _is_user_error(exc):
-            _fail(case, f"ts.lower raised {type(exc).__name__} (not a TensorschedError): "
-                  f"{exc}", target, exc)
-        return _count(stats, case, Outcome(status(len(case.steps)), len(case.steps),
-                                    f"{type(exc).__name__}: {exc}"))
+            _fail(
+                case,
+                f"ts.lower raised {type(exc).__name__} (not a TensorschedError): {exc}",
+                target,
+                exc,
+            )
+        return _count(
+            stats,
+            case,
+            Outcome(status(len(case.steps)), len(case.steps), f"{type(exc).__name__}: {exc}"),
+        )
     if first_bad is not None:
-        _fail(case, f"an illegal schedule was accepted: step "
-              f"{[i for i, st in enumerate(case.steps) if st.expect == 'error']} should have "
-              "raised a TensorschedError, and lowering did not either", target)
+        _fail(
+            case,
+            f"an illegal schedule was accepted: step "
+            f"{[i for i, st in enumerate(case.steps) if st.expect == 'error']} should have "
+            "raised a TensorschedError, and lowering did not either",
+            target,
+        )
     try:
         if target == "oclgrind":
-            from ..runtime.oclgrind import run_checked
+            from tensorsched.runtime.oclgrind import run_checked
+
             arrays, ins, outs = make_arrays(ns["args"], seed)
             run_checked(func, arrays)
             expected = ns["ref"](*[a.astype(np.float64) for a in ins])
@@ -362,9 +406,13 @@ def run_case(case, target="python", seed=0, stats=None):
     except CodegenError as exc:
         # the target cannot express this legal schedule: reported, not a wrong answer
         return _count(stats, case, Outcome("rejected", len(case.steps), f"CodegenError: {exc}"))
-    except Exception as exc:                                         # noqa: BLE001
-        _fail(case, f"the lowered schedule failed on target {target!r}: "
-              f"{type(exc).__name__}: {exc}", target, exc)
+    except Exception as exc:  # noqa: BLE001
+        _fail(
+            case,
+            f"the lowered schedule failed on target {target!r}: {type(exc).__name__}: {exc}",
+            target,
+            exc,
+        )
     return _count(stats, case, Outcome("passed", None, "", func))
 
 
@@ -379,21 +427,30 @@ def summary_lines(stats):
     out = []
     n = g("legal:passed", 0) + g("legal:rejected", 0)
     if n:
-        out.append(f"legal schedules fuzzed: {n}; lowered and matched numpy: "
-                   f"{g('legal:passed', 0)}; refused with a TensorschedError: "
-                   f"{g('legal:rejected', 0)}")
+        out.append(
+            f"legal schedules fuzzed: {n}; lowered and matched numpy: "
+            f"{g('legal:passed', 0)}; refused with a TensorschedError: "
+            f"{g('legal:rejected', 0)}"
+        )
     n = g("illegal:handled", 0) + g("illegal:rejected", 0) + g("illegal:passed", 0)
     if n:
-        out.append(f"illegal sequences tried: {n}; raised a TensorschedError: "
-                   f"{g('illegal:handled', 0)}" + (
-                       f" (+{g('illegal:rejected', 0) + g('illegal:passed', 0)} whose legal "
-                       "prefix already stopped or that found no misuse to add)"
-                       if g("illegal:rejected", 0) + g("illegal:passed", 0) else ""))
+        out.append(
+            f"illegal sequences tried: {n}; raised a TensorschedError: "
+            f"{g('illegal:handled', 0)}"
+            + (
+                f" (+{g('illegal:rejected', 0) + g('illegal:passed', 0)} whose legal "
+                "prefix already stopped or that found no misuse to add)"
+                if g("illegal:rejected", 0) + g("illegal:passed", 0)
+                else ""
+            )
+        )
     n = g("random:passed", 0) + g("random:rejected", 0)
     if n:
-        out.append(f"random primitive sequences: {n}; raised a TensorschedError: "
-                   f"{g('random:rejected', 0)}; lowered and matched numpy: "
-                   f"{g('random:passed', 0)}")
+        out.append(
+            f"random primitive sequences: {n}; raised a TensorschedError: "
+            f"{g('random:rejected', 0)}; lowered and matched numpy: "
+            f"{g('random:passed', 0)}"
+        )
     return out
 
 
@@ -410,6 +467,7 @@ FACTORS = (1, 2, 3, 4, 5, 7, 8)
 
 def _draw_sizes(draw, workload, small):
     from hypothesis import strategies as st
+
     dim = st.sampled_from(SIZES[:8] if small else SIZES) | st.sampled_from(PRIMES)
     if workload == "gemm":
         z = dict(M=draw(dim), N=draw(dim), K=draw(dim))
@@ -418,14 +476,23 @@ def _draw_sizes(draw, workload, small):
     else:
         KH, KW = draw(st.sampled_from((1, 2, 3))), draw(st.sampled_from((1, 2, 3)))
         pad = draw(st.sampled_from((0, 1)))
-        z = dict(N=draw(st.sampled_from((1, 2))), CI=draw(st.sampled_from((1, 2, 3))),
-                 IH=draw(st.integers(max(1, KH - 2 * pad), 7)),
-                 IW=draw(st.integers(max(1, KW - 2 * pad), 7)),
-                 CO=draw(st.sampled_from((1, 2, 3, 5))), KH=KH, KW=KW,
-                 stride=draw(st.sampled_from((1, 2))), pad=pad)
+        z = dict(
+            N=draw(st.sampled_from((1, 2))),
+            CI=draw(st.sampled_from((1, 2, 3))),
+            IH=draw(st.integers(max(1, KH - 2 * pad), 7)),
+            IW=draw(st.integers(max(1, KW - 2 * pad), 7)),
+            CO=draw(st.sampled_from((1, 2, 3, 5))),
+            KH=KH,
+            KW=KW,
+            stride=draw(st.sampled_from((1, 2))),
+            pad=pad,
+        )
         if workload == "conv2d_packed":
-            z.update(VH=draw(st.sampled_from((1, 2))), VW=draw(st.sampled_from((1, 2, 3, 4))),
-                     VC=draw(st.sampled_from((1, 2, 4))))
+            z.update(
+                VH=draw(st.sampled_from((1, 2))),
+                VW=draw(st.sampled_from((1, 2, 3, 4))),
+                VC=draw(st.sampled_from((1, 2, 4))),
+            )
     return tuple(z.items())
 
 
@@ -442,8 +509,8 @@ class _Live:
         self.var = {st: ident(st.op.name) for st in self.s.stages}
         self.renderer = Renderer()
         self.steps = []
-        self.dead = False                 # a step raised: nothing more is drawn
-        self.idents = {}                  # identifier -> IterVar it names
+        self.dead = False  # a step raised: nothing more is drawn
+        self.idents = {}  # identifier -> IterVar it names
 
     # ---- the live state
 
@@ -477,8 +544,11 @@ class _Live:
         return a is not None and a.bind is not None
 
     def pinned(self, st):
-        return {x.attach_ivar for x in self.s.stages if x.attach_type == "scope" and
-                x.attach_stage is st}
+        return {
+            x.attach_ivar
+            for x in self.s.stages
+            if x.attach_type == "scope" and x.attach_stage is st
+        }
 
     def has_attached(self, st):
         return any(x.attach_type == "scope" and x.attach_stage is st for x in self.s.stages)
@@ -524,7 +594,7 @@ class _Live:
         before = set(self.s.stages)
         try:
             exec(code, self.ns)
-        except Exception:                                            # noqa: BLE001
+        except Exception:  # noqa: BLE001
             self.dead = True
             return False
         for st in self.s.stages:
@@ -541,18 +611,23 @@ class _Live:
 
     def choose(self, seq):
         from hypothesis import strategies as st
+
         return self.draw(st.sampled_from(list(seq)))
 
     def integer(self, lo, hi):
         from hypothesis import strategies as st
+
         return self.draw(st.integers(lo, hi))
 
     # ---- legal moves: each returns a list of steps, or None when it does not apply
 
     def free_leaves(self, st, kinds=("data", "reduce")):
         pin = self.pinned(st)
-        return [iv for iv in st.leaf_iter_vars if self.plain(st, iv) and iv not in pin and
-                iv.kind in kinds and self.usable(st, iv)]
+        return [
+            iv
+            for iv in st.leaf_iter_vars
+            if self.plain(st, iv) and iv not in pin and iv.kind in kinds and self.usable(st, iv)
+        ]
 
     def m_split(self):
         opts = [(st, iv) for st in self.stages() for iv in self.free_leaves(st)]
@@ -562,8 +637,15 @@ class _Live:
         n = self.choose(FACTORS)
         v = self.var[st]
         kw = (("nparts", n),) if self.choose((False, True)) else (("factor", n),)
-        return [Step("split", v, (self.ax(st, iv),), kw,
-                     (Ax(v, iv.var.name + ".outer"), Ax(v, iv.var.name + ".inner")))]
+        return [
+            Step(
+                "split",
+                v,
+                (self.ax(st, iv),),
+                kw,
+                (Ax(v, iv.var.name + ".outer"), Ax(v, iv.var.name + ".inner")),
+            )
+        ]
 
     def m_tile(self):
         opts = [st for st in self.stages() if len(self.free_leaves(st)) >= 2]
@@ -574,42 +656,75 @@ class _Live:
         x = self.choose(leaves)
         y = self.choose([iv for iv in leaves if iv is not x])
         v, xn, yn = self.var[st], x.var.name, y.var.name
-        return [Step("tile", v, (self.ax(st, x), self.ax(st, y)),
-                     (("x_factor", self.choose(FACTORS)), ("y_factor", self.choose(FACTORS))),
-                     (Ax(v, xn + ".outer"), Ax(v, yn + ".outer"), Ax(v, xn + ".inner"),
-                      Ax(v, yn + ".inner")))]
+        return [
+            Step(
+                "tile",
+                v,
+                (self.ax(st, x), self.ax(st, y)),
+                (("x_factor", self.choose(FACTORS)), ("y_factor", self.choose(FACTORS))),
+                (
+                    Ax(v, xn + ".outer"),
+                    Ax(v, yn + ".outer"),
+                    Ax(v, xn + ".inner"),
+                    Ax(v, yn + ".inner"),
+                ),
+            )
+        ]
 
     def m_fuse(self):
         opts = []
         for st in self.stages():
             free = set(self.free_leaves(st))
             lv = st.leaf_iter_vars
-            opts += [(st, a, b) for a, b in zip(lv, lv[1:]) if a in free and b in free and
-                     a.kind == b.kind]
+            opts += [
+                (st, a, b)
+                for a, b in zip(lv, lv[1:])
+                if a in free and b in free and a.kind == b.kind
+            ]
         if not opts:
             return None
         st, a, b = self.choose(opts)
         v = self.var[st]
-        return [Step("fuse", v, (self.ax(st, a), self.ax(st, b)), (),
-                     (Ax(v, f"{a.var.name}.{b.var.name}.fused"),))]
+        return [
+            Step(
+                "fuse",
+                v,
+                (self.ax(st, a), self.ax(st, b)),
+                (),
+                (Ax(v, f"{a.var.name}.{b.var.name}.fused"),),
+            )
+        ]
 
     def m_reorder(self):
         def movable(st):
-            return [iv for iv in st.leaf_iter_vars if not self.bound(st, iv) and
-                    self.usable(st, iv)]
+            return [
+                iv for iv in st.leaf_iter_vars if not self.bound(st, iv) and self.usable(st, iv)
+            ]
+
         opts = [st for st in self.stages() if len(movable(st)) >= 2]
         if not opts:
             return None
         from hypothesis import strategies as hst
+
         st = self.choose(opts)
         leaves = movable(st)
-        pick = self.draw(hst.lists(hst.sampled_from(range(len(leaves))), min_size=2,
-                                   max_size=min(4, len(leaves)), unique=True))
+        pick = self.draw(
+            hst.lists(
+                hst.sampled_from(range(len(leaves))),
+                min_size=2,
+                max_size=min(4, len(leaves)),
+                unique=True,
+            )
+        )
         return [Step("reorder", self.var[st], tuple(self.ax(st, leaves[i]) for i in pick))]
 
     def _annotate(self, prim, kinds):
-        opts = [(st, iv) for st in self.stages() for iv in st.leaf_iter_vars
-                if not self.bound(st, iv) and iv.kind in kinds and self.usable(st, iv)]
+        opts = [
+            (st, iv)
+            for st in self.stages()
+            for iv in st.leaf_iter_vars
+            if not self.bound(st, iv) and iv.kind in kinds and self.usable(st, iv)
+        ]
         if not opts:
             return None
         st, iv = self.choose(opts)
@@ -633,12 +748,22 @@ class _Live:
             return self.m_bind()
         x, y = axes[:2]
         v, xn, yn = self.var[st], x.var.name, y.var.name
-        outs = (Ax(v, xn + ".outer"), Ax(v, yn + ".outer"), Ax(v, xn + ".inner"),
-                Ax(v, yn + ".inner"))
+        outs = (
+            Ax(v, xn + ".outer"),
+            Ax(v, yn + ".outer"),
+            Ax(v, xn + ".inner"),
+            Ax(v, yn + ".inner"),
+        )
         tags = ("blockIdx.y", "blockIdx.x", "threadIdx.y", "threadIdx.x")
-        steps = [Step("tile", v, (self.ax(st, x), self.ax(st, y)),
-                      (("x_factor", self.choose(FACTORS)), ("y_factor", self.choose(FACTORS))),
-                      outs)]
+        steps = [
+            Step(
+                "tile",
+                v,
+                (self.ax(st, x), self.ax(st, y)),
+                (("x_factor", self.choose(FACTORS)), ("y_factor", self.choose(FACTORS))),
+                outs,
+            )
+        ]
         nv = self.choose((0, 0, 1, 2))
         if nv:
             # virtual threads: the outer part of each of the last nv tile axes, interleaved
@@ -647,15 +772,17 @@ class _Live:
             for n in range(2 - nv, 2):
                 a = touts[n]
                 vo, ti = Ax(v, a.name + ".outer"), Ax(v, a.name + ".inner")
-                steps.append(Step("split", v, (a,), (("nparts", self.choose((1, 2, 3))),),
-                                  (vo, ti)))
+                steps.append(
+                    Step("split", v, (a,), (("nparts", self.choose((1, 2, 3))),), (vo, ti))
+                )
                 vouts.append(vo)
                 touts[n] = ti
             steps.append(Step("reorder", v, (*outs[:2], *vouts, *touts)))
             steps += [Step("bind", v, (vo, self.vthread_axis())) for vo in vouts]
             outs = (*outs[:2], *touts)
-        return steps + [Step("bind", v, (o, Raw(f"ts.thread_axis({tag!r})")))
-                        for o, tag in zip(outs, tags)]
+        return steps + [
+            Step("bind", v, (o, Raw(f"ts.thread_axis({tag!r})"))) for o, tag in zip(outs, tags)
+        ]
 
     def vthread_axis(self):
         """A fresh virtual thread axis (``ts.thread_axis("vthread", name="vx")``)."""
@@ -665,6 +792,7 @@ class _Live:
 
     def m_bind(self):
         """Bind a prefix of a root stage's loops: blocks outermost, then threads."""
+
         def prefix(st):
             out = []
             for iv in st.leaf_iter_vars:
@@ -672,9 +800,15 @@ class _Live:
                     break
                 out.append(iv)
             return out
-        opts = [st for st in self.stages() if st.attach_type == "root" and
-                st.scope in (None, "global") and
-                not any(self.bound(st, iv) for iv in st.leaf_iter_vars) and prefix(st)]
+
+        opts = [
+            st
+            for st in self.stages()
+            if st.attach_type == "root"
+            and st.scope in (None, "global")
+            and not any(self.bound(st, iv) for iv in st.leaf_iter_vars)
+            and prefix(st)
+        ]
         if not opts:
             return None
         st = self.choose(opts)
@@ -685,16 +819,28 @@ class _Live:
         threads = self.choose(_perms(TAGS_THREAD))
         tags = list(blocks[:nb]) + list(threads[:nt])
         if len(pre) > len(tags) and self.choose((False, False, True)):
-            tags.insert(self.integer(0, len(tags)), "vthread")    # mostly after the blocks
+            tags.insert(self.integer(0, len(tags)), "vthread")  # mostly after the blocks
         v = self.var[st]
-        return [Step("bind", v, (self.ax(st, iv), self.vthread_axis() if tag == "vthread" else
-                                 Raw(f"ts.thread_axis({tag!r})")))
-                for iv, tag in zip(pre, tags)]
+        return [
+            Step(
+                "bind",
+                v,
+                (
+                    self.ax(st, iv),
+                    self.vthread_axis() if tag == "vthread" else Raw(f"ts.thread_axis({tag!r})"),
+                ),
+            )
+            for iv, tag in zip(pre, tags)
+        ]
 
     def attachable(self, st):
         """The one consumer ``st`` can be computed inside, or None."""
-        if st.is_output or st in self.arg_stages() or st.attach_type == "inline" or \
-                any(self.bound(st, iv) for iv in st.leaf_iter_vars):
+        if (
+            st.is_output
+            or st in self.arg_stages()
+            or st.attach_type == "inline"
+            or any(self.bound(st, iv) for iv in st.leaf_iter_vars)
+        ):
             return None
         readers = self.readers(st)
         return readers[0] if len(readers) == 1 else None
@@ -728,13 +874,21 @@ class _Live:
         parts as the kernel has work-items along each threadIdx tag and bind them."""
         opts = []
         for st in only or self.stages():
-            if st.attach_type != "scope" or st.scope != "shared" or st.relations or \
-                    st.attrs or self.has_attached(st):
+            if (
+                st.attach_type != "scope"
+                or st.scope != "shared"
+                or st.relations
+                or st.attrs
+                or self.has_attached(st)
+            ):
                 continue
             root = self.kernel_root(st)
             ext = self.root_extents(root)
-            tags = [(st_a.bind.tag, ext.get(iv)) for iv, st_a in root.attrs.items()
-                    if st_a.bind is not None and st_a.bind.tag.startswith("threadIdx")]
+            tags = [
+                (st_a.bind.tag, ext.get(iv))
+                for iv, st_a in root.attrs.items()
+                if st_a.bind is not None and st_a.bind.tag.startswith("threadIdx")
+            ]
             axes = [iv for iv in st.op.axis if self.usable(st, iv)]
             if tags and all(e for _, e in tags) and len(axes) >= len(tags):
                 opts.append((st, sorted(tags), axes))
@@ -745,8 +899,9 @@ class _Live:
         for (tag, e), iv in zip(tags, axes):
             a = self.ax(st, iv)
             o = Ax(v, iv.var.name + ".outer")
-            steps.append(Step("split", v, (a,), (("nparts", e),),
-                              (o, Ax(v, iv.var.name + ".inner"))))
+            steps.append(
+                Step("split", v, (a,), (("nparts", e),), (o, Ax(v, iv.var.name + ".inner")))
+            )
             outers.append((o, tag))
         if len(outers) > 1:
             steps.append(Step("reorder", v, tuple(o for o, _ in outers)))
@@ -754,21 +909,29 @@ class _Live:
         return steps
 
     def m_compute_inline(self):
-        opts = [st for st in self.stages() if not st.is_output and not st.op.reduce_axis and
-                st not in self.arg_stages() and not self.has_attached(st)]
+        opts = [
+            st
+            for st in self.stages()
+            if not st.is_output
+            and not st.op.reduce_axis
+            and st not in self.arg_stages()
+            and not self.has_attached(st)
+        ]
         if not opts:
             return None
         st = self.choose(opts)
         return [Step("compute_inline", self.var[st])]
 
     def m_cache_read(self):
-        from ..ir.tensor import tensors_read
+        from tensorsched.ir.tensor import tensors_read
+
         read = {}
         for st in self.stages():
             for t in tensors_read(st.op.body):
                 producer = self.s.stage_of(t)
-                if self.var_of_tensor(t) is not None and (producer is None or
-                                                          producer.attach_type == "root"):
+                if self.var_of_tensor(t) is not None and (
+                    producer is None or producer.attach_type == "root"
+                ):
                     read.setdefault(t, []).append(st)
         if not read:
             return None
@@ -780,15 +943,23 @@ class _Live:
             chosen = [self.choose(readers)]
             # work-group memory needs a bound loop around it
             gpu = chosen[0].attach_type != "root" or any(
-                self.bound(chosen[0], iv) for iv in chosen[0].leaf_iter_vars)
+                self.bound(chosen[0], iv) for iv in chosen[0].leaf_iter_vars
+            )
             scopes = ("local", "global", "shared") if gpu else ("local", "global")
         scopes = [x for x in scopes if self.new_name_ok(f"{t.name}.{x}")]
         if not scopes:
             return None
         scope = self.choose(scopes)
         out = self.fresh_var(f"{t.name}.{scope}")
-        return [Step("cache_read", self.var_of_tensor(t),
-                     (scope, [Raw(self.var[r]) for r in chosen]), (), (out,))]
+        return [
+            Step(
+                "cache_read",
+                self.var_of_tensor(t),
+                (scope, [Raw(self.var[r]) for r in chosen]),
+                (),
+                (out,),
+            )
+        ]
 
     def new_name_ok(self, name):
         """A new stage may take ``name`` (two stages of one name only when the case allows)."""
@@ -802,8 +973,14 @@ class _Live:
         return name if self.ns.get(name) is t else None
 
     def m_cache_write(self):
-        opts = [st for st in self.stages() if not st.relations and not st.attrs and
-                not self.has_attached(st) and st.attach_type == "root"]
+        opts = [
+            st
+            for st in self.stages()
+            if not st.relations
+            and not st.attrs
+            and not self.has_attached(st)
+            and st.attach_type == "root"
+        ]
         if not opts:
             return None
         st = self.choose(opts)
@@ -811,39 +988,68 @@ class _Live:
         if not scopes:
             return None
         scope = self.choose(scopes)
-        return [Step("cache_write", self.var[st], (scope,), (),
-                     (self.fresh_var(f"{st.op.name}.{scope}"),))]
+        return [
+            Step(
+                "cache_write",
+                self.var[st],
+                (scope,),
+                (),
+                (self.fresh_var(f"{st.op.name}.{scope}"),),
+            )
+        ]
 
     def m_rfactor(self):
-        from ..ir import expr as E
+        from tensorsched.ir import expr as E
+
         opts = []
         for st in self.stages():
             body = st.op.body
             reds = [iv for iv in st.leaf_iter_vars if iv.kind == "reduce"]
-            if (isinstance(body, E.Reduce) and body.combiner == "sum" and len(reds) >= 2 and
-                    self.new_name_ok(f"{st.op.name}.rf") and
-                    not self.has_attached(st) and st.attach_type == "root" and
-                    not any(self.bound(st, iv) for iv in st.leaf_iter_vars) and
-                    all(getattr(r, "parent", getattr(r, "outer", None)).kind == "reduce"
-                        for r in st.relations)):
+            if (
+                isinstance(body, E.Reduce)
+                and body.combiner == "sum"
+                and len(reds) >= 2
+                and self.new_name_ok(f"{st.op.name}.rf")
+                and not self.has_attached(st)
+                and st.attach_type == "root"
+                and not any(self.bound(st, iv) for iv in st.leaf_iter_vars)
+                and all(
+                    getattr(r, "parent", getattr(r, "outer", None)).kind == "reduce"
+                    for r in st.relations
+                )
+            ):
                 opts += [(st, iv) for iv in reds if self.usable(st, iv)]
         if not opts:
             return None
         st, iv = self.choose(opts)
         kw = (("factor_axis", self.integer(0, len(st.op.axis))),)
-        return [Step("rfactor", self.var[st], (self.ax(st, iv),), kw,
-                     (self.fresh_var(f"{st.op.name}.rf"),))]
+        return [
+            Step(
+                "rfactor",
+                self.var[st],
+                (self.ax(st, iv),),
+                kw,
+                (self.fresh_var(f"{st.op.name}.rf"),),
+            )
+        ]
 
     def m_split_k(self):
         """Split-K: split a sum's reduction into parts, ``rfactor`` the outer one into a stage
         of partial sums whose factored axis is bound to ``blockIdx.z`` (the stage itself then
         adds the parts); sometimes its next axis goes to ``threadIdx.x``."""
-        from ..ir import expr as E
+        from tensorsched.ir import expr as E
+
         opts = []
         for st in self.stages():
-            if isinstance(st.op.body, E.Reduce) and st.op.body.combiner == "sum" and \
-                    st.attach_type == "root" and not st.relations and not st.attrs and \
-                    not self.has_attached(st) and self.new_name_ok(f"{st.op.name}.rf"):
+            if (
+                isinstance(st.op.body, E.Reduce)
+                and st.op.body.combiner == "sum"
+                and st.attach_type == "root"
+                and not st.relations
+                and not st.attrs
+                and not self.has_attached(st)
+                and self.new_name_ok(f"{st.op.name}.rf")
+            ):
                 opts += [(st, iv) for iv in st.op.reduce_axis if self.usable(st, iv)]
         if not opts:
             return None
@@ -855,10 +1061,13 @@ class _Live:
         axes = [Ax(rf, n, ("axis", names)) for n in names]
         if any(a.ident in self.idents or a.ident in self.ns for a in axes):
             return None
-        steps = [Step("split", v, (self.ax(st, iv),), (("nparts", self.choose((1, 2, 3, 4))),),
-                      (ko, ki)),
-                 Step("rfactor", v, (ko,), (), (rf,)),
-                 Step("bind", rf, (axes[0], Raw("ts.thread_axis('blockIdx.z')")))]
+        steps = [
+            Step(
+                "split", v, (self.ax(st, iv),), (("nparts", self.choose((1, 2, 3, 4))),), (ko, ki)
+            ),
+            Step("rfactor", v, (ko,), (), (rf,)),
+            Step("bind", rf, (axes[0], Raw("ts.thread_axis('blockIdx.z')"))),
+        ]
         if len(axes) > 1 and self.choose((False, True)):
             steps.append(Step("bind", rf, (axes[1], Raw("ts.thread_axis('threadIdx.x')"))))
         return steps
@@ -871,6 +1080,7 @@ class _Live:
         """``transform_layout`` (a permutation of the storage order) or ``storage_align``
         (rows padded to ``k*factor + offset``) on a stage that is not an argument."""
         from hypothesis import strategies as hst
+
         opts = [st for st in self.stages() if st not in self.arg_stages()]
         if not opts:
             return None
@@ -880,14 +1090,24 @@ class _Live:
             perm = self.draw(hst.permutations(range(len(st.op.axis))))
             if perm and perm[-1] in st.align and not ALIGN_INNERMOST:
                 return None
-            return [Step("transform_layout", v,
-                         (self._layout_lambda(st, lambda n: [n[p] for p in perm]),))]
+            return [
+                Step(
+                    "transform_layout",
+                    v,
+                    (self._layout_lambda(st, lambda n: [n[p] for p in perm]),),
+                )
+            ]
         axes = [iv for iv in st.op.axis if self.usable(st, iv) and self.alignable(st, iv)]
         if not axes:
             return None
         factor = self.choose((1, 2, 3, 4, 5, 8, 16, 32))
-        return [Step("storage_align", v, (self.ax(st, self.choose(axes)), factor,
-                                          self.integer(0, factor - 1)))]
+        return [
+            Step(
+                "storage_align",
+                v,
+                (self.ax(st, self.choose(axes)), factor, self.integer(0, factor - 1)),
+            )
+        ]
 
     def alignable(self, st, iv):
         """``storage_align`` may pad ``iv`` (see ``ALIGN_INNERMOST``)."""
@@ -897,53 +1117,90 @@ class _Live:
     def m_double_buffer(self):
         """``double_buffer`` a ``"shared"`` cache stage (it is computed inside a loop by the
         end of the case: ``place_caches``)."""
-        opts = [st for st in self.stages() if st.scope == "shared" and not st.double_buffered
-                and st not in self.arg_stages()]
+        opts = [
+            st
+            for st in self.stages()
+            if st.scope == "shared" and not st.double_buffered and st not in self.arg_stages()
+        ]
         if not opts:
             return None
-        return [Step("double_buffer", self.var[self.choose(opts)],
-                     (self.choose(("shared", "local", "both")),))]
+        return [
+            Step(
+                "double_buffer",
+                self.var[self.choose(opts)],
+                (self.choose(("shared", "local", "both")),),
+            )
+        ]
 
     def m_k_tiles(self):
         """The classic GPU reduction: split a reduction loop of a stage that binds threads,
         and fill ``"shared"`` tiles of what it reads once per outer step (``cache_read`` +
         ``compute_at``), sometimes double-buffered (``fill_new_tiles`` may then spread the
         fills over the work-items)."""
-        from ..ir.tensor import tensors_read
+        from tensorsched.ir.tensor import tensors_read
+
         opts = []
         for st in self.stages():
-            if not st.op.reduce_axis or self.has_attached(st) or not any(
+            if (
+                not st.op.reduce_axis
+                or self.has_attached(st)
+                or not any(
                     self.bound(st, iv) and st.attrs[iv].bind.tag.startswith("threadIdx")
-                    for iv in st.leaf_iter_vars):
+                    for iv in st.leaf_iter_vars
+                )
+            ):
                 continue
-            reads = [t for t in tensors_read(st.op.body) if self.var_of_tensor(t) is not None
-                     and (self.s.stage_of(t) is None or
-                          self.s.stage_of(t).attach_type == "root") and
-                     self.new_name_ok(f"{t.name}.shared")]
+            reads = [
+                t
+                for t in tensors_read(st.op.body)
+                if self.var_of_tensor(t) is not None
+                and (self.s.stage_of(t) is None or self.s.stage_of(t).attach_type == "root")
+                and self.new_name_ok(f"{t.name}.shared")
+            ]
             opts += [(st, iv, reads) for iv in self.free_leaves(st, ("reduce",)) if reads]
         if not opts:
             return None
         st, iv, reads = self.choose(opts)
         v = self.var[st]
         ko, ki = Ax(v, iv.var.name + ".outer"), Ax(v, iv.var.name + ".inner")
-        steps = [Step("split", v, (self.ax(st, iv),), (("factor", self.choose(FACTORS)),),
-                      (ko, ki))]
+        steps = [
+            Step("split", v, (self.ax(st, iv),), (("factor", self.choose(FACTORS)),), (ko, ki))
+        ]
         taken = set()
         for t in reads:
             tv = self.fresh_var(f"{t.name}.shared")
             while tv in taken:
                 tv += "_"
             taken.add(tv)
-            steps += [Step("cache_read", self.var_of_tensor(t), ("shared", [Raw(v)]), (), (tv,)),
-                      Step("compute_at", tv, (v, ko))]
+            steps += [
+                Step("cache_read", self.var_of_tensor(t), ("shared", [Raw(v)]), (), (tv,)),
+                Step("compute_at", tv, (v, ko)),
+            ]
             dbuf = self.choose(("", "shared", "local", "both"))
             if dbuf:
                 steps.append(Step("double_buffer", tv, (dbuf,)))
         return steps
 
-    LEGAL = ("split", "tile", "fuse", "reorder", "unroll", "vectorize", "bind", "compute_at",
-             "compute_inline", "cache_read", "cache_write", "rfactor", "parallel", "coop_fetch",
-             "split_k", "layout", "double_buffer", "k_tiles")
+    LEGAL = (
+        "split",
+        "tile",
+        "fuse",
+        "reorder",
+        "unroll",
+        "vectorize",
+        "bind",
+        "compute_at",
+        "compute_inline",
+        "cache_read",
+        "cache_write",
+        "rfactor",
+        "parallel",
+        "coop_fetch",
+        "split_k",
+        "layout",
+        "double_buffer",
+        "k_tiles",
+    )
 
     def legal_step(self):
         names = list(self.LEGAL)
@@ -958,8 +1215,13 @@ class _Live:
     def fill_new_tiles(self):
         """Most of the time, a ``shared`` stage just placed is filled cooperatively."""
         for st in list(self.s.stages):
-            if st.scope == "shared" and st.attach_type == "scope" and not st.relations and \
-                    not st.attrs and self.choose((True, False)):
+            if (
+                st.scope == "shared"
+                and st.attach_type == "scope"
+                and not st.relations
+                and not st.attrs
+                and self.choose((True, False))
+            ):
                 for step in self.m_coop_fetch(only=[st]) or ():
                     if not self.apply(step):
                         return
@@ -969,8 +1231,7 @@ class _Live:
         for st in list(self.s.stages)[::-1]:
             if self.dead:
                 return
-            if st.attach_type == "root" and st.scope in ("local", "shared") and \
-                    not st.is_output:
+            if st.attach_type == "root" and st.scope in ("local", "shared") and not st.is_output:
                 steps = self.m_compute_at(only=[st])
                 for step in steps or ():
                     if not self.apply(step):
@@ -987,28 +1248,44 @@ class _Live:
             v = self.var[st]
             if what == "double_buffer" and not st.double_buffered:
                 self.apply(Step("double_buffer", v, (self.choose(("shared", "local", "both")),)))
-            elif what == "transform_layout" and len(st.op.axis) > 1 and \
-                    (ALIGN_INNERMOST or 0 not in st.align):
-                self.apply(Step("transform_layout", v,
-                                (self._layout_lambda(st, lambda x: x[::-1]),)))
+            elif (
+                what == "transform_layout"
+                and len(st.op.axis) > 1
+                and (ALIGN_INNERMOST or 0 not in st.align)
+            ):
+                self.apply(
+                    Step("transform_layout", v, (self._layout_lambda(st, lambda x: x[::-1]),))
+                )
             elif what == "storage_align":
-                axes = [iv for iv in st.op.axis if self.usable(st, iv) and
-                        self.alignable(st, iv)]
+                axes = [iv for iv in st.op.axis if self.usable(st, iv) and self.alignable(st, iv)]
                 if axes:
                     factor = self.choose((2, 4, 8, 32))
-                    self.apply(Step("storage_align", v, (self.ax(st, axes[0]), factor,
-                                                         self.integer(0, factor - 1))))
+                    self.apply(
+                        Step(
+                            "storage_align",
+                            v,
+                            (self.ax(st, axes[0]), factor, self.integer(0, factor - 1)),
+                        )
+                    )
 
     # ---- misuses: each returns steps whose last one must raise (here or at lowering)
 
     def any_leaf(self, pred=lambda st, iv: True):
-        opts = [(st, iv) for st in self.stages() for iv in st.leaf_iter_vars
-                if pred(st, iv) and self.usable(st, iv)]
+        opts = [
+            (st, iv)
+            for st in self.stages()
+            for iv in st.leaf_iter_vars
+            if pred(st, iv) and self.usable(st, iv)
+        ]
         return self.choose(opts) if opts else (None, None)
 
     def bad_stale_axis(self):
-        opts = [(st, iv) for st in self.stages() for iv in st.all_iter_vars
-                if iv not in st.leaf_iter_vars and self.usable(st, iv)]
+        opts = [
+            (st, iv)
+            for st in self.stages()
+            for iv in st.all_iter_vars
+            if iv not in st.leaf_iter_vars and self.usable(st, iv)
+        ]
         if not opts:
             return None
         st, iv = self.choose(opts)
@@ -1043,9 +1320,18 @@ class _Live:
         st, iv = self.any_leaf(lambda x, y: self.plain(x, y))
         if iv is None:
             return None
-        kw = self.choose(((("factor", 0),), (("factor", -2),), (("factor", 2.5),),
-                          (("factor", True),), (("factor", "4"),), (("nparts", 0),),
-                          (("factor", 2), ("nparts", 2)), ()))
+        kw = self.choose(
+            (
+                (("factor", 0),),
+                (("factor", -2),),
+                (("factor", 2.5),),
+                (("factor", True),),
+                (("factor", "4"),),
+                (("nparts", 0),),
+                (("factor", 2), ("nparts", 2)),
+                (),
+            )
+        )
         return [Step("split", self.var[st], (self.ax(st, iv),), kw, expect="error")]
 
     def bad_fuse(self):
@@ -1071,16 +1357,23 @@ class _Live:
             return None
         others = [x for x in st.leaf_iter_vars if x is not iv and self.usable(st, x)][:1]
         a = self.ax(st, iv)
-        return [Step("reorder", self.var[st], (a, *[self.ax(st, x) for x in others], a),
-                     expect="error")]
+        return [
+            Step("reorder", self.var[st], (a, *[self.ax(st, x) for x in others], a), expect="error")
+        ]
 
     def bad_bind_reduce(self):
         st, iv = self.any_leaf(lambda x, y: y.kind == "reduce")
         if iv is None:
             return None
         tag = self.choose(TAGS_BLOCK + TAGS_THREAD)
-        return [Step("bind", self.var[st], (self.ax(st, iv), Raw(f"ts.thread_axis({tag!r})")),
-                     expect="error")]
+        return [
+            Step(
+                "bind",
+                self.var[st],
+                (self.ax(st, iv), Raw(f"ts.thread_axis({tag!r})")),
+                expect="error",
+            )
+        ]
 
     def bad_bind_twice(self):
         st, iv = self.any_leaf(lambda x, y: y.kind == "data" and self.plain(x, y))
@@ -1088,29 +1381,49 @@ class _Live:
             return None
         v, a = self.var[st], self.ax(st, iv)
         first = Step("bind", v, (a, Raw("ts.thread_axis('blockIdx.x')")))
-        others = [x for x in st.leaf_iter_vars if x is not iv and x.kind == "data" and
-                  self.plain(st, x) and self.usable(st, x)]
-        if others and self.choose((False, True)):          # the same tag on another axis
-            return [first, Step("bind", v, (self.ax(st, others[0]),
-                                            Raw("ts.thread_axis('blockIdx.x')")),
-                                expect="error")]
-        return [first, Step("bind", v, (a, Raw("ts.thread_axis('threadIdx.x')")),
-                            expect="error")]
+        others = [
+            x
+            for x in st.leaf_iter_vars
+            if x is not iv and x.kind == "data" and self.plain(st, x) and self.usable(st, x)
+        ]
+        if others and self.choose((False, True)):  # the same tag on another axis
+            return [
+                first,
+                Step(
+                    "bind",
+                    v,
+                    (self.ax(st, others[0]), Raw("ts.thread_axis('blockIdx.x')")),
+                    expect="error",
+                ),
+            ]
+        return [first, Step("bind", v, (a, Raw("ts.thread_axis('threadIdx.x')")), expect="error")]
 
     def bad_tag(self):
         st, iv = self.any_leaf(lambda x, y: y.kind == "data")
         if iv is None:
             return None
         tag = self.choose(("threadIdx.w", "blockidx.x", "vthread.x", "threadIdx"))
-        return [Step("bind", self.var[st], (self.ax(st, iv), Raw(f"ts.thread_axis({tag!r})")),
-                     expect="error")]
+        return [
+            Step(
+                "bind",
+                self.var[st],
+                (self.ax(st, iv), Raw(f"ts.thread_axis({tag!r})")),
+                expect="error",
+            )
+        ]
 
     def bad_annotate_reduce(self):
         st, iv = self.any_leaf(lambda x, y: y.kind == "reduce")
         if iv is None:
             return None
-        return [Step(self.choose(("vectorize", "parallel")), self.var[st], (self.ax(st, iv),),
-                     expect="error")]
+        return [
+            Step(
+                self.choose(("vectorize", "parallel")),
+                self.var[st],
+                (self.ax(st, iv),),
+                expect="error",
+            )
+        ]
 
     def bad_after_bind(self):
         st, iv = self.any_leaf(lambda x, y: y.kind == "data" and self.plain(x, y))
@@ -1118,14 +1431,17 @@ class _Live:
             return None
         v, a = self.var[st], self.ax(st, iv)
         then = self.choose(("split", "vectorize", "unroll", "parallel", "fuse"))
-        return [Step("bind", v, (a, Raw("ts.thread_axis('threadIdx.y')"))),
-                self._misuse_call(st, then, a)]
+        return [
+            Step("bind", v, (a, Raw("ts.thread_axis('threadIdx.y')"))),
+            self._misuse_call(st, then, a),
+        ]
 
     def bad_compute_at(self):
         st = self.choose(self.stages())
         kinds = ["itself"]
-        non_consumers = [p for p in self.stages() if p is not st and
-                         not self.s._reads_transitively(p, st)]
+        non_consumers = [
+            p for p in self.stages() if p is not st and not self.s._reads_transitively(p, st)
+        ]
         if non_consumers:
             kinds.append("non_consumer")
         if st.is_output and len(self.stages()) > 1:
@@ -1138,28 +1454,44 @@ class _Live:
             iv = self.choose(st.leaf_iter_vars)
             if not self.usable(st, iv):
                 return None
-            return [Step("compute_at", self.var[st], (Raw(self.var[st]), self.ax(st, iv)),
-                         expect="error")]
+            return [
+                Step(
+                    "compute_at", self.var[st], (Raw(self.var[st]), self.ax(st, iv)), expect="error"
+                )
+            ]
         else:
-            parent = self.choose(non_consumers if kind == "non_consumer" else
-                                 [p for p in self.stages() if p is not st])
+            parent = self.choose(
+                non_consumers
+                if kind == "non_consumer"
+                else [p for p in self.stages() if p is not st]
+            )
         leaves = [iv for iv in parent.leaf_iter_vars if self.usable(parent, iv)]
         if not leaves:
             return None
-        return [Step("compute_at", self.var[st], (self.var[parent],
-                                                    self.ax(parent, self.choose(leaves))),
-                     expect="error")]
+        return [
+            Step(
+                "compute_at",
+                self.var[st],
+                (self.var[parent], self.ax(parent, self.choose(leaves))),
+                expect="error",
+            )
+        ]
 
     def bad_inline(self):
-        opts = [st for st in self.stages() if st.is_output or st.op.reduce_axis or
-                self.has_attached(st)]
+        opts = [
+            st for st in self.stages() if st.is_output or st.op.reduce_axis or self.has_attached(st)
+        ]
         if not opts:
             return None
         return [Step("compute_inline", self.var[self.choose(opts)], expect="error")]
 
     def bad_cache_write(self):
-        opts = [st for st in self.stages() if st.relations or
-                any(a.bind is not None or a.kind != "serial" for a in st.attrs.values())]
+        opts = [
+            st
+            for st in self.stages()
+            if st.relations
+            or any(a.bind is not None or a.kind != "serial" for a in st.attrs.values())
+        ]
         scope = self.choose(("local", "register", "Shared"))
         if scope == "local":
             if not opts:
@@ -1167,14 +1499,21 @@ class _Live:
             st = self.choose(opts)
         else:
             st = self.choose(self.stages())
-        return [Step("cache_write", self.var[st], (scope,), (), (self.fresh_var("bad"),),
-                     expect="error")]
+        return [
+            Step(
+                "cache_write", self.var[st], (scope,), (), (self.fresh_var("bad"),), expect="error"
+            )
+        ]
 
     def bad_cache_read(self):
-        from ..ir.tensor import tensors_read
+        from tensorsched.ir.tensor import tensors_read
+
         st = self.choose(self.stages())
-        others = [t for t in self.ns["args"] if t not in tensors_read(st.op.body) and
-                  self.var_of_tensor(t) is not None]
+        others = [
+            t
+            for t in self.ns["args"]
+            if t not in tensors_read(st.op.body) and self.var_of_tensor(t) is not None
+        ]
         kind = self.choose(("scope", "not_a_reader") if others else ("scope",))
         if kind == "scope":
             read = [t for t in tensors_read(st.op.body) if self.var_of_tensor(t) is not None]
@@ -1183,12 +1522,26 @@ class _Live:
             t, scope = self.choose(read), self.choose(("private", "texture", "Local"))
         else:
             t, scope = self.choose(others), "global"
-        return [Step("cache_read", self.var_of_tensor(t), (scope, [Raw(self.var[st])]), (),
-                     (self.fresh_var("bad"),), expect="error")]
+        return [
+            Step(
+                "cache_read",
+                self.var_of_tensor(t),
+                (scope, [Raw(self.var[st])]),
+                (),
+                (self.fresh_var("bad"),),
+                expect="error",
+            )
+        ]
 
     def bad_on_inlined(self):
-        opts = [st for st in self.stages() if not st.is_output and not st.op.reduce_axis and
-                st not in self.arg_stages() and not self.has_attached(st)]
+        opts = [
+            st
+            for st in self.stages()
+            if not st.is_output
+            and not st.op.reduce_axis
+            and st not in self.arg_stages()
+            and not self.has_attached(st)
+        ]
         if not opts:
             return None
         st = self.choose(opts)
@@ -1196,8 +1549,7 @@ class _Live:
         if not self.usable(st, iv):
             return None
         prim = self.choose(("split", "unroll", "vectorize", "reorder", "bind"))
-        return [Step("compute_inline", self.var[st]), self._misuse_call(st, prim,
-                                                                        self.ax(st, iv))]
+        return [Step("compute_inline", self.var[st]), self._misuse_call(st, prim, self.ax(st, iv))]
 
     def bad_bind_inner(self):
         """Bind a loop of a root stage with an unbound loop (of more than one iteration)
@@ -1209,24 +1561,39 @@ class _Live:
             ext = self.root_extents(st)
             lv = st.leaf_iter_vars
             for n, iv in enumerate(lv):
-                if n and iv.kind == "data" and self.plain(st, iv) and self.usable(st, iv) and \
-                        any(ext.get(x, 1) > 1 for x in lv[:n]):
+                if (
+                    n
+                    and iv.kind == "data"
+                    and self.plain(st, iv)
+                    and self.usable(st, iv)
+                    and any(ext.get(x, 1) > 1 for x in lv[:n])
+                ):
                     opts.append((st, iv))
         if not opts:
             return None
         st, iv = self.choose(opts)
         tag = self.choose(TAGS_BLOCK + TAGS_THREAD)
-        return [Step("bind", self.var[st], (self.ax(st, iv), Raw(f"ts.thread_axis({tag!r})")),
-                     expect="error")]
+        return [
+            Step(
+                "bind",
+                self.var[st],
+                (self.ax(st, iv), Raw(f"ts.thread_axis({tag!r})")),
+                expect="error",
+            )
+        ]
 
     def bad_local_at_root(self):
-        opts = [st for st in self.stages() if not st.is_output and st.attach_type == "root" and
-                st not in self.arg_stages()]
+        opts = [
+            st
+            for st in self.stages()
+            if not st.is_output and st.attach_type == "root" and st not in self.arg_stages()
+        ]
         if not opts:
             return None
         st = self.choose(opts)
-        return [Step("set_scope", self.var[st], (self.choose(("local", "shared")),),
-                     expect="error")]
+        return [
+            Step("set_scope", self.var[st], (self.choose(("local", "shared")),), expect="error")
+        ]
 
     def bad_split_attach_point(self):
         steps = self.m_compute_at()
@@ -1239,9 +1606,16 @@ class _Live:
             iv = next((x for x in parent.leaf_iter_vars if x.var.name == a.name), None)
         if iv is None or not self.plain(parent, iv):
             return None
-        return steps + [Step("split", parent_var, (a,), (("factor", 2),),
-                             (Ax(parent_var, a.name + ".outer"),
-                              Ax(parent_var, a.name + ".inner")), expect="error")]
+        return steps + [
+            Step(
+                "split",
+                parent_var,
+                (a,),
+                (("factor", 2),),
+                (Ax(parent_var, a.name + ".outer"), Ax(parent_var, a.name + ".inner")),
+                expect="error",
+            )
+        ]
 
     def bad_layout(self):
         """A mapping that is not a permutation of the axes, or no function at all; or a
@@ -1249,24 +1623,32 @@ class _Live:
         st = self.choose(self.stages())
         v, n = self.var[st], len(st.op.axis)
         args = [x for x in self.stages() if x in self.arg_stages()]
-        kinds = ["repeat", "short", "long", "expr", "not_callable", "arity"] + \
-            (["argument"] if args else [])
+        kinds = ["repeat", "short", "long", "expr", "not_callable", "arity"] + (
+            ["argument"] if args else []
+        )
         kind = self.choose(kinds)
         if kind == "argument":
             st = self.choose(args)
-            return [Step("transform_layout", self.var[st],
-                         (self._layout_lambda(st, lambda x: x[::-1]),), expect="error")]
+            return [
+                Step(
+                    "transform_layout",
+                    self.var[st],
+                    (self._layout_lambda(st, lambda x: x[::-1]),),
+                    expect="error",
+                )
+            ]
         if kind == "not_callable":
             return [Step("transform_layout", v, (list(range(n))[::-1],), expect="error")]
         if kind == "arity":
             names = [chr(ord("a") + k) for k in range(n + 1)]
             code = f"lambda {', '.join(names)}: [{', '.join(names)}]"
             return [Step("transform_layout", v, (Raw(code),), expect="error")]
-        order = {"repeat": lambda x: [x[0]] * max(2, len(x)) if len(x) < 2 else
-                 [x[0], x[0]] + x[2:],
-                 "short": lambda x: x[1:],
-                 "long": lambda x: x + x[:1],
-                 "expr": lambda x: [f"{x[0]} + 1"] + x[1:]}[kind]
+        order = {
+            "repeat": lambda x: [x[0]] * max(2, len(x)) if len(x) < 2 else [x[0], x[0]] + x[2:],
+            "short": lambda x: x[1:],
+            "long": lambda x: x + x[:1],
+            "expr": lambda x: [f"{x[0]} + 1"] + x[1:],
+        }[kind]
         return [Step("transform_layout", v, (self._layout_lambda(st, order),), expect="error")]
 
     def bad_align(self):
@@ -1276,16 +1658,20 @@ class _Live:
         if iv is None:
             return None
         v, a = self.var[st], self.ax(st, iv)
-        args = [x for x in self.stages() if x in self.arg_stages() and
-                any(self.usable(x, y) for y in x.op.axis)]
+        args = [
+            x
+            for x in self.stages()
+            if x in self.arg_stages() and any(self.usable(x, y) for y in x.op.axis)
+        ]
         kinds = ["offset", "factor", "float"]
         if args:
             kinds.append("argument")
         reds = [y for y in st.op.reduce_axis if self.usable(st, y)]
         if reds:
             kinds.append("reduce_axis")
-        foreign = [(x, y) for x in self.stages() if x is not st for y in x.op.axis
-                   if self.usable(x, y)]
+        foreign = [
+            (x, y) for x in self.stages() if x is not st for y in x.op.axis if self.usable(x, y)
+        ]
         if foreign:
             kinds.append("foreign")
         kind = self.choose(kinds)
@@ -1297,8 +1683,9 @@ class _Live:
         if kind == "float":
             return [Step("storage_align", v, (a, 4.0, 1), expect="error")]
         if kind == "reduce_axis":
-            return [Step("storage_align", v, (self.ax(st, self.choose(reds)), 4, 1),
-                         expect="error")]
+            return [
+                Step("storage_align", v, (self.ax(st, self.choose(reds)), 4, 1), expect="error")
+            ]
         if kind == "foreign":
             x, y = self.choose(foreign)
             return [Step("storage_align", v, (self.ax(x, y), 4, 1), expect="error")]
@@ -1309,35 +1696,72 @@ class _Live:
     def bad_double_buffer(self):
         """A scope that is not 'shared', 'local' or 'both'; or a double buffer on a stage that
         is not a work-group tile computed inside a loop (refused at lowering)."""
-        not_tiles = [st for st in self.stages() if st.attach_type == "root" or
-                     st.scope in ("local", "global")]
+        not_tiles = [
+            st
+            for st in self.stages()
+            if st.attach_type == "root" or st.scope in ("local", "global")
+        ]
         if not_tiles and self.choose((False, True)):
-            return [Step("double_buffer", self.var[self.choose(not_tiles)],
-                         (self.choose(("shared", "local", "both")),), expect="error")]
+            return [
+                Step(
+                    "double_buffer",
+                    self.var[self.choose(not_tiles)],
+                    (self.choose(("shared", "local", "both")),),
+                    expect="error",
+                )
+            ]
         st = self.choose(self.stages())
-        return [Step("double_buffer", self.var[st], (self.choose(("global", "register",
-                                                                   "Shared", "")),),
-                     expect="error")]
+        return [
+            Step(
+                "double_buffer",
+                self.var[st],
+                (self.choose(("global", "register", "Shared", "")),),
+                expect="error",
+            )
+        ]
 
     def bad_vthread(self):
         """A virtual thread on a reduction axis, or on a stage in private ("local")
         memory."""
-        local = [(st, iv) for st in self.stages() if st.scope == "local" and
-                 st.attach_type == "scope" for iv in st.leaf_iter_vars
-                 if iv.kind == "data" and self.plain(st, iv) and self.usable(st, iv)]
+        local = [
+            (st, iv)
+            for st in self.stages()
+            if st.scope == "local" and st.attach_type == "scope"
+            for iv in st.leaf_iter_vars
+            if iv.kind == "data" and self.plain(st, iv) and self.usable(st, iv)
+        ]
         if local and self.choose((False, True)):
             st, iv = self.choose(local)
         else:
             st, iv = self.any_leaf(lambda x, y: y.kind == "reduce")
             if iv is None:
                 return None
-        return [Step("bind", self.var[st], (self.ax(st, iv), self.vthread_axis()),
-                     expect="error")]
+        return [Step("bind", self.var[st], (self.ax(st, iv), self.vthread_axis()), expect="error")]
 
-    ILLEGAL = ("stale_axis", "foreign_axis", "factor", "fuse", "reorder", "bind_reduce",
-               "bind_twice", "tag", "annotate_reduce", "after_bind", "compute_at", "inline",
-               "cache_write", "cache_read", "on_inlined", "bind_inner", "local_at_root",
-               "split_attach_point", "layout", "align", "double_buffer", "vthread")
+    ILLEGAL = (
+        "stale_axis",
+        "foreign_axis",
+        "factor",
+        "fuse",
+        "reorder",
+        "bind_reduce",
+        "bind_twice",
+        "tag",
+        "annotate_reduce",
+        "after_bind",
+        "compute_at",
+        "inline",
+        "cache_write",
+        "cache_read",
+        "on_inlined",
+        "bind_inner",
+        "local_at_root",
+        "split_attach_point",
+        "layout",
+        "align",
+        "double_buffer",
+        "vthread",
+    )
 
     def illegal_steps(self):
         names = list(self.ILLEGAL)
@@ -1362,14 +1786,32 @@ class _Live:
         def axis():
             x, iv = self.choose(every)
             return self.ax(x, iv)
-        prim = self.choose(("split", "fuse", "reorder", "unroll", "vectorize", "parallel",
-                            "bind", "compute_at", "compute_inline", "compute_root",
-                            "cache_write"))
+
+        prim = self.choose(
+            (
+                "split",
+                "fuse",
+                "reorder",
+                "unroll",
+                "vectorize",
+                "parallel",
+                "bind",
+                "compute_at",
+                "compute_inline",
+                "compute_root",
+                "cache_write",
+            )
+        )
         if prim == "split":
             n = self.choose((1, 2, 3, 9, 0, -1))
             a = axis()
-            return Step("split", v, (a,), ((self.choose(("factor", "nparts")), n),),
-                        (Ax(v, a.name + ".outer"), Ax(v, a.name + ".inner")))
+            return Step(
+                "split",
+                v,
+                (a,),
+                ((self.choose(("factor", "nparts")), n),),
+                (Ax(v, a.name + ".outer"), Ax(v, a.name + ".inner")),
+            )
         if prim == "fuse":
             a, b = axis(), axis()
             return Step("fuse", v, (a, b), (), (Ax(v, f"{a.name}.{b.name}.fused"),))
@@ -1385,13 +1827,13 @@ class _Live:
             return Step(prim, v)
         if prim == "cache_write":
             scope = self.choose(("local", "global"))
-            return Step("cache_write", v, (scope,), (),
-                        (self.fresh_var(f"{st.op.name}.{scope}"),))
+            return Step("cache_write", v, (scope,), (), (self.fresh_var(f"{st.op.name}.{scope}"),))
         return Step(prim, v, (axis(),))
 
 
 def _perms(tags):
     import itertools
+
     return list(itertools.permutations(tags))
 
 
@@ -1408,7 +1850,7 @@ def cases(workloads=WORKLOADS, mode="legal", max_steps=8, small=True, duplicate_
         sizes = _draw_sizes(draw, workload, small)
         live = _Live(draw, workload, sizes, mode, duplicate_names)
         if mode != "random" and draw(st.booleans()):
-            if draw(st.integers(0, 3)) == 0:            # split-K first (reductions only)
+            if draw(st.integers(0, 3)) == 0:  # split-K first (reductions only)
                 for step in live.m_split_k() or ():
                     if not live.apply(step):
                         break

@@ -6,6 +6,7 @@ compared with numpy. Any report is a failure.
 ``scripts/oclgrind_sweep.py`` runs it and prints the counts; ``tests/opencl/test_sweep.py``
 runs a bounded sample. Oclgrind interprets every work-item, so the shapes are tiny.
 """
+
 from __future__ import annotations
 
 import time
@@ -13,11 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ops.conv2d import ConvShape
-from ..ops.templates import TEMPLATES
-from .numerics import NumericsMismatch, compare, poisoned
+from tensorsched.ops.conv2d import ConvShape
+from tensorsched.ops.templates import TEMPLATES
+from tensorsched.runtime.numerics import NumericsMismatch, compare, poisoned
 
-GEMM_SHAPE = (9, 8, 5)                               # M, N, K (N a multiple of 4 for adreno)
+GEMM_SHAPE = (9, 8, 5)  # M, N, K (N a multiple of 4 for adreno)
 CONV_SHAPE = ConvShape(1, 2, 5, 6, 3, 3, 3, 1, 1)
 EPILOGUES = ((), ("bias", "relu"), ("sigmoid",))
 
@@ -27,22 +28,25 @@ class SweepCount:
     """What a sweep ran: schedules (template configs or fuzz cases) that were run, the
     ``__kernel`` functions among them, and those that were skipped (an invalid knob setting,
     or a fuzzed schedule that lowering refused)."""
+
     schedules: int = 0
     kernels: int = 0
     skipped: int = 0
     seconds: float = 0.0
-    runs: list = field(default_factory=list)        # (label, kernels) per checked schedule
+    runs: list = field(default_factory=list)  # (label, kernels) per checked schedule
 
 
 def template_points(kind, name, k=2, seed=0):
     """Knob settings to check for one template: the defaults, the first and last points of
     its grid, and ``k`` random ones (deterministic for ``seed``)."""
-    from .. import tune
+    from tensorsched import tune
+
     task = tune.Task(kind, name, _shape(kind))
     pts = list(task.space().points())
     rng = np.random.default_rng(seed)
-    picks = [pts[0], pts[-1]] + [pts[i] for i in rng.choice(len(pts), min(k, len(pts)),
-                                                            replace=False)]
+    picks = [pts[0], pts[-1]] + [
+        pts[i] for i in rng.choice(len(pts), min(k, len(pts)), replace=False)
+    ]
     out = [{}]
     for p in picks:
         if p not in out:
@@ -57,10 +61,11 @@ def _shape(kind):
 def check_template(kind, name, config, epilogue=(), seed=0):
     """Run one template at one knob setting under Oclgrind and compare with numpy. Returns
     the number of ``__kernel`` functions checked, or None when the setting is invalid."""
-    from .. import tune
-    from ..codegen.opencl import emit_opencl
-    from ..runtime.oclgrind import run_checked
-    from ..schedules.lower import lower
+    from tensorsched import tune
+    from tensorsched.codegen.opencl import emit_opencl
+    from tensorsched.runtime.oclgrind import run_checked
+    from tensorsched.schedules.lower import lower
+
     task = tune.Task(kind, name, _shape(kind), epilogue=epilogue)
     s, args, cfg = task.instantiate(config)
     if not cfg.valid:
@@ -108,22 +113,24 @@ def sweep_fuzz(n, seed=0, log=None, max_steps=8):
     run under Oclgrind (``run_case(target="oclgrind")``)."""
     from collections import Counter
 
+    import fuzzing as fuzz
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as hseed
 
-    from ..codegen.opencl import emit_opencl
-    from . import fuzz
+    from tensorsched.codegen.opencl import emit_opencl
+
     count, t0, stats = SweepCount(), time.time(), Counter()
 
     seen = set()
 
     @hseed(seed)
-    @settings(max_examples=4 * n, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=4 * n, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(case=fuzz.cases(mode="legal", max_steps=max_steps))
     def run(case):
         code = fuzz.to_python(case)
-        if count.schedules >= n or code in seen:    # hypothesis repeats itself: skip repeats
+        if count.schedules >= n or code in seen:  # hypothesis repeats itself: skip repeats
             return
         seen.add(code)
         outcome = fuzz.run_case(case, target="oclgrind", stats=stats)
@@ -135,10 +142,11 @@ def sweep_fuzz(n, seed=0, log=None, max_steps=8):
         count.kernels += kernels
         count.runs.append((f"fuzz {case.workload} ({len(case.steps)} steps)", kernels))
         if log:
-            log(f"clean: fuzz case {count.schedules} ({case.workload}, {len(case.steps)} "
-                f"steps, {kernels} kernels)")
+            log(
+                f"clean: fuzz case {count.schedules} ({case.workload}, {len(case.steps)} "
+                f"steps, {kernels} kernels)"
+            )
 
     run()
     count.seconds = time.time() - t0
     return count
-

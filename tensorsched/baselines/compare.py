@@ -9,6 +9,7 @@ median ratio and its spread (min..max) over the rounds.
 GEMM compares with ``AclGemm``; conv2d compares tensorsched's conv template with the GEMM
 method (im2col + the best ACL-style GEMM of the conv's GEMM shape + col2im).
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import TensorschedError
+from ..errors import TensorschedError
 
 
 @dataclass
@@ -39,29 +40,56 @@ class Row:
         return float(min(self.ratios)), float(max(self.ratios))
 
 
-def compare(tasks, log, acl_dir, trials=None, strategy="random", rounds=5, repeat=5,
-            device=None, progress=True, timeout=60.0, acl_config_lists=None):
+def compare(
+    tasks,
+    log,
+    acl_dir,
+    trials=None,
+    strategy="random",
+    rounds=5,
+    repeat=5,
+    device=None,
+    progress=True,
+    timeout=60.0,
+    acl_config_lists=None,
+):
     """Tune (or resume) both sides for ``tasks`` (``Task`` objects) and measure them;
     ``acl_config_lists`` replaces the ACL-style tuner's shipped search lists."""
-    from . import build
-    from .baselines.acl_gemm import AclConv2d, AclGemm
-    from .baselines.acl_tuner import best_acl, tune_acl
-    from .ops.conv2d import ConvShape
-    from .tune.dispatch import apply_best, best_config
-    from .tune.tuner import tune
+    from ..ops.conv2d import ConvShape
+    from ..runtime.build import build
+    from ..tune.dispatch import apply_best, best_config
+    from ..tune.tuner import tune
+    from .acl_gemm import AclConv2d, AclGemm
+    from .acl_tuner import best_acl, tune_acl
 
     gemm_params = []
     for t in tasks:
         if t.kind == "gemm":
             gemm_params.append(tuple(t.shape) + (1,))
         else:
-            from .baselines.acl_gemm import conv2d_gemm_shape
+            from .acl_gemm import conv2d_gemm_shape
+
             gemm_params.append(tuple(conv2d_gemm_shape(*t.shape)))
-        tune(t, log, strategy=strategy, trials=trials, resume=True, device=device,
-             progress=progress, timeout=timeout)
+        tune(
+            t,
+            log,
+            strategy=strategy,
+            trials=trials,
+            resume=True,
+            device=device,
+            progress=progress,
+            timeout=timeout,
+        )
     os.makedirs(acl_dir, exist_ok=True)
-    acl = tune_acl(sorted(set(gemm_params)), config_lists=acl_config_lists, out_dir=acl_dir,
-                   device=device, repeat=repeat, resume=True, progress=progress)
+    acl = tune_acl(
+        sorted(set(gemm_params)),
+        config_lists=acl_config_lists,
+        out_dir=acl_dir,
+        device=device,
+        repeat=repeat,
+        resume=True,
+        progress=progress,
+    )
 
     rows = []
     with apply_best(log, device):
@@ -86,14 +114,13 @@ def compare(tasks, log, acl_dir, trials=None, strategy="random", rounds=5, repea
                 def acl_time(base=base, i=inputs, o=a_out):
                     return base.time(i[0], i[1], o, repeat=repeat).mean
             else:
-                base = AclConv2d(choice.strategy, choice.config, ConvShape(*t.shape),
-                                 device=device)
+                base = AclConv2d(choice.strategy, choice.config, ConvShape(*t.shape), device=device)
                 a_out = np.full(args[-1].shape, np.nan, np.float32)
                 base(inputs[0], inputs[1], a_out)
 
                 def acl_time(base=base, i=inputs, o=a_out):
-                    return base.time(i[0], i[1], o, repeat=repeat,
-                                     include_rhs_reshape=False).mean
+                    return base.time(i[0], i[1], o, repeat=repeat, include_rhs_reshape=False).mean
+
             _check(a_out, ref, f"ACL-style {choice.strategy} for {t}")
             ts_times, acl_times, ratios = [], [], []
             for _ in range(rounds):
@@ -102,9 +129,18 @@ def compare(tasks, log, acl_dir, trials=None, strategy="random", rounds=5, repea
                 ts_times.append(ts_t)
                 acl_times.append(ac_t)
                 ratios.append(ac_t / ts_t)
-            rows.append(Row(_shape_str(t), t.flop, float(np.median(ts_times)),
-                            float(np.median(acl_times)), choice.strategy, ratios, dict(cfg),
-                            str(choice.config)))
+            rows.append(
+                Row(
+                    _shape_str(t),
+                    t.flop,
+                    float(np.median(ts_times)),
+                    float(np.median(acl_times)),
+                    choice.strategy,
+                    ratios,
+                    dict(cfg),
+                    str(choice.config),
+                )
+            )
     return rows
 
 
@@ -122,23 +158,30 @@ def _shape_str(t):
 
 
 def print_table(rows, device_name):
-    print(f"\nside by side on {device_name} (device time; tensorsched: median of repeats, "
-          "ACL-style: mean of repeats as ACL reports; ratio = ACL time / tensorsched time per "
-          "round, median and min..max over rounds)")
-    head = f"{'shape':<32} | {'tensorsched':>12} | {'ACL-style':>10} | {'strategy':<17} | " \
-           f"{'ratio':>6} | spread"
+    print(
+        f"\nside by side on {device_name} (device time; tensorsched: median of repeats, "
+        "ACL-style: mean of repeats as ACL reports; ratio = ACL time / tensorsched time per "
+        "round, median and min..max over rounds)"
+    )
+    head = (
+        f"{'shape':<32} | {'tensorsched':>12} | {'ACL-style':>10} | {'strategy':<17} | "
+        f"{'ratio':>6} | spread"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
         lo, hi = r.spread
-        print(f"{r.shape:<32} | {r.flop / r.ts_seconds / 1e9:7.1f} GF/s | "
-              f"{r.flop / r.acl_seconds / 1e9:5.1f} GF/s | {r.acl_strategy:<17} | "
-              f"{r.ratio:5.2f}x | {lo:.2f}..{hi:.2f}")
+        print(
+            f"{r.shape:<32} | {r.flop / r.ts_seconds / 1e9:7.1f} GF/s | "
+            f"{r.flop / r.acl_seconds / 1e9:5.1f} GF/s | {r.acl_strategy:<17} | "
+            f"{r.ratio:5.2f}x | {lo:.2f}..{hi:.2f}"
+        )
 
 
 def plot(rows, path):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:

@@ -5,6 +5,7 @@ Run with an empty ``Config`` it records the space and uses each knob's default; 
 ``Config`` holding values (one point of the space) it builds that point. The space is the
 cartesian product of the knobs' candidates, filtered by the template's constraints.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -39,14 +40,15 @@ def _split_candidates(extent, num_outputs, policy, candidates, max_factor):
         # exact factorizations: the inner parts divide the extent
         outs = {f[1:] for f in factorizations(extent, num_outputs)}
     elif policy == "power2":
-        powers = [2 ** k for k in range(int(math.log2(max(extent, 1))) + 1)]
+        powers = [2**k for k in range(int(math.log2(max(extent, 1))) + 1)]
         outs = {c for c in itertools.product(powers, repeat=inner) if math.prod(c) <= extent}
     elif policy == "divisors":
         divs = [d for d in range(1, extent + 1) if extent % d == 0]
         outs = {c for c in itertools.product(divs, repeat=inner) if extent % math.prod(c) == 0}
     else:
-        raise ConfigError(f"define_split: unknown policy '{policy}'; use factors, power2, "
-                          "divisors or candidates")
+        raise ConfigError(
+            f"define_split: unknown policy '{policy}'; use factors, power2, divisors or candidates"
+        )
     if max_factor:
         outs = {c for c in outs if math.prod(c) <= max_factor}
     return sorted(outs)
@@ -55,7 +57,7 @@ def _split_candidates(extent, num_outputs, policy, candidates, max_factor):
 @dataclass(frozen=True)
 class Knob:
     name: str
-    kind: str              # "split", "knob" or "reorder"
+    kind: str  # "split", "knob" or "reorder"
     candidates: tuple
     default: object
 
@@ -65,7 +67,7 @@ class Config:
 
     def __init__(self, values=None):
         self.values = dict(values or {})
-        self.space = {}                 # name -> Knob, in definition order
+        self.space = {}  # name -> Knob, in definition order
         self.constraints = []
         self.valid = True
 
@@ -77,8 +79,10 @@ class Config:
             v = self.values[knob.name]
             v = tuple(v) if isinstance(v, list) else v
             if v not in knob.candidates:
-                raise ConfigError(f"knob '{knob.name}' = {v!r} is not one of its candidates "
-                                  f"{list(knob.candidates)[:8]}{'...' if len(knob.candidates) > 8 else ''}")
+                raise ConfigError(
+                    f"knob '{knob.name}' = {v!r} is not one of its candidates "
+                    f"{list(knob.candidates)[:8]}{'...' if len(knob.candidates) > 8 else ''}"
+                )
             return v
         return knob.default
 
@@ -90,8 +94,16 @@ class Config:
         default = candidates[0] if default is None else default
         return self._define(Knob(name, "knob", candidates, default))
 
-    def define_split(self, name, extent, num_outputs=2, policy="power2", candidates=None,
-                     max_factor=None, default=None):
+    def define_split(
+        self,
+        name,
+        extent,
+        num_outputs=2,
+        policy="power2",
+        candidates=None,
+        max_factor=None,
+        default=None,
+    ):
         """A split of an axis of ``extent`` into ``num_outputs`` parts; the value is the tuple of
         the inner parts' sizes (the outermost part is what remains)."""
         cands = tuple(_split_candidates(extent, num_outputs, policy, candidates, max_factor))
@@ -104,8 +116,11 @@ class Config:
         """A loop order of ``axes`` (names or IterVars): all permutations, or ``candidates``
         (tuples of indices into ``axes``). The value is a tuple of indices."""
         n = len(axes)
-        cands = tuple(tuple(c) for c in candidates) if candidates is not None else \
-            tuple(itertools.permutations(range(n)))
+        cands = (
+            tuple(tuple(c) for c in candidates)
+            if candidates is not None
+            else tuple(itertools.permutations(range(n)))
+        )
         for c in cands:
             if sorted(c) != list(range(n)):
                 raise ConfigError(f"reorder '{name}': {c} is not a permutation of 0..{n - 1}")
@@ -146,15 +161,19 @@ class Config:
         ``self``. Unknown knobs and values that are not candidates raise ConfigError."""
         for name, values in choices.items():
             if name not in self.space:
-                raise ConfigError(f"restrict: the template has no knob '{name}'; its knobs are "
-                                  f"{', '.join(self.space)}")
+                raise ConfigError(
+                    f"restrict: the template has no knob '{name}'; its knobs are "
+                    f"{', '.join(self.space)}"
+                )
             knob = self.space[name]
             values = tuple(tuple(v) if isinstance(v, list) else v for v in values)
             bad = [v for v in values if v not in knob.candidates]
             if bad or not values:
-                raise ConfigError(f"restrict: {bad[0] if bad else 'no value'!r} is not a "
-                                  f"candidate of knob '{name}' (candidates: "
-                                  f"{', '.join(map(repr, knob.candidates))})")
+                raise ConfigError(
+                    f"restrict: {bad[0] if bad else 'no value'!r} is not a "
+                    f"candidate of knob '{name}' (candidates: "
+                    f"{', '.join(map(repr, knob.candidates))})"
+                )
             default = knob.default if knob.default in values else values[0]
             self.space[name] = Knob(name, knob.kind, values, default)
         return self

@@ -2,14 +2,17 @@
 
 Inputs are random and never zero (magnitudes in [0.25, 1), random signs); outputs are poisoned
 before the run (NaN for floats, a sentinel for integers), so an element that no kernel wrote is
-caught. The same rules as ``tests/ts_check.py``, packaged so that scripts and the printed fuzz
-cases can use them.
+caught. One tolerance table (``TOL``), one random-input helper, one poisoning rule, for the tuner's
+check, the benchmarks, the examples and the tests.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
+from ..ir.stmt import LoweredFunc
 from ..ir.tensor import PlaceholderOp
+from .build import build
 
 INT_POISON = np.iinfo(np.int32).min + 7
 TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 1e-2}
@@ -53,15 +56,18 @@ def compare(out, expected, dtype, name="output"):
     if np.isnan(out).any():
         raise NumericsMismatch(
             f"{name}: {int(np.isnan(out).sum())} of {out.size} elements were never written "
-            f"(still NaN), first at {np.argwhere(np.isnan(out))[0].tolist()}")
+            f"(still NaN), first at {np.argwhere(np.isnan(out))[0].tolist()}"
+        )
     rtol = TOL[str(np.dtype(dtype))]
     scale = max(float(np.max(np.abs(expected))) if expected.size else 1.0, 1.0)
     bad = ~np.isclose(out.astype(np.float64), expected, rtol=rtol, atol=rtol * scale)
     if bad.any():
         first = tuple(np.argwhere(bad)[0].tolist())
-        raise NumericsMismatch(f"{name}: {int(bad.sum())} of {out.size} elements differ from "
-                               f"numpy, first at {list(first)}: {out[first]!r} != "
-                               f"{expected[first]!r}")
+        raise NumericsMismatch(
+            f"{name}: {int(bad.sum())} of {out.size} elements differ from "
+            f"numpy, first at {list(first)}: {out[first]!r} != "
+            f"{expected[first]!r}"
+        )
 
 
 def make_arrays(args, seed=0):
@@ -84,10 +90,11 @@ def check_numerics(s, args, ref, target="python", seed=0, name="fuzzed"):
     """Build schedule ``s`` (or a lowered function) with ``args`` for ``target``, run it on
     random inputs and compare each output with ``ref(*inputs)`` (float64 inputs; one array, or
     a tuple with one per output). Returns the module."""
-    import tensorsched as ts
-    from ..ir.stmt import LoweredFunc
-    mod = ts.build(s, target=target) if isinstance(s, LoweredFunc) else \
-        ts.build(s, args, target=target, name=name)
+    mod = (
+        build(s, target=target)
+        if isinstance(s, LoweredFunc)
+        else build(s, args, target=target, name=name)
+    )
     arrays, ins, outs = make_arrays(args, seed)
     saved = [a.copy() for a in ins]
     mod(*arrays)
@@ -100,22 +107,3 @@ def check_numerics(s, args, ref, target="python", seed=0, name="fuzzed"):
     for (t, a), e in zip(outs, expected):
         compare(a, e, t.dtype, name=t.name)
     return mod
-
-
-def conv2d_ref(d, k, stride=1, pad=0):
-    """NCHW data, OIHW kernel, in float64; ``stride`` and ``pad`` are ints or (h, w) pairs."""
-    (sh, sw), (ph, pw) = (_pair(stride), _pair(pad))
-    _, _, H, W = d.shape
-    CO, _, KH, KW = k.shape
-    dp = np.pad(np.asarray(d, np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    OH, OW = (H + 2 * ph - KH) // sh + 1, (W + 2 * pw - KW) // sw + 1
-    out = np.zeros((d.shape[0], CO, OH, OW))
-    for kh in range(KH):
-        for kw in range(KW):
-            window = dp[:, :, kh:kh + sh * (OH - 1) + 1:sh, kw:kw + sw * (OW - 1) + 1:sw]
-            out += np.einsum("nchw,oc->nohw", window, np.asarray(k[:, :, kh, kw], np.float64))
-    return out
-
-
-def _pair(v):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)

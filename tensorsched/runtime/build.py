@@ -1,0 +1,59 @@
+"""``ts.build``: from a schedule (or a lowered function) to a callable module."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..codegen.python import compile_python
+from ..errors import TensorschedError
+from ..ir import dtype as dt
+from ..ir.stmt import LoweredFunc
+from ..schedules.lower import lower
+from ..schedules.schedule import Schedule
+from .module import OpenCLModule, check_call_args
+
+TARGETS = ("opencl", "python")
+
+
+class PythonModule:
+    """A lowered function run by the Python backend (exact and slow: for tests and debugging)."""
+
+    def __init__(self, func):
+        self.func = func
+        self._fn, self._source = compile_python(func)
+
+    def get_source(self):
+        return self._source
+
+    def __call__(self, *arrays):
+        check_call_args(self.func, arrays)
+        flat = [np.asarray(a).ravel().tolist() for a in arrays]
+        self._fn(*flat)
+        for a, b, values in zip(arrays, self.func.args, flat):
+            if b in self.func.outputs:
+                a[...] = (
+                    np.asarray(values, dtype=np.float64 if dt.is_float(b.dtype) else None)
+                    .reshape(a.shape)
+                    .astype(a.dtype)
+                )
+
+
+def build(sch, args=None, target="opencl", name="default_function", **options):
+    """Compile a schedule with its argument tensors, or a lowered function, for ``target``.
+
+    ``target="opencl"`` gives an OpenCL module (see ``tensorsched.runtime``); ``"python"`` runs
+    the lowered IR in Python without any device.
+    """
+    if isinstance(sch, LoweredFunc):
+        func = sch
+    elif isinstance(sch, Schedule):
+        if args is None:
+            raise TensorschedError("build: give the argument tensors: ts.build(s, [A, B, C])")
+        func = lower(sch, args, name=name)
+    else:
+        raise TensorschedError(f"build: expected a schedule or a lowered function, got {sch!r}")
+    if target == "python":
+        return PythonModule(func)
+    if target == "opencl" or (isinstance(target, str) and target.startswith("opencl")):
+        return OpenCLModule(func, **options)
+    raise TensorschedError(f"build: unknown target {target!r}; use one of {', '.join(TARGETS)}")
