@@ -505,3 +505,92 @@ def test_seed_conv_kernels_differ_only_in_loop_kinds(vgg_conv):
     texts = [ir(seed_conv.schedule(t, n), [t[0], t[1], t[-1]]) for n in (1, 2, 3)]
     plain = [re.sub(r"\b(unrolled|vectorized) \(", "for (", x) for x in texts]
     assert plain[0] == plain[1] == plain[2]
+
+
+# ---------------------------------------------------------------- the pipeline
+
+
+def _tiled_gemm_with_tiles(double_buffer=None):
+    """A GEMM whose A tile is a work-group tile filled per K step (``double_buffer`` marks it)."""
+    A, B, C = gemm(32, 32, 32)
+    s = ts.create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [C])
+    i, j = s[C].op.axis
+    (k,) = s[C].op.reduce_axis
+    io, ii = s[C].split(i, 8)
+    jo, ji = s[C].split(j, 8)
+    ko, ki = s[C].split(k, 8)
+    s[C].reorder(io, jo, ii, ji, ko, ki)
+    s[C].bind(io, ts.thread_axis("blockIdx.y"))
+    s[C].bind(jo, ts.thread_axis("blockIdx.x"))
+    s[C].bind(ii, ts.thread_axis("threadIdx.y"))
+    s[C].bind(ji, ts.thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[C], ko)
+    ai, ak = s[AA].op.axis
+    s[AA].bind(ai, ts.thread_axis("threadIdx.y"))
+    s[AA].bind(ak, ts.thread_axis("threadIdx.x"))
+    if double_buffer:
+        s[AA].double_buffer(double_buffer)
+    return s, [A, B, C]
+
+
+def test_pipeline_is_one_list_of_named_passes_in_two_phases():
+    from tensorsched.passes import LOWER, PIPELINE, PREPARE, passes_of
+
+    names = [p.name for p in PIPELINE]
+    assert len(set(names)) == len(names)
+    assert [p.phase for p in PIPELINE] == sorted(
+        (p.phase for p in PIPELINE), key=[LOWER, PREPARE].index
+    )
+    assert names.index("insert_barriers") < names.index("double_buffer")
+    assert passes_of(LOWER) + passes_of(PREPARE) == PIPELINE
+
+
+def test_double_buffer_marks_travel_in_the_ir():
+    from tensorsched.ir import stmt as S
+    from tensorsched.ir.visitor import Visitor
+    from tensorsched.schedules.schedule_ops import schedule_to_stmt
+
+    def marks(stmt):
+        found = []
+
+        class _V(Visitor):
+            def visit_AttrStmt(self, a):
+                found.append((a.key, a.buffer.name, a.value))
+                self.generic_visit(a)
+
+        _V().visit(stmt)
+        return found
+
+    s, args = _tiled_gemm_with_tiles("shared")
+    stmt, _ = schedule_to_stmt(s, args)
+    assert marks(stmt) == [(S.DOUBLE_BUFFER_SCOPE, "A.shared", "shared")]
+    assert "// attr [A.shared] double_buffer_scope = 'shared'" in str(S.LoweredFunc("f", (), stmt))
+    func = ts.lower(s, args)
+    assert marks(func.body) == []  # the double_buffer pass consumes every mark
+    assert "allocate A.shared[float32 * 2 * 8 * 8], shared" in str(func)
+    assert marks(schedule_to_stmt(*_tiled_gemm_with_tiles())[0]) == []
+
+
+def test_debug_ir_prints_only_passes_that_changed_something(monkeypatch, capsys):
+    from tensorsched.codegen.opencl import emit_opencl
+    from tensorsched.config import config
+
+    monkeypatch.setattr(config, "debug_ir", True)
+    s, args = _tiled_gemm_with_tiles()
+    emit_opencl(ts.lower(s, args))
+    printed = re.findall(r"// after (\w+) \(", capsys.readouterr().out)
+    assert "insert_barriers" in printed
+    for unchanged in ("simplify_again", "hoist_guards", "double_buffer", "unroll_loops"):
+        assert unchanged not in printed
+
+
+def test_simplify_and_insert_barriers_keep_unchanged_nodes():
+    from tensorsched.passes import insert_barriers, simplify_stmt
+
+    s, args = _tiled_gemm_with_tiles()
+    body = ts.lower(s, args).body
+    assert simplify_stmt(body) is body
+    assert insert_barriers(body) is not body  # barriers are added again (not idempotent)
+    once = insert_barriers(simplify_stmt(body))
+    assert simplify_stmt(once) is once

@@ -15,7 +15,7 @@ from ..ir import stmt as S
 from ..ir.precedence import ATOM
 from ..ir.simplify import Simplifier
 from ..ir.visitor import Mutator, Visitor
-from ..passes import remove_trivial_loops, run_passes, simplify_stmt, unroll_loops, vectorize_loops
+from ..passes import PREPARE, run_phase
 from .c_like import CStyleEmitter, Names
 
 WORK_ITEM = {
@@ -72,14 +72,6 @@ HELPERS = {
     "ts_floormod": "int ts_floormod(int a, int b) {\n  int r = a % b;\n"
     "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}",
 }
-
-# Passes that turn lowered IR into what the emitter prints, in order.
-PREPARE = (
-    ("vectorize_loops", vectorize_loops),  # vector types from vectorized loops
-    ("unroll_loops", unroll_loops),  # write out unrolled loops
-    ("simplify", simplify_stmt),  # fold the copies' index arithmetic
-    ("remove_trivial_loops", remove_trivial_loops),
-)
 
 
 @dataclass(frozen=True)
@@ -296,8 +288,10 @@ class _Collect(Visitor):
         self.generic_visit(a)
 
 
-def prepare(stmt, args=()):
-    return run_passes(stmt, PREPARE, args)
+def prepare(stmt: S.Stmt, args: tuple = ()) -> S.Stmt:
+    """One kernel's statement as the emitter prints it: the preparation phase of the
+    pipeline (``passes/pipeline.py``)."""
+    return run_phase(stmt, PREPARE, args)
 
 
 def split_kernels(func):

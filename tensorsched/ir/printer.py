@@ -171,7 +171,7 @@ class Printer:
         pad = "  " * ind
         if isinstance(s, S.Seq):
             for k, x in enumerate(s.stmts):
-                if isinstance(x, (S.Allocate, S.ThreadExtent)) and k + 1 < len(s.stmts):
+                if isinstance(x, (S.Allocate, S.ThreadExtent, S.AttrStmt)) and k + 1 < len(s.stmts):
                     out.append(f"{pad}{{")  # its scope ends before the rest
                     self._stmt(x, ind + 1, out)
                     out.append(f"{pad}}}")
@@ -198,6 +198,9 @@ class Printer:
             b = s.buffer
             dims = "".join(f" * {d}" for d in b.shape)
             out.append(f"{pad}allocate {ident(b.name)}[{b.dtype}{dims}], {b.scope}")
+            self._stmt(s.body, ind, out)
+        elif isinstance(s, S.AttrStmt):
+            out.append(f"{pad}// attr [{ident(s.buffer.name)}] {s.key} = {s.value!r}")
             self._stmt(s.body, ind, out)
         elif isinstance(s, S.Produce):
             out.append(f"{pad}produce {ident(s.name)} {{")

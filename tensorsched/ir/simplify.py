@@ -326,7 +326,8 @@ class Simplifier(Mutator):
             and not isinstance(node, (E.IntImm, E.Var))
             and (isinstance(node, E.BinOp) or isinstance(node, E.Select))
         ):
-            return self.to_expr(self.lin(node), node.dtype)
+            out = self.to_expr(self.lin(node), node.dtype)
+            return node if out == node else out  # an unchanged node keeps its identity
         return super().visit(node)
 
     def visit_BinOp(self, e):
@@ -410,7 +411,7 @@ class Simplifier(Mutator):
             return b
         if b == E.FALSE:
             return a
-        return E.Or(a, b)
+        return e if a is e.a and b is e.b else E.Or(a, b)
 
     def visit_Not(self, e):
         a = self.visit(e.a)
@@ -418,7 +419,7 @@ class Simplifier(Mutator):
             return E.FALSE
         if a == E.FALSE:
             return E.TRUE
-        return E.Not(a)
+        return e if a is e.a else E.Not(a)
 
     def visit_Select(self, e):
         c = self.visit(e.cond)
@@ -426,7 +427,8 @@ class Simplifier(Mutator):
             return self.visit(e.t)
         if c == E.FALSE:
             return self.visit(e.f)
-        return E.Select(c, self.visit(e.t), self.visit(e.f))
+        t, f = self.visit(e.t), self.visit(e.f)
+        return e if c is e.cond and t is e.t and f is e.f else E.Select(c, t, f)
 
     def visit_Cast(self, e):
         v = self.visit(e.value)
@@ -474,6 +476,8 @@ class Simplifier(Mutator):
             return self.visit(s.orelse) if s.orelse is not None else S.Seq(())
         then = self.visit(s.then)
         orelse = self.visit(s.orelse) if s.orelse is not None else None
+        if c is s.cond and then is s.then and orelse is s.orelse:
+            return s
         return S.IfThenElse(c, then, orelse)
 
 

@@ -75,6 +75,22 @@ class Allocate(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class AttrStmt(Stmt):
+    """An annotation ``key = value`` of ``buffer`` that a later pass consumes, around ``body``
+    (TVM's ``AttrStmt``). ``double_buffer_scope``: the allocation of ``buffer`` in ``body`` is a
+    tile that ``s[T].double_buffer(value)`` asked to double (read by the ``double_buffer``
+    pass, which removes every such mark)."""
+
+    key: str
+    buffer: Buffer
+    value: str
+    body: Stmt
+
+
+DOUBLE_BUFFER_SCOPE = "double_buffer_scope"
+
+
+@dataclass(frozen=True, slots=True)
 class Produce(Stmt):
     """Marks the statements that compute stage ``name`` (printed ``produce name { ... }``)."""
 

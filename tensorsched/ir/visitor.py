@@ -31,6 +31,7 @@ _CHILDREN = {
     S.ThreadExtent: ("body",),
     S.Allocate: ("body",),
     S.Produce: ("body",),
+    S.AttrStmt: ("body",),
     S.Seq: ("stmts",),
     S.IfThenElse: ("cond", "then", "orelse"),
     S.Barrier: (),

@@ -1,6 +1,7 @@
 """Double-buffer work-group tiles: fill the next iteration's tiles while computing on these.
 
-For the loop around the fill of tiles marked by ``s[T].double_buffer()`` (after
+For the loop around the fill of tiles marked by ``s[T].double_buffer()`` (``schedule_ops``
+puts an ``AttrStmt`` ``double_buffer_scope`` around their allocation; after
 ``insert_barriers``, the loop body is ``fills; barrier; rest; barrier``):
 
     for (ko, 0, n) { fill T(ko); barrier; use T; barrier }
@@ -31,6 +32,7 @@ from __future__ import annotations
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.visitor import Mutator, RebaseBuffers, substitute
+from .simplify_stmt import simplify_stmt
 
 
 def _halves(doubled, half):
@@ -44,25 +46,29 @@ def _doubled(allocs):
     return {b: (S.Buffer(b.name, b.dtype, (2,) + tuple(b.shape), b.scope), b.size) for b in allocs}
 
 
-def _peel_allocs(body, marked):
-    """``(allocations of marked buffers around the body, the body inside them)``."""
-    allocs = []
-    while isinstance(body, S.Allocate) and body.buffer in marked:
-        allocs.append(body.buffer)
-        body = body.body
+def _peel_allocs(body):
+    """``{buffer: mode}`` of the tiles marked ``double_buffer_scope`` allocated around the
+    body (each mark directly around its allocation), and the body inside them."""
+    allocs = {}
+    while (
+        isinstance(body, S.AttrStmt)
+        and body.key == S.DOUBLE_BUFFER_SCOPE
+        and isinstance(body.body, S.Allocate)
+        and body.body.buffer is body.buffer
+    ):
+        allocs[body.buffer] = body.value
+        body = body.body.body
     return allocs, body
 
 
 class _DoubleBuffer(Mutator):
-    def __init__(self, marked):
-        self.marked = marked  # buffer -> "shared", "local" or "both"
-
     def visit_For(self, f):
         body = self.visit(f.body)
         items = body.stmts if isinstance(body, S.Seq) else (body,)
         if not items or f.kind != "serial":
             return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
-        allocs, inner = _peel_allocs(items[0], self.marked)
+        marks, inner = _peel_allocs(items[0])
+        allocs = list(marks)
         if not allocs:
             return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
         parts = list(inner.stmts if isinstance(inner, S.Seq) else (inner,))
@@ -79,7 +85,7 @@ class _DoubleBuffer(Mutator):
         ):
             return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
         v, last = f.var, f.min + f.extent - 1
-        modes = {self.marked[b] for b in allocs}
+        modes = set(marks.values())
         if modes & {"local", "both"}:
             staged = _stage_in_registers(fills)
             if staged is None:
@@ -209,8 +215,19 @@ def _store_dtype(s):
     return s.buffer.dtype
 
 
-def double_buffer(stmt, marked):
-    """Requires: barriers inserted. Guarantees: every buffer in ``marked`` that is filled at
-    the top of a serial loop of more than one iteration is doubled and filled one iteration
-    ahead; the others (their loop had one iteration and is gone) are left as they are."""
-    return _DoubleBuffer(dict(marked)).visit(stmt) if marked else stmt
+class _StripMarks(Mutator):
+    def visit_AttrStmt(self, a):
+        body = self.visit(a.body)
+        if a.key != S.DOUBLE_BUFFER_SCOPE:
+            return a if body is a.body else S.AttrStmt(a.key, a.buffer, a.value, body)
+        return body
+
+
+def double_buffer(stmt: S.Stmt) -> S.Stmt:
+    """Requires: barriers inserted; the tiles to double marked ``double_buffer_scope`` (an
+    ``AttrStmt`` directly around their allocation). Guarantees: every marked tile that is
+    filled at the top of a serial loop of more than one iteration is doubled and filled one
+    iteration ahead, the others (their loop had one iteration and is gone) are left as they
+    are; no mark remains; where marks were, the halves' index arithmetic is simplified."""
+    out = _StripMarks().visit(_DoubleBuffer().visit(stmt))
+    return stmt if out is stmt else simplify_stmt(out)

@@ -90,7 +90,7 @@ class _Push:
             return s  # the same for every virtual thread: run it once
         if isinstance(s, S.Seq):
             return S.seq(*(self.push(x) for x in s.stmts))
-        if isinstance(s, (S.Allocate, S.Produce, S.ThreadExtent)):
+        if isinstance(s, (S.Allocate, S.Produce, S.ThreadExtent, S.AttrStmt)):
             return _replace_body(s, self.push(s.body))
         if (
             isinstance(s, S.For)
@@ -110,6 +110,8 @@ def _replace_body(s, body):
         return S.Allocate(s.buffer, body)
     if isinstance(s, S.Produce):
         return S.Produce(s.name, body)
+    if isinstance(s, S.AttrStmt):
+        return S.AttrStmt(s.key, s.buffer, s.value, body)
     return S.ThreadExtent(s.var, s.tag, s.extent, body)
 
 

@@ -82,6 +82,8 @@ class _Insert(Mutator):
             out.append(self.visit(x))
         if run:
             out.append(self._group(run))
+        if len(out) == len(s.stmts) and all(a is b for a, b in zip(out, s.stmts)):
+            return s  # nothing changed: keep the node
         return S.seq(*out)
 
     def _group(self, fills):

@@ -1,4 +1,5 @@
-"""``lower``: schedule -> loop-nest IR, as one list of named passes."""
+"""``lower``: schedule -> loop-nest IR (``schedule_ops``), then the lowering phase of the
+pipeline (``passes/pipeline.py``)."""
 
 from __future__ import annotations
 
@@ -6,27 +7,9 @@ from ..config import config
 from ..errors import LoweringError
 from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
-from ..passes import (
-    double_buffer,
-    hoist_guards,
-    inject_virtual_threads,
-    insert_barriers,
-    remove_trivial_loops,
-    run_passes,
-    simplify_stmt,
-)
+from ..passes import LOWER, run_phase
 from .schedule import Schedule
 from .schedule_ops import schedule_to_stmt
-
-# The pipeline after the loop nests are built, in order.
-PASSES = (
-    ("inject_virtual_threads", inject_virtual_threads),  # vthread loops interleaved, once each
-    ("simplify", simplify_stmt),  # canonical index arithmetic, dead guards
-    ("remove_trivial_loops", remove_trivial_loops),  # loops of one iteration disappear
-    ("simplify_again", simplify_stmt),  # fold what the removal exposed
-    ("hoist_guards", hoist_guards),  # loop-invariant guard parts move out
-    ("insert_barriers", insert_barriers),  # work-group barriers around shared tiles
-)
 
 
 def lower(sch, args, name="default_function", simple_mode=False):
@@ -80,23 +63,16 @@ def lower(sch, args, name="default_function", simple_mode=False):
         raise LoweringError(
             f"lower: input '{absent[0]}' is read but not among the arguments; add it"
         )
-    passes = PASSES
-    marked = {ctx.buffer[st]: st.double_buffered for st in ctx.stages if st.double_buffered}
-    if marked:
-        for st in ctx.stages:
-            if st.double_buffered and (ctx.scope[st] != "shared" or st.attach_type != "scope"):
-                raise LoweringError(
-                    f"lower: stage '{st.name}' is double-buffered but is not a "
-                    "'shared' tile computed inside a loop (it has scope "
-                    f"'{ctx.scope[st]}' and is computed at {st.attach_type}); "
-                    "double_buffer applies to work-group tiles filled in a "
-                    "loop: cache_read(..., 'shared') + compute_at"
-                )
-        passes = PASSES + (
-            ("double_buffer", lambda s: double_buffer(s, marked)),
-            ("simplify_halves", simplify_stmt),
-        )
-    stmt = run_passes(stmt, passes, args=bufs)
+    for st in ctx.stages:
+        if st.double_buffered and (ctx.scope[st] != "shared" or st.attach_type != "scope"):
+            raise LoweringError(
+                f"lower: stage '{st.name}' is double-buffered but is not a "
+                "'shared' tile computed inside a loop (it has scope "
+                f"'{ctx.scope[st]}' and is computed at {st.attach_type}); "
+                "double_buffer applies to work-group tiles filled in a "
+                "loop: cache_read(..., 'shared') + compute_at"
+            )
+    stmt = run_phase(stmt, LOWER, bufs)
     outputs = tuple(b for b, a in zip(bufs, args) if ctx.stage_of(a) is not None)
     func = LoweredFunc(name, tuple(bufs), stmt, outputs)
     if config.roundtrip:  # TS_ROUNDTRIP=1: print, parse, compare

@@ -447,8 +447,12 @@ def _guard(conds, stmt):
 
 
 def _with_allocs(ctx, stages, stmt):
+    """The allocations of ``stages`` around ``stmt``; a double-buffered stage's is marked
+    ``double_buffer_scope`` for the ``double_buffer`` pass."""
     for c in reversed(stages):
         stmt = S.Allocate(ctx.buffer[c], stmt)
+        if c.double_buffered:
+            stmt = S.AttrStmt(S.DOUBLE_BUFFER_SCOPE, ctx.buffer[c], c.double_buffered, stmt)
     return stmt
 
 
