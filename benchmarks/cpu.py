@@ -15,9 +15,11 @@ import time
 import numpy as np
 
 import tensorsched as ts
-from tensorsched.ops.conv2d import ConvShape
+from tensorsched.ops.conv2d import ConvShape, conv2d_ref
 from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES
+from tensorsched.runtime.numerics import TOL, random_array, relative_error
+from tensorsched.runtime.table import print_table
 
 GEMM_CONFIGS = [
     ("cpu", dict(tile_y=(1, 16), tile_x=(2, 64), vec=16, tile_k=(4,))),
@@ -52,8 +54,8 @@ def best_of(kind, configs, shape_args, inputs, ref, repeat, flop):
         mod = ts.build(s, args, target="opencl")
         out = np.full(args[-1].shape, np.nan, np.float32)
         mod(*inputs, out)
-        err = float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
-        if not err < 1e-5:
+        err = relative_error(out, ref)
+        if not err <= TOL["float32"]:
             raise SystemExit(f"{name} {knobs}: wrong result (relative error {err:.1e})")
         t = mod.time_evaluator(repeat=repeat)(*inputs, out).device_median
         rows.append((t, name, knobs))
@@ -79,9 +81,9 @@ def main():
     rng = np.random.default_rng(0)
     table = []
     for M, N, K in [(1024, 1024, 1024), (3136, 256, 2304)]:
-        a = rng.standard_normal((M, K), dtype=np.float32)
-        b = rng.standard_normal((K, N), dtype=np.float32)
-        ref = a @ b
+        a = random_array((M, K), np.float32, rng)
+        b = random_array((K, N), np.float32, rng)
+        ref = a.astype(np.float64) @ b
         flop = 2 * M * N * K
         print(f"GEMM {M}x{N}x{K}")
         t, name, knobs = best_of("gemm", gemm_configs, (M, N, K), [a, b], ref, args.repeat, flop)
@@ -89,14 +91,14 @@ def main():
         table.append((f"GEMM {M}x{N}x{K}", f"{name} {knobs}", t, tn, flop))
 
     sh = ConvShape(1, 256, 56, 56, 256, 3, 3, 1, 1)
-    d = rng.standard_normal((1, 256, 56, 56), dtype=np.float32)
-    w = rng.standard_normal((256, 256, 3, 3), dtype=np.float32)
+    d = random_array((1, 256, 56, 56), np.float32, rng)
+    w = random_array((256, 256, 3, 3), np.float32, rng)
     wmat = w.reshape(256, -1).T
 
     def numpy_conv():
         return (im2col(d, 3, 3, 1) @ wmat).T.reshape(1, 256, 56, 56)
 
-    ref = numpy_conv()
+    ref = conv2d_ref(d, w, 1, 1)
     print("conv2d VGG 56x56x256 3x3")
     t, name, knobs = best_of("conv2d", conv_configs, (sh,), [d, w], ref, args.repeat, sh.flop)
     tn = median_time(numpy_conv, args.repeat)
@@ -106,12 +108,11 @@ def main():
         "\nmedian device time of the best tensorsched config vs numpy (im2col + matmul for the "
         "conv), same run"
     )
-    print(f"{'workload':<26} | {'tensorsched':>11} | {'numpy':>9} | {'ratio':>6} | best config")
-    for wl, cfg, t, tn, flop in table:
-        print(
-            f"{wl:<26} | {flop / t / 1e9:6.1f} GF/s | {flop / tn / 1e9:4.1f} GF/s | "
-            f"{tn / t:5.2f}x | {cfg}"
-        )
+    rows = [
+        (wl, f"{flop / t / 1e9:.1f} GF/s", f"{flop / tn / 1e9:.1f} GF/s", f"{tn / t:.2f}x", cfg)
+        for wl, cfg, t, tn, flop in table
+    ]
+    print_table(["workload", "tensorsched", "numpy", "ratio", "best config"], rows, "<>>>")
 
 
 if __name__ == "__main__":

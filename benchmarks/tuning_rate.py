@@ -34,6 +34,7 @@ import tempfile
 import time
 
 from tensorsched.runtime.device import current_device
+from tensorsched.runtime.table import print_table
 from tensorsched.tune import tuner
 from tensorsched.tune.log import read_log
 from tensorsched.tune.task import Task
@@ -176,12 +177,7 @@ def main():
         f"vs {label[base_mode]}",
         "trials",
     ]
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    fmt = " | ".join(f"{{:<{w}}}" for w in widths)
-    print(fmt.format(*head))
-    print("-+-".join("-" * w for w in widths))
-    for r in rows:
-        print(fmt.format(*r))
+    print_table(head, rows)
     print()
     for n in notes:
         print(n)

@@ -27,12 +27,13 @@ import tensorsched as ts
 from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES
 from tensorsched.runtime.device import current_device
+from tensorsched.runtime.numerics import TOL, random_array, relative_error
+from tensorsched.runtime.table import format_table
 
 KERNELS = {
     "just vectorize": ("vec_dot", {}),
     "2x2 blocking": ("block2x2", {"layout": "blocked"}),
 }
-TOLERANCE = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-12}
 PRECISIONS = (
     ("half", "float16", "cl_khr_fp16"),
     ("float", "float32", None),
@@ -47,25 +48,20 @@ def run(kernel, a_size, b_size, c_size, dtype, repeat, rng, failures):
     s, args = TEMPLATES["gemm"][name](Config(knobs), M, N, K, dtype=dtype)
     options = {"fp16": "native"} if dtype == "float16" else {}
     mod = ts.build(s, args, target="opencl", name="gemm", **options)
-    a = rng.uniform(-1, 1, (M, K)).astype(dtype)
-    b = rng.uniform(-1, 1, (K, N)).astype(dtype)
+    a = random_array((M, K), dtype, rng)
+    b = random_array((K, N), dtype, rng)
     b_in = np.ascontiguousarray(b.T) if name == "vec_dot" else b  # vec_dot reads B^T
     c = np.full((M, N), np.nan, dtype)  # poisoned: unwritten elements show
     mod(a, b_in, c)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    err = float(np.max(np.abs(c.astype(np.float64) - ref)) / np.max(np.abs(ref)))
-    if not err < TOLERANCE[dtype]:  # NaN fails too
+    err = relative_error(c, ref)
+    if not err <= TOL[dtype]:  # NaN fails too
         failures.append(f"{kernel} {dtype} a={M} b={K} c={N}: max relative error {err:.2e}")
-    return mod.time_evaluator(repeat=repeat)(a, b_in, c), err < TOLERANCE[dtype]
+    return mod.time_evaluator(repeat=repeat)(a, b_in, c), err <= TOL[dtype]
 
 
 def print_table(head, rows):
-    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-    print(" | ".join(str(h).ljust(w) for h, w in zip(head, widths)))
-    print("-|-".join("-" * w for w in widths))
-    for r in rows:
-        print(" | ".join(str(c).ljust(w) for c, w in zip(r, widths)))
-    print()
+    print(format_table(head, rows) + "\n")
 
 
 def main():

@@ -19,6 +19,8 @@ import tensorsched as ts
 from tensorsched.ops.conv2d import ConvShape
 from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES
+from tensorsched.runtime.numerics import TOL, random_array, relative_error
+from tensorsched.runtime.table import print_table
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import seed_conv  # noqa: E402  (tests/seed_conv.py: the tutorial's declaration and schedules)
@@ -92,10 +94,9 @@ def main():
     flop = shape.flop
 
     rng = np.random.default_rng(0)
-    data = rng.uniform(-1, 1, (1, CI, H, W)).astype(np.float32)
-    kernel = rng.uniform(-1, 1, (CO, CI, 3, 3)).astype(np.float32)
+    data = random_array((1, CI, H, W), np.float32, rng)
+    kernel = random_array((CO, CI, 3, 3), np.float32, rng)
     ref = conv_ref(data, kernel, 1)
-    scale = np.abs(ref).max()
 
     dev = None
     rows, failures = [], []
@@ -106,8 +107,8 @@ def main():
         dev = mod.device
         out = np.full(ref.shape, np.nan, np.float32)  # poisoned: unwritten elements show
         mod(data, kernel, out)
-        err = float(np.nanmax(np.abs(out - ref)) / scale) if not np.isnan(out).all() else np.inf
-        ok = bool(np.isfinite(out).all()) and err < 1e-5
+        err = relative_error(out, ref)
+        ok = err <= TOL["float32"]  # NaN fails too
         if not ok:
             failures.append(
                 f"{label}: max relative error {err:.2e}, {int(np.isnan(out).sum())} NaN outputs"
@@ -178,11 +179,7 @@ def main():
                 seed,
             )
         )
-    widths = [max(len(r[i]) for r in table + [head]) for i in range(len(head))]
-    print(" | ".join(h.ljust(w) for h, w in zip(head, widths)))
-    print("-|-".join("-" * w for w in widths))
-    for r in table:
-        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print_table(head, table)
     print(
         "\nThe baseline row stands in for the seed's 'GEMM method in ARMComputeLib': it is "
         "tensorsched's im2col template\n(TEMPLATES['conv2d']['im2col'], default knobs); the "

@@ -24,6 +24,8 @@ import tensorsched as ts
 from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES
 from tensorsched.runtime.device import current_device
+from tensorsched.runtime.numerics import TOL, random_array, relative_error
+from tensorsched.runtime.table import format_table
 
 EPILOGUES = {"none": (), "bias + sigmoid": ("bias", "sigmoid"), "bias + ReLU": ("bias", "relu")}
 LAYOUTS = ("blocked", "morton")
@@ -42,12 +44,7 @@ def reference(a, b, bias, epilogue):
 
 
 def print_table(head, rows):
-    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-    print(" | ".join(str(h).ljust(w) for h, w in zip(head, widths)))
-    print("-|-".join("-" * w for w in widths))
-    for r in rows:
-        print(" | ".join(str(c).ljust(w) for c, w in zip(r, widths)))
-    print()
+    print(format_table(head, rows) + "\n")
 
 
 def main():
@@ -69,9 +66,9 @@ def main():
     for n in sizes:
         M = N = K = n
         flop = 2 * M * N * K
-        a = rng.uniform(-1, 1, (M, K)).astype(np.float32)
-        b = rng.uniform(-1, 1, (K, N)).astype(np.float32)
-        bias = rng.uniform(-1, 1, N).astype(np.float32)
+        a = random_array((M, K), np.float32, rng)
+        b = random_array((K, N), np.float32, rng)
+        bias = random_array((N,), np.float32, rng)
         for ep_name, epilogue in EPILOGUES.items():
             ref = reference(a, b, bias, epilogue)
             times = {}
@@ -83,8 +80,8 @@ def main():
                 ins = [a, b] + ([bias] if "bias" in epilogue else [])
                 c = np.full((M, N), np.nan, np.float32)  # poisoned: unwritten elements show
                 mod(*ins, c)
-                err = float(np.max(np.abs(c - ref)) / np.max(np.abs(ref)))
-                if not err < 1e-5:  # NaN fails too
+                err = relative_error(c, ref)
+                if not err <= TOL["float32"]:  # NaN fails too
                     failures.append(f"{layout} {n}^3 {ep_name}: max relative error {err:.2e}")
                 times[layout] = mod.time_evaluator(repeat=args.repeat)(*ins, c).device_median
             ratio = times["morton"] / times["blocked"]

@@ -13,58 +13,22 @@ import numpy as np
 import tensorsched as ts
 from tensorsched.ir.tensor import PlaceholderOp
 from tensorsched.ops.conv2d import conv2d_ref
-
-INT_POISON = np.iinfo(np.int32).min + 7
-
-TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 1e-2}
+from tensorsched.runtime.numerics import (  # noqa: F401 (the tests import them from here)
+    INT_POISON,
+    TOL,
+    compare,
+    poisoned,
+    random_array,
+)
 
 
 def is_input(t):
     return isinstance(t.op, PlaceholderOp)
 
 
-def random_array(shape, dtype, rng, positive=False, low=0.25, high=1.0):
-    """Random data of ``dtype`` with no zeros: magnitudes in [low, high), random signs."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        mag = rng.uniform(low, high, size=shape)
-    elif dtype.kind in "iu":
-        mag = rng.integers(1, 10, size=shape)
-    elif dtype.kind == "b":
-        return rng.integers(0, 2, size=shape).astype(bool)
-    else:  # pragma: no cover
-        raise TypeError(dtype)
-    if not positive:
-        mag = mag * rng.choice([-1, 1], size=shape)
-    return np.asarray(mag).astype(dtype)
-
-
-def poisoned(shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype=dtype)
-    if dtype.kind in "iu":
-        return np.full(shape, INT_POISON, dtype=dtype)
-    return np.zeros(shape, dtype=dtype)
-
-
 def assert_close(out, expected, dtype, name="output"):
-    out = np.asarray(out)
-    expected = np.asarray(expected, dtype=np.float64 if np.dtype(dtype).kind == "f" else None)
-    assert out.shape == expected.shape, f"{name}: shape {out.shape} != {expected.shape}"
-    if np.dtype(dtype).kind == "f":
-        assert not np.isnan(out).any(), (
-            f"{name}: {int(np.isnan(out).sum())} of {out.size} elements were never written "
-            f"(still NaN), first at {np.argwhere(np.isnan(out))[0].tolist()}"
-        )
-        rtol = TOL[str(np.dtype(dtype))]
-        scale = max(float(np.max(np.abs(expected))) if expected.size else 1.0, 1.0)
-        np.testing.assert_allclose(
-            out.astype(np.float64), expected, rtol=rtol, atol=rtol * scale, err_msg=name
-        )
-    else:
-        assert not (out == INT_POISON).any(), f"{name}: some elements were never written"
-        np.testing.assert_array_equal(out, expected, err_msg=name)
+    """``numerics.compare``: within the package's tolerance for ``dtype``, nothing unwritten."""
+    compare(out, expected, dtype, name=name)
 
 
 def check(s, args, ref_fn, inputs=None, seed=0, positive=False):

@@ -80,13 +80,15 @@ from tensorsched.baselines.acl_tuner import (
 from tensorsched.baselines.clblast import ClBlast, ClBlastError, ClBlastGemm
 from tensorsched.ops.conv2d import ConvShape, conv2d_ref
 from tensorsched.runtime.device import DeviceLimits, current_device, set_device
+from tensorsched.runtime.numerics import TOL, random_array, relative_error
+from tensorsched.runtime.table import format_table
 from tensorsched.tune.log import read_log
 from tensorsched.tune.task import Task
 from tensorsched.tune.tuner import tune
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-RTOL = 1e-5
+RTOL = TOL["float32"]
 
 # CLBlast's Xgemm parameters from a 4-minute CLBlast tuning (its tuner) on the H200
 TUNED_XGEMM = {
@@ -163,10 +165,7 @@ class Workload:
         else:
             n, ci, h, w, co, kh, kw, _, _ = self.shape
             shapes = [(n, ci, h, w), (co, ci, kh, kw)]
-        return [
-            (rng.uniform(0.25, 1.0, s) * rng.choice([-1.0, 1.0], s)).astype(np.float32)
-            for s in shapes
-        ]
+        return [random_array(s, np.float32, rng) for s in shapes]
 
     def reference(self, inputs):
         x = [v.astype(np.float64) for v in inputs]
@@ -265,14 +264,6 @@ def attempt(measure, *args):
     except Exception as exc:  # noqa: BLE001
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
         return Result(note=f"FAILED: {type(exc).__name__}: {text}", failed=True)
-
-
-def rel_error(out, ref):
-    """max |out - ref| / max |ref|, NaN where the output has unwritten (NaN) elements."""
-    out = np.asarray(out)
-    if np.isnan(out).any():
-        return math.nan
-    return float(np.max(np.abs(out - ref)) / (np.max(np.abs(ref)) or 1.0))
 
 
 def calls_per_measurement(seconds, min_seconds):
@@ -382,7 +373,9 @@ def measure_tensorsched(wl, template, log_path, inputs, ref, opts):
     mod = ts.build(s, args, target="opencl", name=f"{wl.kind}_{template}")
     out = np.full(wl.out_shape, np.nan, np.float32)
     mod(*inputs, out)
-    res = Result(error=rel_error(out, ref), note=f"{template} {fmt_config(rec.config)}{stale_note}")
+    res = Result(
+        error=relative_error(out, ref), note=f"{template} {fmt_config(rec.config)}{stale_note}"
+    )
     if res.checked:  # time on device arrays: no transfers in the loop
         q = current_device().queue
         arrays = [cla.to_device(q, x) for x in inputs] + [cla.empty(q, out.shape, np.float32)]
@@ -464,7 +457,7 @@ def measure_acl(wl, results, inputs, ref, opts):
         note = "im2col + " + note + " + col2im"
     out = np.full(wl.out_shape, np.nan, np.float32)
     base(*inputs, out)
-    res = Result(error=rel_error(out, ref), note=note)
+    res = Result(error=relative_error(out, ref), note=note)
     if res.checked:
         t = base.time(*inputs, np.empty_like(out), repeat=opts.repeat, warmup=opts.warmup, **timed)
         res.seconds = t.median
@@ -493,7 +486,7 @@ def measure_clblast(lib, wl, inputs, ref, opts, note):
     gemm = ClBlastGemm(lib, M, N, K)
     out = np.full(wl.out_shape, np.nan, np.float32)
     gemm(*inputs, out)
-    res = Result(error=rel_error(out, ref), note=note)
+    res = Result(error=relative_error(out, ref), note=note)
     if res.checked:
         res.seconds = float(np.median(gemm.time(opts.repeat, opts.warmup, opts.min_seconds)))
     return res
@@ -560,7 +553,7 @@ def measure_torch(torch, wl, inputs, ref, opts):
         name = "cuDNN"
     y = call()
     torch.cuda.synchronize()
-    res = Result(error=rel_error(y.cpu().numpy(), ref), note=name)
+    res = Result(error=relative_error(y.cpu().numpy(), ref), note=name)
     if res.checked:
         res.seconds = cuda_time(torch, call, opts)
     return res
@@ -573,7 +566,7 @@ def print_result(name, res, flop):
     err = (
         "-"
         if res.error is None
-        else ("NaN (unwritten)" if math.isnan(res.error) else f"{res.error:.1e}")
+        else ("NaN (unwritten)" if math.isinf(res.error) else f"{res.error:.1e}")
     )
     if res.seconds is not None:
         say(
@@ -614,12 +607,7 @@ def print_table(workloads, results):
             x = ratio(r, TS, c)
             row.append(f"{x:.2f}x" if x is not None else "-")
         rows.append(row)
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    fmt = " | ".join(f"{{:<{widths[0]}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
-    say(fmt.format(*head))
-    say("-+-".join("-" * w for w in widths))
-    for row in rows:
-        say(fmt.format(*row))
+    say(format_table(head, rows, "<" + ">" * (len(head) - 1)))
 
 
 def print_goals(workloads, results):

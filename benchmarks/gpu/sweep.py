@@ -22,6 +22,7 @@ from tensorsched.ops.conv2d import ConvShape, conv2d_ref
 from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES
 from tensorsched.runtime.device import current_device
+from tensorsched.runtime.numerics import TOL, random_array, relative_error
 
 DEFAULT_TEMPLATE = {"gemm": "gpu_tiled", "conv": "implicit_gemm"}
 
@@ -33,12 +34,12 @@ def workload(spec, rng):
     v = [int(x) for x in dims.split(",")]
     if kind == "gemm":
         M, N, K = v
-        a = rng.standard_normal((M, K), dtype=np.float32)
-        b = rng.standard_normal((K, N), dtype=np.float32)
+        a = random_array((M, K), np.float32, rng)
+        b = random_array((K, N), np.float32, rng)
         return kind, (M, N, K), [a, b], reference_gemm(a, b), 2 * M * N * K, (M, N)
     sh = ConvShape(*v)
-    d = rng.standard_normal((sh.N, sh.CI, sh.IH, sh.IW), dtype=np.float32)
-    w = rng.standard_normal((sh.CO, sh.CI, sh.KH, sh.KW), dtype=np.float32)
+    d = random_array((sh.N, sh.CI, sh.IH, sh.IW), np.float32, rng)
+    w = random_array((sh.CO, sh.CI, sh.KH, sh.KW), np.float32, rng)
     return kind, (sh,), [d, w], reference_conv(d, w, sh), sh.flop, (sh.CO, sh.N * sh.OH * sh.OW)
 
 
@@ -182,10 +183,10 @@ def main():
             build_s = time.perf_counter() - t0
             dout.fill(np.float32(np.nan))
             mod(*dins, dout)
-            err = float(np.max(np.abs(dout.get() - ref)) / np.max(np.abs(ref)))
+            err = relative_error(dout.get(), ref)
             t = mod.time_evaluator(repeat=args.repeat)(*dins, dout)
             tf = flop / t.device_median / 1e12
-            ok = err <= 1e-5
+            ok = err <= TOL["float32"]
             if ok:
                 rows.append((tf, knobs or "default", mod))
             print(

@@ -1,6 +1,6 @@
 """ACL-style hand-written OpenCL GEMM baseline and its tuner (see ``acl_gemm``, ``acl_tuner``)."""
 
-from .acl_gemm import AclConv2d, AclGemm, AclTiming, conv2d_gemm_shape
+from .acl_gemm import AclConv2d, AclGemm, conv2d_gemm_shape
 from .configs import (
     STRATEGIES,
     AclConfigError,
@@ -13,7 +13,6 @@ from .configs import (
 __all__ = [
     "AclConv2d",
     "AclGemm",
-    "AclTiming",
     "conv2d_gemm_shape",
     "STRATEGIES",
     "AclConfigError",

@@ -3,24 +3,23 @@
 
     gemm = AclGemm("reshaped", "4,4,4,1,2,0,1,1,0", M, N, K, batch=2)
     gemm(a, b, c)                       # numpy arrays (B, M, K), (B, K, N), (B, M, N); 2-D if B = 1
-    t = gemm.time(a, b, c, repeat=5)    # AclTiming: t.mean (all kernels), t.gemm_mean (GEMM only)
+    t = gemm.time(a, b, c, repeat=5)    # Timing: t.mean (all kernels of one call)
+    t.kernel_mean(gemm.gemm_kernel)     # the GEMM kernel alone
 
 A config is checked (``configs.GEMMConfig``, ``configs.check_fits``) before anything is built;
 an illegal one raises ``AclConfigError``. Timing uses the profiling events of the kernels
 (device time), as tensorsched's ``OpenCLModule.time_evaluator`` does. The benchmark figure is
 the **mean** of ``repeat`` runs after ``warmup`` unmeasured runs, as ACL's benchmark averages
-its 5 runs; the per-run times are kept, so ``AclTiming.median`` is there too.
+its 5 runs; the per-run times are kept, so ``Timing.device_median`` is there too.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import RuntimeCallError
 from ..runtime.device import current_device, find_device
-from ..runtime.module import build_program
+from ..runtime.module import Timing, build_program, event_times, timing_of_runs
 from .configs import AclConfigError, as_config, check_fits, lhs_layout, rhs_layout, strategy_name
 from .kernels import conv_source, gemm_source
 
@@ -30,63 +29,6 @@ GEMM_KERNEL = {
     "reshaped_rhs_only": "gemm_reshaped_rhs_only",
     "reshaped": "gemm_reshaped",
 }
-
-
-@dataclass(frozen=True)
-class AclTiming:
-    """Device times in seconds of each measured run: ``total_times`` (every kernel of one call:
-    reshapes, im2col, ... and the GEMM), ``gemm_times`` (the GEMM kernel alone) and
-    ``kernel_times`` (kernel name -> per-run times). The reported figure is the mean."""
-
-    total_times: tuple
-    gemm_times: tuple
-    kernel_times: dict
-
-    @property
-    def mean(self):
-        """Mean device time of one call, all kernels (the benchmark's figure)."""
-        return float(np.mean(self.total_times))
-
-    @property
-    def gemm_mean(self):
-        """Mean device time of the GEMM kernel alone."""
-        return float(np.mean(self.gemm_times))
-
-    @property
-    def median(self):
-        return float(np.median(self.total_times))
-
-    @property
-    def gemm_median(self):
-        return float(np.median(self.gemm_times))
-
-    @property
-    def total_ms(self):
-        return self.mean * 1e3
-
-    @property
-    def gemm_ms(self):
-        return self.gemm_mean * 1e3
-
-    # the names of tensorsched's runtime.module.Timing, so a table can print either
-    @property
-    def device_times(self):
-        return self.total_times
-
-    @property
-    def device_median(self):
-        return self.median
-
-    @property
-    def device_spread(self):
-        return float(min(self.total_times)), float(max(self.total_times))
-
-    def gflops(self, flop):
-        """GFLOP/s of the mean of all kernels."""
-        return flop / self.mean / 1e9
-
-    def kernel_means(self):
-        return {k: float(np.mean(v)) for k, v in self.kernel_times.items()}
 
 
 def _device(device):
@@ -150,6 +92,11 @@ class AclGemm:
             "reshaped_rhs_only": ("reshape_rhs", "gemm_reshaped_rhs_only"),
             "reshaped": ("reshape_lhs", "reshape_rhs", "gemm_reshaped"),
         }[self.strategy]
+
+    @property
+    def gemm_kernel(self) -> str:
+        """The name of the GEMM kernel (``timing.kernel_mean(gemm.gemm_kernel)``: its time)."""
+        return GEMM_KERNEL[self.strategy]
 
     @property
     def flop(self):
@@ -306,39 +253,34 @@ class AclGemm:
         self.download(c)
 
     def time(self, a, b, c, repeat=5, warmup=1, include_rhs_reshape=True):
-        """Device time of one call, as an ``AclTiming`` of ``repeat`` runs after ``warmup``
+        """Device time of one call, as a ``Timing`` of ``repeat`` runs after ``warmup``
         unmeasured ones; its figure is the **mean** (``.mean``: all kernels of a call, reshapes
-        included; ``.gemm_mean``: the GEMM kernel alone). ``include_rhs_reshape=False`` runs the
-        RHS reshape once beforehand and leaves it out, as ACL does for constant weights.
-        The result of the last run lands in ``c``."""
+        included; ``.kernel_mean(self.gemm_kernel)``: the GEMM kernel alone).
+        ``include_rhs_reshape=False`` runs the RHS reshape once beforehand and leaves it out,
+        as ACL does for constant weights. The result of the last run lands in ``c``."""
         _check_array(c, (self.batch, self.M, self.N), "C", output=True)
         self.upload(a, b)
         skip = () if include_rhs_reshape else ("reshape_rhs",)
         if skip:
             self.launch()
-        timing = time_runs(
-            self.device, lambda: self.launch(skip), GEMM_KERNEL[self.strategy], repeat, warmup
-        )
+        timing = time_runs(self.device, lambda: self.launch(skip), repeat, warmup)
         self.download(c)
         return timing
 
 
-def time_runs(device, launch, gemm_kernel, repeat, warmup):
+def time_runs(device, launch, repeat, warmup) -> Timing:
     """Run ``launch()`` (which returns ``[(name, event)]``) ``warmup + repeat`` times and
     collect the profiling times of the measured runs."""
     for _ in range(warmup):
         launch()
     device.queue.finish()
-    totals, gemms, per_kernel = [], [], {}
+    runs = []
     for _ in range(repeat):
         events = launch()
         device.queue.finish()
-        times = [(name, (ev.profile.end - ev.profile.start) * 1e-9) for name, ev in events]
-        totals.append(sum(t for _, t in times))
-        gemms.append(sum(t for name, t in times if name == gemm_kernel))
-        for name, t in times:
-            per_kernel.setdefault(name, []).append(t)
-    return AclTiming(tuple(totals), tuple(gemms), {k: tuple(v) for k, v in per_kernel.items()})
+        total, per = event_times(events)
+        runs.append((total, per, float("nan")))
+    return timing_of_runs(runs)
 
 
 def _pair(v, name):
@@ -480,9 +422,7 @@ class AclConv2d:
         skip = () if include_rhs_reshape else ("reshape_rhs",)
         if skip:
             self.gemm.launch()
-        timing = time_runs(
-            self.device, lambda: self.launch(skip), GEMM_KERNEL[self.gemm.strategy], repeat, warmup
-        )
+        timing = time_runs(self.device, lambda: self.launch(skip), repeat, warmup)
         self._download(out)
         return timing
 

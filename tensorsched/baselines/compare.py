@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TensorschedError
+from ..runtime.numerics import TOL, relative_error
+from ..runtime.table import format_table
 
 
 @dataclass
@@ -145,8 +147,8 @@ def compare(
 
 
 def _check(out, ref, what):
-    err = float(np.max(np.abs(out - ref)) / (np.max(np.abs(ref)) or 1.0))
-    if not err <= 1e-5:
+    err = relative_error(out, ref)
+    if not err <= TOL["float32"]:
         raise TensorschedError(f"{what} does not match numpy (relative error {err:.1e})")
 
 
@@ -157,25 +159,25 @@ def _shape_str(t):
     return f"conv {h}x{w}x{ci}->{co} {kh}x{kw} s{s} p{p}" + (f" n{n}" if n != 1 else "")
 
 
-def print_table(rows, device_name):
+def print_table(rows: list[Row], device_name: str) -> None:
     print(
         f"\nside by side on {device_name} (device time; tensorsched: median of repeats, "
         "ACL-style: mean of repeats as ACL reports; ratio = ACL time / tensorsched time per "
         "round, median and min..max over rounds)"
     )
-    head = (
-        f"{'shape':<32} | {'tensorsched':>12} | {'ACL-style':>10} | {'strategy':<17} | "
-        f"{'ratio':>6} | spread"
-    )
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        lo, hi = r.spread
-        print(
-            f"{r.shape:<32} | {r.flop / r.ts_seconds / 1e9:7.1f} GF/s | "
-            f"{r.flop / r.acl_seconds / 1e9:5.1f} GF/s | {r.acl_strategy:<17} | "
-            f"{r.ratio:5.2f}x | {lo:.2f}..{hi:.2f}"
-        )
+    body = [
+        [
+            r.shape,
+            f"{r.flop / r.ts_seconds / 1e9:.1f} GF/s",
+            f"{r.flop / r.acl_seconds / 1e9:.1f} GF/s",
+            r.acl_strategy,
+            f"{r.ratio:.2f}x",
+            "{:.2f}..{:.2f}".format(*r.spread),
+        ]
+        for r in rows
+    ]
+    head = ["shape", "tensorsched", "ACL-style", "strategy", "ratio", "spread"]
+    print(format_table(head, body, "<>><><"))
 
 
 def plot(rows, path):

@@ -4,22 +4,32 @@ declares its knobs on ``cfg`` (``define_split``, ``define_knob``) and reads thei
 Run with an empty ``Config`` it records the space and uses each knob's default; run with a
 ``Config`` holding values (one point of the space) it builds that point. The space is the
 cartesian product of the knobs' candidates, filtered by the template's constraints.
+
+A template reads the limits of the device it is tuned for from ``cfg.limits`` (a
+``DeviceLimits``): the tuner gives them (``Config(values, limits=...)``); left out, they are
+the current device's, or ``PORTABLE_LIMITS`` where no device can be found (a build worker
+without OpenCL). Limits only ever decide constraints, never candidates, so the grid (and a
+point's index in it) is the same on every device; which points are valid is fixed by the
+device's limits alone.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import TensorschedError
+from ..runtime.device import DeviceLimits, current_limits
 
 
 class ConfigError(TensorschedError):
     """A knob was defined or given a value that the template cannot use."""
 
 
-def factorizations(n, parts):
+def factorizations(n: int, parts: int) -> list[tuple[int, ...]]:
     """All ordered tuples of ``parts`` positive ints whose product is ``n``."""
     if parts == 1:
         return [(n,)]
@@ -65,11 +75,22 @@ class Knob:
 class Config:
     """Knob definitions (``space``) and chosen values (``values``) of one template."""
 
-    def __init__(self, values=None):
+    def __init__(
+        self, values: Mapping[str, Any] | None = None, limits: DeviceLimits | None = None
+    ) -> None:
         self.values = dict(values or {})
-        self.space = {}  # name -> Knob, in definition order
-        self.constraints = []
+        self.space: dict[str, Knob] = {}  # name -> Knob, in definition order
+        self.constraints: list[str] = []
         self.valid = True
+        self._limits = limits
+
+    @property
+    def limits(self) -> DeviceLimits:
+        """The limits of the device this config is for (given, else read once from the
+        current device, else ``PORTABLE_LIMITS``)."""
+        if self._limits is None:
+            self._limits = current_limits()
+        return self._limits
 
     def _define(self, knob):
         if knob.name in self.space and self.space[knob.name] != knob:
@@ -86,7 +107,7 @@ class Config:
             return v
         return knob.default
 
-    def define_knob(self, name, candidates, default=None):
+    def define_knob(self, name: str, candidates: Any, default: Any = None) -> Any:
         """A knob taking one of ``candidates``; returns its value."""
         candidates = tuple(candidates)
         if not candidates:
@@ -96,14 +117,14 @@ class Config:
 
     def define_split(
         self,
-        name,
-        extent,
-        num_outputs=2,
-        policy="power2",
-        candidates=None,
-        max_factor=None,
-        default=None,
-    ):
+        name: str,
+        extent: int,
+        num_outputs: int = 2,
+        policy: str = "power2",
+        candidates: Any = None,
+        max_factor: int | None = None,
+        default: Any = None,
+    ) -> Any:
         """A split of an axis of ``extent`` into ``num_outputs`` parts; the value is the tuple of
         the inner parts' sizes (the outermost part is what remains)."""
         cands = tuple(_split_candidates(extent, num_outputs, policy, candidates, max_factor))
@@ -112,7 +133,9 @@ class Config:
         default = tuple(default) if default is not None else cands[0]
         return self._define(Knob(name, "split", cands, default))
 
-    def define_reorder(self, name, axes, candidates=None, default=None):
+    def define_reorder(
+        self, name: str, axes: Any, candidates: Any = None, default: Any = None
+    ) -> tuple[int, ...]:
         """A loop order of ``axes`` (names or IterVars): all permutations, or ``candidates``
         (tuples of indices into ``axes``). The value is a tuple of indices."""
         n = len(axes)
@@ -127,26 +150,26 @@ class Config:
         default = tuple(default) if default is not None else cands[0]
         return self._define(Knob(name, "reorder", cands, default))
 
-    def constrain(self, ok, why=""):
+    def constrain(self, ok: bool, why: str = "") -> None:
         """Mark this point invalid when ``ok`` is false (the grid skips it without building)."""
         if not ok:
             self.valid = False
             self.constraints.append(why)
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> Any:
         knob = self.space[name]
         return self.values.get(name, knob.default)
 
-    def size(self):
+    def size(self) -> int:
         return math.prod(len(k.candidates) for k in self.space.values())
 
-    def points(self):
+    def points(self) -> Iterator[dict[str, Any]]:
         """Every point of the space, in a deterministic order (the grid)."""
         names = list(self.space)
         for combo in itertools.product(*(self.space[n].candidates for n in names)):
             yield dict(zip(names, combo))
 
-    def point(self, index):
+    def point(self, index: int) -> dict[str, Any]:
         """Point number ``index`` of the grid order, without enumerating the ones before it."""
         names, out = list(self.space), {}
         for n in reversed(names):
@@ -155,7 +178,7 @@ class Config:
             out[n] = cands[r]
         return {n: out[n] for n in names}
 
-    def restrict(self, choices):
+    def restrict(self, choices: Mapping[str, Any]) -> Config:
         """Narrow the space to ``choices`` (``{knob: [values]}``; a split's value is a tuple):
         the grid and random search then only visit those values of those knobs. Returns
         ``self``. Unknown knobs and values that are not candidates raise ConfigError."""
@@ -182,7 +205,7 @@ class Config:
         return f"Config({self.values})"
 
 
-def split_axis(stage, axis, factors):
+def split_axis(stage: Any, axis: Any, factors: Any) -> list[Any]:
     """Split ``axis`` of ``stage`` into ``len(factors) + 1`` loops whose inner extents are
     ``factors`` (outermost first); returns the loops, outermost first."""
     parts, rest = [], axis

@@ -187,7 +187,8 @@ def current_device():
 @dataclass(frozen=True)
 class DeviceLimits:
     """What a device allows a kernel: read from the device (``DeviceLimits.of``), never
-    hard-coded; the early filter and the templates' constraints use it."""
+    hard-coded; the tuner's early filter and the templates' constraints (through
+    ``Config.limits``) use it. ``PORTABLE_LIMITS`` stands in where no device can be found."""
 
     name: str
     max_work_group_size: int
@@ -195,11 +196,32 @@ class DeviceLimits:
     local_mem_size: int
 
     @classmethod
-    def of(cls, device=None):
-        dev = find_device(device) if device else current_device()
+    def of(cls, device: Device | str | None = None) -> DeviceLimits:
+        """The limits of ``device`` (a ``Device``, ``"P:D"`` or part of a name; default: the
+        device in use)."""
+        if isinstance(device, Device):
+            dev = device
+        else:
+            dev = find_device(device) if device else current_device()
         return cls(
             f"{dev.platform_name} / {dev.name}",
-            dev.max_work_group_size,
-            dev.max_work_item_sizes,
-            dev.local_mem_size,
+            int(dev.max_work_group_size),
+            tuple(int(x) for x in dev.max_work_item_sizes),
+            int(dev.local_mem_size),
         )
+
+
+# What every OpenCL 1.2 device tensorsched targets allows: 256 work-items a work-group (Mali
+# Midgard's maximum; the spec's minimum is 1, which no GPU has) and 32 KiB of __local memory
+# (the full profile's minimum). Templates constrain against these when no device is found.
+PORTABLE_LIMITS = DeviceLimits("portable OpenCL 1.2", 256, (256, 256, 256), 32 * 1024)
+
+
+def current_limits() -> DeviceLimits:
+    """The limits of the device in use (``set_device``, ``TS_DEVICE`` or the default), or
+    ``PORTABLE_LIMITS`` where pyopencl or an OpenCL device is missing (a build worker with no
+    device still instantiates templates)."""
+    try:
+        return DeviceLimits.of(current_device())
+    except (DeviceError, ImportError):
+        return PORTABLE_LIMITS

@@ -15,7 +15,9 @@ import pickle
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -127,31 +129,64 @@ def save_source(source):
 
 @dataclass(frozen=True)
 class Timing:
-    """Per-repeat times in seconds: device (profiling events of the kernels) and host (wall
-    clock of the whole call, transfers of numpy arrays included)."""
+    """Per-repeat times in seconds: ``device_times`` (the profiling events of all the kernels
+    of one call), ``host_times`` (wall clock of the whole call, transfers of numpy arrays
+    included; empty where not taken) and ``kernel_times`` (kernel name -> its per-repeat
+    device times). ``time_evaluator`` and the ACL-style baseline both return one."""
 
     device_times: tuple
-    host_times: tuple
+    host_times: tuple = ()
+    kernel_times: Mapping[str, tuple] = field(default_factory=dict)
 
     @property
-    def device_median(self):
+    def device_median(self) -> float:
         return float(np.median(self.device_times))
 
     @property
-    def host_median(self):
-        return float(np.median(self.host_times))
+    def host_median(self) -> float:
+        return float(np.median(self.host_times)) if self.host_times else float("nan")
 
     @property
-    def mean(self):  # TVM's time_evaluator(...)(...).mean
+    def mean(self) -> float:  # TVM's time_evaluator(...)(...).mean; ACL's reported figure
         return float(np.mean(self.device_times))
 
     @property
-    def device_spread(self):
+    def device_spread(self) -> tuple[float, float]:
         """(min, max) of the device times."""
         return float(min(self.device_times)), float(max(self.device_times))
 
-    def gflops(self, flop):
-        return flop / self.device_median / 1e9
+    def kernel_mean(self, name: str) -> float:
+        """Mean device time of kernel ``name`` in one call (0.0 for a kernel that never ran)."""
+        times = self.kernel_times.get(name, ())
+        return float(np.mean(times)) if times else 0.0
+
+    def kernel_means(self) -> dict[str, float]:
+        return {k: self.kernel_mean(k) for k in self.kernel_times}
+
+    def gflops(self, flop: float, statistic: str = "median") -> float:
+        """GFLOP/s of ``flop`` at the median (or ``statistic="mean"``) device time."""
+        seconds = self.mean if statistic == "mean" else self.device_median
+        return flop / seconds / 1e9
+
+
+def event_times(events: Sequence[tuple[str, Any]]) -> tuple[float, dict[str, float]]:
+    """``(total, per kernel name)`` device seconds of ``[(name, profiled event)]``."""
+    per: dict[str, float] = {}
+    for name, ev in events:
+        per[name] = per.get(name, 0.0) + (ev.profile.end - ev.profile.start) * 1e-9
+    return sum(per.values()), per
+
+
+def timing_of_runs(runs: Sequence[tuple[float, dict[str, float], float]]) -> Timing:
+    """A ``Timing`` of measured runs, each ``(device seconds, per kernel, host seconds)``
+    (host seconds ``nan`` where not taken)."""
+    names = sorted({n for _, per, _ in runs for n in per})
+    host = tuple(h for _, _, h in runs if h == h)
+    return Timing(
+        tuple(d for d, _, _ in runs),
+        host,
+        {n: tuple(per.get(n, 0.0) for _, per, _ in runs) for n in names},
+    )
 
 
 @dataclass(frozen=True)
@@ -351,25 +386,30 @@ class OpenCLModule:
         to time the kernels without host transfers; numpy arrays are copied in (and outputs
         out) on every run, which the host times then include."""
 
-        def run(*arrays):
+        def run(*arrays: Any) -> Timing:
             check_call_args(self.func, arrays)
             for _ in range(warmup):
                 self(*arrays)
-            dev_t, host_t = [], []
+            runs: list[tuple[float, dict[str, float], float]] = []
             least = min(min_repeat, repeat)
             for n in range(repeat):
-                if budget_ms is not None and n >= least and sum(dev_t) * number * 1e3 >= budget_ms:
+                spent = sum(r[0] for r in runs) * number * 1e3
+                if budget_ms is not None and n >= least and spent >= budget_ms:
                     break
-                d = 0.0
+                d, per = 0.0, dict[str, float]()
                 t0 = time.perf_counter()
                 for _ in range(number):
                     bufs, copies = self._device_args(arrays)
                     events = self._launch(bufs)
                     self._finish(copies)
-                    d += sum((e.profile.end - e.profile.start) * 1e-9 for e in events)
-                host_t.append((time.perf_counter() - t0) / number)
-                dev_t.append(d / number)
-            return Timing(tuple(dev_t), tuple(host_t))
+                    names = [k.name for k in self.source.kernels]
+                    total, kernels = event_times(list(zip(names, events)))
+                    d += total
+                    for k, v in kernels.items():
+                        per[k] = per.get(k, 0.0) + v
+                host = (time.perf_counter() - t0) / number
+                runs.append((d / number, {k: v / number for k, v in per.items()}, host))
+            return timing_of_runs(runs)
 
         return run
 

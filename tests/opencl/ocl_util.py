@@ -1,5 +1,6 @@
-"""Helpers of the OpenCL tests: random inputs (never zeros), NaN-poisoned outputs, a numpy
-comparison, and the seed conv's numpy reference."""
+"""Helpers of the OpenCL tests: ``run_check`` (build for OpenCL, run on random inputs into
+poisoned outputs, compare with numpy: the inputs, poisoning and tolerances of
+``tensorsched.runtime.numerics``), the test GEMM and its shared-memory schedule."""
 
 from __future__ import annotations
 
@@ -9,75 +10,33 @@ import sys
 import numpy as np
 
 import tensorsched as ts
-from tensorsched.ir.tensor import PlaceholderOp
 from tensorsched.ops.conv2d import conv2d_ref
+from tensorsched.runtime.numerics import (  # noqa: F401 (the tests import them from here)
+    INT_POISON,
+    compare,
+    make_arrays,
+    poisoned,
+    random_array,
+)
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)  # seed_conv
 
-INT_POISON = np.iinfo(np.int32).min + 7
-RTOL = {"float32": 1e-5, "float16": 1e-2, "float64": 1e-12}
-
-
-def random_array(shape, dtype, rng, positive=False):
-    """Random values of ``dtype`` with no zeros (magnitudes 0.25..1 or 1..9, random signs)."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        mag = rng.uniform(0.25, 1.0, size=shape)
-    else:
-        mag = rng.integers(1, 10, size=shape)
-    if not positive:
-        mag = mag * rng.choice([-1, 1], size=shape)
-    return np.asarray(mag).astype(dtype)
-
-
-def poisoned(shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype=dtype)
-    return np.full(shape, INT_POISON, dtype=dtype)
-
 
 def assert_close(out, expected, dtype, name="output", rtol=None):
+    """``numerics.compare`` (the package's tolerance table), or with ``rtol`` given, the same
+    check at that tolerance."""
+    if rtol is None or np.dtype(dtype).kind != "f":
+        compare(out, expected, dtype, name=name)
+        return
     out = np.asarray(out)
-    dtype = str(np.dtype(dtype))
-    assert out.shape == tuple(np.shape(expected)), f"{name}: shape {out.shape}"
-    if np.dtype(dtype).kind == "f":
-        nan = np.isnan(out)
-        assert not nan.any(), (
-            f"{name}: {int(nan.sum())} of {out.size} elements never written "
-            f"(still NaN), first at {np.argwhere(nan)[0].tolist()}"
-        )
-        rtol = RTOL[dtype] if rtol is None else rtol
-        expected = np.asarray(expected, dtype=np.float64)
-        scale = max(float(np.max(np.abs(expected))), 1.0)
-        np.testing.assert_allclose(
-            out.astype(np.float64), expected, rtol=rtol, atol=rtol * scale, err_msg=name
-        )
-    else:
-        assert not (out == INT_POISON).any(), f"{name}: some elements were never written"
-        np.testing.assert_array_equal(out, expected, err_msg=name)
-
-
-def make_arrays(args, rng, positive=False, inputs=None):
-    """``(arrays, input_arrays, [(tensor, output_array)])`` for the tensors ``args``."""
-    inputs = dict(inputs or {})
-    arrays, ins, outs = [], [], []
-    for t in args:
-        if isinstance(t.op, PlaceholderOp):
-            a = inputs.get(t.name)
-            a = (
-                random_array(t.shape, t.dtype, rng, positive)
-                if a is None
-                else np.asarray(a, dtype=t.dtype)
-            )
-            ins.append(a)
-        else:
-            a = poisoned(t.shape, t.dtype)
-            outs.append((t, a))
-        arrays.append(a)
-    return arrays, ins, outs
+    assert not np.isnan(out).any(), f"{name}: some elements were never written (still NaN)"
+    expected = np.asarray(expected, dtype=np.float64)
+    scale = max(float(np.max(np.abs(expected))), 1.0)
+    np.testing.assert_allclose(
+        out.astype(np.float64), expected, rtol=rtol, atol=rtol * scale, err_msg=name
+    )
 
 
 def run_check(

@@ -11,6 +11,7 @@ import tensorsched as ts
 from tensorsched.ops.conv2d import ConvShape
 from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES, space
+from tensorsched.runtime.numerics import compare, random_array
 
 
 def _points(cfg, k=2, seed=0):
@@ -22,9 +23,8 @@ def _points(cfg, k=2, seed=0):
 
 
 def _gemm_inputs(args, rng, transposed_b):
-    sign = rng.choice([-1, 1], args[0].shape)
-    a = (rng.uniform(0.25, 1, args[0].shape) * sign).astype(np.float32)
-    b = rng.uniform(0.25, 1, args[1].shape).astype(np.float32)
+    a = random_array(args[0].shape, np.float32, rng)
+    b = random_array(args[1].shape, np.float32, rng, positive=True)
     bmat = b.T if transposed_b else b
     return [a, b], a.astype(np.float64) @ bmat
 
@@ -33,7 +33,7 @@ def _apply_epilogue(ref, epilogue, extra_inputs, rng, axis):
     ins = []
     for kind in epilogue:
         if kind == "bias":
-            bias = rng.uniform(0.25, 1, ref.shape[axis]).astype(np.float32)
+            bias = random_array((ref.shape[axis],), np.float32, rng, positive=True)
             ins.append(bias)
             shape = [1] * ref.ndim
             shape[axis] = -1
@@ -66,9 +66,7 @@ def test_gemm_template(ocl_device, rng, name, shape):
         ref, extra = _apply_epilogue(ref, epilogue, args, rng, axis=1)
         out = np.full(args[-1].shape, np.nan, np.float32)
         mod(*ins, *extra, out)
-        np.testing.assert_allclose(
-            out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max(), err_msg=f"{name} {point} {epilogue}"
-        )
+        compare(out, ref, "float32", name=f"{name} {point} {epilogue}")
 
 
 CONV_SHAPES = [
@@ -89,15 +87,13 @@ def test_conv2d_template(ocl_device, rng, name, shape):
         if not cfg.valid:
             continue
         mod = ts.build(s, args, target="opencl")
-        d = rng.uniform(-1, 1, args[0].shape).astype(np.float32)
-        w = rng.uniform(-1, 1, args[1].shape).astype(np.float32)
+        d = random_array(args[0].shape, np.float32, rng)
+        w = random_array(args[1].shape, np.float32, rng)
         ref = conv_ref(d, w, shape.pad, shape.stride)
         ref, extra = _apply_epilogue(ref, epilogue, args, rng, axis=1)
         out = np.full(args[-1].shape, np.nan, np.float32)
         mod(d, w, *extra, out)
-        np.testing.assert_allclose(
-            out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max(), err_msg=f"{name} {point} {epilogue}"
-        )
+        compare(out, ref, "float32", name=f"{name} {point} {epilogue}")
 
 
 def test_register_tile_is_an_array_of_vectors():

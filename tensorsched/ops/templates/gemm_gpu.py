@@ -37,8 +37,6 @@ VTHREADS = (1, 2)
 THREADS = (8, 16, 32)
 PER_ITEM = (1, 2, 4, 8)
 K_STEPS = (4, 8, 16, 32)
-LOCAL_MEM = 48 * 1024
-MAX_WORK_GROUP = 1024
 MAX_ACCUMULATORS = 128  # floats of register tile per work-item (spills beyond)
 SPLIT_K = (1, 2, 4)
 SUM_THREADS = 256
@@ -78,12 +76,19 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
     bm, bn = vy * ty * wy, vx * tx * wx
     threads = tx * ty
     a_rows = bm + (a_pad if a_layout == "col" else 0)
-    cfg.constrain(32 <= threads <= MAX_WORK_GROUP, "work-group under 32 or over 1024 work-items")
+    limits = cfg.limits
+    cfg.constrain(threads >= 32, "work-group under 32 work-items")
+    cfg.constrain(
+        threads <= limits.max_work_group_size
+        and tx <= limits.max_work_item_sizes[0]
+        and ty <= limits.max_work_item_sizes[1],
+        f"work-group over the device's {limits.max_work_group_size} work-items",
+    )
     cfg.constrain(bm <= 256 and bn <= 256, "work-group tile over 256")
     cfg.constrain(vy * wy * vx * wx <= MAX_ACCUMULATORS, "register tile over 128 floats")
     cfg.constrain(
-        (a_rows + bn) * kstep * 4 * (1 + (dbuf in ("shared", "both"))) <= LOCAL_MEM,
-        "__local tiles over 48 KiB",
+        (a_rows + bn) * kstep * 4 * (1 + (dbuf in ("shared", "both"))) <= limits.local_mem_size,
+        f"__local tiles over the device's {limits.local_mem_size // 1024} KiB",
     )
     cfg.constrain(a_pad == 0 or a_layout == "col", "a_pad pads the column-major tile only")
     cfg.constrain(split_k == 1 or K // split_k >= kstep, "K split finer than the K step")

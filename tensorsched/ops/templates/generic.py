@@ -24,7 +24,6 @@ from ..space import split_axis
 THREADS = (1, 2, 4, 8, 16, 32)
 PER_ITEM = (1, 2, 4, 8)
 K_STEPS = (1, 2, 4, 8, 16)
-MAX_WORK_GROUP = 256
 
 
 def _tile_candidates(extent):
@@ -61,7 +60,8 @@ def generic(cfg, expr_text, shapes, dtype="float32"):
         b, th, wi = split_axis(st, axis, (t, w))
         outer.append((b, th))
         inner.append(wi)
-    cfg.constrain(threads <= MAX_WORK_GROUP, f"work-group over {MAX_WORK_GROUP} work-items")
+    limit = cfg.limits.max_work_group_size
+    cfg.constrain(threads <= limit, f"work-group over the device's {limit} work-items")
     rest = [a for a in data if a not in tiled]
 
     reduce_loops = []
