@@ -334,7 +334,7 @@ class OpenCLModule:
             if b.image:
                 bufs[b] = a if isinstance(a, cl.Image) else _image(ctx, a)
             elif isinstance(a, cla.Array):
-                bufs[b] = a.data
+                bufs[b] = self._device_array(a, b, copies)
             else:
                 host = np.ascontiguousarray(a)
                 bufs[b] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
@@ -348,6 +348,36 @@ class OpenCLModule:
         bufs.update(self._temps)
         return bufs, copies
 
+    def _device_array(self, a, b, copies):
+        """The buffer to pass for device array ``a`` (argument ``b``): its own where it is
+        C-contiguous from the start of its buffer; a contiguous copy where it starts at an
+        offset (copied back after the run if ``b`` is an output); refused where it is strided
+        (a transposed view, a step slice), whose elements the kernel would read in the wrong
+        order."""
+        import pyopencl as cl
+
+        name = f"{self.func.name}: argument '{b.name}'"
+        if a.context != self.device.context:
+            raise RuntimeCallError(
+                f"{name} is a device array of another OpenCL context; create it on "
+                f"module.device.queue (pyopencl.array.to_device(mod.device.queue, x))"
+            )
+        if not a.flags.c_contiguous:
+            raise RuntimeCallError(
+                f"{name} is a device array that is not C-contiguous (strides {a.strides}, "
+                "a transposed or strided view); pass a contiguous one, e.g. "
+                "pyopencl.array.to_device(queue, np.ascontiguousarray(x.get())), or a numpy array"
+            )
+        if not a.offset:
+            return a.data
+        q = self.device.queue
+        buf = cl.Buffer(self.device.context, cl.mem_flags.READ_WRITE, max(a.nbytes, 4))
+        if a.nbytes:
+            cl.enqueue_copy(q, buf, a.base_data, src_offset=a.offset, byte_count=a.nbytes)
+        if b in self.func.outputs:
+            copies.append((a, buf))
+        return buf
+
     def _launch(self, bufs):
         q = self.device.queue
         events = []
@@ -360,9 +390,14 @@ class OpenCLModule:
     def _finish(self, copies):
         import pyopencl as cl
 
+        import pyopencl.array as cla
+
         q = self.device.queue
         for a, buf in copies:
-            if a.flags.c_contiguous:
+            if isinstance(a, cla.Array):  # a device array at an offset: copy its part back
+                if a.nbytes:
+                    cl.enqueue_copy(q, a.base_data, buf, dst_offset=a.offset, byte_count=a.nbytes)
+            elif a.flags.c_contiguous:
                 cl.enqueue_copy(q, a, buf)
             else:
                 tmp = np.empty(a.shape, a.dtype)
