@@ -389,7 +389,6 @@ class OpenCLModule:
 
     def _finish(self, copies):
         import pyopencl as cl
-
         import pyopencl.array as cla
 
         q = self.device.queue

@@ -12,11 +12,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .device import current_device
+from .device import Device, current_device
+from .module import build_program
 
 CHAINS = 8
 ITERS = 256
 WIDTHS = (1, 2, 4, 8, 16)
+COPY_SOURCE = (
+    "__kernel void copy(__global const float4* a, __global float4* b)"
+    " { b[get_global_id(0)] = a[get_global_id(0)]; }\n"
+)
 
 
 def _peak_source(width):
@@ -62,7 +67,12 @@ def _time_kernel(dev, knl, gsize, lsize, args, repeat):
     return float(np.median(times[1:]))
 
 
-def measure_compute(dev=None, repeat=5, work_items=None):
+def measure_compute(
+    dev: Device | None = None, repeat: int = 5, work_items: int | None = None
+) -> list[PeakResult]:
+    """Arithmetic peak per vector width (``WIDTHS``), each result checked on the host.
+    Programs are built as the modules' are (``build_program``): a successful build's compiler
+    log is not shown (``PYOPENCL_COMPILER_OUTPUT=1`` shows it)."""
     import pyopencl as cl
 
     dev = dev or current_device()
@@ -72,7 +82,7 @@ def measure_compute(dev=None, repeat=5, work_items=None):
     results = []
     a, b = np.float32(0.999), np.float32(0.001)
     for w in WIDTHS:
-        prg = cl.Program(dev.context, _peak_source(w)).build(options=["-cl-std=CL1.2"])
+        prg = build_program(dev, _peak_source(w), ("-cl-std=CL1.2",), cache=False)
         t = _time_kernel(dev, prg.peak, (n,), None, (buf, a, b), repeat)
         cl.enqueue_copy(dev.queue, out, buf)
         ok = all(
@@ -84,7 +94,10 @@ def measure_compute(dev=None, repeat=5, work_items=None):
     return results
 
 
-def measure_bandwidth(dev=None, repeat=5, megabytes=64):
+def measure_bandwidth(
+    dev: Device | None = None, repeat: int = 5, megabytes: int = 64
+) -> PeakResult:
+    """Global memory bandwidth of a float4 copy of ``megabytes`` MiB, checked."""
     import pyopencl as cl
 
     dev = dev or current_device()
@@ -93,11 +106,7 @@ def measure_bandwidth(dev=None, repeat=5, megabytes=64):
     mf = cl.mem_flags
     a = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=src)
     b = cl.Buffer(dev.context, mf.WRITE_ONLY, src.nbytes)
-    prg = cl.Program(
-        dev.context,
-        "__kernel void copy(__global const float4* a, __global float4* b)"
-        " { b[get_global_id(0)] = a[get_global_id(0)]; }\n",
-    ).build()
+    prg = build_program(dev, COPY_SOURCE, ("-cl-std=CL1.2",), cache=False)
     t = _time_kernel(dev, prg.copy, (n,), None, (a, b), repeat)
     out = np.empty_like(src)
     cl.enqueue_copy(dev.queue, out, b)
