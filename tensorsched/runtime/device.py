@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import TensorschedError
 
@@ -27,11 +28,11 @@ class DeviceError(TensorschedError):
 class Device:
     """An OpenCL device with its context and a profiling queue."""
 
-    cl_device: object
+    cl_device: Any  # pyopencl.Device
     platform_index: int
     device_index: int
-    _ctx: object = field(default=None, repr=False)
-    _queue: object = field(default=None, repr=False)
+    _ctx: Any = field(default=None, repr=False)
+    _queue: Any = field(default=None, repr=False)
 
     @property
     def name(self):

@@ -9,9 +9,12 @@ another one this way.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import pickle
+import re
+import shutil
 import tempfile
 import time
 import warnings
@@ -74,6 +77,7 @@ def build_program(device, source, options, cache=True):
     key = (source, tuple(options), device.key)
     if cache and key in _PROGRAMS:
         return _PROGRAMS[key]
+    started = time.time()
     try:
         with warnings.catch_warnings():
             # a successful build's log (NVIDIA: "overriding noinline attribute") is noise here;
@@ -81,6 +85,7 @@ def build_program(device, source, options, cache=True):
             warnings.simplefilter("ignore", cl.CompilerWarning)
             prg = cl.Program(device.context, source).build(options=list(options))
     except cl.RuntimeError as exc:
+        _move_pocl_dumps(device, source, started)
         path = save_source(source)
         record = getattr(exc, "what", None)  # pyopencl's _ErrorRecord: .what() is the log
         log = record.what() if callable(getattr(record, "what", None)) else str(exc)
@@ -90,9 +95,31 @@ def build_program(device, source, options, cache=True):
             source_path=path,
             options=options,
         ) from None
+    _move_pocl_dumps(device, source, started)
     if cache:
         _PROGRAMS[key] = prg
     return prg
+
+
+def _move_pocl_dumps(device, source: str, since: float) -> None:
+    """Move the control-flow graphs PoCL wrote into the current directory while building
+    ``source`` into the folder of saved kernels (``save_source``'s).
+
+    PoCL (3.1) writes ``<kernel>.dot`` into the working directory when its work-group pass
+    finds a parallel region it cannot verify (``ParallelRegion::Verify``); no environment
+    variable or build option turns that off, so the files are moved away after each build."""
+    if "portable computing language" not in device.platform_name.lower():
+        return
+    names = set(re.findall(r"__kernel\s+void\s+(\w+)", source))
+    folder = os.path.join(tempfile.gettempdir(), "tensorsched-kernels")
+    for name in names:
+        for path in glob.glob(glob.escape(name) + ".dot*"):
+            try:
+                if os.path.getmtime(path) >= since - 1:
+                    os.makedirs(folder, exist_ok=True)
+                    shutil.move(path, os.path.join(folder, os.path.basename(path)))
+            except OSError:
+                pass  # another process moved it, or the folder is not writable
 
 
 def load_binary(device, binary, options):
