@@ -1,64 +1,330 @@
-"""Bound inference: how many iterations each loop has, and which region each stage computes.
+"""Bound inference: for every stage of a schedule, the region it computes, the extent of each
+of its loops, its storage scope and its buffer, as one frozen ``Bounds`` (TVM's InferBound);
+``schedule_ops`` then builds the loop nests from it (ScheduleOps).
 
-- ``pass_down``: extents flow from root axes down the split/fuse relations to the leaves.
-- ``pass_up``: the value of every root axis, as an expression of the leaf loop variables.
-- ``infer_region``: the region of a producer that a ``compute_at`` stage must compute per
-  iteration of the consumer loop it is attached to: the consumer's accesses are evaluated with
-  the loops inside the attach point relaxed over their whole range (and, depending on the
-  producer's storage scope, the work-item indices too, so that a ``"shared"`` tile covers the
-  whole work-group).
+- the ``compute_inline`` stages are inlined into their consumers' bodies;
+- consumers first, each stage's scope is decided and, for a ``compute_at`` stage, the region
+  of the producer it must compute per iteration of the consumer loop it is attached to: the
+  consumer's accesses are evaluated with the loops inside the attach point relaxed over their
+  whole range (and, depending on the producer's storage scope, the work-item indices too, so
+  that a ``"shared"`` tile covers the whole work-group);
+- extents flow from the region down the split/fuse relations (``pass_down``);
+- the buffer's strides and shape follow ``transform_layout`` and ``storage_align``.
 """
 
 from __future__ import annotations
 
-from ..errors import LoweringError
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import networkx as nx
+
+from ..errors import LoweringError, ScheduleError
 from ..ir import expr as E
+from ..ir import stmt as S
 from ..ir.simplify import Simplifier, const_bound, simplify
-from .schedule import Fuse, Split
+from ..ir.tensor import IterVar, PlaceholderOp, Tensor, tensors_read
+from ..ir.visitor import Mutator, Visitor, free_vars, substitute
+from .relations import pass_down, pass_up
+from .schedule import Schedule, Stage
+
+__all__ = ["Bounds", "infer_bound", "pass_down", "pass_up"]
 
 SCOPE_RANK = {"global": 0, "shared": 1, "local": 2}
 
+Region = tuple[tuple[E.Expr, int], ...]  # (min, extent) per dimension
 
-def tag_rank(tag):
+
+def tag_rank(tag: str) -> int:
     return 0 if tag.startswith("blockIdx") else 1
 
 
-def ceil_div(a, b):
-    return -(-a // b)
+@dataclass(frozen=True, eq=False)
+class Bounds:
+    """What bound inference decided for a schedule; read-only.
 
-
-def pass_down(stage, root_extents):
-    """Extents of every iter var of ``stage`` from the extents of its root axes."""
-    ext = dict(root_extents)
-    for rel in stage.relations:
-        if isinstance(rel, Split):
-            e = ext[rel.parent]
-            if rel.factor is not None:
-                ext[rel.inner], ext[rel.outer] = rel.factor, ceil_div(e, rel.factor)
-            else:
-                ext[rel.outer], ext[rel.inner] = rel.nparts, ceil_div(e, rel.nparts)
-        elif isinstance(rel, Fuse):
-            ext[rel.fused] = ext[rel.outer] * ext[rel.inner]
-    return ext
-
-
-def pass_up(stage, ext, leaf_value=None):
-    """Values of all iter vars in terms of the leaf vars, and the guards uneven splits need.
-
-    Returns ``(values, guards)``: ``values[iv]`` is an expression of leaf variables in
-    ``[0, ext[iv])`` when the guards hold; each guard is a condition ``value < extent``.
+    ``stages``: the stages that are not inlined, producers first. Per stage: ``body`` (its
+    op's body with inlined stages substituted), ``scope``, ``region`` (the part of its op's
+    domain it computes, per axis), ``ext`` (the extent of each of its iteration variables),
+    ``strides`` (of each axis in its buffer) and ``buffer``. ``placeholder_buffer``: the
+    buffer of each input (placeholder) that is read or passed as an argument.
     """
-    values = {iv: (leaf_value(iv) if leaf_value else iv.var) for iv in stage.leaf_iter_vars}
-    guards = []
-    for rel in reversed(stage.relations):
-        if isinstance(rel, Split):
-            values[rel.parent] = values[rel.outer] * ext[rel.inner] + values[rel.inner]
-            if ext[rel.outer] * ext[rel.inner] != ext[rel.parent]:
-                guards.append((rel.parent, values[rel.parent] < ext[rel.parent]))
-        elif isinstance(rel, Fuse):
-            values[rel.outer] = values[rel.fused] // ext[rel.inner]
-            values[rel.inner] = values[rel.fused] % ext[rel.inner]
-    return values, guards[::-1]
+
+    schedule: Schedule
+    stages: tuple[Stage, ...]
+    body: Mapping[Stage, E.Expr]
+    scope: Mapping[Stage, str]
+    region: Mapping[Stage, Region]
+    ext: Mapping[Stage, Mapping[IterVar, int]]
+    strides: Mapping[Stage, tuple[int, ...]]
+    buffer: Mapping[Stage, S.Buffer]
+    placeholder_buffer: Mapping[PlaceholderOp, S.Buffer]
+
+    def stage_of(self, tensor: Tensor) -> Stage | None:
+        return self.schedule.stage_map.get(tensor.op)
+
+    def storage(self, tensor: Tensor) -> tuple[S.Buffer, Region]:
+        """The buffer that holds ``tensor`` and the region of it that the buffer covers."""
+        st = self.stage_of(tensor)
+        if st is not None:
+            return self.buffer[st], self.region[st]
+        op = tensor.op
+        if op not in self.placeholder_buffer:
+            raise LoweringError(f"tensor '{tensor.name}' is not produced by this schedule")
+        return self.placeholder_buffer[op], tuple((E.IntImm(0), d) for d in op.shape)
+
+
+def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
+    """Bound inference over ``sched``, whose function takes ``args``."""
+    inf = _Inference(sched)
+    inf.check_attachments()
+    inf.infer()
+    placeholders = {}
+    for t in [*args, *(t for st in inf.stages for t in tensors_read(inf.body[st]))]:
+        op = t.op
+        if isinstance(op, PlaceholderOp) and op not in placeholders:
+            placeholders[op] = S.Buffer(op.name, op.dtype, op.shape, image=op in sched.image_inputs)
+    frozen = MappingProxyType
+    return Bounds(
+        sched,
+        tuple(inf.stages),
+        frozen(inf.body),
+        frozen(inf.scope),
+        frozen(inf.region),
+        frozen({st: frozen(e) for st, e in inf.ext.items()}),
+        frozen(inf.strides),
+        frozen(inf.buffer),
+        frozen(placeholders),
+    )
+
+
+class _Inference:
+    """The state of one bound inference, consumers first; ``infer_bound`` freezes it."""
+
+    def __init__(self, sched):
+        self.sched = sched
+        order = topo_stages(sched)
+        self.stages = [st for st in order if st.attach_type != "inline"]
+        self.body, self.region, self.buffer, self.ext = {}, {}, {}, {}
+        self.scope, self.strides = {}, {}
+        self.var_ranges = {}  # every leaf Var -> (0, extent-1), for the simplifier
+        inline = _Inline(self)
+        for st in order:
+            self.body[st] = inline.visit(st.op.body)
+
+    def stage_of(self, tensor):
+        return self.sched.stage_map.get(tensor.op)
+
+    def check_attachments(self):
+        for st in self.stages:
+            ancestors(st)
+            if st.attach_type == "scope" and st.attach_ivar not in st.attach_stage.leaf_iter_vars:
+                raise ScheduleError(
+                    "compute_at",
+                    st,
+                    f"axis '{st.attach_ivar.var.name}' of stage "
+                    f"'{st.attach_stage.name}' was split or fused after compute_at; "
+                    "attach to one of its current loops",
+                )
+
+    def infer(self):
+        readers = {st: [] for st in self.stages}
+        for st in self.stages:
+            for t in tensors_read(self.body[st]):
+                p = self.stage_of(t)
+                if p is not None and p in readers:
+                    readers[p].append((st, t))
+        for st in reversed(self.stages):
+            self.scope[st] = _infer_scope(st)
+            if st.attach_type == "scope":
+                self.region[st] = tuple(_attached_region(self, st, readers[st]))
+            else:
+                self.region[st] = tuple((E.IntImm(0), d) for d in st.op.shape)
+            root_ext = {iv: e for iv, (_, e) in zip(st.op.axis, self.region[st])}
+            root_ext.update({iv: iv.dom.extent for iv in st.op.reduce_axis})
+            self.ext[st] = pass_down(st, root_ext)
+            for iv in st.leaf_iter_vars:
+                self.var_ranges[iv.var] = (0, self.ext[st][iv] - 1)
+            scope = self.scope[st] if not st.is_output else "global"
+            strides, shape = storage_layout(st, [e for _, e in self.region[st]])
+            self.strides[st] = tuple(strides)
+            self.buffer[st] = S.Buffer(st.name, st.op.dtype, shape, scope)
+
+
+def root_values(bounds: Bounds | _Inference, st: Stage) -> dict[IterVar, E.Expr]:
+    """Root axis -> ``min + offset`` expression in the stage's leaf variables."""
+    values, _ = pass_up(st, bounds.ext[st])
+    out = {}
+    for iv, (m, _) in zip(st.op.axis, bounds.region[st]):
+        out[iv] = simplify(m + values[iv])
+    for iv in st.op.reduce_axis:
+        out[iv] = simplify(values[iv] + iv.dom.min)
+    return out
+
+
+def topo_stages(sched: Schedule) -> list[Stage]:
+    g = sched.graph()
+    order = {st: k for k, st in enumerate(sched.stages)}
+    topo = nx.lexicographical_topological_sort(g, key=lambda n: order.get(n, -1))
+    return [n for n in topo if n in order]
+
+
+def ancestors(st: Stage) -> list[tuple[Stage, IterVar]]:
+    """``[(stage, attach_ivar)]`` from ``st``'s attach parent up to its root stage."""
+    out, cur, seen = [], st, {st}
+    while cur.attach_type == "scope":
+        parent = cur.attach_stage
+        if parent in seen:
+            raise ScheduleError("compute_at", st, "the compute_at placements form a cycle")
+        if parent.attach_type == "inline":
+            raise ScheduleError(
+                "compute_at",
+                cur,
+                f"it is attached to stage '{parent.name}', "
+                "which is inlined; attach it to a stage that has loops",
+            )
+        out.append((parent, cur.attach_ivar))
+        seen.add(parent)
+        cur = parent
+    return out
+
+
+def bound_tag(st: Stage, iv: IterVar) -> str | None:
+    """The thread tag ``iv`` of ``st`` is bound to, or None."""
+    a = st.attrs.get(iv)
+    return a.bind.tag if a is not None and a.bind is not None else None
+
+
+def kernel_root(st: Stage) -> Stage:
+    """The root stage of the kernel that ``st`` is computed in."""
+    anc = ancestors(st)
+    return anc[-1][0] if anc else st
+
+
+def _infer_scope(st):
+    if st.scope is not None:
+        return st.scope
+    if st.attach_type != "scope":
+        return "global"
+    tags = []
+    for parent, iv in ancestors(st):
+        pos = parent.leaf_iter_vars.index(iv)
+        tags += [bound_tag(parent, x) for x in parent.leaf_iter_vars[: pos + 1]]
+    if any(t and t.startswith("threadIdx") for t in tags):
+        return "local"
+    if any(t and t.startswith("blockIdx") for t in tags):
+        return "shared"
+    return "global"
+
+
+def _attached_region(ctx, st, readers):
+    parent, ax = st.attach_stage, st.attach_ivar
+    ax_pos = parent.leaf_iter_vars.index(ax)
+    rank = SCOPE_RANK[ctx.scope[st]]
+    relaxed = {}
+    for iv in parent.leaf_iter_vars[ax_pos + 1 :]:
+        relaxed[iv.var] = ctx.ext[parent][iv]
+    # work-item indices around the attach point that the whole tile must cover
+    for anc in [parent] + [a for a, _ in ancestors(parent)]:
+        for iv in anc.leaf_iter_vars:
+            tag = bound_tag(anc, iv)
+            if tag and rank <= tag_rank(tag):
+                relaxed[iv.var] = ctx.ext[anc][iv]
+    accesses = []
+    for reader, tensor in readers:
+        chain = [reader] + [a for a, _ in ancestors(reader)]
+        if parent not in chain:
+            raise ScheduleError(
+                "compute_at",
+                st,
+                f"it is also read by stage '{reader.name}', "
+                f"which is not computed inside '{parent.name}' at "
+                f"'{ax.var.name}'; only one consumer can hold it",
+            )
+        if reader is not parent:
+            inside = chain[chain.index(parent) - 1]
+            pos = parent.leaf_iter_vars.index(inside.attach_ivar)
+            if pos < ax_pos:
+                raise ScheduleError(
+                    "compute_at",
+                    st,
+                    f"its reader '{reader.name}' is computed at "
+                    f"'{inside.attach_ivar.var.name}', outside "
+                    f"'{ax.var.name}'; attach '{st.name}' further out",
+                )
+            for mid in chain[: chain.index(parent)]:
+                for iv in mid.leaf_iter_vars:
+                    relaxed[iv.var] = ctx.ext[mid][iv]
+        values = root_values(ctx, reader)
+        vmap = {iv.var: values[iv] for iv in list(reader.op.axis) + list(reader.op.reduce_axis)}
+        for load in _loads_of(ctx.body[reader], tensor):
+            accesses.append([simplify(substitute(i, vmap), ctx.var_ranges) for i in load.indices])
+    if not accesses:
+        raise LoweringError(f"stage '{st.name}' is attached but nothing reads it")
+    return infer_region(st.op.shape, accesses, relaxed, ctx.var_ranges, st.name)
+
+
+def _loads_of(expr, tensor):
+    found = []
+
+    class _V(Visitor):
+        def visit_TensorLoad(self, t):
+            if t.tensor is tensor:
+                found.append(t)
+            self.generic_visit(t)
+
+    _V().visit(expr)
+    return found
+
+
+class _Inline(Mutator):
+    """Substitutes the bodies of ``compute_inline`` stages for their loads."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def visit_TensorLoad(self, t):
+        idx = tuple(self.visit(i) for i in t.indices)
+        st = self.ctx.stage_of(t.tensor)
+        if st is not None and st.attach_type == "inline":
+            body = self.ctx.body[st]
+            return substitute(body, {iv.var: i for iv, i in zip(st.op.axis, idx)})
+        return E.TensorLoad(t.tensor, idx)
+
+
+def storage_layout(st: Stage, extents: Sequence[int]) -> tuple[list[int], tuple[int, ...]]:
+    """``(strides, shape)`` of stage ``st``'s buffer over a region of ``extents``: row-major in
+    the dimension order of ``transform_layout`` (default: the axis order), each dimension's
+    stride raised to ``k*factor + offset`` where ``storage_align`` asks. ``strides`` is in the
+    op's axis order; ``shape`` is the allocation's shape in storage order."""
+    n = len(extents)
+    perm = st.layout if st.layout is not None else tuple(range(n))
+    if n and perm[-1] in st.align:
+        raise LoweringError(
+            f"stage '{st.name}': storage_align on axis "
+            f"'{st.op.axis[perm[-1]].var.name}', the innermost dimension of its "
+            "storage, whose stride is always 1; align the dimension outside it "
+            "(storage_align(op.axis[k], ...) pads the stride of dimension k)"
+        )
+    ext = [extents[p] for p in perm]
+    strides = [1] * n
+    for d in range(n - 1, -1, -1):
+        if d < n - 1:
+            strides[d] = strides[d + 1] * ext[d + 1]
+        if perm[d] in st.align:
+            factor, offset = st.align[perm[d]]
+            strides[d] += (offset - strides[d]) % factor
+    if all(strides[d] == strides[d + 1] * ext[d + 1] for d in range(n - 1)):
+        shape = tuple(ext)
+    elif all(strides[d] % strides[d + 1] == 0 for d in range(n - 1)):
+        shape = (ext[0],) + tuple(strides[d] // strides[d + 1] for d in range(n - 1))
+    else:
+        shape = (strides[0] * ext[0],) if n else ()
+    by_axis = [0] * n
+    for d, p in enumerate(perm):
+        by_axis[p] = strides[d]
+    return by_axis, shape
 
 
 class Interval:
@@ -70,8 +336,6 @@ class Interval:
         self.simp = Simplifier()
 
     def _has_relaxed(self, e):
-        from ..ir.visitor import free_vars
-
         return any(v in self.relaxed for v in free_vars(e))
 
     def bounds(self, e):

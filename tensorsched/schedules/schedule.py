@@ -14,23 +14,8 @@ from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.stmt import SCOPES
 from ..ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor, tensors_read
-from ..ir.visitor import Mutator
-
-
-@dataclass(frozen=True, eq=False)
-class Split:
-    parent: IterVar
-    outer: IterVar
-    inner: IterVar
-    factor: int | None
-    nparts: int | None
-
-
-@dataclass(frozen=True, eq=False)
-class Fuse:
-    outer: IterVar
-    inner: IterVar
-    fused: IterVar
+from ..ir.visitor import Mutator, substitute
+from .relations import Fuse, Split, pass_down, pass_up
 
 
 @dataclass
@@ -626,8 +611,6 @@ class Schedule:
         op = st.op
         # the cache stage computes the original body over fresh axes
         axis = [IterVar(E.Var(iv.var.name + ".c"), iv.dom, "data") for iv in op.axis]
-        from ..ir.visitor import substitute
-
         body = substitute(op.body, {a.var: b.var for a, b in zip(op.axis, axis)})
         cop = ComputeOp(f"{op.name}.{scope}", axis, body)
         cache = cop.output(0)
@@ -668,9 +651,6 @@ class Schedule:
                 "data axes; only its reduction axes may be split",
                 axis,
             )
-        from ..ir.visitor import substitute
-        from .bound import pass_down, pass_up
-
         ext = pass_down(st, {iv: iv.dom.extent for iv in st.op.reduce_axis})
         red_leaves = [iv for iv in st.leaf_iter_vars if iv.kind == "reduce"]
         new_data = [IterVar(E.Var(iv.var.name), iv.dom, "data") for iv in st.op.axis]

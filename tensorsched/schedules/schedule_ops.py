@@ -1,35 +1,28 @@
-"""From a schedule to one loop-nest statement with flat buffer accesses.
+"""From a schedule to one loop-nest statement with flat buffer accesses (TVM's ScheduleOps).
 
-Order of work: inline the ``compute_inline`` stages into their consumers, infer the region
-every stage computes (consumers first), give each stage a buffer, then build each stage's nest
-in leaf order with its ``compute_at`` producers placed inside the loop they are attached to.
+Bound inference (``bound.infer_bound``) decides each stage's region, loop extents, scope and
+buffer; this module checks the thread bindings against them and builds each root stage's nest
+in leaf order, with its ``compute_at`` producers placed inside the loop they are attached to.
 """
 
 from __future__ import annotations
-
-import networkx as nx
 
 from ..errors import LoweringError, ScheduleError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.intrin import identity_value
-from ..ir.simplify import simplify
-from ..ir.tensor import PlaceholderOp, Tensor, tensors_read
+from ..ir.tensor import Tensor, tensors_read
 from ..ir.visitor import Mutator, substitute
-from .bound import SCOPE_RANK, infer_region, pass_down, pass_up, tag_rank
-
-
-class _Inline(Mutator):
-    def __init__(self, ctx):
-        self.ctx = ctx
-
-    def visit_TensorLoad(self, t):
-        idx = tuple(self.visit(i) for i in t.indices)
-        st = self.ctx.stage_of(t.tensor)
-        if st is not None and st.attach_type == "inline":
-            body = self.ctx.body[st]
-            return substitute(body, {iv.var: i for iv, i in zip(st.op.axis, idx)})
-        return E.TensorLoad(t.tensor, idx)
+from .bound import (
+    SCOPE_RANK,
+    ancestors,
+    bound_tag,
+    infer_bound,
+    kernel_root,
+    pass_up,
+    root_values,
+    tag_rank,
+)
 
 
 class _Flatten(Mutator):
@@ -63,231 +56,26 @@ def strided_index(indices, strides):
     return out if out is not None else E.IntImm(0)
 
 
-def storage_layout(st, extents):
-    """``(strides, shape)`` of stage ``st``'s buffer over a region of ``extents``: row-major in
-    the dimension order of ``transform_layout`` (default: the axis order), each dimension's
-    stride raised to ``k*factor + offset`` where ``storage_align`` asks. ``strides`` is in the
-    op's axis order; ``shape`` is the allocation's shape in storage order."""
-    n = len(extents)
-    perm = st.layout if st.layout is not None else tuple(range(n))
-    if n and perm[-1] in st.align:
-        raise LoweringError(
-            f"stage '{st.name}': storage_align on axis "
-            f"'{st.op.axis[perm[-1]].var.name}', the innermost dimension of its "
-            "storage, whose stride is always 1; align the dimension outside it "
-            "(storage_align(op.axis[k], ...) pads the stride of dimension k)"
-        )
-    ext = [extents[p] for p in perm]
-    strides = [1] * n
-    for d in range(n - 1, -1, -1):
-        if d < n - 1:
-            strides[d] = strides[d + 1] * ext[d + 1]
-        if perm[d] in st.align:
-            factor, offset = st.align[perm[d]]
-            strides[d] += (offset - strides[d]) % factor
-    if all(strides[d] == strides[d + 1] * ext[d + 1] for d in range(n - 1)):
-        shape = tuple(ext)
-    elif all(strides[d] % strides[d + 1] == 0 for d in range(n - 1)):
-        shape = (ext[0],) + tuple(strides[d] // strides[d + 1] for d in range(n - 1))
-    else:
-        shape = (strides[0] * ext[0],) if n else ()
-    by_axis = [0] * n
-    for d, p in enumerate(perm):
-        by_axis[p] = strides[d]
-    return by_axis, shape
+class _Builder:
+    """Bound inference's frozen results, and the state of building the loop nests: the
+    variable of each thread tag, the extent each tag has in the kernel being built, and the
+    leaf variables bound to thread variables."""
 
-
-class Context:
-    def __init__(self, sched, args):
-        self.sched = sched
-        self.stages = [st for st in _topo(sched) if st.attach_type != "inline"]
-        self.body, self.region, self.buffer, self.ext = {}, {}, {}, {}
-        self.scope = {}
-        self.strides = {}  # stage -> stride of each axis in its buffer
-        self.var_ranges = {}  # every loop Var -> (0, extent-1), for the simplifier
+    def __init__(self, bounds, args):
+        self.bounds = bounds
+        self.stages, self.body, self.region = bounds.stages, bounds.body, bounds.region
+        self.buffer, self.ext, self.scope = bounds.buffer, bounds.ext, bounds.scope
+        self.strides = bounds.strides
+        self.stage_of, self.storage = bounds.stage_of, bounds.storage
         self.thread_vars = {}  # tag -> Var
         self.kernel_extents = {}  # tag -> (extent, stage, axis) in the kernel being built
         self.bound_vars = {}  # leaf Var -> thread Var
-        self.placeholder_buf = {}
         self.arg_tensors = args
-
-    def stage_of(self, tensor):
-        return self.sched.stage_map.get(tensor.op)
-
-    def storage(self, tensor):
-        st = self.stage_of(tensor)
-        if st is None:
-            op = tensor.op
-            if op not in self.placeholder_buf:
-                if not isinstance(op, PlaceholderOp):
-                    raise LoweringError(f"tensor '{tensor.name}' is not produced by this schedule")
-                self.placeholder_buf[op] = S.Buffer(
-                    op.name, op.dtype, op.shape, image=op in self.sched.image_inputs
-                )
-            return self.placeholder_buf[op], [(E.IntImm(0), d) for d in op.shape]
-        return self.buffer[st], self.region[st]
 
     def thread_var(self, tag):
         if tag not in self.thread_vars:
             self.thread_vars[tag] = E.Var(tag)
         return self.thread_vars[tag]
-
-
-def _topo(sched):
-    g = sched.graph()
-    order = {st: k for k, st in enumerate(sched.stages)}
-    topo = nx.lexicographical_topological_sort(g, key=lambda n: order.get(n, -1))
-    return [n for n in topo if n in order]
-
-
-# ---------------------------------------------------------------- attach tree and scopes
-
-
-def _ancestors(st):
-    """``[(stage, attach_ivar)]`` from ``st``'s attach parent up to its root stage."""
-    out, cur, seen = [], st, {st}
-    while cur.attach_type == "scope":
-        parent = cur.attach_stage
-        if parent in seen:
-            raise ScheduleError("compute_at", st, "the compute_at placements form a cycle")
-        if parent.attach_type == "inline":
-            raise ScheduleError(
-                "compute_at",
-                cur,
-                f"it is attached to stage '{parent.name}', "
-                "which is inlined; attach it to a stage that has loops",
-            )
-        out.append((parent, cur.attach_ivar))
-        seen.add(parent)
-        cur = parent
-    return out
-
-
-def _outer_leaves(st):
-    """Leaves of the ancestors that enclose ``st`` (those at or outside each attach point)."""
-    out = []
-    for parent, iv in _ancestors(st):
-        pos = parent.leaf_iter_vars.index(iv)
-        out.extend(parent.leaf_iter_vars[: pos + 1])
-    return out
-
-
-def _bound_tag(st, iv):
-    a = st.attrs.get(iv)
-    return a.bind.tag if a is not None and a.bind is not None else None
-
-
-def _infer_scope(st):
-    if st.scope is not None:
-        return st.scope
-    if st.attach_type != "scope":
-        return "global"
-    tags = []
-    for parent, iv in _ancestors(st):
-        pos = parent.leaf_iter_vars.index(iv)
-        tags += [_bound_tag(parent, x) for x in parent.leaf_iter_vars[: pos + 1]]
-    if any(t and t.startswith("threadIdx") for t in tags):
-        return "local"
-    if any(t and t.startswith("blockIdx") for t in tags):
-        return "shared"
-    return "global"
-
-
-# ---------------------------------------------------------------- bound inference
-
-
-def infer_bounds(ctx):
-    readers = {st: [] for st in ctx.stages}
-    for st in ctx.stages:
-        for t in tensors_read(ctx.body[st]):
-            p = ctx.stage_of(t)
-            if p is not None and p in readers:
-                readers[p].append((st, t))
-    for st in reversed(ctx.stages):
-        ctx.scope[st] = _infer_scope(st)
-        if st.attach_type == "scope":
-            ctx.region[st] = _attached_region(ctx, st, readers[st])
-        else:
-            ctx.region[st] = [(E.IntImm(0), d) for d in st.op.shape]
-        root_ext = {iv: e for iv, (_, e) in zip(st.op.axis, ctx.region[st])}
-        root_ext.update({iv: iv.dom.extent for iv in st.op.reduce_axis})
-        ctx.ext[st] = pass_down(st, root_ext)
-        for iv in st.leaf_iter_vars:
-            ctx.var_ranges[iv.var] = (0, ctx.ext[st][iv] - 1)
-        scope = ctx.scope[st] if not st.is_output else "global"
-        ctx.strides[st], shape = storage_layout(st, [e for _, e in ctx.region[st]])
-        ctx.buffer[st] = S.Buffer(st.name, st.op.dtype, shape, scope)
-
-
-def _attached_region(ctx, st, readers):
-    parent, ax = st.attach_stage, st.attach_ivar
-    ax_pos = parent.leaf_iter_vars.index(ax)
-    rank = SCOPE_RANK[ctx.scope[st]]
-    relaxed = {}
-    for iv in parent.leaf_iter_vars[ax_pos + 1 :]:
-        relaxed[iv.var] = ctx.ext[parent][iv]
-    # work-item indices around the attach point that the whole tile must cover
-    for anc in [parent] + [a for a, _ in _ancestors(parent)]:
-        for iv in anc.leaf_iter_vars:
-            tag = _bound_tag(anc, iv)
-            if tag and rank <= tag_rank(tag):
-                relaxed[iv.var] = ctx.ext[anc][iv]
-    accesses = []
-    for reader, tensor in readers:
-        chain = [reader] + [a for a, _ in _ancestors(reader)]
-        if parent not in chain:
-            raise ScheduleError(
-                "compute_at",
-                st,
-                f"it is also read by stage '{reader.name}', "
-                f"which is not computed inside '{parent.name}' at "
-                f"'{ax.var.name}'; only one consumer can hold it",
-            )
-        if reader is not parent:
-            inside = chain[chain.index(parent) - 1]
-            pos = parent.leaf_iter_vars.index(inside.attach_ivar)
-            if pos < ax_pos:
-                raise ScheduleError(
-                    "compute_at",
-                    st,
-                    f"its reader '{reader.name}' is computed at "
-                    f"'{inside.attach_ivar.var.name}', outside "
-                    f"'{ax.var.name}'; attach '{st.name}' further out",
-                )
-            for mid in chain[: chain.index(parent)]:
-                for iv in mid.leaf_iter_vars:
-                    relaxed[iv.var] = ctx.ext[mid][iv]
-        values = _root_values(ctx, reader)
-        vmap = {iv.var: values[iv] for iv in list(reader.op.axis) + list(reader.op.reduce_axis)}
-        for load in _loads_of(ctx.body[reader], tensor):
-            accesses.append([simplify(substitute(i, vmap), ctx.var_ranges) for i in load.indices])
-    if not accesses:
-        raise LoweringError(f"stage '{st.name}' is attached but nothing reads it")
-    return infer_region(st.op.shape, accesses, relaxed, ctx.var_ranges, st.name)
-
-
-def _root_values(ctx, st):
-    """Root axis -> ``min + offset`` expression in the stage's leaf variables."""
-    values, _ = pass_up(st, ctx.ext[st])
-    out = {}
-    for iv, (m, _) in zip(st.op.axis, ctx.region[st]):
-        out[iv] = simplify(m + values[iv])
-    for iv in st.op.reduce_axis:
-        out[iv] = simplify(values[iv] + iv.dom.min)
-    return out
-
-
-def _loads_of(expr, tensor):
-    found = []
-
-    class _V(Mutator):
-        def visit_TensorLoad(self, t):
-            if t.tensor is tensor:
-                found.append(t)
-            return self.generic_visit(t)
-
-    _V().visit(expr)
-    return found
 
 
 # ---------------------------------------------------------------- loop nests
@@ -300,7 +88,7 @@ def build_stage(ctx, st, env):
     ext = ctx.ext[st]
     values, split_guards = pass_up(st, ext)
     region = ctx.region[st]
-    root = _root_values(ctx, st)
+    root = root_values(ctx, st)
     vmap = {iv.var: root[iv] for iv in list(st.op.axis) + list(st.op.reduce_axis)}
     buf = ctx.buffer[st]
     out_index = strided_index([values[iv] for iv in st.op.axis], ctx.strides[st])
@@ -362,7 +150,7 @@ def build_stage(ctx, st, env):
     envs, cur = [], dict(env)
     for iv in leaves:
         envs.append(dict(cur))
-        tag = _bound_tag(st, iv)
+        tag = bound_tag(st, iv)
         if tag and tag != "vthread" and tag not in cur:
             cur[tag] = (ctx.thread_var(tag), ext[iv])
     inner_env = cur
@@ -413,11 +201,11 @@ def _leader_tags(ctx, st, env):
     of one tile element race. ``enclosing``: a loop around the stage is bound to the tag."""
     if ctx.scope.get(st) != "shared" or st.attach_type != "scope":
         return []
-    root = _kernel_root(st)
-    own = {_bound_tag(st, iv) for iv in st.leaf_iter_vars}
+    root = kernel_root(st)
+    own = {bound_tag(st, iv) for iv in st.leaf_iter_vars}
     out = []
     for iv in root.leaf_iter_vars:
-        tag = _bound_tag(root, iv)
+        tag = bound_tag(root, iv)
         if (
             tag is None
             or not tag.startswith("threadIdx")
@@ -430,7 +218,6 @@ def _leader_tags(ctx, st, env):
             out.append((tag, var, extent, True))
         else:
             var, extent = ctx.thread_var(tag), ctx.ext[root][iv]
-            ctx.var_ranges[var] = (0, extent - 1)
             out.append((tag, var, extent, False))
     return out
 
@@ -475,8 +262,8 @@ def _loop(ctx, st, iv, extent, body, env):
             if extent < outer_ext:
                 body = S.IfThenElse(var < extent, body)
             return body
-        root = _kernel_root(st)
-        if root is not st and not any(_bound_tag(root, x) == tag for x in root.leaf_iter_vars):
+        root = kernel_root(st)
+        if root is not st and not any(bound_tag(root, x) == tag for x in root.leaf_iter_vars):
             raise ScheduleError(
                 "bind",
                 st,
@@ -499,23 +286,16 @@ def _loop(ctx, st, iv, extent, body, env):
             )
         var = ctx.thread_var(tag)
         ctx.bound_vars[iv.var] = var
-        ctx.var_ranges[var] = (0, extent - 1)
         return S.ThreadExtent(var, tag, extent, body)
     kind = attr.kind if attr else "serial"
     pragmas = tuple(attr.pragmas) if attr else ()
     return S.For(iv.var, E.IntImm(0), E.IntImm(extent), kind, body, pragmas)
 
 
-def _kernel_root(st):
-    """The root stage of the kernel that ``st`` is computed in."""
-    anc = _ancestors(st)
-    return anc[-1][0] if anc else st
-
-
 def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, identity):
     data = [iv for iv in leaves_from_reduce if iv.kind != "reduce"]
     for iv in data:
-        if _bound_tag(st, iv):
+        if bound_tag(st, iv):
             raise ScheduleError(
                 "bind",
                 st,
@@ -532,7 +312,6 @@ def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, identity):
         attr = st.attrs.get(iv)
         kind = attr.kind if attr else "serial"
         v = fresh[iv.var]
-        ctx.var_ranges[v] = (0, ctx.ext[st][iv] - 1)
         stmt = S.For(v, E.IntImm(0), E.IntImm(ctx.ext[st][iv]), kind, stmt)
     return stmt
 
@@ -543,7 +322,7 @@ def check_scope_bindings(ctx, st):
     its own part of its own copy and read the rest unwritten."""
     rank = SCOPE_RANK[ctx.scope[st]]
     for iv in st.leaf_iter_vars:
-        tag = _bound_tag(st, iv)
+        tag = bound_tag(st, iv)
         if tag and tag_rank(tag) < rank:
             who = "work-item" if rank == SCOPE_RANK["local"] else "work-group"
             fix = (
@@ -566,7 +345,7 @@ def check_bindings(ctx, st):
     loops of one iteration do not count."""
     unbound = None
     for iv in st.leaf_iter_vars:
-        tag = _bound_tag(st, iv)
+        tag = bound_tag(st, iv)
         if tag is None and ctx.ext[st][iv] == 1:
             continue
         if tag is None:
@@ -583,34 +362,21 @@ def check_bindings(ctx, st):
 
 
 def schedule_to_stmt(sched, args):
-    """The whole computation as one statement; returns ``(stmt, context)``."""
-    ctx = Context(sched, args)
-    inline = _Inline(ctx)
-    for st in _topo(sched):
-        ctx.body[st] = inline.visit(st.op.body)
-    for st in ctx.stages:
-        _ancestors(st)
-        if st.attach_type == "scope" and st.attach_ivar not in st.attach_stage.leaf_iter_vars:
-            raise ScheduleError(
-                "compute_at",
-                st,
-                f"axis '{st.attach_ivar.var.name}' of stage "
-                f"'{st.attach_stage.name}' was split or fused after compute_at; "
-                "attach to one of its current loops",
-            )
-    infer_bounds(ctx)
+    """The whole computation as one statement; returns ``(stmt, bounds)``."""
+    bounds = infer_bound(sched, args)
+    ctx = _Builder(bounds, args)
     for st in ctx.stages:
         check_scope_bindings(ctx, st)
         if (
             ctx.scope[st] == "shared"
             and st.attach_type == "scope"
             and not any(
-                _bound_tag(p, x)
-                for p, at in _ancestors(st)
+                bound_tag(p, x)
+                for p, at in ancestors(st)
                 for x in p.leaf_iter_vars[: p.leaf_iter_vars.index(at) + 1]
             )
         ):
-            root = _kernel_root(st)
+            root = kernel_root(st)
             raise LoweringError(
                 f"stage '{st.name}' has scope 'shared' (memory of a work-group), "
                 f"but no axis of '{root.name}' around it is bound to a thread "
@@ -636,7 +402,7 @@ def schedule_to_stmt(sched, args):
             root_allocs.append(st)
     stmt = _with_allocs(ctx, root_allocs, S.seq(*parts))
     stmt = substitute(stmt, ctx.bound_vars)
-    return stmt, ctx
+    return stmt, bounds
 
 
 def _is_arg(ctx, st):
