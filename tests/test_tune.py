@@ -18,6 +18,7 @@ import warnings
 
 import numpy as np
 import pytest
+import tune_templates  # noqa: F401  (registers the test templates)
 
 import tensorsched as ts
 from tensorsched.errors import TensorschedError
@@ -43,7 +44,7 @@ SHAPE = (16, 16, 16)
 
 
 def tmpl(name):
-    return Task("gemm", f"tune_templates:{name}", SHAPE)
+    return Task("gemm", name, SHAPE)
 
 
 def run_tune(task, log, **kw):
@@ -236,7 +237,7 @@ def record(config, status="ok", device_ms=1.0, device="dev"):
         config=config,
         status=status,
         device_ms=device_ms if status == "ok" else None,
-        gflops=1.0 if status == "ok" else None,
+        gflops=tmpl("gemm_tiny").flop / device_ms / 1e6 if status == "ok" else None,
     )
 
 
@@ -338,7 +339,7 @@ def test_export_csv(tmp_path):
         "gflops",
         "error",
     ]
-    assert rows[0]["shape"] == "16x16x16" and rows[0]["template"] == "tune_templates:gemm_tiny"
+    assert rows[0]["shape"] == "16x16x16" and rows[0]["template"] == "gemm_tiny"
     assert json.loads(rows[0]["config"]) == {"tile_x": [8], "unroll": 0}
     assert [r["status"] for r in rows] == ["ok", "wrong"]
     assert rows[1]["error"].startswith("output differs") and rows[1]["device_ms"] == ""
@@ -501,10 +502,10 @@ def test_apply_best_builds_the_logged_best(tiny_log, tmp_path):
     with apply_best(str(tiny_log)) as table:
         assert table[task.key()] == fastest.config
         assert best_config(task) == fastest.config
-        s, args = instantiate("gemm", "tune_templates:gemm_tiny", SHAPE)
+        s, args = instantiate("gemm", "gemm_tiny", SHAPE)
         assert cl_source(s, args) == cl_source(*task.instantiate(fastest.config)[:2])
     assert best_config(task) is None  # only inside the block
-    s, args = instantiate("gemm", "tune_templates:gemm_tiny", SHAPE)
+    s, args = instantiate("gemm", "gemm_tiny", SHAPE)
     assert cl_source(s, args) == cl_source(*task.instantiate()[:2])
 
     # a planted faster record decides, a faster wrong one does not
@@ -521,7 +522,7 @@ def test_apply_best_builds_the_logged_best(tiny_log, tmp_path):
             config=pick,
             status="ok",
             device_ms=fastest.device_ms / 100,
-            gflops=1e3,
+            gflops=task.flop / (fastest.device_ms / 100) / 1e6,
         )
     )
     w.append(
@@ -534,7 +535,7 @@ def test_apply_best_builds_the_logged_best(tiny_log, tmp_path):
         )
     )
     with apply_best(str(log)):
-        s, args = instantiate("gemm", "tune_templates:gemm_tiny", SHAPE)
+        s, args = instantiate("gemm", "gemm_tiny", SHAPE)
     text = cl_source(s, args)
     assert "reqd_work_group_size(4, 8, 1)" in text and text == cl_source(
         *task.instantiate(pick)[:2]
@@ -558,8 +559,8 @@ def test_source_writes_cl_and_launch_json_that_match(tiny_log, tmp_path, capsys)
     assert main(["source", "--log", str(tiny_log), "--out", str(out)]) == 0
     files = sorted(os.listdir(out))
     assert files == [
-        "gemm_tune_templates_gemm_tiny_16x16x16.cl",
-        "gemm_tune_templates_gemm_tiny_16x16x16.json",
+        "gemm_gemm_tiny_16x16x16.cl",
+        "gemm_gemm_tiny_16x16x16.json",
     ]
     text = (out / files[0]).read_text()
     meta = json.loads((out / files[1]).read_text())
@@ -631,8 +632,10 @@ def test_kill_9_midway_then_resume_logs_every_config_once(device, tmp_path):
         "gemm",
         "--shape",
         "16,16,16",
+        "--import",
+        "tune_templates",
         "--template",
-        "tune_templates:gemm_slow",
+        "gemm_slow",
         "--log",
         str(log),
         "--timeout",
@@ -752,7 +755,7 @@ def test_runner_never_instantiates_a_template_and_keeps_inputs_on_the_device(
     count = tmp_path / "count.txt"
     monkeypatch.setenv("TS_TEST_COUNT", str(count))
     log = tmp_path / "counted.jsonl"
-    res = run_tune(Task("gemm", "tune_templates:gemm_counted", SHAPE), log, n_build=2)
+    res = run_tune(Task("gemm", "gemm_counted", SHAPE), log, n_build=2)
     assert res.counts == {"ok": 8}, res.counts
     lines = [line.split() for line in count.read_text().splitlines()]
     assert all(role == "other" for _, role in lines), lines

@@ -1,9 +1,11 @@
 """Small GEMM templates for the tuner tests, with the signature of the real ones:
 ``template(cfg, M, N, K, dtype="float32", epilogue=())`` returning ``(s, [A, B, C])``.
 
-They live in an importable module (``tests`` is on ``sys.path`` through ``conftest.py``, and
-spawned worker processes inherit ``sys.path``; a subprocess needs ``PYTHONPATH=tests``), so a
-task names them as ``"tune_templates:gemm_tiny"``.
+Importing this module registers them (``ts.tune.register_template``) as gemm templates under
+their function names, so a task names them as ``"gemm_tiny"``: the tuner's worker processes
+import this module because the tests' process registered them from it (``tests`` is on
+``sys.path`` through ``conftest.py``, and spawned worker processes inherit ``sys.path``; a
+subprocess needs ``PYTHONPATH=tests`` and ``tensorsched tune --import tune_templates``).
 
 - ``gemm_tiny``: a correct GEMM with three knobs (2 x 2 x 2 = 8 points).
 - ``gemm_slow``: ``gemm_tiny`` whose measurement takes ``TS_TEST_SLOW`` more seconds (default
@@ -33,6 +35,7 @@ import time
 
 import tensorsched as ts
 from tensorsched.ops.gemm import gemm
+from tensorsched.tune import register_template
 
 HANG_STEPS = 2**30
 
@@ -60,6 +63,7 @@ def _in_call(*function_names):
     return any(f.function in function_names for f in inspect.stack(0))
 
 
+@register_template("gemm", "gemm_tiny")
 def gemm_tiny(cfg, M, N, K, dtype="float32", epilogue=()):
     if epilogue:
         raise ts.TensorschedError("the test templates have no epilogue")
@@ -74,11 +78,13 @@ def gemm_tiny(cfg, M, N, K, dtype="float32", epilogue=()):
     return s, [A, B, C]
 
 
+@register_template("gemm", "gemm_slow")
 def gemm_slow(cfg, M, N, K, dtype="float32", epilogue=()):
     """Slow where it is measured: see ``_plant_runner_faults``."""
     return gemm_tiny(cfg, M, N, K, dtype, epilogue)
 
 
+@register_template("gemm", "gemm_counted")
 def gemm_counted(cfg, M, N, K, dtype="float32", epilogue=()):
     path = os.environ.get("TS_TEST_COUNT")
     if path:
@@ -87,6 +93,7 @@ def gemm_counted(cfg, M, N, K, dtype="float32", epilogue=()):
     return gemm_tiny(cfg, M, N, K, dtype, epilogue)
 
 
+@register_template("gemm", "gemm_planted_wrong")
 def gemm_planted_wrong(cfg, M, N, K, dtype="float32", epilogue=()):
     """``bug`` = 1 sums k over 0..K-2 only: a plausible off-by-one, wrong by about 1/K (and
     faster than the right kernel, so a tuner that does not check would pick it)."""
@@ -101,6 +108,7 @@ def gemm_planted_wrong(cfg, M, N, K, dtype="float32", epilogue=()):
     return s, [A, B, C]
 
 
+@register_template("gemm", "gemm_planted_hang")
 def gemm_planted_hang(cfg, M, N, K, dtype="float32", epilogue=()):
     """``hang`` = 1 adds a reduce axis ``r`` of 2**30 steps:
     ``C[i, j] = sum_{k, r} (r == 0 ? A[i, k] * B[k, j] : (A[i, r % K] > 2 ? 1 : 0))``.
@@ -132,6 +140,7 @@ def gemm_planted_hang(cfg, M, N, K, dtype="float32", epilogue=()):
     return s, [A, B, C]
 
 
+@register_template("gemm", "gemm_planted_crash")
 def gemm_planted_crash(cfg, M, N, K, dtype="float32", epilogue=()):
     """``crash`` = 1 kills the measuring worker; ``crash`` = 2 kills the prebuild pool worker
     and the measuring worker alike. Both with SIGKILL, as the kernel would if it crashed."""
@@ -145,6 +154,7 @@ def gemm_planted_crash(cfg, M, N, K, dtype="float32", epilogue=()):
     return s, [A, B, C]
 
 
+@register_template("gemm", "gemm_wide")
 def gemm_wide(cfg, M, N, K, dtype="float32", epilogue=()):
     """``threads`` = (t,) binds t x t work-items per work-group: 128 gives 16384, over the
     limit of any OpenCL device."""
@@ -163,7 +173,7 @@ def _plant_runner_faults():
     real = measure.measure_one
 
     def measure_one(task_dict, config, *args, **kwargs):
-        name = task_dict["template"].rpartition(":")[2]
+        name = task_dict["template"]
         if name == "gemm_slow":
             time.sleep(float(os.environ.get("TS_TEST_SLOW", "0.4")))
         if name == "gemm_planted_crash" and config.get("crash") == 1:

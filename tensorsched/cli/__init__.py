@@ -1,17 +1,71 @@
-"""The ``tensorsched`` command line: ``devices``, ``peak``, ``tune`` and ``source``."""
+"""The ``tensorsched`` command line: ``devices``, ``peak``, ``tune``, ``compare``, ``ir`` and
+``source``.
+
+Files are written only where ``--log``, ``--acl-dir`` and ``--out`` say; without them, ``tune``
+and ``compare`` write under the user's cache folder (printed). Every number is checked before
+anything runs; a mistake exits with status 2 and a message. A user's own templates are found by
+name once ``--import MODULE`` has imported the module that registers them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import csv
+import importlib
+import json
+import math
 import os
+import re
 import sys
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
+import platformdirs
+
+from ..baselines.compare import compare, plot, print_table
+from ..codegen.opencl import emit_opencl
 from ..errors import TensorschedError
+from ..ir.te_text import parse_expr
+from ..ir.tensor import PlaceholderOp
+from ..ops.space import Config
+from ..ops.templates.generic import generic as generic_template
+from ..runtime.device import all_devices, current_device, find_device
+from ..runtime.peak import measure_bandwidth, measure_compute
+from ..schedules.lower import lower
+from ..schedules.schedule import create_schedule
+from ..tune.log import best_records, read_log
+from ..tune.task import INDEX_MAX, Task
+from ..tune.tuner import tune
+
+# a small ACL-style search list (``compare`` without ``--acl-full``): one config per strategy
+# family that the full lists of ``baselines/data`` hold, so that ``compare`` finishes in about a
+# minute on a CPU device where each config compiles for a second
+SMALL_ACL_LISTS = {
+    "native": ["4,4,4"],
+    "reshaped_rhs_only": ["4,4,4,1,0,0,0"],
+    "reshaped": ["4,4,4,4,4,1,1,0,0"],
+}
 
 
-def cmd_devices(args):
-    from ..runtime.device import all_devices
+def cache_path(name: str) -> str:
+    """``name`` under the user's cache folder (platformdirs), said on stderr."""
+    path = os.path.join(platformdirs.user_cache_dir("tensorsched"), name)
+    print(f"tensorsched: writing {path} (choose where with --log/--acl-dir)", file=sys.stderr)
+    return path
 
+
+def device_type(cl_device: Any) -> str:
+    """``GPU``, ``CPU``, ``ACCELERATOR`` (or ``CUSTOM``, ``OTHER``) from an OpenCL device's type
+    bits."""
+    bits = int(cl_device.type)
+    for bit, name in ((4, "GPU"), (2, "CPU"), (8, "ACCELERATOR"), (16, "CUSTOM")):
+        if bits & bit:  # CL_DEVICE_TYPE_GPU = 4, _CPU = 2, _ACCELERATOR = 8, _CUSTOM = 16
+            return name
+    return "OTHER"
+
+
+def cmd_devices(args: argparse.Namespace) -> None:
     rows = []
     for d in all_devices():
         cl = d.cl_device
@@ -19,6 +73,7 @@ def cmd_devices(args):
         rows.append(
             [
                 f"{d.platform_index}:{d.device_index}",
+                device_type(cl),
                 d.platform_name,
                 d.name,
                 str(cl.max_compute_units),
@@ -32,6 +87,7 @@ def cmd_devices(args):
         )
     head = [
         "id",
+        "type",
         "platform",
         "device",
         "CUs",
@@ -46,10 +102,7 @@ def cmd_devices(args):
     print("\nchoose one with TS_DEVICE=<id> or TS_DEVICE=<part of its name>")
 
 
-def cmd_peak(args):
-    from ..runtime.device import current_device, find_device
-    from ..runtime.peak import measure_bandwidth, measure_compute
-
+def cmd_peak(args: argparse.Namespace) -> None:
     dev = find_device(args.device) if args.device else current_device()
     print(f"device: {dev.name} ({dev.platform_name})")
     rows = []
@@ -60,20 +113,45 @@ def cmd_peak(args):
     _table(["kernel", "median", "result check"], rows)
 
 
-def _parse_ints(text, what):
+def _parse_ints(text: str, what: str) -> tuple[int, ...]:
     try:
-        return tuple(int(x) for x in text.split(","))
+        vals = tuple(int(x) for x in text.split(","))
     except ValueError:
         raise TensorschedError(f"{what} must be comma-separated integers, got '{text}'") from None
+    big = [v for v in vals if abs(v) > INDEX_MAX]
+    if big:
+        raise TensorschedError(f"{what}: {big[0]} is over {INDEX_MAX}, the largest 32-bit index")
+    return vals
 
 
-def _tasks(args):
-    """The tasks a ``tune`` command asks for."""
-    import csv
+def check_extents(text: str, what: str) -> str:
+    """``text`` (extents as ``i=64,j=64`` or ``A=34x34``) unless a number in it is over the
+    32-bit index range."""
+    for m in re.finditer(r"\d+", text or ""):
+        if int(m.group()) > INDEX_MAX:
+            raise TensorschedError(
+                f"{what}: {m.group()} is over {INDEX_MAX}, the largest 32-bit index"
+            )
+    return text
 
-    from ..tune.task import Task
 
+def import_modules(names: Sequence[str] | None) -> None:
+    """``--import MODULE``: import the user's modules that register templates."""
+    for name in names or ():
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise TensorschedError(
+                f"--import {name}: cannot import it ({exc}); give a module on the Python path "
+                "(PYTHONPATH) that registers templates with "
+                "tensorsched.tune.register_template"
+            ) from None
+
+
+def _tasks(args: argparse.Namespace) -> list[Task]:
+    """The tasks a ``tune`` or ``compare`` command asks for."""
     if getattr(args, "expr", None):
+        check_extents(args.shape, "--shape")
         return [
             Task(
                 "expr", args.template or "generic", (), args.dtype, (), args.expr, args.shape or ""
@@ -142,19 +220,15 @@ def _tasks(args):
     return tasks
 
 
-def _default_template(kind, device):
-    from ..runtime.device import current_device, find_device
-
+def _default_template(kind: str, device: str | None) -> str:
     dev = find_device(device) if device else current_device()
     if kind == "gemm":
         return "gpu_tiled" if dev.is_gpu else "cpu"
     return "spatial_pack"
 
 
-def _restrict(items):
+def _restrict(items: Sequence[str] | None) -> dict[str, list]:
     """``--knob NAME=JSON-LIST`` options as ``{name: [values]}`` (a split's value is a list)."""
-    import json
-
     out = {}
     for item in items or ():
         name, eq, values = item.partition("=")
@@ -173,14 +247,16 @@ def _restrict(items):
     return out
 
 
-def cmd_tune(args):
-    from ..tune.tuner import tune
-
+def cmd_tune(args: argparse.Namespace) -> None:
+    import_modules(args.imports)
+    tasks = _tasks(args)
+    restrict = _restrict(args.knob)
+    log = args.log or cache_path("tensorsched_tune.jsonl")
     rows = []
-    for task in _tasks(args):
+    for task in tasks:
         res = tune(
             task,
-            args.log,
+            log,
             strategy=args.strategy,
             trials=args.trials,
             resume=args.resume,
@@ -188,7 +264,7 @@ def cmd_tune(args):
             timeout=args.timeout,
             repeat=args.repeat,
             seed=args.seed,
-            restrict=_restrict(args.knob),
+            restrict=restrict,
         )
         b = res.best
         counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
@@ -209,70 +285,75 @@ def cmd_tune(args):
         )
     print()
     _table(["task", "best GFLOP/s", "device ms", "best config", "trials", "configs/min"], rows)
-    print(f"\nlog: {os.path.abspath(args.log)}")
+    print(f"\nlog: {os.path.abspath(log)}")
 
 
-def cmd_compare(args):
-    from ..baselines.compare import compare, plot, print_table
-    from ..runtime.device import current_device, find_device
-
+def cmd_compare(args: argparse.Namespace) -> None:
+    import_modules(args.imports)
     if args.layers:
         args.shapes = args.layers
     tasks = _tasks(args)
     if args.limit:
         tasks = tasks[: args.limit]
+    log = args.log or cache_path("tensorsched_tune.jsonl")
+    acl_dir = args.acl_dir or cache_path("acl_tuning")
     rows = compare(
         tasks,
-        args.log,
-        args.acl_dir,
+        log,
+        acl_dir,
         trials=args.trials,
         strategy=args.strategy,
         rounds=args.rounds,
         repeat=args.repeat,
         device=args.device,
         timeout=args.timeout,
+        acl_config_lists=None if args.acl_full else SMALL_ACL_LISTS,
     )
     dev = find_device(args.device) if args.device else current_device()
     print_table(rows, dev.name)
-    print(
-        f"\nlogs: {os.path.abspath(args.log)} (tensorsched), {os.path.abspath(args.acl_dir)} "
-        "(ACL-style)"
-    )
+    print(f"\nlogs: {os.path.abspath(log)} (tensorsched), {os.path.abspath(acl_dir)} (ACL-style)")
     if args.plot:
         plot(rows, args.plot)
         print(f"plot: {args.plot}")
 
 
-def _fmt_config(config):
+def _fmt_config(config: dict) -> str:
     return " ".join(
         f"{k}={'x'.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in config.items()
     )
 
 
-def cmd_source(args):
-    import json
-    import re
-
-    from ..codegen.opencl import emit_opencl
-    from ..schedules.lower import lower
-    from ..tune.log import best_records, read_log
-    from ..tune.task import Task
-
+def cmd_source(args: argparse.Namespace) -> None:
+    import_modules(args.imports)
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise TensorschedError(f"--out {args.out} is a file; give a folder for the .cl and .json")
     best = best_records(read_log(args.log), device=args.device_name)
     if not best:
         raise TensorschedError(
             f"{args.log} has no correct trial"
             f"{' on ' + args.device_name if args.device_name else ''}"
         )
-    os.makedirs(args.out, exist_ok=True)
+    kernels = []
     for rec in best.values():
         task = Task.from_dict(rec.task)
-        s, targs, _ = task.instantiate(rec.config)
         name = "_".join(
             [task.kind, task.template, "x".join(map(str, task.shape)), *task.epilogue]
             + ([task.dtype] if task.dtype != "float32" else [])
         )
-        name = re.sub(r"\W", "_", name)  # 'pkg.module:function' templates: no ':' in names
+        kernels.append((rec, task, re.sub(r"\W", "_", name)))
+    paths = [os.path.join(args.out, n + ext) for _, _, n in kernels for ext in (".cl", ".json")]
+    there = [p for p in paths if os.path.exists(p)]
+    if there and not args.force:
+        raise TensorschedError(
+            f"{there[0]} exists{f' (and {len(there) - 1} more)' if len(there) > 1 else ''}; "
+            "pass --force to overwrite, or choose another --out"
+        )
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as exc:
+        raise TensorschedError(f"cannot make --out {args.out}: {exc.strerror or exc}") from None
+    for rec, task, name in kernels:
+        s, targs, _ = task.instantiate(rec.config)
         src = emit_opencl(lower(s, targs, name=name))
         cl_path = os.path.join(args.out, name + ".cl")
         with open(cl_path, "w") as f:
@@ -306,7 +387,7 @@ def cmd_source(args):
         print(f"{cl_path} ({rec.gflops:.1f} GFLOP/s on {rec.device}) and its .json")
 
 
-def add_ir_parser(subparsers):
+def add_ir_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "ir",
         help="print the lowered IR of a tensor expression given as text",
@@ -339,38 +420,30 @@ def add_ir_parser(subparsers):
     return p
 
 
-def schedule_text(expr, shape, dtype="float32", generic=False):
+def schedule_text(
+    expr: str, shape: str, dtype: str = "float32", generic: bool = False
+) -> tuple[Any, list]:
     """``(schedule, args)`` for tensor-expression text: the default schedule of its last
     statement (or the generic template's defaults); args are the inputs then the output."""
-    from ..ir.te_text import parse_expr
-    from ..ir.tensor import PlaceholderOp
-    from ..schedules.schedule import create_schedule
-
+    check_extents(shape, "--shape")
     if generic:
-        from ..ops.space import Config
-        from ..ops.templates.generic import generic as template
-
-        return template(Config(), expr, shape, dtype=dtype)
+        return generic_template(Config(), expr, shape, dtype=dtype)
     tensors = list(parse_expr(expr, shape, dtype).values())
     out = tensors[-1]
     args = [t for t in tensors if isinstance(t.op, PlaceholderOp)] + [out]
     return create_schedule(out.op), args
 
 
-def cmd_ir(args):
-    from ..schedules.lower import lower
-
+def cmd_ir(args: argparse.Namespace) -> None:
     s, targs = schedule_text(args.expr, args.shape, args.dtype, args.generic)
     func = lower(s, targs, name=args.name)
     if args.opencl:
-        from ..codegen.opencl import emit_opencl
-
         print(emit_opencl(func).text)
     else:
         print(func.script() if args.func else func)
 
 
-def _table(head, rows):
+def _table(head: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     fmt = " | ".join(f"{{:<{w}}}" for w in widths)
     print(fmt.format(*head))
@@ -379,8 +452,54 @@ def _table(head, rows):
         print(fmt.format(*r))
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="tensorsched", description=__doc__)
+def positive_int(text: str) -> int:
+    """An argparse type: an integer from 1 to 2**31 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not 1 <= value <= INDEX_MAX:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer (1 to {INDEX_MAX}), got {text!r}"
+        )
+    return value
+
+
+def seed_int(text: str) -> int:
+    """An argparse type: a random seed, an integer from 0 to 2**63 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**63 - 1, got {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite positive number of seconds (at most a week)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not (math.isfinite(value) and 0 < value <= 7 * 24 * 3600):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _add_import(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        metavar="MODULE",
+        help="import MODULE (on the Python path) first: a module of yours that registers "
+        "templates with tensorsched.tune.register_template (repeatable)",
+    )
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tensorsched", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("devices", help="list OpenCL devices and whether they build a probe kernel")
     pk = sub.add_parser("peak", help="clpeak-style float/float2..float16 GFLOP/s and bandwidth")
@@ -388,7 +507,7 @@ def main(argv=None):
         "--device",
         help="P:D or part of a device name (default: TS_DEVICE, else the first GPU, else the CPU)",
     )
-    pk.add_argument("--repeat", type=int, default=5)
+    pk.add_argument("--repeat", type=positive_int, default=5)
     tu = sub.add_parser("tune", help="grid-search a template's knobs on the device")
     tu.add_argument("kind", nargs="?", choices=["gemm", "conv2d"])
     tu.add_argument(
@@ -410,10 +529,13 @@ def main(argv=None):
     tu.add_argument(
         "--template",
         help="template name (default: cpu or gpu_tiled for gemm by "
-        "device type, spatial_pack for conv2d)",
+        "device type, spatial_pack for conv2d); yours once --import has registered it",
     )
+    _add_import(tu)
     tu.add_argument("--epilogue", help="comma-separated: bias,relu,sigmoid")
-    tu.add_argument("--trials", type=int, help="candidates to measure per shape (default: all)")
+    tu.add_argument(
+        "--trials", type=positive_int, help="candidates to measure per shape (default: all)"
+    )
     tu.add_argument("--strategy", choices=["grid", "random"], default="grid")
     tu.add_argument(
         "--knob",
@@ -422,56 +544,88 @@ def main(argv=None):
         help="search only these values of a knob, e.g. --knob 'tile_k=[[8],[16]]' "
         "--knob 'double_buffer=[\"local\"]' (repeatable)",
     )
-    tu.add_argument("--log", default="tensorsched_tune.jsonl")
+    tu.add_argument(
+        "--log",
+        help="the tuning log (default: tensorsched_tune.jsonl in the user's cache folder, "
+        "printed); one tuner writes a log at a time",
+    )
     tu.add_argument("--resume", action="store_true", help="skip configs already in the log")
     tu.add_argument("--device", help="P:D or part of a device name")
     tu.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=60.0,
         help="seconds per candidate, its "
         "compile included (PoCL compiles a kernel at its first launch)",
     )
     tu.add_argument(
         "--repeat",
-        type=int,
+        type=positive_int,
         default=5,
         help="timed runs per candidate, at most: "
         "it stops after 3 once they took 50 ms on the device",
     )
-    tu.add_argument("--seed", type=int, default=0)
+    tu.add_argument("--seed", type=seed_int, default=0)
     co = sub.add_parser("compare", help="tensorsched against the tuned ACL-style GEMM baseline")
     co.add_argument("kind", choices=["gemm", "conv2d"])
     co.add_argument("--shape", help="as for tune")
     co.add_argument("--shapes", help="gemm: headerless M,N,K,B CSV")
     co.add_argument("--layers", help="conv2d: the layer table CSV (../shared/data/...)")
-    co.add_argument("--limit", type=int, help="only the first N shapes of the file")
+    co.add_argument("--limit", type=positive_int, help="only the first N shapes of the file")
     co.add_argument("--template")
+    _add_import(co)
     co.add_argument("--epilogue")
-    co.add_argument("--trials", type=int, default=40, help="tensorsched candidates per shape")
+    co.add_argument(
+        "--trials", type=positive_int, default=40, help="tensorsched candidates per shape"
+    )
     co.add_argument("--strategy", choices=["grid", "random"], default="random")
-    co.add_argument("--log", default="tensorsched_tune.jsonl")
-    co.add_argument("--acl-dir", default="acl_tuning", help="the ACL-style tuner's folder")
-    co.add_argument("--rounds", type=int, default=5, help="side-by-side rounds")
-    co.add_argument("--repeat", type=int, default=5)
-    co.add_argument("--timeout", type=float, default=60.0)
+    co.add_argument(
+        "--log", help="tensorsched's tuning log (default: in the user's cache folder, printed)"
+    )
+    co.add_argument(
+        "--acl-dir",
+        help="the ACL-style tuner's folder (default: acl_tuning in the user's cache folder)",
+    )
+    co.add_argument(
+        "--acl-full",
+        action="store_true",
+        help="tune the ACL-style GEMM over its full search lists (about 90 configs; on a CPU "
+        "device each compiles for about a second) instead of one config per strategy",
+    )
+    co.add_argument("--rounds", type=positive_int, default=5, help="side-by-side rounds")
+    co.add_argument("--repeat", type=positive_int, default=5)
+    co.add_argument("--timeout", type=positive_seconds, default=60.0)
     co.add_argument("--device")
     co.add_argument("--plot", help="write a PNG bar chart (needs matplotlib)")
     add_ir_parser(sub)
     so = sub.add_parser("source", help="write the best logged kernels as .cl + launch JSON")
     so.add_argument("--log", required=True)
-    so.add_argument("--out", default=".")
+    so.add_argument("--out", default=".", help="the folder for the .cl and .json files")
+    so.add_argument("--force", action="store_true", help="overwrite files already in --out")
     so.add_argument("--device-name", help="only records of this device (as logged)")
-    args = p.parse_args(argv)
+    _add_import(so)
+    return p
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "devices": cmd_devices,
+    "peak": cmd_peak,
+    "tune": cmd_tune,
+    "compare": cmd_compare,
+    "source": cmd_source,
+    "ir": cmd_ir,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``tensorsched ARGV``; returns the exit status (2 for a mistake, with a message)."""
+    args = make_parser().parse_args(argv)
     try:
-        {
-            "devices": cmd_devices,
-            "peak": cmd_peak,
-            "tune": cmd_tune,
-            "compare": cmd_compare,
-            "source": cmd_source,
-            "ir": cmd_ir,
-        }[args.command](args)
+        with warnings.catch_warnings():
+            # pyopencl's notice that a successful build logged something (PoCL does); the
+            # text itself is printed with PYOPENCL_COMPILER_OUTPUT=1
+            warnings.filterwarnings("ignore", message="Non-empty compiler output encountered")
+            COMMANDS[args.command](args)
     except TensorschedError as exc:
         print(f"tensorsched: {exc}", file=sys.stderr)
         return 2

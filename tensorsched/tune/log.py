@@ -2,85 +2,146 @@
 trial ends, so killing the tuner loses at most the trial in flight.
 
 Reading never rewrites the file: a line that does not parse (a truncated last line after a
-kill, or damage) is skipped with a warning naming the file and line, and appending goes on
-after it on a fresh line.
+kill, or damage) or whose record does not meet the schema of ``record.py`` (a log is data: it
+may come from anyone) is skipped with a warning naming the file and line, and appending goes
+on after it on a fresh line.
 """
 
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import os
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 
 from ..errors import TensorschedError
-from .task import Task
-
-STATUSES = ("ok", "wrong", "timeout", "crash", "build_error", "invalid", "error")
+from .record import (  # noqa: F401  (re-exported: a log's records)
+    STATUSES,
+    KnobSpaces,
+    Record,
+    RecordError,
+    check_record,
+    config_key,
+    jsonable,
+)
 
 
 class LogError(TensorschedError):
-    """The log cannot be written (full disk, permissions ...)."""
+    """The log cannot be read or written (full disk, permissions ...)."""
 
 
-@dataclass
-class Record:
-    task: dict
-    device: str
-    config: dict
-    status: str
-    device_ms: float | None = None
-    host_ms: float | None = None
-    gflops: float | None = None
-    error: str = ""
-    timestamp: float = field(default_factory=time.time)
-
-    def config_key(self):
-        return config_key(self.config)
-
-    def task_key(self):
-        return Task.from_dict(self.task).key()
-
-
-def config_key(config):
-    """A canonical string for a config (to recognise it again in a log)."""
-    return json.dumps(_jsonable(config), sort_keys=True)
-
-
-def _jsonable(config):
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()}
-
-
-def _from_json_config(config):
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
-
-
-def read_log(path):
-    """The records of a log, skipping (with a warning) lines that do not parse."""
-    records = []
+def read_log(path: str) -> list[Record]:
+    """The records of a log that meet the schema (``record.check_record``); a line that does
+    not parse or a record that does not meet it is skipped with a warning naming the file and
+    line. Nothing is imported or run but the registered templates the records name."""
+    records: list[Record] = []
     if not os.path.exists(path):
         return records
     try:
         f = open(path, encoding="utf-8", errors="replace")
     except OSError as exc:
         raise LogError(f"cannot read the tuning log {path}: {exc.strerror or exc}") from None
+    spaces = KnobSpaces()
     with f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                d = json.loads(line)
-                d["config"] = _from_json_config(d["config"])
-                records.append(Record(**d))
-            except (ValueError, TypeError, KeyError) as exc:
-                warnings.warn(
-                    f"{path}:{n}: skipped a damaged log line ({exc.__class__.__name__}); "
-                    "the file is left as it is",
-                    stacklevel=2,
-                )
+                records.append(check_record(json.loads(line), spaces))
+            except (ValueError, RecursionError) as exc:
+                _skip(path, n, exc.__class__.__name__)
+            except RecordError as exc:
+                _skip(path, n, str(exc))
     return records
+
+
+def _skip(path: str, line: int, why: str) -> None:
+    warnings.warn(
+        f"{path}:{line}: skipped a damaged log line ({why}); the file is left as it is",
+        stacklevel=3,
+    )
+
+
+class LogBusyError(LogError):
+    """Another tuner is writing the log."""
+
+
+class LogLock:
+    """One writer per log: an advisory lock (``fcntl.flock``) on ``LOG.lock``, a file beside the
+    log holding the pid of the process that holds it. ``acquire`` refuses at once with
+    ``LogBusyError`` when another process holds it; the kernel releases it when its holder
+    exits, ``kill -9`` included (a stale file left behind is simply locked again). ``release``
+    removes the file. Use it as a context manager."""
+
+    def __init__(self, log_path: str):
+        self.log_path = log_path
+        self.path = log_path + ".lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> LogLock:
+        for _ in range(20):
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise LogError(
+                    f"cannot lock the tuning log {self.log_path} (with {self.path}): "
+                    f"{exc.strerror or exc}"
+                ) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = _holder(fd)
+                os.close(fd)
+                raise LogBusyError(
+                    f"{self.log_path} is being written by another tuner (pid {holder}, as "
+                    f"{self.path} says): one tuner writes a log at a time; wait for it to "
+                    "finish (then --resume), or tune into another --log"
+                ) from None
+            # the holder before us may have removed the file after we opened it: lock the
+            # file that is there now
+            try:
+                now, mine = os.stat(self.path), os.fstat(fd)
+                same = (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                self._fd = fd
+                return self
+            os.close(fd)
+        raise LogBusyError(f"cannot lock {self.path}: it keeps being replaced")
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.unlink(self.path)  # while locked: a tuner waiting on this file tries again
+        except OSError:
+            pass
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> LogLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _holder(fd: int) -> str:
+    """The pid written in a lock file (it is written just after the lock is taken)."""
+    for _ in range(20):
+        text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        if text:
+            return text
+        time.sleep(0.01)
+    return "unknown"
 
 
 class LogWriter:
@@ -104,7 +165,7 @@ class LogWriter:
 
     def append(self, record):
         d = asdict(record)
-        d["config"] = _jsonable(record.config)
+        d["config"] = jsonable(record.config)
         line = json.dumps(d, sort_keys=True) + "\n"
         if self._needs_newline:
             line = "\n" + line
@@ -171,7 +232,7 @@ def export_csv(records, path):
                     "x".join(map(str, t["shape"])),
                     "+".join(t.get("epilogue", ())),
                     r.device,
-                    json.dumps(_jsonable(r.config), sort_keys=True),
+                    config_key(r.config),
                     r.status,
                     r.device_ms,
                     r.host_ms,

@@ -18,12 +18,14 @@
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing as mp
 import os
 import threading
 import time
 import traceback
 from collections import namedtuple
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +48,26 @@ def exit_with_parent():
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+def import_modules(modules: tuple[str, ...]) -> None:
+    """In a worker process: import the modules that registered the user's templates (named by
+    the tuner's own process from its registry, never by a log)."""
+    for name in modules:
+        importlib.import_module(name)
+
+
+_IMPORT_ERROR: list[str] = []  # in a build worker: why the user's modules did not import
+
+
+def init_worker(modules: tuple[str, ...] = ()) -> None:
+    """A build worker's start: exit with the tuner, find the user's templates (a module that
+    does not import is reported by each build, not by a broken pool)."""
+    exit_with_parent()
+    try:
+        import_modules(modules)
+    except Exception:  # noqa: BLE001
+        _IMPORT_ERROR.append(traceback.format_exc(limit=3)[-2000:])
 
 
 def _select_device(device):
@@ -102,6 +124,8 @@ def prebuild(task_dict, config, device, limits=None, binary=None):
     artifact as ``ModuleArtifact.dumps()`` bytes (``None`` unless ``ok``). ``binary``: ship
     the program binary (default: where the driver keeps no cache of source builds)."""
     _select_device(device)
+    if _IMPORT_ERROR:
+        return "error", _IMPORT_ERROR[0], None
     try:
         status, error, art, mod = build_candidate(task_dict, config, limits)
         if mod is None:
@@ -288,18 +312,15 @@ def _is_device_error(exc):
         return False
 
 
-def _runner_main(conn, device, task_dict=None, specs=None, limits=None):
+def _runner_main(conn, device, task_dict=None, specs=None, limits=None, modules=()):
     exit_with_parent()
     _select_device(device)
     worker = None
     try:  # start up now, not in the first candidate's timeout
+        import_modules(modules)  # a user's template modules
         worker = Worker(limits)
-        if task_dict is not None:
-            from .task import Task
-
-            _ = Task.from_dict(task_dict).function  # a user's template module: imported now
-            if specs:
-                worker.prepare(task_dict, specs)
+        if task_dict is not None and specs:
+            worker.prepare(task_dict, specs)
     except Exception:  # noqa: BLE001
         pass  # the first candidate reports it
     conn.send("ready")
@@ -329,12 +350,22 @@ class Runner:
     """A worker process that measures one candidate at a time, with a timeout.
 
     Give it the task (``task_dict``) and its arguments' shapes and dtypes (``specs``) to have
-    a fresh worker make the inputs, the reference and the device buffers while it starts;
+    a fresh worker make the inputs, the reference and the device buffers while it starts,
+    and the ``modules`` that register the user's templates to have it import them;
     ``start()`` starts it without waiting."""
 
-    def __init__(self, device=None, timeout=60.0, task_dict=None, specs=None, limits=None):
+    def __init__(
+        self,
+        device: str | None = None,
+        timeout: float = 60.0,
+        task_dict: dict | None = None,
+        specs: tuple | None = None,
+        limits: Any = None,
+        modules: tuple[str, ...] = (),
+    ):
         self.device, self.timeout = device, timeout
         self.task_dict, self.specs, self.limits = task_dict, specs, limits
+        self.modules = tuple(modules)
         self.ctx = mp.get_context("spawn")
         self.proc = None
         self.ready = False
@@ -348,7 +379,7 @@ class Runner:
         self.proc = self.ctx.Process(
             target=_runner_main,
             daemon=True,
-            args=(child, self.device, self.task_dict, self.specs, self.limits),
+            args=(child, self.device, self.task_dict, self.specs, self.limits, self.modules),
         )
         self.proc.start()
         child.close()

@@ -1,79 +1,131 @@
-"""A tuning task: one template at one shape, with the inputs and numpy reference every
-candidate is checked against.
+"""A tuning task: one registered template at one shape, with the inputs and numpy reference
+every candidate is checked against.
 
 A task is plain data (``kind``, ``template``, ``shape``, ``dtype``, ``epilogue``) so it can be
-written to a log and sent to worker processes; ``instantiate(config)`` builds the schedule.
+written to a log and sent to worker processes; ``template`` is the name of a registered
+template (``tensorsched.ops.templates.register_template``), never a module path, so reading a
+task imports nothing. ``instantiate(config)`` builds the schedule.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import math
+import numbers
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
 from ..errors import TensorschedError
+from ..ir.dtype import SCALAR_TYPES
+from ..ir.te_text import parse_expr
+from ..ir.tensor import PlaceholderOp
 from ..ops.conv2d import ConvShape, conv2d_ref
 from ..ops.space import Config
-from ..ops.templates import TEMPLATES
+from ..ops.templates import KINDS, Template, templates_of
+from ..runtime.build import build
+from ..runtime.numerics import random_array
+from ..schedules.schedule import create_schedule
+
+INDEX_MAX = 2**31 - 1  # a shape's extents are indexed with 32-bit int
 
 
 class TaskError(TensorschedError):
     """An unknown template or a malformed shape."""
 
 
+def _is_int(x: object) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
 @dataclass(frozen=True)
 class Task:
-    kind: str  # "gemm" or "conv2d"
-    template: str  # a name in TEMPLATES[kind], or "package.module:function"
+    kind: str  # "gemm", "conv2d" or "expr"
+    template: str  # the name of a registered template of this kind
     shape: tuple  # (M, N, K) or the ConvShape fields
     dtype: str = "float32"
     epilogue: tuple = field(default=())
     expr: str = ""  # kind "expr": statements as text (ts.parse_expr) ...
     expr_shapes: str = ""  # ... and their extents, "i=64,j=64,k=64"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
+            raise TaskError(f"unknown operator {self.kind!r}; use one of {', '.join(KINDS)}")
+        table = templates_of(self.kind)
+        if not isinstance(self.template, str) or self.template not in table:
+            raise TaskError(
+                f"unknown {self.kind} template {self.template!r}; use one of "
+                f"{', '.join(table)}, or register your own with "
+                "tensorsched.tune.register_template (and --import its module on the command "
+                "line)"
+            )
+        if not isinstance(self.dtype, str) or self.dtype not in SCALAR_TYPES:
+            raise TaskError(f"dtype {self.dtype!r}: use one of {', '.join(SCALAR_TYPES)}")
+        for name in ("expr", "expr_shapes"):
+            if not isinstance(getattr(self, name), str):
+                raise TaskError(f"{name} must be text, got {getattr(self, name)!r}")
         if self.kind == "expr":
             if not self.expr:
                 raise TaskError("an expr task needs the expression text (--expr)")
             object.__setattr__(self, "shape", ())
             object.__setattr__(self, "epilogue", ())
             return
-        if self.kind not in TEMPLATES:
-            raise TaskError(f"unknown operator '{self.kind}'; use one of {', '.join(TEMPLATES)}")
-        if self.template not in TEMPLATES[self.kind] and ":" not in self.template:
-            raise TaskError(
-                f"unknown {self.kind} template '{self.template}'; use one of "
-                f"{', '.join(TEMPLATES[self.kind])}, or your own as "
-                "'package.module:function'"
-            )
-        want = 3 if self.kind == "gemm" else len(ConvShape.__dataclass_fields__)
-        if len(self.shape) != want or not all(
-            isinstance(x, int) and x > 0 or (self.kind == "conv2d" and x == 0) for x in self.shape
+        if not isinstance(self.epilogue, (tuple, list)) or not all(
+            isinstance(e, str) for e in self.epilogue
         ):
-            raise TaskError(f"{self.kind} shape must be {want} positive ints, got {self.shape}")
-        object.__setattr__(self, "shape", tuple(self.shape))
+            raise TaskError(f"epilogue must be names (bias, relu, sigmoid), got {self.epilogue!r}")
+        want = 3 if self.kind == "gemm" else len(ConvShape.__dataclass_fields__)
+        shape = tuple(self.shape) if isinstance(self.shape, (tuple, list)) else None
+        if (
+            shape is None
+            or len(shape) != want
+            or not all(_is_int(x) and 0 <= x <= INDEX_MAX for x in shape)
+            or any(x == 0 for x in (shape if self.kind == "gemm" else shape[:-1]))
+        ):
+            what = "positive ints" if self.kind == "gemm" else "positive ints (pad may be 0)"
+            raise TaskError(
+                f"{self.kind} shape must be {want} {what} up to {INDEX_MAX}, got {self.shape!r}"
+            )
+        object.__setattr__(self, "shape", tuple(int(x) for x in shape))
         object.__setattr__(self, "epilogue", tuple(self.epilogue))
 
     # ---- identity
 
-    def key(self):
+    def key(self) -> str:
         """A stable string naming the task in logs."""
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, d):
+    def from_dict(cls, d: Any) -> Task:
+        """The task a log record (or a worker's message) holds; ``TaskError`` unless ``d`` is
+        a dict of the task's fields naming a registered template. Imports nothing."""
+        if not isinstance(d, dict):
+            raise TaskError(f"a task is a dict of its fields, got {type(d).__name__}")
+        names = [f.name for f in fields(cls)]
+        foreign = sorted(str(k) for k in d if k not in names)
+        missing = [k for k in ("kind", "template", "shape") if k not in d]
+        if foreign or missing:
+            raise TaskError(
+                "a task "
+                + (f"without the field(s) {', '.join(missing)}" if missing else "")
+                + (" and " if foreign and missing else "")
+                + (f"with the unknown field(s) {', '.join(foreign)}" if foreign else "")
+            )
+        shape, epilogue = d["shape"], d.get("epilogue", ())
+        if not isinstance(shape, (list, tuple)) or not isinstance(epilogue, (list, tuple)):
+            raise TaskError("a task's shape and epilogue are lists")
         return cls(
             d["kind"],
             d["template"],
-            tuple(d["shape"]),
+            tuple(shape),
             d.get("dtype", "float32"),
-            tuple(d.get("epilogue", ())),
+            tuple(epilogue),
             d.get("expr", ""),
             d.get("expr_shapes", ""),
         )
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.kind == "expr":
             return f"expr '{self.expr}' ({self.expr_shapes}) [{self.template}]"
         shape = "x".join(map(str, self.shape))
@@ -83,45 +135,33 @@ class Task:
     # ---- building
 
     @property
-    def function(self):
-        """The template function: a registered one, or ``module:function`` imported (so that
-        worker processes find a user's own template too)."""
-        if self.kind == "expr" and self.template == "generic":
-            from ..ops.templates.generic import generic
+    def function(self) -> Template:
+        """The registered template function."""
+        return templates_of(self.kind)[self.template]
 
-            return generic
-        if self.kind != "expr" and self.template in TEMPLATES[self.kind]:
-            return TEMPLATES[self.kind][self.template]
-        import importlib
-
-        module, _, name = self.template.partition(":")
-        try:
-            return getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError) as exc:
-            raise TaskError(f"cannot import template '{self.template}': {exc}") from None
-
-    def shape_args(self):
+    def shape_args(self) -> tuple:
         if self.kind == "expr":
             return (self.expr, self.expr_shapes)
         return self.shape if self.kind == "gemm" else (ConvShape(*self.shape),)
 
-    def _call(self, cfg):
+    def _call(self, cfg: Config) -> tuple:
         extra = {} if self.kind == "expr" else {"epilogue": self.epilogue}
         return self.function(cfg, *self.shape_args(), dtype=self.dtype, **extra)
 
-    def instantiate(self, config=None):
+    def instantiate(self, config: Config | dict | None = None) -> tuple:
         """``(schedule, args, cfg)`` for ``config`` (a dict or Config; default: the defaults)."""
         cfg = config if isinstance(config, Config) else Config(config or {})
         s, args = self._call(cfg)
         return s, args, cfg
 
-    def space(self):
+    def space(self) -> Config:
+        """The template's knob space at this task's shape (a ``Config`` with no values)."""
         cfg = Config()
         self._call(cfg)
         return cfg
 
     @property
-    def flop(self):
+    def flop(self) -> int:
         if self.kind == "expr":
             return _expr_flop(self.expr, self.expr_shapes, self.dtype)
         if self.kind == "gemm":
@@ -131,16 +171,12 @@ class Task:
 
     # ---- checking
 
-    def inputs(self, args, seed=0):
+    def inputs(self, args: Any, seed: int = 0) -> list[np.ndarray]:
         """Random inputs (never zeros) for the argument tensors but the last (the output)."""
         rng = np.random.default_rng(seed)
-        out = []
-        for t in args[:-1]:
-            mag = rng.uniform(0.25, 1.0, t.shape) * rng.choice([-1, 1], t.shape)
-            out.append(mag.astype(t.dtype))
-        return out
+        return [random_array(tuple(t.shape), t.dtype, rng) for t in args[:-1]]
 
-    def reference(self, inputs):
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
         """The expected output in float64, from numpy (for text expressions: the exact Python
         backend on the plain schedule, or for large ones the template's default config)."""
         if self.kind == "expr":
@@ -171,27 +207,20 @@ class Task:
 PYTHON_REFERENCE_LIMIT = 2_000_000  # loop iterations the exact Python backend may run
 
 
-def _expr_flop(expr, shapes, dtype):
+def _expr_flop(expr: str, shapes: str, dtype: str) -> int:
     """2 per reduction step and 1 per elementwise element, over all stages."""
-    from ..ir.te_text import parse_expr
-
     total = 0
     for t in parse_expr(expr, shapes, dtype).values():
         op = t.op
         if not hasattr(op, "axis"):
             continue
-        n = int(np.prod(op.shape))
-        red = int(np.prod([iv.dom.extent for iv in op.reduce_axis])) if op.reduce_axis else 0
+        n = math.prod(int(x) for x in op.shape)
+        red = math.prod(int(iv.dom.extent) for iv in op.reduce_axis) if op.reduce_axis else 0
         total += 2 * n * red if red else n
     return max(total, 1)
 
 
-def _expr_reference(task, inputs):
-    from ..ir.te_text import parse_expr
-    from ..ir.tensor import PlaceholderOp
-    from ..runtime.build import build
-    from ..schedules.schedule import create_schedule
-
+def _expr_reference(task: Task, inputs: list[np.ndarray]) -> np.ndarray:
     if _expr_flop(task.expr, task.expr_shapes, task.dtype) <= PYTHON_REFERENCE_LIMIT:
         tensors = list(parse_expr(task.expr, task.expr_shapes, task.dtype).values())
         out = tensors[-1]

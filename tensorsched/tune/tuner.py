@@ -11,20 +11,28 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures as cf
+import math
 import multiprocessing as mp
+import numbers
 import os
+import sys
 import time
+from collections.abc import Iterable, Sequence
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from ..errors import TensorschedError
-from ..runtime.device import DeviceLimits
+from ..ops.space import Config
+from ..ops.templates import template_module
+from ..runtime.device import DeviceLimits, current_device
 from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
-from .log import LogWriter, Record, best_records, config_key, read_log
-from .measure import TIME_BUDGET_MS, Runner, exit_with_parent, prebuild, signature
-from .task import Task
+from .log import LogLock, LogWriter, Record, best_records, config_key, read_log
+from .measure import TIME_BUDGET_MS, Runner, init_worker, prebuild, signature
+from .task import Task, TaskError
 
 STRATEGIES = ("grid", "random")
 MEASURED = ("ok", "wrong", "timeout", "crash", "error")  # statuses that reached the runner
@@ -41,22 +49,22 @@ class TuneResult:
     stats: dict = field(default_factory=dict)  # where the time went (see ``tune``)
 
     @property
-    def measured(self):
+    def measured(self) -> int:
         """Trials logged by this run (every status but ``skipped``)."""
         return sum(v for k, v in self.counts.items() if k not in ("skipped", "filtered"))
 
     @property
-    def on_device(self):
+    def on_device(self) -> int:
         """Trials that ran on the device (or were meant to: ok, wrong, timeout, crash, error)."""
         return sum(v for k, v in self.counts.items() if k in MEASURED)
 
     @property
-    def rate(self):
+    def rate(self) -> float:
         """Trials logged per minute, start-up included."""
         return self.measured / self.seconds * 60 if self.seconds else 0.0
 
 
-def candidate_order(task, strategy, seed=0):
+def candidate_order(task: Task, strategy: str, seed: int = 0) -> Sequence[int]:
     """The indices of the grid, in the order ``strategy`` visits them."""
     size = task.space().size()
     if strategy == "grid":
@@ -65,7 +73,8 @@ def candidate_order(task, strategy, seed=0):
         rng = np.random.default_rng(seed)
         if size <= 1_000_000:
             return rng.permutation(size).tolist()
-        seen, out = set(), []
+        seen: set[int] = set()
+        out: list[int] = []
         while len(out) < min(size, 100_000):
             i = int(rng.integers(size))
             if i not in seen:
@@ -76,27 +85,31 @@ def candidate_order(task, strategy, seed=0):
 
 
 def tune(
-    task,
-    log_path,
-    strategy="grid",
-    trials=None,
-    resume=False,
-    device=None,
-    timeout=60.0,
-    repeat=5,
-    seed=0,
-    n_build=None,
-    progress=True,
-    budget_ms=TIME_BUDGET_MS,
-    ahead=None,
-    restrict=None,
-):
+    task: Task,
+    log_path: str,
+    strategy: str = "grid",
+    trials: int | None = None,
+    resume: bool = False,
+    device: str | None = None,
+    timeout: float = 60.0,
+    repeat: int = 5,
+    seed: int = 0,
+    n_build: int | None = None,
+    progress: bool = True,
+    budget_ms: float | None = TIME_BUDGET_MS,
+    ahead: int | None = None,
+    restrict: dict | None = None,
+) -> TuneResult:
     """Tune ``task``: measure up to ``trials`` candidates (all by default) and log each one.
 
     ``restrict`` (``{knob: [values]}``, see ``Config.restrict``) narrows the template's space
     that the grid or random search visits.
 
-    With ``resume``, configs already in the log for this task and device are skipped.
+    One tuner writes a log at a time: while tuning, it holds an advisory lock (``fcntl.flock``
+    on ``LOG.lock``, a file beside the log that holds its pid and is removed at the end); a
+    second tuner on the same log refuses at once with ``LogBusyError`` naming the log and the
+    first one's pid. With ``resume``, configs already in the log for this task and device are
+    skipped; without it, a log that has trials of this task on this device is refused.
     ``n_build`` build processes (default ``os.cpu_count()``) keep ``ahead`` candidates (default
     ``2 * n_build + 2``) built or building ahead of the one being measured. Each candidate is
     timed ``repeat`` times, or at least 3 times (``repeat`` if fewer) and until its timed runs
@@ -108,52 +121,269 @@ def tune(
     (``log_s``), the inputs made on the device (``uploads``) and the runner's restarts.
     """
     t0 = time.time()
+    _check_options(strategy, trials, timeout, repeat, n_build, ahead, budget_ms)
+    modules = worker_modules(task)
     limits = DeviceLimits.of(device)
     if not device:  # the workers use this process's device (set_device() included)
-        from ..runtime.device import current_device
-
         dev = current_device()
         device = f"{dev.platform_index}:{dev.device_index}"
     space = task.space()
     if restrict:
         space.restrict(restrict)
-    done = set()
-    if resume:
-        for r in read_log(log_path):
-            if r.task_key() == task.key() and r.device == limits.name:
-                done.add(r.config_key())
-    elif os.path.exists(log_path) and any(
-        r.task_key() == task.key() and r.device == limits.name for r in read_log(log_path)
-    ):
+    with LogLock(log_path):
+        done = _logged_configs(task, log_path, limits.name, resume)
+        search = Search(
+            task,
+            space,
+            candidate_order(task, strategy, seed),
+            done,
+            LogWriter(log_path),
+            Runner(device, timeout, asdict(task), _specs(task), limits, modules),
+            BuildPool(n_build or max(1, os.cpu_count() or 2), device, limits, modules),
+            limits,
+        )
+        search.run(
+            budget=trials if trials is not None else space.size(),
+            ahead=ahead,
+            repeat=repeat,
+            budget_ms=budget_ms,
+            progress=progress,
+        )
+        all_best = best_records(read_log(log_path), task.key(), limits.name)
+    return TuneResult(
+        task,
+        log_path,
+        all_best.get(task.key()),
+        search.counts,
+        time.time() - t0,
+        dict(search.stats),
+    )
+
+
+def _check_options(
+    strategy: str,
+    trials: int | None,
+    timeout: float,
+    repeat: int,
+    n_build: int | None,
+    ahead: int | None,
+    budget_ms: float | None,
+) -> None:
+    """``TensorschedError`` for an option out of its range (before anything starts)."""
+    if strategy not in STRATEGIES:
+        raise TensorschedError(f"unknown strategy '{strategy}'; use one of {', '.join(STRATEGIES)}")
+    counts = {"trials": trials, "repeat": repeat, "n_build": n_build, "ahead": ahead}
+    for name, count in counts.items():
+        if count is None and name != "repeat":
+            continue
+        if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:
+            raise TensorschedError(f"{name} must be a positive integer, got {count!r}")
+    if not _is_positive(timeout):
+        raise TensorschedError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if budget_ms is not None and not (budget_ms == 0 or _is_positive(budget_ms)):
+        raise TensorschedError(f"budget_ms must be None or a number >= 0, got {budget_ms!r}")
+
+
+def _is_positive(x: object) -> bool:
+    return (
+        isinstance(x, numbers.Real)
+        and not isinstance(x, bool)
+        and math.isfinite(float(x))
+        and float(x) > 0
+    )
+
+
+def worker_modules(task: Task) -> tuple[str, ...]:
+    """The modules the tuner's worker processes import to find the task's template: the
+    module this process registered it from (``()`` for a built-in one). Read from this
+    process's registry, never from a log."""
+    module = template_module(task.kind, task.template)
+    if module is not None:
+        return (module,)
+    fn = task.function
+    main = sys.modules.get("__main__")
+    if getattr(fn, "__module__", None) == "__main__" and not getattr(main, "__file__", None):
+        raise TaskError(
+            f"the template '{task.template}' was registered in an interactive session, which "
+            "the tuner's worker processes cannot import; register it in a module file and "
+            "import that module"
+        )
+    return ()
+
+
+def _logged_configs(task: Task, log_path: str, device: str, resume: bool) -> set[str]:
+    """The keys of the configs of ``task`` on ``device`` already in the log (with ``resume``);
+    without it, ``TensorschedError`` when there are any."""
+    logged = {
+        r.config_key()
+        for r in read_log(log_path)
+        if r.device == device and r.task_key() == task.key()
+    }
+    if logged and not resume:
         raise TensorschedError(
             f"{log_path} already has trials of {task} on this device; pass "
             "resume=True (--resume) to continue it, or choose another log"
         )
-    writer = LogWriter(log_path)
-    task_dict = _task_dict(task)
-    runner = Runner(device, timeout, task_dict, _specs(task), limits)
-    n_build = n_build or max(1, (os.cpu_count() or 2))
-    ahead = ahead or 2 * n_build + 2
+    return logged
 
-    def new_pool():
-        return cf.ProcessPoolExecutor(
-            n_build, mp_context=mp.get_context("spawn"), initializer=exit_with_parent
-        )
 
-    pool, generation = None, 0  # the pool, and how many pools came before it
-    counts = {}
-    budget = trials if trials is not None else space.size()
-    bar = _progress(budget, str(task), progress)
-    best = None
-    stats = collections.Counter()
-    uploads = {}  # runner process -> task inputs it made on the device
+class BuildPool:
+    """The build processes (``prebuild``): a pool that a dying worker breaks is replaced by a
+    fresh one, a new *generation*; a candidate whose future was lost with its pool is built by
+    the runner instead."""
 
-    def log(config, res):
-        nonlocal best
+    def __init__(self, n: int, device: str, limits: DeviceLimits, modules: tuple[str, ...]):
+        self.n, self.device, self.limits, self.modules = n, device, limits, modules
+        self.pool: cf.ProcessPoolExecutor | None = None
+        self.generation = 0  # pools that came before this one
+
+    def submit(self, task_dict: dict, config: dict) -> cf.Future | None:
+        """The future of ``config``'s build, or ``None`` if no pool takes it."""
+        for _ in range(2):
+            if self.pool is None:
+                self.pool = cf.ProcessPoolExecutor(
+                    self.n,
+                    mp_context=mp.get_context("spawn"),
+                    initializer=init_worker,
+                    initargs=(self.modules,),
+                )
+            try:
+                return self.pool.submit(prebuild, task_dict, config, self.device, self.limits)
+            except (BrokenProcessPool, RuntimeError):  # broken since its last result was read
+                self.renew()
+        return None
+
+    def renew(self) -> None:
+        """Drop the current pool (its pending builds too); the next submit starts a new one."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool, self.generation = None, self.generation + 1
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclass
+class Pending:
+    """A candidate submitted for building, in search order."""
+
+    config: dict
+    future: cf.Future | None
+    generation: int
+
+
+class Search:
+    """One tuning run: candidates in the search's order, built ahead by the ``BuildPool``,
+    measured one at a time by the ``Runner`` and logged as each ends (``run``)."""
+
+    def __init__(
+        self,
+        task: Task,
+        space: Config,
+        order: Iterable[int],
+        done: set[str],
+        writer: LogWriter,
+        runner: Runner,
+        builds: BuildPool,
+        limits: DeviceLimits,
+    ):
+        self.task, self.task_dict, self.space = task, asdict(task), space
+        self.order, self.done = iter(order), done
+        self.writer, self.runner, self.builds, self.limits = writer, runner, builds, limits
+        self.pending: collections.deque[Pending] = collections.deque()
+        self.submitted = 0
+        self.counts: dict[str, int] = {}
+        self.stats: dict[str, float] = collections.defaultdict(float)
+        self.best: Record | None = None
+        self.uploads: dict[int, int] = {}  # runner process -> task inputs it made on the device
+        self.bar: Any = None
+
+    def run(
+        self,
+        budget: int,
+        ahead: int | None,
+        repeat: int,
+        budget_ms: float | None,
+        progress: bool,
+    ) -> None:
+        """Measure up to ``budget`` new candidates, keeping ``ahead`` built or building."""
+        ahead = ahead or 2 * self.builds.n + 2
+        self.bar = _progress(budget, str(self.task), progress)
+        try:
+            self._top_up(budget, ahead)
+            self.runner.start()  # it starts up while the pool builds the first ones
+            while self.pending:
+                cand = self.pending.popleft()
+                status, error, artifact = self._built(cand)
+                self._top_up(budget, ahead)  # the pool builds on while this one is measured
+                if status != "ok":
+                    self._log(cand.config, {"status": status, "error": error})
+                else:
+                    self._log(cand.config, self._measure(cand.config, artifact, repeat, budget_ms))
+        finally:
+            self.bar.close()
+            self.runner.close()
+            self.builds.close()
+        self.stats["restarts"] = self.runner.restarts
+        self.stats["uploads"] = sum(self.uploads.values())
+
+    def _next_config(self) -> dict | None:
+        """The next point of the order not in the log yet (counting those skipped)."""
+        for idx in self.order:
+            config = self.space.point(idx)
+            if config_key(config) in self.done:
+                self.counts["skipped"] = self.counts.get("skipped", 0) + 1
+                continue
+            return config
+        return None
+
+    def _top_up(self, budget: int, ahead: int) -> None:
+        while len(self.pending) < ahead and self.submitted < budget:
+            config = self._next_config()
+            if config is None:
+                return
+            future = self.builds.submit(self.task_dict, config)
+            self.pending.append(Pending(config, future, self.builds.generation))
+            self.submitted += 1
+
+    def _built(self, cand: Pending) -> tuple[str, str, bytes | None]:
+        """``(status, error, artifact)`` of a candidate's build; ``("ok", "", None)`` when the
+        runner has to build it itself."""
+        t = time.perf_counter()
+        try:
+            result = cand.future.result() if cand.future is not None else ("ok", "", None)
+        except Exception as exc:  # noqa: BLE001
+            # a build worker died (a compiler crash?) and took the pool's other builds with
+            # it: the runner builds these itself, with the timeout, and records the culprit
+            # as a crash
+            result = ("ok", "", None)
+            if isinstance(exc, BrokenProcessPool) and cand.generation == self.builds.generation:
+                self.builds.renew()
+        self.stats["wait_build_s"] += time.perf_counter() - t
+        return result
+
+    def _measure(
+        self, config: dict, artifact: bytes | None, repeat: int, budget_ms: float | None
+    ) -> dict:
+        t = time.perf_counter()
+        upcoming = _built(self.pending, LOAD_AHEAD) if artifact is not None else ()
+        res = self.runner.measure(self.task_dict, config, repeat, artifact, budget_ms, upcoming)
+        self.stats["runner_s"] += time.perf_counter() - t
+        for k in ("load", "prepare", "check", "time"):
+            self.stats[f"{k}_s"] += res.get(f"_{k}_s", 0.0)
+        self.stats["repeats"] += res.get("_repeats", 0)
+        if "_uploads" in res:
+            self.uploads[res["_pid"]] = res["_uploads"]
+        if artifact is None:
+            self.stats["built_by_runner"] += 1
+        return res
+
+    def _log(self, config: dict, res: dict) -> None:
         t = time.perf_counter()
         rec = Record(
-            task=task_dict,
-            device=limits.name,
+            task=self.task_dict,
+            device=self.limits.name,
             config=config,
             status=res["status"],
             device_ms=res.get("device_ms"),
@@ -161,110 +391,27 @@ def tune(
             gflops=res.get("gflops"),
             error=res.get("error", ""),
         )
-        writer.append(rec)
-        counts[rec.status] = counts.get(rec.status, 0) + 1
-        if rec.status == "ok" and (best is None or rec.device_ms < best.device_ms):
-            best = rec
-        bar.update(1)
-        bar.set_postfix_str(f"best {best.gflops:.1f} GFLOP/s" if best else "no valid kernel yet")
-        stats["log_s"] += time.perf_counter() - t
-
-    order = iter(candidate_order(task, strategy, seed))
-    pending = collections.deque()  # (config, future, pool generation), in order
-    submitted = 0
-
-    def next_config():
-        for idx in order:
-            config = space.point(idx)
-            if config_key(config) in done:
-                counts["skipped"] = counts.get("skipped", 0) + 1
-                continue
-            return config
-        return None
-
-    def new_generation():
-        nonlocal pool, generation
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-        pool, generation = None, generation + 1
-
-    def submit(config):
-        nonlocal pool
-        for _ in range(2):
-            if pool is None:
-                pool = new_pool()
-            try:
-                return pool.submit(prebuild, task_dict, config, device, limits)
-            except (BrokenProcessPool, RuntimeError):  # broken since its last result was read
-                new_generation()
-        return None  # the runner builds it
-
-    def top_up():
-        nonlocal submitted
-        while len(pending) < ahead and submitted < budget:
-            config = next_config()
-            if config is None:
-                return
-            fut = submit(config)
-            pending.append((config, fut, generation))
-            submitted += 1
-
-    try:
-        top_up()
-        runner.start()  # it starts up while the pool builds the first ones
-        while pending:
-            config, fut, gen = pending.popleft()
-            t = time.perf_counter()
-            artifact = None
-            try:
-                status, error, artifact = fut.result() if fut is not None else ("ok", "", None)
-            except Exception as exc:  # noqa: BLE001
-                # a build worker died (a compiler crash?) and took the pool's other builds
-                # with it: the runner builds these itself, with the timeout, and records the
-                # culprit as a crash
-                status, error = "ok", ""
-                if isinstance(exc, BrokenProcessPool) and gen == generation:
-                    new_generation()
-            stats["wait_build_s"] += time.perf_counter() - t
-            top_up()  # the pool builds on while this one is measured
-            if status != "ok":
-                log(config, {"status": status, "error": error})
-                continue
-            t = time.perf_counter()
-            res = runner.measure(
-                task_dict,
-                config,
-                repeat,
-                artifact,
-                budget_ms,
-                _built(pending, LOAD_AHEAD) if artifact is not None else (),
-            )
-            stats["runner_s"] += time.perf_counter() - t
-            for k in ("load", "prepare", "check", "time"):
-                stats[f"{k}_s"] += res.get(f"_{k}_s", 0.0)
-            stats["repeats"] += res.get("_repeats", 0)
-            if "_uploads" in res:
-                uploads[res["_pid"]] = res["_uploads"]
-            if artifact is None:
-                stats["built_by_runner"] += 1
-            log(config, res)
-    finally:
-        bar.close()
-        runner.close()
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-    stats["restarts"] = runner.restarts
-    stats["uploads"] = sum(uploads.values())
-    all_best = best_records(read_log(log_path), task.key(), limits.name)
-    return TuneResult(
-        task, log_path, all_best.get(task.key()), counts, time.time() - t0, dict(stats)
-    )
+        self.writer.append(rec)
+        self.counts[rec.status] = self.counts.get(rec.status, 0) + 1
+        if rec.status == "ok" and (self.best is None or _faster(rec, self.best)):
+            self.best = rec
+        self.bar.update(1)
+        best = self.best
+        self.bar.set_postfix_str(
+            f"best {best.gflops:.1f} GFLOP/s" if best else "no valid kernel yet"
+        )
+        self.stats["log_s"] += time.perf_counter() - t
 
 
-def _built(pending, n):
+def _faster(a: Record, b: Record) -> bool:
+    return a.device_ms is not None and (b.device_ms is None or a.device_ms < b.device_ms)
+
+
+def _built(pending: Iterable[Pending], n: int) -> list[bytes]:
     """The artifacts of the first ``n`` pending candidates whose build has finished."""
     out = []
-    for _, fut, _ in list(pending)[:n]:
+    for cand in list(pending)[:n]:
+        fut = cand.future
         if fut is None or not fut.done() or fut.cancelled() or fut.exception() is not None:
             continue
         status, _, artifact = fut.result()
@@ -273,7 +420,7 @@ def _built(pending, n):
     return out
 
 
-def _specs(task):
+def _specs(task: Task) -> tuple | None:
     """The shapes and dtypes of the task's arguments (of its default config), for the runner
     to make its inputs while it starts; ``None`` if the default config does not instantiate."""
     try:
@@ -283,28 +430,18 @@ def _specs(task):
         return None
 
 
-def _task_dict(task):
-    from dataclasses import asdict
+class _NoProgress:
+    def update(self, n: int) -> None:
+        pass
 
-    return asdict(task)
+    def set_postfix_str(self, s: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
-def _progress(total, desc, enabled):
-    try:
-        from tqdm import tqdm
-    except ImportError:  # tqdm is a dependency; be robust
-        tqdm = None
-    if tqdm is None or not enabled:
-
-        class _Null:
-            def update(self, n):
-                pass
-
-            def set_postfix_str(self, s):
-                pass
-
-            def close(self):
-                pass
-
-        return _Null()
+def _progress(total: int, desc: str, enabled: bool) -> Any:
+    if not enabled:
+        return _NoProgress()
     return tqdm(total=total, desc=desc, unit="trial", leave=True, dynamic_ncols=True)

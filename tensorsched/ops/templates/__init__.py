@@ -1,20 +1,40 @@
 """Schedule templates: functions ``template(cfg, *shape, dtype=..., epilogue=...)`` returning
 ``(schedule, args)``, written with the public schedule API only. Copy one to start your own.
 
-GEMM templates take ``(cfg, M, N, K)``; conv2d templates take ``(cfg, ConvShape)``.
+GEMM templates take ``(cfg, M, N, K)``; conv2d templates take ``(cfg, ConvShape)``; templates of
+text expressions (kind ``expr``) take ``(cfg, expr_text, shapes)``.
 ``args`` is ``[A, B, *epilogue inputs, C]`` (``gemm_vec_dot`` takes B transposed, N x K) or
 ``[data, kernel, *epilogue inputs, output]``.
+
+Templates are found by name only: ``TEMPLATES[kind][name]`` (``EXPR_TEMPLATES[name]`` for kind
+``expr``). A tuning log names a template, never a module, so reading a log imports nothing.
+Register your own with ``register_template``, in a module that your program imports::
+
+    @register_template("gemm", "my_gemm")
+    def my_gemm(cfg, M, N, K, dtype="float32", epilogue=()): ...
+
+The tuner's worker processes import the module that defines a registered template (its
+``__module__``, as this process registered it) before they build or measure.
 """
 
-from functools import partial
+from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from ...errors import TensorschedError
 from ..space import Config
 from .conv2d import conv2d_im2col, conv2d_implicit_gemm, conv2d_spatial_pack
 from .gemm_cpu import gemm_cpu
 from .gemm_gpu import gemm_gpu_tiled
 from .gemm_mobile import gemm_adreno, gemm_block2x2, gemm_vec_dot
+from .generic import generic
 
-TEMPLATES = {
+Template = Callable[..., Any]
+
+TEMPLATES: dict[str, dict[str, Template]] = {
     "gemm": {
         "gpu_tiled": gemm_gpu_tiled,  # desktop GPU: __local tiles + register tiles
         "cpu": gemm_cpu,  # CPU OpenCL device: big register tiles, wide vectors
@@ -29,9 +49,81 @@ TEMPLATES = {
         "implicit_gemm": conv2d_implicit_gemm,  # desktop GPU: one kernel, tiles from the image
     },
 }
+EXPR_TEMPLATES: dict[str, Template] = {"generic": generic}  # kind "expr": text expressions
+KINDS = ("gemm", "conv2d", "expr")
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_BUILTIN = {(k, n) for k in TEMPLATES for n in TEMPLATES[k]} | {("expr", "generic")}
+_USER: dict[tuple[str, str], str] = {}  # (kind, name) of a user's template -> its module
 
 
-def space(template, *args, **kwargs):
+class TemplateError(TensorschedError):
+    """A template registered under a bad kind or name, or under a name already taken."""
+
+
+def templates_of(kind: str) -> dict[str, Template]:
+    """The registered templates of ``kind`` (``gemm``, ``conv2d`` or ``expr``), by name."""
+    if kind == "expr":
+        return EXPR_TEMPLATES
+    if kind not in TEMPLATES:
+        raise TemplateError(f"unknown operator '{kind}'; use one of {', '.join(KINDS)}")
+    return TEMPLATES[kind]
+
+
+def _module_of(fn: Template) -> str:
+    while isinstance(fn, partial):
+        fn = fn.func
+    return getattr(fn, "__module__", None) or "__main__"
+
+
+def _same(a: Template, b: Template) -> bool:
+    """The same function, perhaps from a second import of its module (``__main__`` run again
+    as ``__mp_main__`` in a spawned worker)."""
+    if a is b:
+        return True
+    main = ("__main__", "__mp_main__")
+    ma, mb = _module_of(a), _module_of(b)
+    return (ma == mb or (ma in main and mb in main)) and getattr(a, "__qualname__", a) == getattr(
+        b, "__qualname__", b
+    )
+
+
+def register_template(kind: str, name: str, fn: Template | None = None) -> Any:
+    """Register ``fn`` as template ``name`` of ``kind`` (``gemm``, ``conv2d`` or ``expr``);
+    without ``fn``, a decorator. A task, a log record and ``tensorsched tune --template`` name
+    it by ``name``. Registering another function under a name already taken (a built-in
+    template's included) raises ``TemplateError``. Returns ``fn``."""
+    if fn is None:
+        return partial(register_template, kind, name)
+    table = templates_of(kind)
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise TemplateError(
+            f"template name {name!r}: use 1 to 64 letters, digits, '_', '.' or '-', starting "
+            "with a letter or '_' (a name, not a module path)"
+        )
+    if not callable(fn):
+        raise TemplateError(f"template '{name}': {fn!r} is not a function")
+    if name in table and ((kind, name) in _BUILTIN or not _same(table[name], fn)):
+        raise TemplateError(
+            f"a {kind} template named '{name}' is already registered "
+            f"({_module_of(table[name])}); choose another name"
+        )
+    table[name] = fn
+    _USER[(kind, name)] = _module_of(fn)
+    return fn
+
+
+def template_module(kind: str, name: str) -> str | None:
+    """The module a worker process imports to find template ``name`` of ``kind``: the module
+    of the function this process registered, or ``None`` for a built-in template (and for one
+    defined in the main script, which a spawned worker runs again by itself)."""
+    module = _USER.get((kind, name))
+    if module is None or module in ("__main__", "__mp_main__"):
+        return None
+    return module
+
+
+def space(template: Template, *args: Any, **kwargs: Any) -> Config:
     """The knob space of ``template`` for these shape arguments (a ``Config`` with no values)."""
     cfg = Config()
     template(cfg, *args, **kwargs)
@@ -40,6 +132,12 @@ def space(template, *args, **kwargs):
 
 __all__ = [
     "TEMPLATES",
+    "EXPR_TEMPLATES",
+    "KINDS",
+    "TemplateError",
+    "register_template",
+    "templates_of",
+    "template_module",
     "space",
     "gemm_gpu_tiled",
     "gemm_cpu",
@@ -49,4 +147,5 @@ __all__ = [
     "conv2d_spatial_pack",
     "conv2d_im2col",
     "conv2d_implicit_gemm",
+    "generic",
 ]
