@@ -35,7 +35,7 @@ Contenders, on the workloads they apply to:
 - ACL-style: the ACL-style GEMM tuned by its own tuner (results in ``<log-dir>/acl/``); for the
   convolution the GEMM method (im2col + the best ACL-style GEMM of its GEMM shape + col2im,
   the weights' reshape left out as ACL does once at configure time);
-- CLBlast: ``libclblast.so.1`` called with ctypes (``tensorsched.baselines.clblast``), with its
+- CLBlast: ``libclblast.so.1`` called with ctypes (``benchmarks/gpu/clblast_lib.py``), with its
   defaults and with ``TUNED_XGEMM`` (``CLBlastOverrideParameters``, on NVIDIA GPUs or with
   ``--clblast-tuned``); GEMM only;
 - cuBLAS (``torch.matmul``) and cuDNN (``torch.nn.functional.conv2d``, its autotuner on), TF32
@@ -77,7 +77,6 @@ from tensorsched.baselines.acl_tuner import (
     resolve_config_lists,
     tune_acl,
 )
-from tensorsched.baselines.clblast import ClBlast, ClBlastError, ClBlastGemm
 from tensorsched.ops.conv2d import ConvShape, conv2d_ref
 from tensorsched.runtime.device import DeviceLimits, current_device, set_device
 from tensorsched.runtime.numerics import TOL, random_array, relative_error
@@ -87,6 +86,9 @@ from tensorsched.tune.task import Task
 from tensorsched.tune.tuner import tune
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # clblast_lib: CLBlast through ctypes, loaded on the GPU host only
+from clblast_lib import ClBlast, ClBlastError, ClBlastGemm  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RTOL = TOL["float32"]
 
@@ -460,7 +462,7 @@ def measure_acl(wl, results, inputs, ref, opts):
     res = Result(error=relative_error(out, ref), note=note)
     if res.checked:
         t = base.time(*inputs, np.empty_like(out), repeat=opts.repeat, warmup=opts.warmup, **timed)
-        res.seconds = t.median
+        res.seconds = t.device_median
     return res
 
 

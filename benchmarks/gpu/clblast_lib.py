@@ -1,5 +1,7 @@
-"""CLBlast's SGEMM as a baseline: the library's C API called with ctypes on tensorsched's
-OpenCL device (its context and profiling queue, through pyopencl's ``int_ptr`` handles).
+"""CLBlast's SGEMM as a baseline of the GPU benchmark (``bench.py``; not part of the package,
+which never unpacks or loads a system library): the library's C API called with ctypes on
+tensorsched's OpenCL device (its context and profiling queue, through pyopencl's ``int_ptr``
+handles).
 
     lib = ClBlast.load()                       # finds libclblast.so.1 (see ``find_clblast``)
     gemm = ClBlastGemm(lib, M, N, K)           # row-major C = A @ B on the current device
@@ -34,8 +36,8 @@ import time
 
 import numpy as np
 
-from ..errors import TensorschedError
-from ..runtime.device import current_device, find_device
+from tensorsched.errors import TensorschedError
+from tensorsched.runtime.device import current_device, find_device
 
 LAYOUT_ROW_MAJOR = 101
 TRANSPOSE_NO = 111
