@@ -106,9 +106,9 @@ def test_a_planted_bug_is_found_and_shrunk_to_code(monkeypatch):
     """Bound inference that rounds the outer extent of a split down (a classic bug) computes
     too few iterations: the fuzzer finds it and prints a short script with one split."""
     from tensorsched.config import config
-    from tensorsched.schedules import bound
+    from tensorsched.schedules import relations
 
-    monkeypatch.setattr(bound, "ceil_div", lambda a, b: a // b)
+    monkeypatch.setattr(relations, "ceil_div", lambda a, b: a // b)
     monkeypatch.setattr(config, "roundtrip", False)  # one bug at a time
     with pytest.raises(fuzz.FuzzFailure) as info:
         fuzz_run(300, "legal", ["elementwise"], stats=Counter(), max_steps=3)

@@ -337,3 +337,29 @@ def test_generic_template_runs_on_the_device():
     c = np.full((13, 11), np.nan, dtype="float32")
     ts.build(s, args, target="opencl")(ins["A"], ins["B"], c)
     np.testing.assert_allclose(c, ref(ins), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- long text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "C[i] = " + " + ".join(["A[i]"] * 1000),  # issue 15 item 9: RecursionError
+        "C[i] = " + " + ".join(["A[i]*2.0"] * 2000),
+        "C[i] = " + "-" * 300 + "A[i]",
+    ],
+    ids=["1000-term sum", "2000-term expression", "300 negations"],
+)
+def test_too_deep_an_expression_is_a_parse_error(text):
+    with pytest.raises(ts.ParseError, match="nests more than 128 operators deep") as info:
+        ts.parse_expr(text, "i=4")
+    assert (info.value.line, info.value.column) == (1, 8)
+
+
+def test_an_expression_below_the_depth_limit_builds_and_runs():
+    t = ts.parse_expr("C[i] = " + " + ".join(["A[i]"] * 100), "i=4")
+    s = ts.create_schedule(t["C"].op)
+    a, c = np.arange(4, dtype="float32"), np.zeros(4, "float32")
+    ts.build(s, [t["A"], t["C"]], target="python")(a, c)
+    np.testing.assert_allclose(c, 100 * a)

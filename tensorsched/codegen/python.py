@@ -11,7 +11,7 @@ from __future__ import annotations
 import keyword
 import math
 
-from ..errors import CodegenError
+from ..errors import CodegenError, RuntimeCallError
 from ..ir import dtype as dt
 from ..ir.visitor import Visitor
 from .c_like import Names
@@ -63,14 +63,37 @@ def _sigmoid(x):
     return z / (1.0 + z)
 
 
-class OutOfBounds(IndexError):
-    pass
+class OutOfBounds(RuntimeCallError):
+    """The generated code indexed a buffer outside its elements."""
 
 
-def _ix(i, n, name):
+def _ix(i: int, n: int, name: str) -> int:
     if 0 <= i < n:
         return i
-    raise OutOfBounds(f"access {name}[{i}] is outside the buffer of {n} elements")
+    raise OutOfBounds(
+        f"python target: access {name}[{i}] is outside the {n} elements of '{name}' "
+        "(the schedule or the edited IR indexes past the buffer)"
+    )
+
+
+def run_generated(fn, func_name: str, arrays: list) -> None:
+    """Call the compiled ``fn`` on ``arrays``; what fails inside the generated code is a
+    ``RuntimeCallError`` naming the function (or the ``TensorschedError`` it raised)."""
+    try:
+        fn(*arrays)
+    except (RuntimeCallError, CodegenError):
+        raise
+    except TypeError as exc:
+        if "NoneType" not in str(exc):
+            raise RuntimeCallError(f"python target: '{func_name}' failed: {exc}") from exc
+        raise RuntimeCallError(
+            f"python target: '{func_name}' read an integer element that was never written ({exc})"
+        ) from exc
+    except (ZeroDivisionError, OverflowError, ValueError, IndexError) as exc:
+        raise RuntimeCallError(
+            f"python target: '{func_name}' failed: {type(exc).__name__}: {exc} (an integer "
+            "division or modulo by zero, or a value out of range, in the kernel)"
+        ) from exc
 
 
 def run_lockstep(threads):
@@ -274,6 +297,13 @@ def compile_python(func):
     """Compile a LoweredFunc to a Python function of flat lists; returns ``(fn, source)``."""
     em = PythonEmitter(func)
     src = em.source()
+    try:
+        code = compile(src, f"<tensorsched python: {func.name}>", "exec")
+    except (SyntaxError, MemoryError, RecursionError) as exc:  # Python's own nesting limits
+        raise CodegenError(
+            f"python backend: '{func.name}' nests too deep for Python to compile ({exc}; "
+            "Python allows 20 nested loops and 200 nested parentheses); use the opencl target"
+        ) from None
     env = {
         "math": math,
         "_ix": _ix,
@@ -285,5 +315,5 @@ def compile_python(func):
         "_pow": _pow,
         "run_lockstep": run_lockstep,
     }
-    exec(compile(src, f"<tensorsched python: {func.name}>", "exec"), env)
+    exec(code, env)
     return env[em.names.map[func]], src

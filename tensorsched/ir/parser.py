@@ -13,9 +13,12 @@ Parsing has three steps:
 2. ``_Resolve`` walks the IR top-down with scopes: a loop or ``thread_extent`` binds a new
    ``Var`` for its body, an ``allocate`` line binds its buffer for the rest of its block, the
    signature binds the arguments.
-3. In the bare form, buffers that are used but never declared become 1-d global buffers of
-   dtype float32 (or the type of what is stored into them), sized by a conservative bound of
-   their indices over the loop ranges. The function form must declare every buffer.
+3. Every index of a buffer is checked: over the loop ranges and under the guards around
+   it, the simplifier's bounds must keep it inside the buffer (``index_bounds``). The bare
+   form takes its arguments from ``args``; it never guesses them.
+
+Text that nests deeper than ``MAX_NESTING`` blocks or ``MAX_EXPR_DEPTH`` operators is refused
+before step 1 builds anything (the passes and code generators recurse on the IR).
 
 Errors raise ``ParseError`` with the line, the column and a caret.
 """
@@ -25,18 +28,23 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import math
+import operator
 import os
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 from lark.lexer import PatternStr
 
-from ..errors import ParseError
+from ..errors import InternalError, ParseError
 from . import dtype as dt
 from . import expr as E
 from . import stmt as S
 from .precedence import BINARY, FUNCTION_STYLE
-from .simplify import const_bound
+from .printer import print_stmt
+from .simplify import Lin, Simplifier, const_bound
+from .structural import structural_equal
+from .tensor import Tensor
 from .visitor import Mutator, Visitor
 
 GRAMMAR_FILE = os.path.join(os.path.dirname(__file__), "grammar.lark")
@@ -480,7 +488,11 @@ def _finish_call(mutator, e):
     return E.Call(e.name, args, args[0].dtype if e.dtype == _ARG_DTYPE else e.dtype)
 
 
-# ---------------------------------------------------------------- names -> objects
+# ---------------------------------------------------------------- index bounds
+
+
+class IndexBoundsError(ParseError):
+    """An index of the parsed IR may leave its buffer (``parse_ir`` checks every one)."""
 
 
 def bounds(e, ranges):
@@ -492,17 +504,201 @@ def bounds(e, ranges):
         return None, None
 
 
-class _Resolve(Mutator):
-    """Binds placeholder names to loop variables and buffers, scope by scope."""
+_FLIP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 
-    def __init__(self, builder, args, declared_only, free_vars=False):
-        self.b, self.declared_only = builder, declared_only  # declared_only: function form
-        self.free_vars = free_vars or not declared_only
+
+def guard_facts(cond: E.Expr, negated: bool = False) -> list[E.Expr]:
+    """What ``cond`` (or its negation) says about integers, as expressions ``f`` with
+    ``f <= 0``: ``i*4 + j < 10`` gives ``i*4 + j - 9``. Conditions it cannot use give none."""
+    if isinstance(cond, E.Not):
+        return guard_facts(cond.a, not negated)
+    if isinstance(cond, (E.And, E.Or)) and isinstance(cond, E.And) != negated:
+        return guard_facts(cond.a, negated) + guard_facts(cond.b, negated)
+    if isinstance(cond, E.Call) and cond.name == "likely" and len(cond.args) == 1:
+        return guard_facts(cond.args[0], negated)
+    if not isinstance(cond, E.Cmp):
+        return []
+    dtype = getattr(cond.a, "dtype", "")  # every expression node has one
+    if not dt.is_int(dtype) or dt.lanes(dtype) != 1:
+        return []
+    op = _FLIP[cond.op] if negated else cond.op
+    a, b = cond.a, cond.b
+    diff = {
+        "<": (a - b) + 1,
+        "<=": a - b,
+        ">": (b - a) + 1,
+        ">=": b - a,
+    }
+    if op == "==":
+        return [a - b, b - a]
+    return [diff[op]] if op in diff else []
+
+
+class _Group:
+    """Bounds ``lo <= sum(terms) <= hi`` that guards put on one linear combination."""
+
+    def __init__(self, terms: dict, lo: int | None, hi: int | None):
+        self.terms, self.lo, self.hi = terms, lo, hi
+
+    def narrow(self, lo: int | None, hi: int | None) -> None:
+        self.lo = lo if self.lo is None else (self.lo if lo is None else max(self.lo, lo))
+        self.hi = hi if self.hi is None else (self.hi if hi is None else min(self.hi, hi))
+
+
+def _guard_groups(facts: list[E.Expr], ranges: dict) -> list[_Group]:
+    """The guards as bounds on linear combinations; a guard on one variable narrows its
+    entry of ``ranges`` instead, and one on ``x // c`` bounds ``x``."""
+    s = Simplifier(ranges)
+    groups: list[_Group] = []
+    work = list(facts)
+    while work:
+        lf = s.lin(work.pop())
+        if lf.is_const():
+            continue
+        g = math.gcd(*lf.terms.values())
+        terms = {a: k // g for a, k in lf.terms.items()}
+        hi = (-lf.const) // g  # sum(terms) * g + const <= 0
+        if len(terms) == 1:
+            ((atom, k),) = terms.items()
+            if isinstance(atom, E.Var) and k in (1, -1):
+                var = _Group({atom: 1}, *ranges.get(atom, (None, None)))
+                var.narrow(*((None, hi) if k == 1 else (-hi, None)))
+                ranges[atom] = (var.lo, var.hi)
+                continue
+            c = _const_divisor(atom, "//")
+            if c and k in (1, -1):  # x // c <= hi: x <= hi*c + c - 1; x // c >= lo: x >= lo*c
+                x = atom.a
+                work.append(x - (hi * c + c - 1) if k == 1 else E.IntImm(-hi * c) - x)
+        negated = {a: -k for a, k in terms.items()}
+        for group in groups:
+            if group.terms == terms:
+                group.narrow(None, hi)
+                break
+            if group.terms == negated:
+                group.narrow(-hi, None)
+                break
+        else:
+            groups.append(_Group(terms, None, hi))
+    return groups
+
+
+def _const_divisor(e: E.Expr, op: str) -> int | None:
+    """``c`` if ``e`` is ``x op c`` with a positive constant ``c``."""
+    if isinstance(e, E.BinOp) and e.op == op and isinstance(e.b, E.IntImm) and e.b.value > 0:
+        return e.b.value
+    return None
+
+
+def _add(a: tuple, b: tuple, k: int = 1) -> tuple:
+    """``a + k*b`` of inclusive bounds, ``None`` where unknown."""
+    lo, hi = (b[0], b[1]) if k > 0 else (b[1], b[0])
+    return (
+        None if a[0] is None or lo is None else a[0] + k * lo,
+        None if a[1] is None or hi is None else a[1] + k * hi,
+    )
+
+
+class _Bounds:
+    """Bounds of integer expressions over loop ranges under guards (``index_bounds``)."""
+
+    def __init__(self, ranges: dict, facts: list[E.Expr]):
+        ranges = dict(ranges)
+        for _ in range(3):  # narrowing one variable may turn another guard into a single one
+            before = dict(ranges)
+            groups = _guard_groups(facts, ranges)
+            if ranges == before:
+                break
+        self.empty = any(
+            lo is not None and hi is not None and hi < lo for lo, hi in ranges.values()
+        )
+        self.s = Simplifier(ranges)
+        self.groups = sorted(groups, key=lambda g: -len(g.terms))
+        for group in self.groups:
+            group.narrow(*self.lin_bound(Lin(dict(group.terms))))
+
+    def atom(self, e: E.Expr) -> tuple:
+        """Bounds of an atom of the linear form: ``x // c`` and ``x % c`` from ``x``'s."""
+        c = _const_divisor(e, "//") or _const_divisor(e, "%")
+        if not c or not isinstance(e, E.BinOp):
+            return self.s.bound(e)
+        lo, hi = self.of(e.a)
+        if e.op == "//":
+            return (None if lo is None else lo // c), (None if hi is None else hi // c)
+        if lo is not None and hi is not None and lo // c == hi // c:
+            return lo % c, hi % c
+        return 0, c - 1
+
+    def lin_bound(self, lin: Lin) -> tuple:
+        out = (lin.const, lin.const)
+        for atom, k in lin.terms.items():
+            out = _add(out, self.atom(atom), k)
+        return out
+
+    def of(self, e: E.Expr) -> tuple:
+        """Inclusive bounds ``(lo, hi)`` of ``e``, ``None`` where unknown."""
+        lin = self.s.lin(e)
+        candidates = [self.lin_bound(lin)]
+        for plan in [self.groups] + [[g] for g in self.groups]:
+            rest, acc = Lin(dict(lin.terms), lin.const), (0, 0)
+            for group in plan:
+                atom, k0 = next(iter(group.terms.items()))
+                k, r = divmod(rest.terms.get(atom, 0), k0)
+                if k == 0 or r or any(rest.terms.get(a) != k * c for a, c in group.terms.items()):
+                    continue
+                rest = rest.plus(Lin(dict(group.terms)), -k)
+                acc = _add(acc, (group.lo, group.hi), k)
+            candidates.append(_add(acc, self.lin_bound(rest)))
+        los = [lo for lo, _ in candidates if lo is not None]
+        his = [hi for _, hi in candidates if hi is not None]
+        return (max(los) if los else None), (min(his) if his else None)
+
+
+def index_bounds(index: E.Expr, ranges: dict, facts: list[E.Expr]) -> tuple:
+    """Inclusive bounds ``(lo, hi)`` of the integer ``index`` over the loop ``ranges`` under
+    the guard ``facts`` (``guard_facts``); ``None`` where unknown; ``(0, -1)`` where the
+    guards never hold together.
+
+    The simplifier's linear form does the work: a guard on a single variable narrows its
+    range; a guard on a combination (``i.outer*4 + i.inner < 10``) bounds every multiple of
+    that combination found in the index (``i.outer*24 + i.inner*6 + j`` holds 6 of it), and
+    the bounds of ``x // c`` and ``x % c`` come from those of ``x``."""
+    b = _Bounds(ranges, facts)
+    return (0, -1) if b.empty else b.of(index)
+
+
+class _Lanes(Mutator):
+    """A vector index as one scalar: ``ramp(b, s, n)`` is ``b + s*t`` with ``t`` in
+    ``[0, n-1]``, ``broadcast(x, n)`` is ``x``."""
+
+    def __init__(self, ranges: dict):
+        self.ranges = ranges
+
+    def visit_Ramp(self, e: E.Ramp) -> E.Expr:
+        lane = E.Var("lane")
+        self.ranges[lane] = (0, e.lanes - 1)
+        return self.visit(e.base) + self.visit(e.stride) * lane
+
+    def visit_Broadcast(self, e: E.Broadcast) -> E.Expr:
+        return self.visit(e.value)
+
+
+# ---------------------------------------------------------------- names -> objects
+
+
+class _Resolve(Mutator):
+    """Binds placeholder names to loop variables and buffers, scope by scope, and checks
+    that every index of a declared buffer stays inside it (``check``)."""
+
+    def __init__(self, builder, args, declared_only, free_vars=False, check=True):
+        self.b, self.declared_only = builder, declared_only  # declared_only: args are known
+        self.free_vars, self.check = free_vars, check
         self.vars = {}  # name -> stack of Vars
         self.bufs = {b.name: [b] for b in args}
-        self.ranges = {}  # Var -> inclusive (lo, hi), for buffer sizes
-        self.free = {}  # name -> Var, free variables (bare form)
-        self.undeclared = {}  # name -> [provisional Buffer, size, stored]
+        self.ranges = {}  # Var -> inclusive (lo, hi), as far as constants tell
+        self.facts = []  # what the enclosing guards say (guard_facts)
+        self.dead = 0  # > 0 inside a loop that never runs
+        self.free = {}  # name -> Var, free variables
+        self.undeclared = {}  # name -> the first placeholder of an undeclared buffer
 
     def error(self, message, placeholder):
         line, col, width = self.b.where[placeholder]
@@ -511,24 +707,52 @@ class _Resolve(Mutator):
     def _bind(self, var, rng, fn):
         new = E.Var(var.name, var.dtype)
         self.vars.setdefault(var.name, []).append(new)
-        if rng is not None:
-            self.ranges[new] = rng
+        empty = rng[0] is not None and rng[1] is not None and rng[1] < rng[0]
+        self.ranges[new] = rng
+        self.dead += empty
         try:
             return new, fn()
         finally:
             self.vars[var.name].pop()
+            self.dead -= empty
+
+    def _guarded(self, cond, negated, fn):
+        facts = guard_facts(cond, negated)
+        self.facts += facts
+        try:
+            return fn()
+        finally:
+            del self.facts[len(self.facts) - len(facts) :]
 
     def visit_For(self, f):
         lo, ext = self.visit(f.min), self.visit(f.extent)
-        rng = None
-        if isinstance(lo, E.IntImm) and isinstance(ext, E.IntImm):
-            rng = (lo.value, lo.value + ext.value - 1)
+        (llo, lhi), (_, ehi) = bounds(lo, self.ranges), bounds(ext, self.ranges)
+        rng = (llo, None if lhi is None or ehi is None else lhi + ehi - 1)
         var, body = self._bind(f.var, rng, lambda: self.visit(f.body))
         return S.For(var, lo, ext, f.kind, body, f.pragmas)
 
     def visit_ThreadExtent(self, t):
         var, body = self._bind(t.var, (0, t.extent - 1), lambda: self.visit(t.body))
         return S.ThreadExtent(var, t.tag, t.extent, body)
+
+    def visit_IfThenElse(self, s):
+        cond = self.visit(s.cond)
+        then = self._guarded(cond, False, lambda: self.visit(s.then))
+        orelse = s.orelse and self._guarded(cond, True, lambda: self.visit(s.orelse))
+        return S.IfThenElse(cond, then, orelse)
+
+    def visit_Select(self, e):
+        cond = self.visit(e.cond)
+        t = self._guarded(cond, False, lambda: self.visit(e.t))
+        return E.Select(cond, t, self._guarded(cond, True, lambda: self.visit(e.f)))
+
+    def visit_And(self, e):  # && evaluates its right side only where the left holds
+        a = self.visit(e.a)
+        return E.And(a, self._guarded(a, False, lambda: self.visit(e.b)))
+
+    def visit_Or(self, e):
+        a = self.visit(e.a)
+        return E.Or(a, self._guarded(a, True, lambda: self.visit(e.b)))
 
     def visit_Allocate(self, a):
         self.bufs.setdefault(a.buffer.name, []).append(a.buffer)
@@ -549,183 +773,232 @@ class _Resolve(Mutator):
             )
         return self.free.setdefault(v.name, E.Var(v.name))
 
-    def _buffer(self, placeholder, index, stored):
+    def _buffer(self, placeholder, index):
         stack = self.bufs.get(placeholder.name)
         if stack:
-            return stack[-1]
+            buf = stack[-1]
+            if self.check and not self.dead:
+                self._check_index(placeholder, buf, index)
+            return buf
         if self.declared_only:
             raise self.error(
                 f"buffer '{placeholder.name}' is neither an argument of the "
                 "function nor allocated here",
                 placeholder,
             )
-        entry = self.undeclared.setdefault(placeholder.name, [placeholder, 0, False])
-        entry[1] = max(entry[1], self._extent(placeholder, index))
-        entry[2] = entry[2] or stored
-        return entry[0]
+        first = self.undeclared.setdefault(placeholder.name, placeholder)
+        if self.b.where[placeholder] < self.b.where[first]:  # the first in the text
+            self.undeclared[placeholder.name] = placeholder
+        return placeholder
 
-    def _extent(self, placeholder, index):
-        if isinstance(index, E.Ramp):
-            (_, base), (_, shi) = (
-                bounds(index.base, self.ranges),
-                bounds(index.stride, self.ranges),
-            )
-            hi = None if base is None or shi is None else base + max(shi, 0) * (index.lanes - 1)
+    def _check_index(self, placeholder, buf, index):
+        """A ``ParseError`` unless ``index`` provably stays in ``buf``."""
+        ranges = dict(self.ranges)
+        scalar = _Lanes(ranges).visit(index)
+        lo, hi = index_bounds(scalar, ranges, self.facts)
+        if lo is not None and hi is not None and 0 <= lo and hi < buf.size:
+            return
+        access = f"{buf.name}[{index}]"
+        where = f"'{buf.name}' ({buf.dtype}[{', '.join(map(str, buf.shape))}], {buf.size} elements)"
+        if hi is not None and hi >= buf.size:
+            problem = f"reaches index {hi}, past the end of {where}"
+        elif lo is not None and lo < 0:
+            problem = f"reaches index {lo}, before the start of {where}"
         else:
-            hi = bounds(index, self.ranges)[1]
-        if hi is None:
-            raise self.error(
-                f"cannot bound the index of buffer '{placeholder.name}' over the "
-                "loop ranges, so its size is unknown; parse the function form "
-                "(func.script()), which declares every buffer",
-                placeholder,
+            side = "below" if lo is None else "above"
+            problem = (
+                f"cannot be bounded {side} over the loop ranges and guards, so it may leave {where}"
             )
-        return hi + 1
+        line, col, width = self.b.where[placeholder]
+        raise IndexBoundsError(
+            f"{access} {problem}; bound the loops or guard the access "
+            f"(if (0 <= index && index < {buf.size}) {{ ... }})",
+            line,
+            col,
+            self.b.text.split("\n")[line - 1],
+            self.b.filename,
+            width,
+        )
 
     def visit_Load(self, ld):
         index = self.visit(ld.index)
-        return E.Load(self._buffer(ld.buffer, index, False), index)
+        return E.Load(self._buffer(ld.buffer, index), index)
 
     def visit_Call(self, e):
-        # in the function form every buffer is final here; the bare form types calls later
+        # every buffer is final here once the arguments are known
         return _finish_call(self, e) if self.declared_only else self.generic_visit(e)
 
     def visit_Store(self, st):
         index, value = self.visit(st.index), self.visit(st.value)
-        return S.Store(self._buffer(st.buffer, index, True), index, value)
+        return S.Store(self._buffer(st.buffer, index), index, value)
 
 
-class _SwapBuffers(Mutator):
-    def __init__(self, bmap):
-        self.bmap = bmap
+# ---------------------------------------------------------------- limits
 
-    def visit_Load(self, ld):
-        return E.Load(self.bmap.get(ld.buffer, ld.buffer), self.visit(ld.index))
+MAX_NESTING = 64  # loops, ifs, blocks, allocations and thread extents inside each other
+MAX_EXPR_DEPTH = 128  # operators and operands inside each other: a sum of n terms is n deep
 
-    def visit_Store(self, st):
-        return S.Store(
-            self.bmap.get(st.buffer, st.buffer), self.visit(st.index), self.visit(st.value)
-        )
-
-    def visit_Call(self, e):
-        return _finish_call(self, e)
+_NESTING_RULES = {"loop", "if_stmt", "produce", "block", "allocate", "thread_extent"}
+_STATEMENT_RULES = _NESTING_RULES | {"start", "func", "param", "stmts", "store", "barrier"}
 
 
-def _dtype_hints(stmt, names):
-    """Element dtypes that the text implies for the undeclared buffers ``names``: what is
-    stored into them, and the type of a typed operand next to one of their loads."""
-    hints = {}
-
-    def loaded(e):
-        return e.buffer.name if isinstance(e, E.Load) and e.buffer.name in names else None
-
-    class _V(Visitor):
-        def visit_Store(self, st):
-            if st.buffer.name in names:
-                hints[st.buffer.name] = dt.element(st.value.dtype)
-            self.generic_visit(st)
-
-        def _pair(self, a, b):
-            for x, y in ((a, b), (b, a)):
-                if loaded(x) and not loaded(y) and dt.element(y.dtype) != "bool":
-                    hints.setdefault(loaded(x), dt.element(y.dtype))
-
-        def visit_BinOp(self, e):
-            self._pair(e.a, e.b)
-            self.generic_visit(e)
-
-        def visit_Cmp(self, e):
-            self._pair(e.a, e.b)
-            self.generic_visit(e)
-
-        def visit_Select(self, e):
-            self._pair(e.t, e.f)
-            self.generic_visit(e)
-
-    _V().visit(stmt)
-    return hints
-
-
-def _infer_buffers(stmt, undeclared):
-    """Final buffers for the bare form's undeclared names: 1-d, dtype by a fixed point of the
-    hints (float32 where nothing says otherwise)."""
-    dtypes = {name: "float32" for name in undeclared}
-    for _ in range(4):
-        final = {
-            name: S.Buffer(name, dtypes[name], (size,)) for name, (_, size, _) in undeclared.items()
-        }
-        body = _SwapBuffers({undeclared[n][0]: b for n, b in final.items()}).visit(stmt)
-        new = {**dtypes, **_dtype_hints(body, set(undeclared))}
-        if new == dtypes:
-            break
-        dtypes = new
-    return body, final
+def check_depth(tree: Tree, text: str, filename: str, statements=_STATEMENT_RULES) -> None:
+    """A ``ParseError`` where ``tree`` nests deeper than ``MAX_NESTING`` statements or
+    ``MAX_EXPR_DEPTH`` operators (the passes and code generators recurse on the IR), walked
+    without recursion."""
+    stack = [(tree, 0, 0, tree)]  # node, blocks around it, expression depth, where
+    while stack:
+        node, nest, depth, where = stack.pop()
+        if node.data in statements:
+            nest, depth, where = nest + (node.data in _NESTING_RULES), 0, node
+        else:
+            depth, where = depth + 1, where if depth else node  # the outermost expression
+        if nest > MAX_NESTING or depth > MAX_EXPR_DEPTH:
+            what = (
+                f"blocks nest more than {MAX_NESTING} deep (loops, ifs, allocations)"
+                if nest > MAX_NESTING
+                else f"the expression nests more than {MAX_EXPR_DEPTH} operators deep "
+                f"(a sum of n terms is n deep)"
+            )
+            m = where.meta
+            line, col = (m.line, m.column) if not m.empty else (1, 1)
+            raise _error_at(
+                text, f"{what}; split it into several statements or stages", line, col, 1, filename
+            )
+        stack.extend((c, nest, depth, where) for c in node.children if isinstance(c, Tree))
 
 
 # ---------------------------------------------------------------- entry points
 
 
-def _parse_tree(text, filename):
+def _parse_tree(text, filename, start="start"):
     try:
-        return ir_parser().parse(text, start="start")
+        tree = ir_parser().parse(text, start=start)
     except UnexpectedInput as exc:
         raise _syntax_error(text, exc, filename) from None
+    check_depth(tree, text, filename)
+    return tree
 
 
-def parse_ir(text, filename="<ir>"):
-    """Parse the IR text that ``print(ts.lower(...))`` or ``LoweredFunc.script()`` shows.
-
-    Returns a ``LoweredFunc``. In the function form the arguments are the signature's and
-    the outputs are the arguments stored to; ``ts.build`` accepts the result. In the bare
-    form the buffers that no ``allocate`` line declares become 1-d float32 arguments (typed
-    by what is stored into them), sized to cover every index; free variables are allowed.
-    """
-    if not isinstance(text, str):
-        raise ParseError(f"parse_ir: expected the IR as a str, got {type(text).__name__}")
-    tree = _parse_tree(text, filename)
+def _build(text, filename, start="start"):
+    tree = _parse_tree(text, filename, start)
     builder = IRBuilder(text, filename)
     try:
-        built = builder.transform(tree)
+        return builder, builder.transform(tree)
     except VisitError as exc:
         if isinstance(exc.orig_exc, ParseError):
             raise exc.orig_exc from None
         raise
+
+
+def _arg_buffer(k: int, arg) -> S.Buffer:
+    """``args[k]`` of ``parse_ir`` as a buffer."""
+    if isinstance(arg, S.Buffer):
+        return arg
+    if isinstance(arg, Tensor):
+        name, shape, dtype = arg.name, arg.shape, arg.dtype
+    elif isinstance(arg, (tuple, list)) and len(arg) == 3:
+        name, shape, dtype = arg
+        shape = (shape,) if isinstance(shape, int) else shape
+    else:
+        raise ParseError(
+            f"parse_ir: args[{k}] is {arg!r}; give a tensor (as passed to ts.lower) or a "
+            "(name, shape, dtype) triple such as ('A', (64, 32), 'float32')"
+        )
+    ok = isinstance(name, str) and isinstance(dtype, str) and is_dtype(dtype)
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        ok = False
+    if not ok or not all(d > 0 for d in dims):
+        raise ParseError(
+            f"parse_ir: args[{k}] = {arg!r} is not (name, shape, dtype) with a str name, "
+            "positive integer dims and a dtype such as 'float32'"
+        )
+    return S.Buffer(name, dtype, dims)
+
+
+def _parse(text, filename, args, check):
+    if not isinstance(text, str):
+        raise ParseError(f"parse_ir: expected the IR as a str, got {type(text).__name__}")
+    builder, built = _build(text, filename)
     if isinstance(built, S.LoweredFunc):  # the function form
-        args = built.args
-        names = [b.name for b in args]
-        twice = next((n for k, n in enumerate(names) if n in names[:k]), None)
-        if twice is not None:
-            raise _error_at(text, f"argument '{twice}' is declared twice", 1, 1, filename=filename)
-        body = _Resolve(builder, args, declared_only=True).visit(built.body)
-        return S.LoweredFunc(built.name, args, body, _stored(body, args))
-    resolver = _Resolve(builder, (), declared_only=False)
-    body = resolver.visit(built)
-    body, final = _infer_buffers(body, resolver.undeclared)
-    args = tuple(final.values())
-    return S.LoweredFunc("default_function", args, body, _stored(body, args))
+        if args is not None:
+            raise ParseError(
+                "parse_ir: the function form declares its arguments in its signature; "
+                "pass args= only with a bare body"
+            )
+        name, params = built.name, built.args
+        body = built.body
+    else:
+        name, body = "default_function", built
+        if args is None:
+            _missing_args(builder, body)
+            args = ()
+        params = tuple(_arg_buffer(k, a) for k, a in enumerate(args))
+    names = [b.name for b in params]
+    twice = next((n for k, n in enumerate(names) if n in names[:k]), None)
+    if twice is not None:
+        raise _error_at(text, f"argument '{twice}' is declared twice", 1, 1, filename=filename)
+    body = _Resolve(builder, params, declared_only=True, check=check).visit(body)
+    return S.LoweredFunc(name, params, body, _stored(body, params))
+
+
+def _missing_args(builder, body):
+    """A ``ParseError`` if the bare ``body`` uses buffers that no line declares."""
+    resolver = _Resolve(builder, (), declared_only=False, free_vars=True, check=False)
+    resolver.visit(body)
+    if resolver.undeclared:
+        names = sorted(resolver.undeclared, key=lambda n: builder.where[resolver.undeclared[n]])
+        listed = ", ".join(names)
+        raise resolver.error(
+            f"the body uses buffer{'s' * (len(names) > 1)} {listed} without declaring "
+            "them, and a bare body does not say their order, shapes or dtypes: pass them, "
+            "ts.parse_ir(text, args=[A, B, C]) with the tensors given to ts.lower (in call "
+            "order) or (name, shape, dtype) triples such as ('A', (64, 32), 'float32'); "
+            "or parse the function form (func.script()), which declares them",
+            resolver.undeclared[names[0]],
+        )
+
+
+def parse_ir(text: str, filename: str = "<ir>", args=None) -> S.LoweredFunc:
+    """Parse the IR text that ``print(ts.lower(...))`` or ``LoweredFunc.script()`` shows.
+
+    Returns a ``LoweredFunc`` whose outputs are the arguments stored to; ``ts.build``
+    accepts it. The function form declares its arguments. A bare body does not: give them
+    with ``args``, in call order, each a tensor (as passed to ``ts.lower``), a ``Buffer``,
+    or a ``(name, shape, dtype)`` triple (``("A", (64, 32), "float32")``); the body indexes
+    them flat. A bare body that uses a buffer neither in ``args`` nor allocated is refused.
+
+    Every index is checked against its buffer: it must stay inside over the loop ranges,
+    under the ``if``/``select``/``&&`` guards around it (by the simplifier's bounds), or a
+    ``ParseError`` names the line and the buffer. Text nesting more than ``MAX_NESTING``
+    blocks or ``MAX_EXPR_DEPTH`` operators deep is refused with a ``ParseError``.
+    """
+    return _parse(text, filename, args, check=True)
+
+
+def parse_ir_unchecked(text: str, filename: str = "<ir>", args=None) -> S.LoweredFunc:
+    """``parse_ir`` without the index check, for tests of the text syntax alone: what it
+    returns may read and write outside its buffers, so never build it."""
+    return _parse(text, filename, args, check=False)
 
 
 def parse_ir_expr(text, variables=None):
     """Parse one IR expression (``i*4 + j < 10``, ``A[i] + 1f``).
 
     ``variables`` maps names to the ``Var`` and ``Buffer`` objects to use; other variable
-    names become fresh int32 variables, and every buffer that is read must be given.
+    names become fresh int32 variables, and every buffer that is read must be given. Indices
+    are not checked (an expression has no loops to bound them).
     """
-    try:
-        tree = ir_parser().parse(text, start="expr")
-    except UnexpectedInput as exc:
-        raise _syntax_error(text, exc, "<expr>") from None
-    builder = IRBuilder(text, "<expr>")
-    try:
-        built = builder.transform(tree)
-    except VisitError as exc:
-        raise exc.orig_exc from None
+    builder, built = _build(text, "<expr>", start="expr")
     env = dict(variables or {})
     resolver = _Resolve(
         builder,
         [b for b in env.values() if isinstance(b, S.Buffer)],
         declared_only=True,
         free_vars=True,
+        check=False,
     )
     for name, v in env.items():
         if isinstance(v, E.Var):
@@ -748,14 +1021,18 @@ def _stored(body, args):
 # ---------------------------------------------------------------- round trip
 
 
-def roundtrip_problem(func):
-    """``None`` if ``func`` prints and parses back to itself (both forms), else a message."""
-    from .printer import print_stmt
-    from .structural import structural_equal
+def roundtrip_problem(func: S.LoweredFunc) -> str | None:
+    """``None`` if ``func`` prints and parses back to itself (both forms), else a message.
 
+    A round trip is about the text: an index that ``parse_ir`` cannot prove inside its buffer
+    (a schedule that reads past a buffer, or bounds beyond the simplifier) is not its problem,
+    so the text is then parsed without that check."""
     text = func.script()
+    checked = True
     try:
         back = parse_ir(text)
+    except IndexBoundsError:
+        checked, back = False, parse_ir_unchecked(text)
     except ParseError as exc:
         return f"the printed IR does not parse:\n{exc}\n{text}"
     if not structural_equal(back, func):
@@ -767,7 +1044,7 @@ def roundtrip_problem(func):
         return f"parse(print(f)) prints the same but differs in structure:\n{text}"
     bare = print_stmt(func.body)
     try:
-        again = print_stmt(parse_ir(bare).body)
+        again = print_stmt(_parse(bare, "<ir>", func.args, checked).body)
     except ParseError as exc:
         return f"the printed body does not parse:\n{exc}"
     if again != bare:
@@ -775,10 +1052,8 @@ def roundtrip_problem(func):
     return None
 
 
-def check_roundtrip(func):
+def check_roundtrip(func: S.LoweredFunc) -> S.LoweredFunc:
     """Raise ``InternalError`` unless ``func`` round-trips through its text forms."""
-    from ..errors import InternalError
-
     problem = roundtrip_problem(func)
     if problem:
         raise InternalError(f"IR text round trip failed for '{func.name}': {problem}")

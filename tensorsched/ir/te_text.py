@@ -23,6 +23,10 @@ One statement per stage, in the spirit of Tensor Comprehensions::
 
 The result is what ``ts.compute`` builds: a dict name -> ``Tensor``, inputs first (in the order
 they are first read), then the stages in statement order.
+
+An expression nesting more than ``parser.MAX_EXPR_DEPTH`` (128) operators deep is refused with
+a ``ParseError``: a sum of 1000 terms is 1000 deep, and lowering and code generation recurse on
+it. Sum fewer terms per statement, or reduce over an axis (``C[i] += A[i, k]``).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from ..errors import ComputeError, ParseError
 from . import dtype as dt
 from . import expr as E
 from . import intrin as I
-from .parser import _error_at, _expected, binary_rules, bounds, is_dtype
+from .parser import _error_at, _expected, binary_rules, bounds, check_depth, is_dtype
 from .precedence import BINARY
 from .tensor import compute, placeholder, reduce_axis
 
@@ -438,6 +442,7 @@ def parse_expr(text, shapes=None, dtype="float32", filename="<expr>"):
             1,
             filename,
         ) from None
+    check_depth(tree, text, filename, statements={"start", "stmt"})
     stmts = list(tree.children)
     if not stmts:
         raise ParseError("the text has no statement (C[i] = A[i] + 1.0)", filename=filename)

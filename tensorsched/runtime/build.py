@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.python import compile_python
+from ..codegen.python import compile_python, run_generated
 from ..errors import TensorschedError
 from ..ir import dtype as dt
 from ..ir.stmt import LoweredFunc
@@ -28,7 +28,7 @@ class PythonModule:
     def __call__(self, *arrays):
         check_call_args(self.func, arrays)
         flat = [np.asarray(a).ravel().tolist() for a in arrays]
-        self._fn(*flat)
+        run_generated(self._fn, self.func.name, flat)
         for a, b, values in zip(arrays, self.func.args, flat):
             if b in self.func.outputs:
                 a[...] = (
