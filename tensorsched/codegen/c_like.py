@@ -190,15 +190,7 @@ class CStyleEmitter:
         self.stmt(p.body, ind)
 
     def _ranged(self, var, lo, hi, fn):
-        old = self.simp.ranges.get(var)
-        self.simp.ranges[var] = (lo, hi)
-        try:
-            fn()
-        finally:
-            if old is None:
-                del self.simp.ranges[var]
-            else:
-                self.simp.ranges[var] = old
+        self.simp.with_range(var, lo, hi, fn)
 
     def s_For(self, f, ind):
         v = self.var(f.var)

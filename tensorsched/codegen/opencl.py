@@ -14,7 +14,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.precedence import ATOM
 from ..ir.simplify import Simplifier
-from ..ir.visitor import Mutator, Visitor
+from ..ir.visitor import StmtMutator, Visitor
 from ..passes import PREPARE, run_phase
 from .c_like import CStyleEmitter, Names
 
@@ -317,7 +317,7 @@ def split_kernels(func):
     return temps, kernels
 
 
-class _HoistGlobalAllocs(Mutator):
+class _HoistGlobalAllocs(StmtMutator):
     """Global buffers allocated inside a kernel (a stage computed at a serial loop of its
     consumer, outside any work-item axis) become temporaries passed to the kernel: OpenCL C
     cannot allocate ``__global`` memory. Under a work-item axis such a buffer would be shared by

@@ -4,31 +4,38 @@ A vector type appends the lane count: ``"float32x4"``. Promotion follows C: any 
 integer, and the wider float wins.
 """
 
+from functools import cache
+
 from ..errors import ComputeError
 
 SCALAR_TYPES = ("float32", "float16", "float64", "int32", "int64", "bool")
 _RANK = {"bool": 0, "int32": 1, "int64": 2, "float16": 3, "float32": 4, "float64": 5}
 
 
+@cache
 def element(dtype):
     """The scalar type of a (possibly vector) dtype: ``float32x4`` -> ``float32``."""
     return dtype.split("x")[0]
 
 
+@cache
 def lanes(dtype):
     parts = dtype.split("x")
     return int(parts[1]) if len(parts) > 1 else 1
 
 
+@cache
 def with_lanes(dtype, n):
     base = element(dtype)
     return base if n == 1 else f"{base}x{n}"
 
 
+@cache
 def is_float(dtype):
     return element(dtype).startswith("float")
 
 
+@cache
 def is_int(dtype):
     return element(dtype).startswith("int")
 

@@ -8,9 +8,13 @@ of the other operand's type. ``//`` and ``%`` are floor division and floor modul
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import ComputeError
 from . import dtype as dt
+
+if TYPE_CHECKING:  # stmt.py imports this module
+    from .stmt import Buffer
 
 
 class ExprOps:
@@ -215,7 +219,7 @@ class TensorLoad(Expr):
 class Load(Expr):
     """``buffer[index]`` after flattening; a vector load when ``index`` is a Ramp."""
 
-    buffer: object
+    buffer: Buffer
     index: Expr
 
     @property

@@ -55,8 +55,15 @@ class Lin:
 
 
 class Simplifier(Mutator):
+    """Simplifies expressions and statements; ``ranges`` maps Vars to inclusive (lo, hi).
+
+    The linear form of each node is remembered while the ranges stay the same (``with_range``
+    starts a fresh memory for the body and restores the outer one after it): the written-out
+    copies of an unrolled loop share most of their index arithmetic."""
+
     def __init__(self, ranges=None):
         self.ranges = dict(ranges or {})
+        self._memo = {}  # id(node) -> (node, Lin) under the current ranges
 
     # ---- bounds
 
@@ -113,6 +120,15 @@ class Simplifier(Mutator):
     # ---- linear form
 
     def lin(self, e):
+        """The canonical linear form of the integer expression ``e``."""
+        hit = self._memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = self._lin(e)
+        self._memo[id(e)] = (e, out)
+        return out
+
+    def _lin(self, e):
         if isinstance(e, E.IntImm):
             return Lin(const=e.value)
         if isinstance(e, E.BinOp) and not dt.is_float(e.dtype) and dt.lanes(e.dtype) == 1:
@@ -440,12 +456,15 @@ class Simplifier(Mutator):
 
     # ---- statements
 
-    def _with_range(self, var, lo, hi, fn):
-        old = self.ranges.get(var)
+    def with_range(self, var, lo, hi, fn):
+        """``fn()`` with ``var`` known to lie in ``[lo, hi]``."""
+        old, memo = self.ranges.get(var), self._memo
         self.ranges[var] = (lo, hi)
+        self._memo = {}
         try:
             return fn()
         finally:
+            self._memo = memo
             if old is None:
                 del self.ranges[var]
             else:
@@ -459,13 +478,13 @@ class Simplifier(Mutator):
         elo, ehi = self.bound(ext)
         mlo, mhi = self.bound(mn)
         hi = None if mhi is None or ehi is None else mhi + ehi - 1
-        body = self._with_range(f.var, lo, hi, lambda: self.visit(f.body))
+        body = self.with_range(f.var, lo, hi, lambda: self.visit(f.body))
         if mn is f.min and ext is f.extent and body is f.body:
             return f
         return dataclasses.replace(f, min=mn, extent=ext, body=body)
 
     def visit_ThreadExtent(self, t):
-        body = self._with_range(t.var, 0, t.extent - 1, lambda: self.visit(t.body))
+        body = self.with_range(t.var, 0, t.extent - 1, lambda: self.visit(t.body))
         return t if body is t.body else dataclasses.replace(t, body=body)
 
     def visit_IfThenElse(self, s):

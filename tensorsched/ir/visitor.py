@@ -7,6 +7,8 @@ when no child changed, so unchanged subtrees are shared and cheap to compare.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 from . import expr as E
 from . import stmt as S
@@ -41,53 +43,105 @@ _CHILDREN = {
 }
 
 
-def children(node):
-    out = []
-    for f in _CHILDREN[type(node)]:
-        v = getattr(node, f)
-        if isinstance(v, tuple):
-            out.extend(v)
-        elif v is not None:
-            out.append(v)
-    return out
+# The statement-valued child fields of each statement class: what a ``StmtMutator`` walks.
+_STMT_CHILDREN = {
+    cls: tuple(f for f in fields if f in ("body", "stmts", "then", "orelse"))
+    for cls, fields in _CHILDREN.items()
+}
+
+# The fields a node class is rebuilt from (its constructor's arguments, in order).
+_INIT = {cls: tuple(f.name for f in dataclasses.fields(cls) if f.init) for cls in _CHILDREN}
 
 
-class Visitor:
+class _Dispatch:
+    """``visit`` calls ``visit_<ClassName>`` or ``generic_visit``; the choice is looked up once
+    per visitor class and node class, then kept in the class's table."""
+
+    _methods: dict[type, Callable[[Any, Any], Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
+
+    def visit(self, node: Any) -> Any:
+        fn = self._methods.get(type(node))
+        if fn is None:
+            t = type(node)
+            fn = getattr(type(self), "visit_" + t.__name__, None) or type(self).generic_visit
+            self._methods[t] = fn
+        return fn(self, node)
+
+    def generic_visit(self, node: Any) -> Any:
+        raise NotImplementedError
+
+
+class Visitor(_Dispatch):
     """Walks every node; override ``visit_<Class>`` and call ``generic_visit`` to go on."""
 
-    def visit(self, node):
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        return method(node) if method else self.generic_visit(node)
-
-    def generic_visit(self, node):
-        for c in children(node):
-            self.visit(c)
-
-
-class Mutator:
-    """Rebuilds trees; the default keeps a node when none of its children changed."""
-
-    def visit(self, node):
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        return method(node) if method else self.generic_visit(node)
-
-    def generic_visit(self, node):
-        changes = {}
+    def generic_visit(self, node: Any) -> None:
+        visit = self.visit
         for f in _CHILDREN[type(node)]:
             v = getattr(node, f)
-            if isinstance(v, tuple):
-                nv = tuple(self.visit(x) for x in v)
-                if any(a is not b for a, b in zip(nv, v)):
-                    changes[f] = nv
+            if v.__class__ is tuple:
+                for x in v:
+                    visit(x)
             elif v is not None:
-                nv = self.visit(v)
+                visit(v)
+
+
+class Mutator(_Dispatch):
+    """Rebuilds trees; the default keeps a node when none of its children changed."""
+
+    def generic_visit(self, node: Any) -> Any:
+        cls = type(node)
+        changes = None
+        visit = self.visit
+        for f in _CHILDREN[cls]:
+            v = getattr(node, f)
+            if v.__class__ is tuple:
+                nv = tuple([visit(x) for x in v])
+                for a, b in zip(nv, v):
+                    if a is not b:
+                        if changes is None:
+                            changes = {}
+                        changes[f] = nv
+                        break
+            elif v is not None:
+                nv = visit(v)
                 if nv is not v:
+                    if changes is None:
+                        changes = {}
                     changes[f] = nv
-        if not changes:
+        if changes is None:
             return node
-        if isinstance(node, S.Seq):
+        if cls is S.Seq:
             return S.seq(*changes["stmts"])
-        return dataclasses.replace(node, **changes)
+        return cls(*[changes[f] if f in changes else getattr(node, f) for f in _INIT[cls]])
+
+
+class StmtMutator(Mutator):
+    """A mutator of statements only: its default walks the statements inside a statement and
+    never enters an expression (a pass that moves, copies or drops statements)."""
+
+    def generic_visit(self, node: Any) -> Any:
+        cls = type(node)
+        changes = None
+        visit = self.visit
+        for f in _STMT_CHILDREN[cls]:
+            v = getattr(node, f)
+            if v.__class__ is tuple:
+                nv = tuple([visit(x) for x in v])
+                if any(a is not b for a, b in zip(nv, v)):
+                    changes = {**(changes or {}), f: nv}
+            elif v is not None:
+                nv = visit(v)
+                if nv is not v:
+                    changes = {**(changes or {}), f: nv}
+        if changes is None:
+            return node
+        if cls is S.Seq:
+            return S.seq(*changes["stmts"])
+        return cls(*[changes[f] if f in changes else getattr(node, f) for f in _INIT[cls]])
 
 
 class Substitute(Mutator):

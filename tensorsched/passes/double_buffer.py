@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.visitor import Mutator, RebaseBuffers, substitute
+from ..ir.visitor import RebaseBuffers, StmtMutator, substitute
 from .simplify_stmt import simplify_stmt
 
 
@@ -61,7 +61,7 @@ def _peel_allocs(body):
     return allocs, body
 
 
-class _DoubleBuffer(Mutator):
+class _DoubleBuffer(StmtMutator):
     def visit_For(self, f):
         body = self.visit(f.body)
         items = body.stmts if isinstance(body, S.Seq) else (body,)
@@ -215,7 +215,7 @@ def _store_dtype(s):
     return s.buffer.dtype
 
 
-class _StripMarks(Mutator):
+class _StripMarks(StmtMutator):
     def visit_AttrStmt(self, a):
         body = self.visit(a.body)
         if a.key != S.DOUBLE_BUFFER_SCOPE:

@@ -7,7 +7,7 @@ outer indices becomes guard-free, so it can be vectorized.
 
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.visitor import Mutator, free_vars
+from ..ir.visitor import StmtMutator, free_vars
 
 
 def _conjuncts(c):
@@ -21,7 +21,7 @@ def _all(conds):
     return out
 
 
-class _Hoist(Mutator):
+class _Hoist(StmtMutator):
     def visit_For(self, f):
         body = self.visit(f.body)
         if isinstance(body, S.IfThenElse) and body.orelse is None:

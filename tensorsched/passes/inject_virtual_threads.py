@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.visitor import Mutator, RebaseBuffers, Visitor, free_vars, substitute
+from ..ir.visitor import RebaseBuffers, StmtMutator, Visitor, free_vars, substitute
 
 
 class _Writes(Visitor):
@@ -115,7 +115,7 @@ def _replace_body(s, body):
     return S.ThreadExtent(s.var, s.tag, s.extent, body)
 
 
-class _Inject(Mutator):
+class _Inject(StmtMutator):
     def visit_For(self, f):
         body = self.visit(f.body)  # inner virtual threads first
         if f.kind != "vthread":

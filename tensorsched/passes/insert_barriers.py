@@ -11,7 +11,7 @@ the earlier one writes.
 """
 
 from ..ir import stmt as S
-from ..ir.visitor import Mutator, Visitor
+from ..ir.visitor import StmtMutator, Visitor
 
 
 def _is_tile_fill(stmt):
@@ -50,7 +50,7 @@ def _shared_accesses(stmt):
     return reads, writes
 
 
-class _Insert(Mutator):
+class _Insert(StmtMutator):
     def __init__(self):
         self.fills_in_loop = [False]  # per enclosing loop: does its body fill a tile?
 

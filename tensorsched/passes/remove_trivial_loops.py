@@ -1,10 +1,10 @@
 """Loops of one iteration disappear: their variable becomes the loop's start."""
 
 from ..ir import stmt as S
-from ..ir.visitor import Mutator, substitute
+from ..ir.visitor import StmtMutator, substitute
 
 
-class _Remove(Mutator):
+class _Remove(StmtMutator):
     def visit_For(self, f):
         body = self.visit(f.body)
         if getattr(f.extent, "value", None) == 1:

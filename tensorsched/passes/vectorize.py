@@ -12,7 +12,7 @@ from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.simplify import Simplifier, simplify
-from ..ir.visitor import Mutator, Visitor, free_vars
+from ..ir.visitor import Mutator, StmtMutator, Visitor, free_vars
 
 VECTOR_WIDTHS = (2, 3, 4, 8, 16)
 
@@ -110,7 +110,7 @@ def _contiguous_load(value):
     return bool(found) and dt.element(value.dtype) == "float32"
 
 
-class _Vectorize(Mutator):
+class _Vectorize(StmtMutator):
     def visit_For(self, f):
         body = self.visit(f.body)
         if f.kind != "vectorized":
