@@ -42,10 +42,13 @@ from ..tune.tuner import tune
 # family that the full lists of ``baselines/data`` hold, so that ``compare`` finishes in about a
 # minute on a CPU device where each config compiles for a second
 SMALL_ACL_LISTS = {
-    "native": ["4,4,4"],
-    "reshaped_rhs_only": ["4,4,4,1,0,0,0"],
-    "reshaped": ["4,4,4,4,4,1,1,0,0"],
+    "native": ["4,8,4"],
+    "reshaped_rhs_only": ["4,8,4,2,0,0,0"],
+    "reshaped": ["4,8,4,2,2,0,0,0,0"],
 }
+
+
+COMPARE_TRIALS = 12  # compare's default tensorsched candidates per shape
 
 
 def cache_path(name: str) -> str:
@@ -576,7 +579,11 @@ def make_parser() -> argparse.ArgumentParser:
     _add_import(co)
     co.add_argument("--epilogue")
     co.add_argument(
-        "--trials", type=positive_int, default=40, help="tensorsched candidates per shape"
+        "--trials",
+        type=positive_int,
+        default=COMPARE_TRIALS,
+        help=f"tensorsched candidates per shape (default {COMPARE_TRIALS}: about a minute for "
+        "two small shapes on a CPU device)",
     )
     co.add_argument("--strategy", choices=["grid", "random"], default="random")
     co.add_argument(

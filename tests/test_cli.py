@@ -1,0 +1,261 @@
+"""The command line as a new user meets it (issue 15 "CLI" and item 10, issue 14 item 7): every
+number checked (exit status 2 and a message, no traceback), ``source --out`` never overwrites
+unasked, nothing written where the user did not say, ``devices`` with a type column, no
+compiler warning on success."""
+
+import io
+import os
+import subprocess
+import sys
+import warnings
+from contextlib import redirect_stderr
+
+import pytest
+
+from tensorsched import cli
+from tensorsched.cli import device_type, main
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+
+
+def run(argv):
+    """``(exit status, stderr)`` of ``tensorsched ARGV`` run in this process."""
+    err = io.StringIO()
+    with redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code
+    return code, err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def device():
+    from tensorsched.runtime.device import DeviceError, current_device
+
+    try:
+        return current_device()
+    except (DeviceError, ImportError) as exc:
+        pytest.skip(f"no OpenCL device: {exc}")
+
+
+TUNE = ["tune", "gemm", "--shape", "16,16,16", "--template", "cpu"]
+BAD_NUMBERS = [
+    (TUNE + ["--trials", "0"], "--trials: expected a positive integer"),
+    (TUNE + ["--trials", "-1"], "--trials: expected a positive integer"),
+    (TUNE + ["--trials", "many"], "--trials: expected a positive integer, got 'many'"),
+    (TUNE + ["--trials", "99999999999"], "--trials: expected a positive integer"),
+    (TUNE + ["--repeat", "0"], "--repeat: expected a positive integer"),
+    (TUNE + ["--timeout", "-5"], "--timeout: expected a positive number of seconds"),
+    (TUNE + ["--timeout", "0"], "--timeout: expected a positive number of seconds"),
+    (TUNE + ["--timeout", "nan"], "--timeout: expected a positive number of seconds"),
+    (TUNE + ["--timeout", "inf"], "--timeout: expected a positive number of seconds"),
+    (TUNE + ["--seed", "-1"], "--seed: expected an integer from 0"),
+    (["peak", "--repeat", "0"], "--repeat: expected a positive integer"),
+    (["compare", "gemm", "--shape", "8,8,8", "--rounds", "0"], "--rounds: expected a positive"),
+    (["compare", "gemm", "--shape", "8,8,8", "--limit", "-2"], "--limit: expected a positive"),
+    (["compare", "gemm", "--shape", "8,8,8", "--trials", "0"], "--trials: expected a positive"),
+    (
+        ["tune", "gemm", "--shape", "99999999999,16,16", "--template", "cpu"],
+        "--shape: 99999999999 is over 2147483647, the largest 32-bit index",
+    ),
+    (
+        ["tune", "gemm", "--shape", "16,16,16,16", "--template", "cpu"],
+        "gemm shape must be 3 positive ints",
+    ),
+    (
+        ["ir", "--expr", "C[i] = A[i] * 2", "--shape", "i=99999999999999"],
+        "--shape: 99999999999999 is over 2147483647",
+    ),
+    (
+        ["tune", "--expr", "C[i] = A[i] * 2", "--shape", "i=99999999999999"],
+        "--shape: 99999999999999 is over 2147483647",
+    ),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD_NUMBERS, ids=[" ".join(a) for a, _ in BAD_NUMBERS])
+def test_a_bad_number_exits_2_with_a_message(argv, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    code, err = run(argv)
+    assert code == 2, err
+    assert message in err, err
+    assert "Traceback" not in err
+    assert os.listdir(tmp_path) == []  # nothing written
+
+
+def test_a_bad_number_in_a_subprocess_exits_2_without_traceback(tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-m", "tensorsched.cli"] + TUNE + ["--trials", "-1"],
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 2
+    assert "--trials: expected a positive integer (1 to 2147483647), got '-1'" in res.stderr
+    assert "Traceback" not in res.stderr and os.listdir(tmp_path) == []
+
+
+def test_tune_api_checks_its_numbers_before_anything_runs(tmp_path):
+    from tensorsched.errors import TensorschedError
+    from tensorsched.tune.task import Task
+    from tensorsched.tune.tuner import tune
+
+    task = Task("gemm", "cpu", (16, 16, 16))
+    log = str(tmp_path / "t.jsonl")
+    for kw, msg in [
+        ({"trials": 0}, "trials must be a positive integer, got 0"),
+        ({"trials": -1}, "trials must be a positive integer"),
+        ({"trials": 2.5}, "trials must be a positive integer"),
+        ({"repeat": 0}, "repeat must be a positive integer"),
+        ({"n_build": 0}, "n_build must be a positive integer"),
+        ({"timeout": -5}, "timeout must be a positive number of seconds"),
+        ({"timeout": float("nan")}, "timeout must be a positive number of seconds"),
+        ({"budget_ms": -1.0}, "budget_ms must be None or a number >= 0"),
+        ({"strategy": "annealing"}, "unknown strategy 'annealing'"),
+    ]:
+        with pytest.raises(TensorschedError, match=msg):
+            tune(task, log, progress=False, **kw)
+    assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------- files
+
+
+def _log_line():
+    import json
+
+    task = {"kind": "gemm", "template": "cpu", "shape": [16, 16, 16], "dtype": "float32"}
+    task.update(epilogue=[], expr="", expr_shapes="")
+    config = {"tile_y": [2, 4], "tile_x": [2, 8], "vec": 8, "tile_k": [4]}
+    rec = {"task": task, "device": "cl / dev", "config": config, "status": "ok"}
+    rec.update(device_ms=1.0, gflops=2 * 16**3 / 1e6, host_ms=1.0, error="", timestamp=1.0)
+    return json.dumps(rec) + "\n"
+
+
+def test_source_never_overwrites_unless_forced(tmp_path):
+    log = tmp_path / "l.jsonl"
+    log.write_text(_log_line())
+    out = tmp_path / "out"
+    assert run(["source", "--log", str(log), "--out", str(out)])[0] == 0
+    cl_file = out / "gemm_cpu_16x16x16.cl"
+    cl_file.write_text("mine")
+    code, err = run(["source", "--log", str(log), "--out", str(out)])
+    assert code == 2 and "Traceback" not in err
+    assert f"{cl_file} exists (and 1 more); pass --force to overwrite" in err
+    assert cl_file.read_text() == "mine"
+    assert run(["source", "--log", str(log), "--out", str(out), "--force"])[0] == 0
+    assert "__kernel" in cl_file.read_text()
+    # --out naming a file
+    code, err = run(["source", "--log", str(log), "--out", str(log)])
+    assert code == 2 and f"--out {log} is a file; give a folder" in err
+
+
+@pytest.mark.opencl
+def test_tune_writes_its_log_in_the_cache_folder_unless_told(device, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    code, err = run(TUNE + ["--trials", "1", "--repeat", "1"])
+    assert code == 0, err
+    log = cache / "tensorsched" / "tensorsched_tune.jsonl"
+    assert log.exists() and f"writing {log}" in err
+    assert os.listdir(work) == []  # nothing in the working folder
+    assert sorted(os.listdir(log.parent)) == ["tensorsched_tune.jsonl"]  # the lock is gone
+    code, err = run(TUNE + ["--trials", "1", "--repeat", "1", "--log", "mine.jsonl", "--resume"])
+    assert code == 0, err
+    assert os.listdir(work) == ["mine.jsonl"] and "writing" not in err
+
+
+def test_compare_defaults_to_the_cache_folder_and_a_small_acl_list(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_compare(tasks, log, acl_dir, **kw):
+        seen.update(log=log, acl_dir=acl_dir, **kw)
+        return []
+
+    monkeypatch.setattr(cli, "compare", fake_compare)
+    monkeypatch.setattr(cli, "print_table", lambda rows, name: None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    argv = ["compare", "gemm", "--shape", "8,8,8", "--template", "cpu"]
+    code, err = run(argv)
+    assert code == 0, err
+    assert seen["log"] == str(tmp_path / "cache" / "tensorsched" / "tensorsched_tune.jsonl")
+    assert seen["acl_dir"] == str(tmp_path / "cache" / "tensorsched" / "acl_tuning")
+    assert seen["acl_config_lists"] == cli.SMALL_ACL_LISTS
+    assert sum(len(v) for v in cli.SMALL_ACL_LISTS.values()) <= 3
+    assert os.listdir(tmp_path) == []  # the fake compare wrote nothing, nor did the CLI
+    run(argv + ["--acl-full", "--log", "l.jsonl", "--acl-dir", "acl"])
+    assert seen["acl_config_lists"] is None and seen["log"] == "l.jsonl"
+
+
+def test_small_acl_lists_are_configs_of_the_full_ones():
+    from tensorsched.baselines.acl_tuner import resolve_config_lists
+
+    small = resolve_config_lists(cli.SMALL_ACL_LISTS)
+    full = resolve_config_lists()
+    for strategy, configs in small.items():
+        assert configs and all(c in full[strategy] for c in configs), strategy
+
+
+# ---------------------------------------------------------------------------- devices, warnings
+
+
+def test_device_type_names():
+    class Fake:
+        def __init__(self, bits):
+            self.type = bits
+
+    assert [device_type(Fake(b)) for b in (4, 2, 8, 16, 1, 6)] == [
+        "GPU",
+        "CPU",
+        "ACCELERATOR",
+        "CUSTOM",
+        "OTHER",
+        "GPU",
+    ]
+
+
+@pytest.mark.opencl
+def test_devices_has_a_type_column(device, capsys):
+    assert main(["devices"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split("|")[1].strip() == "type"
+    assert any(
+        row.split("|")[1].strip() in ("CPU", "GPU", "ACCELERATOR") for row in out[2:] if "|" in row
+    )
+
+
+def test_no_compiler_warning_leaks_on_success(monkeypatch):
+    def noisy(args):
+        warnings.warn(
+            "Non-empty compiler output encountered. Set the environment variable "
+            "PYOPENCL_COMPILER_OUTPUT=1 to see more.",
+            UserWarning,
+            stacklevel=1,
+        )
+
+    monkeypatch.setitem(cli.COMMANDS, "devices", noisy)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["devices"]) == 0
+    assert caught == []
+
+
+@pytest.mark.opencl
+def test_peak_prints_no_warning(device, tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-W", "always", "-m", "tensorsched.cli", "peak", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYOPENCL_NO_CACHE="1"),
+    )
+    assert res.returncode == 0, res.stderr
+    assert "Warning" not in res.stderr, res.stderr
