@@ -1,5 +1,10 @@
 """Repository-wide pytest options (this file sits at the rootdir so that pytest reads its
-``pytest_addoption`` however the tests are selected)."""
+``pytest_addoption`` however the tests are selected), and the schedule fuzzer's counts."""
+
+import pytest
+
+# the schedule fuzzer's FuzzStats for the session (the fixture ``fuzz_stats`` hands it out)
+FUZZ_STATS = pytest.StashKey()
 
 
 def pytest_addoption(parser):
@@ -19,13 +24,19 @@ def pytest_addoption(parser):
     )
 
 
-def pytest_terminal_summary(terminalreporter):
-    """The schedule fuzzer's counts, when any fuzz test ran (tests/fuzzing: STATS)."""
-    import sys
+@pytest.fixture(scope="session")
+def fuzz_stats(pytestconfig):
+    """The ``FuzzStats`` (tests/fuzzing) that the fuzz tests of this session count into."""
+    from fuzzing import FuzzStats
 
-    fuzz = sys.modules.get("fuzzing")
-    if fuzz is None or not fuzz.STATS:
+    return pytestconfig.stash.setdefault(FUZZ_STATS, FuzzStats())
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The schedule fuzzer's counts, when any fuzz test ran."""
+    stats = terminalreporter.config.stash.get(FUZZ_STATS, None)
+    if not stats:
         return
     terminalreporter.section("schedule fuzzer")
-    for line in fuzz.summary_lines(fuzz.STATS):
+    for line in stats.lines():
         terminalreporter.write_line(line)

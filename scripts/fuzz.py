@@ -16,7 +16,6 @@ import argparse
 import os
 import sys
 import time
-from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -36,13 +35,13 @@ def fuzz(
     duplicate_names=False,
     stats=None,
 ):
-    """Run ``examples`` cases of ``mode``; return the Counter of outcomes (raises
+    """Run ``examples`` cases of ``mode``; return the ``FuzzStats`` of outcomes (raises
     ``FuzzFailure`` with the shrunk case on a bug)."""
     import fuzzing as F
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as hseed
 
-    stats = Counter() if stats is None else stats
+    stats = F.FuzzStats() if stats is None else stats
 
     @hseed(seed)
     @settings(
@@ -94,7 +93,7 @@ def main(argv=None):
 
     config.verify = config.roundtrip = not args.fast
     workloads = args.workloads.split(",") if args.workloads else None
-    stats, t0 = Counter(), time.time()
+    stats, t0 = F.FuzzStats(), time.time()
     try:
         for mode in args.modes.split(","):
             t = time.time()
@@ -112,11 +111,11 @@ def main(argv=None):
             print(f"{mode}: {args.examples} examples in {time.time() - t:.1f} s", flush=True)
     except F.FuzzFailure as exc:
         print(f"\nFUZZ FAILURE\n{exc}", file=sys.stderr)
-        for line in F.summary_lines(stats):
+        for line in stats.lines():
             print(line)
         return 1
     print(f"\nschedule fuzzer, target {args.target}, seed {args.seed}, {time.time() - t0:.1f} s:")
-    for line in F.summary_lines(stats):
+    for line in stats.lines():
         print("  " + line)
     return 0
 

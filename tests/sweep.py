@@ -111,15 +111,13 @@ def sweep_templates(per_template=2, seed=0, names=None, log=None):
 def sweep_fuzz(n, seed=0, log=None, max_steps=8):
     """``n`` distinct legal schedules drawn by the fuzzer (deterministic for ``seed``), each
     run under Oclgrind (``run_case(target="oclgrind")``)."""
-    from collections import Counter
-
     import fuzzing as fuzz
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as hseed
 
     from tensorsched.codegen.opencl import emit_opencl
 
-    count, t0, stats = SweepCount(), time.time(), Counter()
+    count, t0, stats = SweepCount(), time.time(), fuzz.FuzzStats()
 
     seen = set()
 

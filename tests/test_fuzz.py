@@ -5,7 +5,8 @@ shrunk by hypothesis and reported as the Python code that reproduces it.
 
 The normal suite runs a few hundred examples with the exact Python target (and a few dozen
 on the OpenCL device); ``pytest tests/test_fuzz.py --fuzz-long`` runs thousands and prints the
-counts at the end of the session (``scripts/fuzz.py`` does the same outside pytest).
+counts at the end of the session (the root conftest's ``fuzz_stats``; ``scripts/fuzz.py`` does
+the same outside pytest).
 """
 
 from collections import Counter
@@ -43,21 +44,22 @@ def fuzz_run(
 
 
 @pytest.mark.parametrize("workload", fuzz.WORKLOADS)
-def test_legal_schedules_match_numpy(request, workload):
+def test_legal_schedules_match_numpy(request, workload, fuzz_stats):
     fuzz_run(
         examples(request, 40),
         "legal",
         [workload],
+        stats=fuzz_stats,
         small=not request.config.getoption("--fuzz-long", default=False),
     )
 
 
-def test_illegal_sequences_raise_tensorsched_errors_only(request):
-    fuzz_run(examples(request, 100), "illegal")
+def test_illegal_sequences_raise_tensorsched_errors_only(request, fuzz_stats):
+    fuzz_run(examples(request, 100), "illegal", stats=fuzz_stats)
 
 
-def test_random_primitive_calls_raise_or_compute_right(request):
-    fuzz_run(examples(request, 60), "random")
+def test_random_primitive_calls_raise_or_compute_right(request, fuzz_stats):
+    fuzz_run(examples(request, 60), "random", stats=fuzz_stats)
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +73,9 @@ def ocl_device():
 
 
 @pytest.mark.opencl
-def test_legal_schedules_on_the_opencl_device(request, ocl_device):
+def test_legal_schedules_on_the_opencl_device(request, ocl_device, fuzz_stats):
     """On the device the vectorize and unroll passes and the OpenCL code generator run too."""
-    fuzz_run(examples(request, 20), "legal", target="opencl")
+    fuzz_run(examples(request, 20), "legal", target="opencl", stats=fuzz_stats)
 
 
 # ---------------------------------------------------------------------------- the fuzzer itself

@@ -1,0 +1,154 @@
+"""Running a case as its code prints it, and counting the outcomes."""
+
+from __future__ import annotations
+
+import traceback
+from collections import Counter
+
+from tensorsched.errors import CodegenError, TensorschedError
+
+from .model import FuzzFailure, Outcome
+from .render import Case, Renderer, header, to_python
+from .workloads import PRELUDE
+
+
+class FuzzStats(Counter):
+    """How many cases of each mode ended how (``"legal:passed"`` ...): ``run_case`` adds to
+    the one it is given; ``lines()`` says it in words."""
+
+    def count(self, case: Case, outcome: Outcome) -> Outcome:
+        return _count(self, case, outcome)
+
+    def lines(self) -> list[str]:
+        return summary_lines(self)
+
+
+def _fail(case, what, target, exc=None):
+    tb = "".join(traceback.format_exception(exc)) if exc is not None else ""
+    raise FuzzFailure(
+        f"{what}\n\n--- reproduce with ---\n{to_python(case, target)}"
+        + (f"--- traceback ---\n{tb}" if tb else "")
+    ) from exc
+
+
+def _is_user_error(exc):
+    return isinstance(exc, TensorschedError) and not isinstance(exc, AssertionError)
+
+
+def run_case(case, target="python", seed=0, stats=None):
+    """Run ``case`` as ``to_python`` prints it; return an ``Outcome`` or raise
+    ``FuzzFailure``. ``target``: ``"python"`` (exact, bounds-checked), ``"opencl"`` (the
+    default device), or ``"oclgrind"`` (the OpenCL kernels under Oclgrind with its race,
+    bounds and uninitialised-value checks). The outcome is counted in ``stats`` (default:
+    a throwaway ``FuzzStats`` when none is given)."""
+    stats = FuzzStats() if stats is None else stats
+    import numpy as np
+
+    import tensorsched as ts
+    from tensorsched.runtime.numerics import check_numerics, compare, make_arrays
+
+    ns = {}
+    exec(compile(PRELUDE + header(case), f"<fuzz {case.workload}>", "exec"), ns)
+    r = Renderer()
+    first_bad = next((n for n, st in enumerate(case.steps) if st.expect == "error"), None)
+
+    def status(n):
+        return "handled" if first_bad is not None and n >= first_bad else "rejected"
+
+    for n, step in enumerate(case.steps):
+        code = r.step(step)
+        try:
+            exec(compile(code, f"<fuzz step {n}>", "exec"), ns)
+        except Exception as exc:  # noqa: BLE001
+            if not _is_user_error(exc):
+                _fail(
+                    case,
+                    f"step {n} raised {type(exc).__name__} (not a TensorschedError): {exc}",
+                    target,
+                    exc,
+                )
+            return _count(stats, case, Outcome(status(n), n, f"{type(exc).__name__}: {exc}"))
+    try:
+        func = ts.lower(ns["s"], ns["args"], name="fuzzed")
+    except Exception as exc:  # noqa: BLE001
+        if not _is_user_error(exc):
+            _fail(
+                case,
+                f"ts.lower raised {type(exc).__name__} (not a TensorschedError): {exc}",
+                target,
+                exc,
+            )
+        return _count(
+            stats,
+            case,
+            Outcome(status(len(case.steps)), len(case.steps), f"{type(exc).__name__}: {exc}"),
+        )
+    if first_bad is not None:
+        _fail(
+            case,
+            f"an illegal schedule was accepted: step "
+            f"{[i for i, st in enumerate(case.steps) if st.expect == 'error']} should have "
+            "raised a TensorschedError, and lowering did not either",
+            target,
+        )
+    try:
+        if target == "oclgrind":
+            from tensorsched.runtime.oclgrind import run_checked
+
+            arrays, ins, outs = make_arrays(ns["args"], seed)
+            run_checked(func, arrays)
+            expected = ns["ref"](*[a.astype(np.float64) for a in ins])
+            expected = expected if isinstance(expected, tuple) else (expected,)
+            for (t, a), e in zip(outs, expected):
+                compare(a, e, t.dtype, name=t.name)
+        else:
+            check_numerics(func, ns["args"], ns["ref"], target=target, seed=seed)
+    except CodegenError as exc:
+        # the target cannot express this legal schedule: reported, not a wrong answer
+        return _count(stats, case, Outcome("rejected", len(case.steps), f"CodegenError: {exc}"))
+    except Exception as exc:  # noqa: BLE001
+        _fail(
+            case,
+            f"the lowered schedule failed on target {target!r}: {type(exc).__name__}: {exc}",
+            target,
+            exc,
+        )
+    return _count(stats, case, Outcome("passed", None, "", func))
+
+
+def _count(stats, case, outcome):
+    stats[f"{case.mode}:{outcome.status}"] += 1
+    return outcome
+
+
+def summary_lines(stats):
+    """The counts of ``stats`` in words (failures raise, so every counted case passed)."""
+    g = stats.get
+    out = []
+    n = g("legal:passed", 0) + g("legal:rejected", 0)
+    if n:
+        out.append(
+            f"legal schedules fuzzed: {n}; lowered and matched numpy: "
+            f"{g('legal:passed', 0)}; refused with a TensorschedError: "
+            f"{g('legal:rejected', 0)}"
+        )
+    n = g("illegal:handled", 0) + g("illegal:rejected", 0) + g("illegal:passed", 0)
+    if n:
+        out.append(
+            f"illegal sequences tried: {n}; raised a TensorschedError: "
+            f"{g('illegal:handled', 0)}"
+            + (
+                f" (+{g('illegal:rejected', 0) + g('illegal:passed', 0)} whose legal "
+                "prefix already stopped or that found no misuse to add)"
+                if g("illegal:rejected", 0) + g("illegal:passed", 0)
+                else ""
+            )
+        )
+    n = g("random:passed", 0) + g("random:rejected", 0)
+    if n:
+        out.append(
+            f"random primitive sequences: {n}; raised a TensorschedError: "
+            f"{g('random:rejected', 0)}; lowered and matched numpy: "
+            f"{g('random:passed', 0)}"
+        )
+    return out
