@@ -18,27 +18,24 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import RuntimeCallError
-from ..runtime.device import current_device, find_device
-from ..runtime.module import Timing, build_program, event_times, timing_of_runs
+from ..ops.conv2d import conv_output_size
+from ..runtime.device import resolve_device
+from ..runtime.module import (
+    DEFAULT_OPTIONS,
+    build_program,
+    copy_to_host,
+    event_times,
+    timing_of_runs,
+)
+from ..schedules.relations import ceil_div
 from .configs import AclConfigError, as_config, check_fits, lhs_layout, rhs_layout, strategy_name
 from .kernels import conv_source, gemm_source
 
-OPTIONS = ("-cl-std=CL1.2",)
 GEMM_KERNEL = {
     "native": "gemm_native",
     "reshaped_rhs_only": "gemm_reshaped_rhs_only",
     "reshaped": "gemm_reshaped",
 }
-
-
-def _device(device):
-    if device is None:
-        return current_device()
-    return find_device(device) if isinstance(device, str) else device
-
-
-def _ceil(a, b):
-    return -(-a // b)
 
 
 def _check_array(x, shape, name, output=False):
@@ -61,7 +58,44 @@ def _check_array(x, shape, name, output=False):
     return np.ascontiguousarray(x)
 
 
-class AclGemm:
+class _AclKernels:
+    """What ``AclGemm`` and ``AclConv2d`` share: a call uploads the two inputs, launches the
+    kernels and downloads the output; ``time`` measures the launches as ACL's benchmark does."""
+
+    def __call__(self, a, b, out):
+        """``out[...]`` = the result for inputs ``a`` and ``b``, on the device."""
+        _check_array(out, self.out_shape, self.out_name, output=True)
+        self.upload(a, b)
+        self.launch()
+        self.download(out)
+
+    def time(self, a, b, out, repeat=5, warmup=1, include_rhs_reshape=True):
+        """Device time of one call, as a ``Timing`` of ``repeat`` runs after ``warmup``
+        unmeasured ones; its figure is the **mean** (``.mean``: all kernels of a call, reshapes
+        included; ``.kernel_mean(gemm_kernel)``: the GEMM kernel alone).
+        ``include_rhs_reshape=False`` runs a whole call once beforehand and leaves the RHS
+        reshape out of the timed ones, as ACL does for constant weights. The result of the
+        last run lands in ``out``."""
+        _check_array(out, self.out_shape, self.out_name, output=True)
+        self.upload(a, b)
+        skip = () if include_rhs_reshape else ("reshape_rhs",)
+        if skip:
+            self.launch()
+        for _ in range(warmup):
+            self.launch(skip)
+        self.device.queue.finish()
+        runs = []
+        for _ in range(repeat):
+            events = self.launch(skip)
+            self.device.queue.finish()
+            total, per = event_times(events)
+            runs.append((total, per, float("nan")))
+        timing = timing_of_runs(runs)
+        self.download(out)
+        return timing
+
+
+class AclGemm(_AclKernels):
     """An ACL-style GEMM ``C = A * B`` of one strategy and config, built for one device.
 
     ``strategy``: ``"native"``, ``"reshaped_rhs_only"`` or ``"reshaped"``; ``config``: a
@@ -75,10 +109,10 @@ class AclGemm:
         self.config = as_config(self.strategy, config)
         self.M, self.N, self.K, self.batch = M, N, K, batch
         self.broadcast_b = broadcast_b
-        self.device = _device(device)
+        self.device = resolve_device(device)
         check_fits(self.config, M, N, K, batch, self.device, broadcast_b)
         self.source = gemm_source(self.config)
-        self.program = build_program(self.device, self.source, OPTIONS)
+        self.program = build_program(self.device, self.source, DEFAULT_OPTIONS)
         import pyopencl as cl  # a cached program's kernels are fetched anew
 
         self.kernels = {name: cl.Kernel(self.program, name) for name in self.kernel_names}
@@ -97,6 +131,12 @@ class AclGemm:
     def gemm_kernel(self) -> str:
         """The name of the GEMM kernel (``timing.kernel_mean(gemm.gemm_kernel)``: its time)."""
         return GEMM_KERNEL[self.strategy]
+
+    out_name = "C"
+
+    @property
+    def out_shape(self):
+        return (self.batch, self.M, self.N)
 
     @property
     def flop(self):
@@ -140,7 +180,7 @@ class AclGemm:
         M, N, K, nb = self.M, self.N, self.K, self.batch
         b_items = 1 if self.broadcast_b else nb
         b_batch = 0 if self.broadcast_b else K * N
-        gemm_grid = (_ceil(N, cfg.n0), _ceil(M, cfg.m0), nb)
+        gemm_grid = (ceil_div(N, cfg.n0), ceil_div(M, cfg.m0), nb)
         if self.strategy == "native":
             return [
                 (
@@ -236,51 +276,10 @@ class AclGemm:
         cl.enqueue_copy(self.device.queue, bufs["B"], b)
 
     def download(self, c):
-        import pyopencl as cl
-
-        c = _check_array(c, (self.batch, self.M, self.N), "C", output=True)
-        host = c if c.flags.c_contiguous else np.empty(c.shape, np.float32)
-        cl.enqueue_copy(self.device.queue, host, self.buffers["C"])
+        """Copy the result into ``c`` (``(batch, M, N)``, or ``(M, N)`` for batch 1)."""
+        c = _check_array(c, self.out_shape, "C", output=True)
+        copy_to_host(self.device.queue, c, self.buffers["C"])
         self.device.queue.finish()
-        if host is not c:
-            c[...] = host
-
-    def __call__(self, a, b, c):
-        """``c[...] = a @ b`` on the device."""
-        _check_array(c, (self.batch, self.M, self.N), "C", output=True)
-        self.upload(a, b)
-        self.launch()
-        self.download(c)
-
-    def time(self, a, b, c, repeat=5, warmup=1, include_rhs_reshape=True):
-        """Device time of one call, as a ``Timing`` of ``repeat`` runs after ``warmup``
-        unmeasured ones; its figure is the **mean** (``.mean``: all kernels of a call, reshapes
-        included; ``.kernel_mean(self.gemm_kernel)``: the GEMM kernel alone).
-        ``include_rhs_reshape=False`` runs the RHS reshape once beforehand and leaves it out,
-        as ACL does for constant weights. The result of the last run lands in ``c``."""
-        _check_array(c, (self.batch, self.M, self.N), "C", output=True)
-        self.upload(a, b)
-        skip = () if include_rhs_reshape else ("reshape_rhs",)
-        if skip:
-            self.launch()
-        timing = time_runs(self.device, lambda: self.launch(skip), repeat, warmup)
-        self.download(c)
-        return timing
-
-
-def time_runs(device, launch, repeat, warmup) -> Timing:
-    """Run ``launch()`` (which returns ``[(name, event)]``) ``warmup + repeat`` times and
-    collect the profiling times of the measured runs."""
-    for _ in range(warmup):
-        launch()
-    device.queue.finish()
-    runs = []
-    for _ in range(repeat):
-        events = launch()
-        device.queue.finish()
-        total, per = event_times(events)
-        runs.append((total, per, float("nan")))
-    return timing_of_runs(runs)
 
 
 def _pair(v, name):
@@ -290,7 +289,7 @@ def _pair(v, name):
     return tuple(int(x) for x in pair)
 
 
-class AclConv2d:
+class AclConv2d(_AclKernels):
     """The GEMM method of an NCHW convolution, ACL-style: ``im2col`` (output positions x
     CI*KH*KW), an ``AclGemm`` with M = OH*OW, N = CO, K = CI*KH*KW (the layout of the GEMMParam
     lists, so a tuned config applies as it is) and ``col2im`` back to NCHW. The weights
@@ -314,8 +313,8 @@ class AclConv2d:
         self.N, self.CI, self.IH, self.IW = shape["N"], shape["CI"], shape["IH"], shape["IW"]
         self.CO, self.KH, self.KW = shape["CO"], shape["KH"], shape["KW"]
         self.stride, self.pad = _pair(shape["stride"], "stride"), _pair(shape["pad"], "pad")
-        self.OH = (self.IH + 2 * self.pad[0] - self.KH) // self.stride[0] + 1
-        self.OW = (self.IW + 2 * self.pad[1] - self.KW) // self.stride[1] + 1
+        self.OH = conv_output_size(self.IH, self.KH, self.stride[0], self.pad[0])
+        self.OW = conv_output_size(self.IW, self.KW, self.stride[1], self.pad[1])
         if self.OH < 1 or self.OW < 1 or min(self.stride) < 1 or min(self.pad) < 0:
             raise AclConfigError(
                 f"conv2d {shape}: no output (OH={self.OH}, OW={self.OW}); "
@@ -333,11 +332,13 @@ class AclConv2d:
         )
         self.device = self.gemm.device
         self.source = conv_source(self.KH, self.KW, self.stride, self.pad)
-        program = build_program(self.device, self.source, OPTIONS)
+        program = build_program(self.device, self.source, DEFAULT_OPTIONS)
         import pyopencl as cl
 
         self.kernels = {k: cl.Kernel(program, k) for k in ("im2col", "col2im")}
         self._out = None
+
+    out_name = "out"
 
     @property
     def out_shape(self):
@@ -350,7 +351,8 @@ class AclConv2d:
     def get_source(self):
         return self.source + "\n" + self.gemm.source
 
-    def _upload(self, data, weight):
+    def upload(self, data, weight):
+        """Copy the image and the weights (as the K x CO matrix) to the device."""
         import pyopencl as cl
 
         data = _check_array(data, (self.N, self.CI, self.IH, self.IW), "data")
@@ -396,35 +398,11 @@ class AclConv2d:
         )
         return events
 
-    def _download(self, out):
-        import pyopencl as cl
-
+    def download(self, out):
+        """Copy the result into ``out`` (N, CO, OH, OW)."""
         out = _check_array(out, self.out_shape, "out", output=True)
-        host = out if out.flags.c_contiguous else np.empty(out.shape, np.float32)
-        cl.enqueue_copy(self.device.queue, host, self._out)
+        copy_to_host(self.device.queue, out, self._out)
         self.device.queue.finish()
-        if host is not out:
-            out[...] = host
-
-    def __call__(self, data, weight, out):
-        """``out`` (N, CO, OH, OW) = conv2d(data (N, CI, IH, IW), weight (CO, CI, KH, KW))."""
-        _check_array(out, self.out_shape, "out", output=True)
-        self._upload(data, weight)
-        self.launch()
-        self._download(out)
-
-    def time(self, data, weight, out, repeat=5, warmup=1, include_rhs_reshape=True):
-        """As ``AclGemm.time``: the mean of all kernels (im2col, reshapes, GEMM, col2im) and
-        of the GEMM alone. ``include_rhs_reshape=False`` leaves out the weights' reshape
-        (ACL runs it once, when the layer is configured)."""
-        _check_array(out, self.out_shape, "out", output=True)
-        self._upload(data, weight)
-        skip = () if include_rhs_reshape else ("reshape_rhs",)
-        if skip:
-            self.gemm.launch()
-        timing = time_runs(self.device, lambda: self.launch(skip), repeat, warmup)
-        self._download(out)
-        return timing
 
 
 def conv2d_gemm_shape(N, CI, IH, IW, CO, KH, KW, stride=1, pad=0):
@@ -432,5 +410,5 @@ def conv2d_gemm_shape(N, CI, IH, IW, CO, KH, KW, stride=1, pad=0):
     K = CI*KH*KW, B = the batch."""
     sh, sw = _pair(stride, "stride")
     ph, pw = _pair(pad, "pad")
-    OH, OW = (IH + 2 * ph - KH) // sh + 1, (IW + 2 * pw - KW) // sw + 1
+    OH, OW = conv_output_size(IH, KH, sh, ph), conv_output_size(IW, KW, sw, pw)
     return (OH * OW, CO, CI * KH * KW, N)

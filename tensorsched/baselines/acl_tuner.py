@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import BuildError
+from ..runtime.device import resolve_device
 from ..runtime.numerics import TOL, random_array, relative_error
 from .acl_gemm import AclGemm
 from .configs import (
@@ -160,9 +161,7 @@ def run_benchmarks(
     """Measure every config of every strategy on every shape; returns the records in the
     order shape, strategy, config. ``log_path``: a JSON-lines file to append each record to
     (records already there for this device are reused when ``resume``)."""
-    from ..runtime.device import current_device, find_device
-
-    dev = find_device(device) if isinstance(device, str) else (device or current_device())
+    dev = resolve_device(device)
     done = {}
     if log_path and resume and os.path.exists(log_path):
         done = {_key(r): r for r in read_records(log_path) if r.get("device") == dev.name}
@@ -223,12 +222,6 @@ class AclTuneResults:
     rank_by: str = "total"
     device: str = ""
     config_order: dict = field(default_factory=dict)
-
-    def lookup(self, M, N, K, B=1):
-        for s in self.shapes:
-            if (s["M"], s["N"], s["K"], s["B"]) == (M, N, K, B):
-                return s
-        return None
 
     def to_dict(self):
         return {

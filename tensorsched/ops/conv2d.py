@@ -19,6 +19,7 @@ from ..errors import ComputeError
 from ..ir import intrin as I
 from ..ir.expr import const
 from ..ir.tensor import Tensor, compute, placeholder, reduce_axis
+from ..schedules.relations import ceil_div
 from .pad import pad
 
 
@@ -36,15 +37,20 @@ class ConvShape:
 
     @property
     def OH(self):
-        return (self.IH + 2 * self.pad - self.KH) // self.stride + 1
+        return conv_output_size(self.IH, self.KH, self.stride, self.pad)
 
     @property
     def OW(self):
-        return (self.IW + 2 * self.pad - self.KW) // self.stride + 1
+        return conv_output_size(self.IW, self.KW, self.stride, self.pad)
 
     @property
     def flop(self):
         return 2 * self.N * self.CO * self.OH * self.OW * self.CI * self.KH * self.KW
+
+
+def conv_output_size(size, kernel, stride, pad):
+    """Output positions along one dimension of ``size`` inputs, padded by ``pad`` on each side."""
+    return (size + 2 * pad - kernel) // stride + 1
 
 
 def _inputs(shape, dtype):
@@ -56,10 +62,6 @@ def _inputs(shape, dtype):
     data = placeholder((shape.N, shape.CI, shape.IH, shape.IW), dtype, name="data")
     kernel = placeholder((shape.CO, shape.CI, shape.KH, shape.KW), dtype, name="kernel")
     return data, kernel
-
-
-def _ceil(a, b):
-    return -(-a // b)
 
 
 def conv2d_nchw(shape, dtype="float32", out_dtype=None):
@@ -96,7 +98,7 @@ def conv2d_nchw_spatial_pack(shape, VH=1, VW=4, VC=4, dtype="float32", out_dtype
     N, CI, CO, KH, KW = shape.N, shape.CI, shape.CO, shape.KH, shape.KW
     HS = WS = shape.stride
     OH, OW = shape.OH, shape.OW
-    OHB, OWB, COB = _ceil(OH, VH), _ceil(OW, VW), _ceil(CO, VC)
+    OHB, OWB, COB = ceil_div(OH, VH), ceil_div(OW, VW), ceil_div(CO, VC)
     rows, cols = (VH - 1) * HS + KH, (VW - 1) * WS + KW  # input window of one tile
     need_h, need_w = (OHB - 1) * VH * HS + rows, (OWB - 1) * VW * WS + cols
     p = shape.pad
@@ -238,7 +240,7 @@ def conv2d_ref(d, k, stride=1, pad=0):
     _, _, H, W = d.shape
     CO, _, KH, KW = k.shape
     dp = np.pad(np.asarray(d, np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    OH, OW = (H + 2 * ph - KH) // sh + 1, (W + 2 * pw - KW) // sw + 1
+    OH, OW = conv_output_size(H, KH, sh, ph), conv_output_size(W, KW, sw, pw)
     out = np.zeros((d.shape[0], CO, OH, OW))
     for kh in range(KH):
         for kw in range(KW):

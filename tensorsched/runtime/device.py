@@ -185,6 +185,14 @@ def current_device():
     return _current
 
 
+def resolve_device(device=None):
+    """``device`` itself (a ``Device``), the device ``"P:D"`` or part of a name picks, or the
+    device in use where it is ``None`` or empty."""
+    if not device:
+        return current_device()
+    return find_device(device) if isinstance(device, str) else device
+
+
 @dataclass(frozen=True)
 class DeviceLimits:
     """What a device allows a kernel: read from the device (``DeviceLimits.of``), never
@@ -200,10 +208,7 @@ class DeviceLimits:
     def of(cls, device: Device | str | None = None) -> DeviceLimits:
         """The limits of ``device`` (a ``Device``, ``"P:D"`` or part of a name; default: the
         device in use)."""
-        if isinstance(device, Device):
-            dev = device
-        else:
-            dev = find_device(device) if device else current_device()
+        dev = resolve_device(device)
         return cls(
             f"{dev.platform_name} / {dev.name}",
             int(dev.max_work_group_size),

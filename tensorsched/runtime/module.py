@@ -27,7 +27,7 @@ import numpy as np
 from ..codegen.opencl import KernelSource, emit_opencl
 from ..errors import BuildError, RuntimeCallError, TensorschedError
 from ..ir import dtype as dt
-from .device import current_device, find_device
+from .device import resolve_device
 
 
 def check_call_args(func, arrays):
@@ -111,7 +111,7 @@ def _move_pocl_dumps(device, source: str, since: float) -> None:
     if "portable computing language" not in device.platform_name.lower():
         return
     names = set(re.findall(r"__kernel\s+void\s+(\w+)", source))
-    folder = os.path.join(tempfile.gettempdir(), "tensorsched-kernels")
+    folder = saved_kernels_folder()
     for name in names:
         for path in glob.glob(glob.escape(name) + ".dot*"):
             try:
@@ -144,9 +144,15 @@ def caches_source_builds(device):
         return False
 
 
+def saved_kernels_folder():
+    """Where rejected sources (``save_source``) and PoCL's ``.dot`` dumps are kept."""
+    return os.path.join(tempfile.gettempdir(), "tensorsched-kernels")
+
+
 def save_source(source):
+    """Write ``source`` to ``saved_kernels_folder()`` (named by its hash); returns the path."""
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-    folder = os.path.join(tempfile.gettempdir(), "tensorsched-kernels")
+    folder = saved_kernels_folder()
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"kernel_{digest}.cl")
     with open(path, "w") as f:
@@ -177,11 +183,6 @@ class Timing:
     def mean(self) -> float:  # TVM's time_evaluator(...)(...).mean; ACL's reported figure
         return float(np.mean(self.device_times))
 
-    @property
-    def device_spread(self) -> tuple[float, float]:
-        """(min, max) of the device times."""
-        return float(min(self.device_times)), float(max(self.device_times))
-
     def kernel_mean(self, name: str) -> float:
         """Mean device time of kernel ``name`` in one call (0.0 for a kernel that never ran)."""
         times = self.kernel_times.get(name, ())
@@ -189,11 +190,6 @@ class Timing:
 
     def kernel_means(self) -> dict[str, float]:
         return {k: self.kernel_mean(k) for k in self.kernel_times}
-
-    def gflops(self, flop: float, statistic: str = "median") -> float:
-        """GFLOP/s of ``flop`` at the median (or ``statistic="mean"``) device time."""
-        seconds = self.mean if statistic == "mean" else self.device_median
-        return flop / seconds / 1e9
 
 
 def event_times(events: Sequence[tuple[str, Any]]) -> tuple[float, dict[str, float]]:
@@ -265,7 +261,7 @@ class OpenCLModule:
     artifact (which has the function's ``name``, ``args`` and ``outputs``, not its body)."""
 
     def __init__(self, func, device=None, options=(), fp16="storage"):
-        device = _device(device)
+        device = resolve_device(device)
         if fp16 == "native" and not device.has_fp16:
             raise BuildError(
                 f"fp16='native' needs cl_khr_fp16, which '{device.name}' does "
@@ -281,7 +277,7 @@ class OpenCLModule:
         if isinstance(artifact, (bytes, bytearray)):
             artifact = ModuleArtifact.loads(artifact)
         mod = cls.__new__(cls)
-        mod._load(artifact, artifact, _device(device), cache)
+        mod._load(artifact, artifact, resolve_device(device), cache)
         return mod
 
     def _load(self, func, artifact, device, cache=True):
@@ -423,12 +419,8 @@ class OpenCLModule:
             if isinstance(a, cla.Array):  # a device array at an offset: copy its part back
                 if a.nbytes:
                     cl.enqueue_copy(q, a.base_data, buf, dst_offset=a.offset, byte_count=a.nbytes)
-            elif a.flags.c_contiguous:
-                cl.enqueue_copy(q, a, buf)
             else:
-                tmp = np.empty(a.shape, a.dtype)
-                cl.enqueue_copy(q, tmp, buf)
-                a[...] = tmp
+                copy_to_host(q, a, buf)
         q.finish()
 
     def __call__(self, *arrays):
@@ -475,8 +467,15 @@ class OpenCLModule:
         return run
 
 
-def _device(device):
-    return find_device(device) if isinstance(device, str) else (device or current_device())
+def copy_to_host(queue, array, buf):
+    """Copy ``buf`` into the numpy ``array``, through a contiguous copy where ``array`` is a
+    strided view (the copy blocks until it is done)."""
+    import pyopencl as cl
+
+    host = array if array.flags.c_contiguous else np.empty(array.shape, array.dtype)
+    cl.enqueue_copy(queue, host, buf)
+    if host is not array:
+        array[...] = host
 
 
 def _image(ctx, array):

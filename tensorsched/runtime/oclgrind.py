@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import TensorschedError
+from .module import DEFAULT_OPTIONS
 
 PLATFORM = "oclgrind"
 # Kernels are checked unoptimised: clang's optimiser emits LLVM ``freeze`` instructions (for a
@@ -82,7 +83,7 @@ class RawProgram:
 
     source: str
     kernels: tuple
-    options: tuple = ("-cl-std=CL1.2",)
+    options: tuple = DEFAULT_OPTIONS
 
 
 @dataclass

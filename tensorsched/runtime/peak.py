@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device import Device, current_device
-from .module import build_program
+from .module import DEFAULT_OPTIONS, build_program
 
 CHAINS = 8
 ITERS = 256
@@ -82,7 +82,7 @@ def measure_compute(
     results = []
     a, b = np.float32(0.999), np.float32(0.001)
     for w in WIDTHS:
-        prg = build_program(dev, _peak_source(w), ("-cl-std=CL1.2",), cache=False)
+        prg = build_program(dev, _peak_source(w), DEFAULT_OPTIONS, cache=False)
         t = _time_kernel(dev, prg.peak, (n,), None, (buf, a, b), repeat)
         cl.enqueue_copy(dev.queue, out, buf)
         ok = all(
@@ -106,7 +106,7 @@ def measure_bandwidth(
     mf = cl.mem_flags
     a = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=src)
     b = cl.Buffer(dev.context, mf.WRITE_ONLY, src.nbytes)
-    prg = build_program(dev, COPY_SOURCE, ("-cl-std=CL1.2",), cache=False)
+    prg = build_program(dev, COPY_SOURCE, DEFAULT_OPTIONS, cache=False)
     t = _time_kernel(dev, prg.copy, (n,), None, (a, b), repeat)
     out = np.empty_like(src)
     cl.enqueue_copy(dev.queue, out, b)

@@ -4,7 +4,10 @@ placing it in registers under the output's work-item loops."""
 from __future__ import annotations
 
 from ...errors import ScheduleError
-from ...ir.tensor import ComputeOp
+from ...ir.tensor import ComputeOp, thread_axis
+from ...schedules.schedule import create_schedule
+from ..gemm import gemm
+from ..nn import epilogue as make_epilogue
 
 
 def inline_epilogue(s, out):
@@ -40,21 +43,24 @@ def reduction_and_epilogue(s, out):
 
 def bind_2d(s, stage, by, bx, ty, tx):
     """Bind two block axes and two thread axes (y first, as OpenCL dimension 1)."""
-    from ...ir.tensor import thread_axis
-
     s[stage].bind(by, thread_axis("blockIdx.y"))
     s[stage].bind(bx, thread_axis("blockIdx.x"))
     s[stage].bind(ty, thread_axis("threadIdx.y"))
     s[stage].bind(tx, thread_axis("threadIdx.x"))
 
 
-def ceil_div(a, b):
-    return -(-a // b)
+def bind_1d(s, stage, axis, threads):
+    """Split ``axis`` by ``threads`` and bind the parts to ``blockIdx.x`` and ``threadIdx.x``;
+    returns ``(outer, inner)``."""
+    outer, inner = s[stage].split(axis, threads)
+    s[stage].bind(outer, thread_axis("blockIdx.x"))
+    s[stage].bind(inner, thread_axis("threadIdx.x"))
+    return outer, inner
 
 
-def pow2_upto(n, cap):
-    out, v = [], 1
-    while v <= min(n, cap):
-        out.append(v)
-        v *= 2
-    return out
+def declare_gemm(M, N, K, layout, dtype, epilogue):
+    """``(schedule, C, O, [A, B, *epilogue inputs, O])``: the GEMM ``C`` of ``layout`` followed by
+    the elementwise ``epilogue`` whose last stage is ``O`` (``C`` itself without one)."""
+    A, B, C = gemm(M, N, K, layout, dtype)
+    O, extra = make_epilogue(C, epilogue)
+    return create_schedule(O.op), C, O, [A, B, *extra, O]

@@ -23,7 +23,7 @@ from ..conv2d import (
     stages_by_name,
 )
 from ..nn import epilogue as make_epilogue
-from .common import inline_epilogue
+from .common import bind_1d, bind_2d, inline_epilogue
 from .gemm_cpu import schedule_gemm_cpu
 from .gemm_gpu import schedule_gemm_gpu
 
@@ -39,15 +39,6 @@ def _tile_and_bind3d(s, t, z, y, x, z_factor, y_factor=1, x_factor=1):
     s[t].bind(xo, thread_axis("blockIdx.x"))
     s[t].bind(xi, thread_axis("threadIdx.x"))
     return xi
-
-
-def _tile_and_bind(s, t, y, x, y_factor, x_factor=None):
-    x_factor = x_factor or y_factor
-    yo, xo, yi, xi = s[t].tile(y, x, y_factor, x_factor)
-    s[t].bind(xo, thread_axis("blockIdx.x"))
-    s[t].bind(xi, thread_axis("threadIdx.x"))
-    s[t].bind(yo, thread_axis("blockIdx.y"))
-    s[t].bind(yi, thread_axis("threadIdx.y"))
 
 
 def _declare(declaration, epilogue, *args):
@@ -83,7 +74,7 @@ def conv2d_spatial_pack(cfg, shape, dtype="float32", epilogue=()):
     if unroll:
         s[data_vec].unroll(vw)
     co, ci, kh, kw, vc = s[kernel_vec].op.axis
-    _tile_and_bind(s, kernel_vec, co, ci, 1)
+    bind_2d(s, kernel_vec, *s[kernel_vec].tile(co, ci, 1, 1))
     if unroll:
         s[kernel_vec].unroll(kh)
         s[kernel_vec].unroll(kw)
@@ -138,10 +129,7 @@ def conv2d_im2col(cfg, shape, dtype="float32", epilogue=(), gemm="cpu"):
         inline_epilogue(s, O)
     for name in ("data_col", "kernel_mat"):
         t = st[name]
-        f = s[t].fuse(*s[t].op.axis)
-        fo, fi = s[t].split(f, 64)
-        s[t].bind(fo, thread_axis("blockIdx.x"))
-        s[t].bind(fi, thread_axis("threadIdx.x"))
+        bind_1d(s, t, s[t].fuse(*s[t].op.axis), 64)
     M, K = st["data_col"].shape
     N = st["kernel_mat"].shape[1]
     gemm_out = st["conv_gemm"]

@@ -5,19 +5,14 @@ Knobs: ``tile_y`` / ``tile_x`` = (work-items, outputs per work-item), ``vec`` (v
 the columns), ``tile_k`` (K step, unrolled).
 """
 
-from ...schedules.schedule import create_schedule
-from ..gemm import gemm
-from ..nn import epilogue as make_epilogue
 from ..space import split_axis
-from .common import bind_2d, reduction_and_epilogue
+from .common import bind_2d, declare_gemm, reduction_and_epilogue
 
 
 def gemm_cpu(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
-    A, B, C = gemm(M, N, K, layout, dtype)
-    O, extra = make_epilogue(C, epilogue)
-    s = create_schedule(O.op)
+    s, _, O, args = declare_gemm(M, N, K, layout, dtype, epilogue)
     schedule_gemm_cpu(cfg, s, O, M, N, K)
-    return s, [A, B] + extra + [O]
+    return s, args
 
 
 def schedule_gemm_cpu(cfg, s, O, M, N, K):

@@ -27,11 +27,8 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
 import math
 
 from ...ir.tensor import thread_axis
-from ...schedules.schedule import create_schedule
-from ..gemm import gemm
-from ..nn import epilogue as make_epilogue
 from ..space import split_axis
-from .common import bind_2d, inline_epilogue
+from .common import bind_1d, bind_2d, declare_gemm, inline_epilogue
 
 VTHREADS = (1, 2)
 THREADS = (8, 16, 32)
@@ -43,11 +40,9 @@ SUM_THREADS = 256
 
 
 def gemm_gpu_tiled(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
-    A, B, C = gemm(M, N, K, layout, dtype)
-    O, extra = make_epilogue(C, epilogue)
-    s = create_schedule(O.op)
-    schedule_gemm_gpu(cfg, s, O, A, B, M, N, K)
-    return s, [A, B] + extra + [O]
+    s, _, O, args = declare_gemm(M, N, K, layout, dtype, epilogue)
+    schedule_gemm_gpu(cfg, s, O, args[0], args[1], M, N, K)
+    return s, args
 
 
 def _tile_candidates():
@@ -162,8 +157,6 @@ def _schedule_sum(s, O, R, axes):
     """The kernel that adds the split-K partial products (and applies the epilogue): one
     output element per work-item."""
     f = s[O].fuse(*(axes if axes is not None else s[O].op.axis))
-    fo, fi = s[O].split(f, SUM_THREADS)
-    s[O].bind(fo, thread_axis("blockIdx.x"))
-    s[O].bind(fi, thread_axis("threadIdx.x"))
+    _, fi = bind_1d(s, O, f, SUM_THREADS)
     if R is not O:
         s[R].compute_at(s[O], fi)

@@ -12,11 +12,10 @@
 from ...errors import ScheduleError
 from ...ir import intrin as I
 from ...ir.intrin import const
-from ...ir.tensor import compute, placeholder, reduce_axis, thread_axis
+from ...ir.tensor import compute, placeholder, reduce_axis
 from ...schedules.schedule import create_schedule
-from ..gemm import gemm
 from ..nn import epilogue as make_epilogue
-from .common import bind_2d, inline_epilogue, reduction_and_epilogue
+from .common import bind_1d, bind_2d, declare_gemm, inline_epilogue, reduction_and_epilogue
 
 WORK_GROUPS = ((1, 64), (2, 32), (4, 16), (8, 8), (16, 16), (8, 32), (4, 4))
 
@@ -33,7 +32,7 @@ def _rows_cols(s, out, wg, per_item=(1, 1)):
     return tx, ii, ji
 
 
-def _factored(cfg, s, C, O, wg, per_item, vec):
+def _factored(s, C, O, wg, per_item, vec):
     """Shared by the two seed-000 kernels: C's reduction split by ``vec``, factored into
     ``vec`` partial sums held in registers, then summed per output."""
     ko, ki = s[C].split(s[C].op.reduce_axis[0], vec)
@@ -66,14 +65,12 @@ def _factored(cfg, s, C, O, wg, per_item, vec):
 
 def gemm_vec_dot(cfg, M, N, K, dtype="float32", epilogue=()):
     """Seed 000 "just vectorize"; B is given transposed (N x K)."""
-    A, B, C = gemm(M, N, K, "NT", dtype)
-    O, extra = make_epilogue(C, epilogue)
+    s, C, O, args = declare_gemm(M, N, K, "NT", dtype, epilogue)
     vec = cfg.define_knob("vec", (8, 4, 16))
     wg = cfg.define_knob("work_group", WORK_GROUPS, default=(8, 8))
-    s = create_schedule(O.op)
     inline_epilogue(s, O)
-    _factored(cfg, s, C, O, wg, (1, 1), vec)
-    return s, [A, B] + extra + [O]
+    _factored(s, C, O, wg, (1, 1), vec)
+    return s, args
 
 
 gemm_vec_dot.b_transposed = True  # type: ignore[attr-defined]  # its B argument is N x K
@@ -128,11 +125,8 @@ def gemm_block2x2(cfg, M, N, K, dtype="float32", epilogue=()):
     inline_epilogue(s, O)
     for P in packs:
         axes = s[P].op.axis
-        f = s[P].fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
-        fo, fi = s[P].split(f, 64)
-        s[P].bind(fo, thread_axis("blockIdx.x"))
-        s[P].bind(fi, thread_axis("threadIdx.x"))
-    _factored(cfg, s, C, O, wg, (2, 2), 4)
+        bind_1d(s, P, s[P].fuse(*axes[:-1]) if len(axes) > 2 else axes[0], 64)
+    _factored(s, C, O, wg, (2, 2), 4)
     return s, [A, B] + extra + [O]
 
 
@@ -143,13 +137,11 @@ def gemm_adreno(cfg, M, N, K, dtype="float32", epilogue=()):
             None,
             f"N = {N} is not a multiple of 4: B is read as an image of float4 texels",
         )
-    A, B, C = gemm(M, N, K, "NN", dtype)
-    O, extra = make_epilogue(C, epilogue)
+    s, _, O, args = declare_gemm(M, N, K, "NN", dtype, epilogue)
     rows = cfg.define_knob("rows", (8, 4))
     wg = cfg.define_knob("work_group", WORK_GROUPS, default=(8, 8))
     kstep = cfg.define_knob("k_step", (4, 8))
-    s = create_schedule(O.op)
-    s.use_image(B)
+    s.use_image(args[1])
     comp, out = reduction_and_epilogue(s, O)
     tx, ii, ji = _rows_cols(s, out, wg, (rows, 4))
     s[out].unroll(ii)
@@ -161,4 +153,4 @@ def gemm_adreno(cfg, M, N, K, dtype="float32", epilogue=()):
     s[comp].unroll(ki)
     s[comp].unroll(ci)
     s[comp].vectorize(cj)
-    return s, [A, B] + extra + [O]
+    return s, args
