@@ -92,9 +92,3 @@ class ParseError(TensorschedError):
 
 class InternalError(Exception):
     """A bug in tensorsched: please report it with the schedule that triggered it."""
-
-
-def check(cond, error_cls, *args, **kwargs):
-    """Raise ``error_cls(*args, **kwargs)`` unless ``cond`` holds."""
-    if not cond:
-        raise error_cls(*args, **kwargs)

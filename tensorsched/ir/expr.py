@@ -341,10 +341,5 @@ def is_const(e, value=None):
     return False
 
 
-def int_value(e):
-    """The Python int of an integer constant expression, else None."""
-    return e.value if isinstance(e, IntImm) else None
-
-
 TRUE = IntImm(1, "bool")
 FALSE = IntImm(0, "bool")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import builtins
 
+import numpy as np
+
 from ..errors import ComputeError
 from . import dtype as dt
 from . import expr as E
@@ -14,8 +16,6 @@ REDUCE_IDENTITY = {"sum": 0, "max": "lowest", "min": "highest"}
 
 def identity_value(combiner, dtype):
     """The identity of a combiner in ``dtype`` (0 for sum, the lowest value for max ...)."""
-    import numpy as np
-
     if combiner == "sum":
         return E.const(0, dtype)
     info = np.finfo(dt.NUMPY[dtype]) if dt.is_float(dtype) else np.iinfo(dt.NUMPY[dtype])

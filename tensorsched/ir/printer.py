@@ -239,4 +239,11 @@ def _expr_str(self):
     return print_expr(self)
 
 
-E.Expr.__str__ = _expr_str  # type: ignore[method-assign]  # expr.py cannot import the printer
+def _func_str(self: S.LoweredFunc) -> str:
+    return print_stmt(self.body)
+
+
+# expr.py and stmt.py cannot import the printer (it imports them)
+E.Expr.__str__ = _expr_str  # type: ignore[method-assign]
+S.LoweredFunc.__str__ = _func_str  # type: ignore[method-assign,assignment]
+S.LoweredFunc.script = print_func

@@ -541,9 +541,3 @@ def const_bound(e, ranges):
     """Inclusive integer bounds (lo, hi) of ``e`` under ``ranges``; None where unknown."""
     s = Simplifier(ranges)
     return s.bound(s.lin(e))
-
-
-def const_int(e, ranges=None):
-    """The value of ``e`` as a Python int if the simplifier proves it constant, else None."""
-    r = simplify(E.as_expr(e), ranges)
-    return r.value if isinstance(r, E.IntImm) else None

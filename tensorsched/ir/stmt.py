@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from .expr import Expr, Var
 
@@ -142,13 +144,6 @@ class LoweredFunc:
     body: Stmt
     outputs: tuple = field(default=())
 
-    def __str__(self):
-        from .printer import print_stmt
-
-        return print_stmt(self.body)
-
-    def script(self):
-        """The full text form, with the signature line."""
-        from .printer import print_func
-
-        return print_func(self)
+    # ``str(func)`` prints the body in TVM's style and ``func.script()`` the full text form,
+    # with the signature line: both are set by ``printer.py``, which imports this module
+    script: ClassVar[Callable[[LoweredFunc], str]]

@@ -1,5 +1,5 @@
-"""Structural equality up to renaming of bound variables (alpha-equivalence), and a matching
-hash. Loop and thread variables are binding sites: ``for (i) A[i] = 0`` equals
+"""Structural equality up to renaming of bound variables (alpha-equivalence).
+Loop and thread variables are binding sites: ``for (i) A[i] = 0`` equals
 ``for (j) A[j] = 0``. Free variables and buffers compare by name, dtype (and shape)."""
 
 from __future__ import annotations
@@ -49,23 +49,3 @@ class _Equal:
 def structural_equal(a, b):
     """Whether two IR trees are equal up to the names of the variables they bind."""
     return _Equal().eq(a, b)
-
-
-def structural_hash(node):
-    """A hash that is equal for structurally equal trees."""
-    bound = {}
-
-    def h(x):
-        if isinstance(x, E.Var):
-            return hash(("var", bound[x])) if x in bound else hash(("free", x.name, x.dtype))
-        if isinstance(x, S.Buffer):
-            return hash(("buf", x.name, x.dtype, x.shape, x.scope))
-        if isinstance(x, (list, tuple)):
-            return hash(tuple(h(y) for y in x))
-        if isinstance(x, (S.For, S.ThreadExtent)):
-            bound[x.var] = len(bound)
-        if dataclasses.is_dataclass(x):
-            return hash((type(x).__name__,) + tuple(h(v) for _, v in _fields(x)))
-        return hash(x)
-
-    return h(node)

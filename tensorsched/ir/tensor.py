@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
-from ..errors import ComputeError
+from ..errors import ComputeError, ScheduleError
 from . import dtype as dt
 from . import expr as E
 from .visitor import Visitor
@@ -72,8 +72,6 @@ def thread_axis(tag, name=None):
     sharing the work-group's ``"shared"`` tiles, so that each work-item's outputs can be spread
     at a stride over the tile (``ts.thread_axis("vthread", name="vx")``; several may be bound)."""
     if tag not in THREAD_TAGS:
-        from ..errors import ScheduleError
-
         raise ScheduleError(
             "thread_axis", None, f"unknown thread tag '{tag}'; use one of {', '.join(THREAD_TAGS)}"
         )

@@ -217,7 +217,3 @@ def free_vars(node):
 
     _V().visit(node)
     return list(found)
-
-
-def uses_var(node, var):
-    return var in set(free_vars(node))

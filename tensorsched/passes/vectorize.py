@@ -130,14 +130,3 @@ def vectorize_loops(stmt):
     widths are OpenCL's; a vector store is contiguous, or strided with a contiguous 32-bit load
     in its value (stored lane by lane)."""
     return _Vectorize().visit(stmt)
-
-
-def has_vectors(stmt):
-    found = []
-
-    class _V(Visitor):
-        def visit_Ramp(self, r):
-            found.append(r)
-
-    _V().visit(stmt)
-    return bool(found)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from ..config import config
 from ..errors import LoweringError
+from ..ir.parser import check_roundtrip
 from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
+from ..ir.visitor import Visitor
 from ..passes import LOWER, run_phase
 from .schedule import Schedule
 from .schedule_ops import schedule_to_stmt
@@ -76,16 +78,12 @@ def lower(sch, args, name="default_function", simple_mode=False):
     outputs = tuple(b for b, a in zip(bufs, args) if ctx.stage_of(a) is not None)
     func = LoweredFunc(name, tuple(bufs), stmt, outputs)
     if config.roundtrip:  # TS_ROUNDTRIP=1: print, parse, compare
-        from ..ir.parser import check_roundtrip
-
         check_roundtrip(func)
     return func
 
 
 def _placeholders_used(stmt):
     """Global buffers that are read but not allocated inside the function: its inputs."""
-    from ..ir.visitor import Visitor
-
     loaded, allocated = {}, set()
 
     class _V(Visitor):

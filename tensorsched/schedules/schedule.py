@@ -147,7 +147,6 @@ class Stage:
         self.all_iter_vars += [outer, inner]
         pos = self.leaf_iter_vars.index(parent)
         self.leaf_iter_vars[pos : pos + 1] = [outer, inner]
-        self._record("split", parent, factor=factor, nparts=nparts)
         return outer, inner
 
     def tile(self, x_parent, y_parent, x_factor, y_factor):
@@ -189,7 +188,6 @@ class Stage:
         self.relations.append(Fuse(outer, inner, fused))
         self.all_iter_vars.append(fused)
         self.leaf_iter_vars[po : pi + 1] = [fused]
-        self._record("fuse", outer, inner=inner.var.name)
         return fused
 
     def reorder(self, *args):
@@ -206,7 +204,6 @@ class Stage:
         positions = sorted(self.leaf_iter_vars.index(iv) for iv in args)
         for pos, iv in zip(positions, args):
             self.leaf_iter_vars[pos] = iv
-        self._record("reorder", None, axes=[iv.var.name for iv in args])
 
     # ---- annotations
 
@@ -233,7 +230,6 @@ class Stage:
                 primitive, f"'{iv.var.name}' is a reduction axis and cannot run in parallel", iv
             )
         a.kind = kind
-        self._record(primitive, iv)
 
     def unroll(self, iv):
         self._annotate("unroll", iv, "unrolled")
@@ -251,7 +247,6 @@ class Stage:
         if not isinstance(key, str):
             raise self._error("pragma", f"pragma key must be a string, got {key!r}", iv)
         self._attr(iv).pragmas.append((key, value))
-        self._record("pragma", iv, key=key, value=value)
 
     def bind(self, iv, thread):
         """Run the loop of ``iv`` as the work-item index ``thread`` (``ts.thread_axis(tag)``)."""
@@ -289,7 +284,6 @@ class Stage:
                 "bind", f"axis '{iv.var.name}' is {a.kind}; a bound axis cannot be", iv
             )
         a.bind = thread
-        self._record("bind", iv, thread=thread.tag)
 
     # ---- placement
 
@@ -327,7 +321,6 @@ class Stage:
                 "stage that consumes it",
             )
         self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, iv
-        self._record("compute_at", iv, parent=parent.name)
 
     def compute_inline(self):
         """Substitute this stage's expression into every consumer instead of storing it."""
@@ -348,16 +341,13 @@ class Stage:
                 "other stages are computed at its loops; inline or move them first",
             )
         self.attach_type, self.attach_stage, self.attach_ivar = "inline", None, None
-        self._record("compute_inline", None)
 
     def compute_root(self):
         self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
-        self._record("compute_root", None)
 
     def set_scope(self, scope):
         _check_scope(scope, "set_scope", self)
         self.scope = scope
-        self._record("set_scope", None, scope=scope)
 
     def transform_layout(self, mapping):
         """Store this stage's tensor with its dimensions permuted. ``mapping`` receives the
@@ -394,7 +384,6 @@ class Stage:
                 f"got {out!r}",
             )
         self.layout = tuple(pos[v] for v in out)
-        self._record("transform_layout", None, order=[v.name for v in out])
 
     def double_buffer(self, scope="shared"):
         """Keep a second copy of this ``"shared"`` tile so that the next iteration's is filled
@@ -414,7 +403,6 @@ class Stage:
                 f"'local' (registers) or 'both', got {scope!r}",
             )
         self.double_buffered = scope
-        self._record("double_buffer", None, scope=scope)
 
     def storage_align(self, axis, factor, offset):
         """Pad this stage's buffer so that the stride of dimension ``axis`` (an element of
@@ -444,12 +432,6 @@ class Stage:
                 axis,
             )
         self.align[self.op.axis.index(axis)] = (factor, offset)
-        self._record("storage_align", axis, factor=factor, offset=offset)
-
-    def _record(self, primitive, iv, **kw):
-        self.schedule.trace.append(
-            (self.name, primitive, iv.var.name if iv is not None else None, kw)
-        )
 
 
 def _check_scope(scope, primitive, stage=None):
@@ -473,7 +455,6 @@ class Schedule:
 
     def __init__(self, outputs):
         self.outputs = list(outputs)
-        self.trace = []
         self.image_inputs = set()
         self.stages, self.stage_map, self.placeholders = [], {}, []
         for op in _post_order(self.outputs):
@@ -571,7 +552,6 @@ class Schedule:
         new = Stage(cache.op, self)
         new.scope = scope
         self._insert(new, min(reader_stages, key=self.stages.index))
-        self.trace.append((tensor.name, "cache_read", None, {"scope": scope}))
         return cache
 
     def use_image(self, tensor):
@@ -593,7 +573,6 @@ class Schedule:
                 "divisible by 4 (pad it with ts.pad or pick another input)",
             )
         self.image_inputs.add(op)
-        self.trace.append((op.name, "use_image", None, {}))
 
     def cache_write(self, tensor, scope):
         """Compute ``tensor`` into a ``scope`` stage; the original stage copies it out."""
@@ -622,7 +601,6 @@ class Schedule:
         st.all_iter_vars = list(st.op.axis)
         st.leaf_iter_vars = list(st.op.axis)
         self._insert(new, st)
-        self.trace.append((tensor.name, "cache_write", None, {"scope": scope}))
         return cache
 
     def rfactor(self, tensor, axis, factor_axis=0):
@@ -694,7 +672,6 @@ class Schedule:
         st.all_iter_vars = list(st.op.axis) + [rv]
         st.leaf_iter_vars = list(st.all_iter_vars)
         self._insert(Stage(rf_op, self), st)
-        self.trace.append((tensor.name, "rfactor", axis.var.name, {}))
         return rf
 
 
