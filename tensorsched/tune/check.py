@@ -13,6 +13,8 @@ compared on the host.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 RTOL = {"float32": 1e-5, "float16": 1e-2, "float64": 1e-10}
@@ -44,7 +46,7 @@ __kernel void ts_max_error(__global const float *out, __global const double *ref
 """
 
 
-def poison(queue, out):
+def poison(queue: Any, out: Any) -> None:
     """Fill a device array with NaN (float) or 0x7f bytes (other types), without a kernel."""
     import pyopencl as cl
 
@@ -55,7 +57,7 @@ def poison(queue, out):
     cl.enqueue_fill_buffer(queue, out.data, pattern, 0, out.nbytes)
 
 
-def host_error(out, ref, scale):
+def host_error(out: Any, ref: np.ndarray, scale: float) -> tuple[float, bool]:
     """``(relative error, has NaN)`` of a host array against the float64 reference."""
     out = np.asarray(out)
     err = float(np.max(np.abs(out.astype(np.float64) - ref))) / scale
@@ -66,7 +68,7 @@ class OutputCheck:
     """The check of one task's output: ``check(out_dev)`` is ``None`` when the device array
     ``out_dev`` matches the reference, else the reason it does not."""
 
-    def __init__(self, queue, ref, dtype, device_side=None):
+    def __init__(self, queue: Any, ref: Any, dtype: Any, device_side: bool | None = None) -> None:
         self.queue = queue
         self.ref = np.asarray(ref, dtype=np.float64)
         self.rtol = RTOL.get(str(np.dtype(dtype)), 1e-5)
@@ -78,7 +80,8 @@ class OutputCheck:
                 and self.ref.size >= DEVICE_CHECK_MIN
                 and "cl_khr_fp64" in queue.device.extensions
             )
-        self._kernel = self._ref_dev = None
+        self._kernel: Any = None
+        self._ref_dev: Any = None
         if device_side:
             import pyopencl as cl
             import pyopencl.array as cla
@@ -92,10 +95,10 @@ class OutputCheck:
             self._kernel = prg.ts_max_error
 
     @property
-    def on_device(self):
+    def on_device(self) -> bool:
         return self._kernel is not None
 
-    def device_error(self, out_dev):
+    def device_error(self, out_dev: Any) -> float:
         """The relative error computed on the device (infinite where the output has NaN)."""
         self._kernel(
             self.queue,
@@ -108,7 +111,7 @@ class OutputCheck:
         )
         return float(self._partial.get(queue=self.queue).max()) / self.scale
 
-    def __call__(self, out_dev):
+    def __call__(self, out_dev: Any) -> str | None:
         if self.on_device and self.device_error(out_dev) <= self.rtol:
             return None
         out = out_dev.get(queue=self.queue)

@@ -8,7 +8,10 @@ logged config (the fastest correct one on the current device), else the template
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
 
+from ..runtime.device import DeviceLimits
 from .log import best_records, read_log
 from .task import Task
 
@@ -16,10 +19,8 @@ _ACTIVE: list[dict] = []  # stack of {task key: config}
 
 
 @contextlib.contextmanager
-def apply_best(log_path, device=None):
+def apply_best(log_path: str, device: str | None = None) -> Iterator[dict[str, dict]]:
     """Within the block, ``instantiate`` uses the best config of ``log_path`` for each task."""
-    from ..runtime.device import DeviceLimits
-
     name = device if device and " / " in device else DeviceLimits.of(device).name
     best = {k: r.config for k, r in best_records(read_log(log_path), device=name).items()}
     _ACTIVE.append(best)
@@ -29,7 +30,7 @@ def apply_best(log_path, device=None):
         _ACTIVE.pop()
 
 
-def best_config(task):
+def best_config(task: Task) -> dict | None:
     """The config ``apply_best`` chose for ``task``, or None."""
     for table in reversed(_ACTIVE):
         if task.key() in table:
@@ -37,7 +38,13 @@ def best_config(task):
     return None
 
 
-def instantiate(kind, template, shape, dtype="float32", epilogue=()):
+def instantiate(
+    kind: str,
+    template: str,
+    shape: Sequence[int],
+    dtype: str = "float32",
+    epilogue: Sequence[str] = (),
+) -> tuple[Any, list]:
     """``(schedule, args)`` of a template, with the best logged config when ``apply_best`` is
     active and has one for this task."""
     task = Task(kind, template, tuple(shape), dtype, tuple(epilogue))

@@ -8,19 +8,30 @@ does the whole thing (instantiate, lower, generate, check) for one config.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from ..codegen.opencl import KernelSource, emit_opencl
 from ..errors import TensorschedError
+from ..ir.dtype import NUMPY
+from ..ir.stmt import LoweredFunc
+from ..ir.visitor import Visitor
+from ..runtime.device import DeviceLimits
+from ..schedules.lower import lower
+from .task import Task
 
 PRIVATE_BYTES = 16 * 1024  # per work-item private arrays above this are filtered out
 
 
-def check_limits(func, source, limits, private_bytes=PRIVATE_BYTES):
+def check_limits(
+    func: LoweredFunc,
+    source: KernelSource,
+    limits: DeviceLimits,
+    private_bytes: int = PRIVATE_BYTES,
+) -> str | None:
     """``None`` when the lowered ``func`` with its generated ``source`` (a ``KernelSource``)
     fits a device with ``limits``, else why not."""
-    from ..ir.dtype import NUMPY
-    from ..ir.visitor import Visitor
-
     for k in source.kernels:
         n = int(np.prod(k.local_size))
         if n > limits.max_work_group_size:
@@ -48,12 +59,14 @@ def check_limits(func, source, limits, private_bytes=PRIVATE_BYTES):
     return None
 
 
-def early_filter(task, config, limits, private_bytes=PRIVATE_BYTES):
+def early_filter(
+    task: Task,
+    config: dict[str, Any] | None,
+    limits: DeviceLimits,
+    private_bytes: int = PRIVATE_BYTES,
+) -> str | None:
     """``None`` when the candidate may run on a device with ``limits``, else why not; decided
     from the lowered IR and the kernels' launch shapes, without building anything."""
-    from ..codegen.opencl import emit_opencl
-    from ..schedules.lower import lower
-
     try:
         s, args, cfg = task.instantiate(config)
         if not cfg.valid:

@@ -15,6 +15,7 @@ import json
 import os
 import time
 import warnings
+from collections.abc import Iterable
 from dataclasses import asdict
 
 from ..errors import TensorschedError
@@ -147,7 +148,7 @@ def _holder(fd: int) -> str:
 class LogWriter:
     """Appends records to ``path``; each append is one write of one line, flushed to disk."""
 
-    def __init__(self, path):
+    def __init__(self, path: str):
         self.path = path
         folder = os.path.dirname(os.path.abspath(path))
         # a previous run killed mid-line leaves no newline: start on a fresh line
@@ -163,7 +164,7 @@ class LogWriter:
                 f"cannot open the tuning log {path} for appending: {exc.strerror or exc}"
             ) from None
 
-    def append(self, record):
+    def append(self, record: Record) -> None:
         d = asdict(record)
         d["config"] = jsonable(record.config)
         line = json.dumps(d, sort_keys=True) + "\n"
@@ -189,9 +190,11 @@ class LogWriter:
         self._needs_newline = False
 
 
-def best_records(records, task_key=None, device=None):
+def best_records(
+    records: Iterable[Record], task_key: str | None = None, device: str | None = None
+) -> dict[str, Record]:
     """The fastest correct record per task (optionally only one task / one device)."""
-    best = {}
+    best: dict[str, Record] = {}
     for r in records:
         if r.status != "ok" or r.device_ms is None:
             continue
@@ -200,12 +203,13 @@ def best_records(records, task_key=None, device=None):
         k = r.task_key()
         if task_key is not None and k != task_key:
             continue
-        if k not in best or r.device_ms < best[k].device_ms:
+        held = best[k].device_ms if k in best else None
+        if held is None or r.device_ms < held:
             best[k] = r
     return best
 
 
-def export_csv(records, path):
+def export_csv(records: Iterable[Record], path: str) -> None:
     """Write the records as CSV (one row per trial, the config as JSON)."""
     cols = [
         "kind",

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import importlib
 import multiprocessing as mp
 import os
@@ -25,11 +26,19 @@ import threading
 import time
 import traceback
 from collections import namedtuple
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .check import RTOL  # noqa: F401  (the tolerances, re-exported)
+from ..errors import BuildError, TensorschedError
+from ..ir.dtype import NUMPY
+from ..runtime.device import DeviceLimits, current_device
+from ..runtime.module import ModuleArtifact, OpenCLModule, caches_source_builds
+from ..schedules.lower import lower
+from .check import RTOL, OutputCheck, poison  # noqa: F401  (RTOL: the tolerances, re-exported)
+from .filter import check_limits
+from .task import Task
 
 START_TIMEOUT = 120.0  # seconds a fresh worker may take to start (imports, device, inputs)
 TIME_BUDGET_MS = 50.0  # stop repeating once the timed runs took this long (>= 3 runs)
@@ -37,7 +46,7 @@ TIME_BUDGET_MS = 50.0  # stop repeating once the timed runs took this long (>= 3
 ArgSpec = namedtuple("ArgSpec", "shape dtype")
 
 
-def exit_with_parent():
+def exit_with_parent() -> None:
     """In a worker process: exit when the tuner that started it dies (``kill -9`` included),
     even while a hung kernel holds the main thread, instead of lingering as an orphan."""
     parent = os.getppid()
@@ -70,37 +79,31 @@ def init_worker(modules: tuple[str, ...] = ()) -> None:
         _IMPORT_ERROR.append(traceback.format_exc(limit=3)[-2000:])
 
 
-def _select_device(device):
+def _select_device(device: str | None) -> None:
     if device:
         os.environ["TS_DEVICE"] = device
 
 
-def signature(args):
+def signature(args: Sequence[Any]) -> tuple[ArgSpec, ...]:
     """The shapes and dtypes of a function's arguments (tensors or buffers), as plain data."""
     return tuple(
         ArgSpec(tuple(int(x) for x in a.shape), str(np.dtype(_np_dtype(a.dtype)))) for a in args
     )
 
 
-def _np_dtype(dtype):
-    from ..ir.dtype import NUMPY
-
+def _np_dtype(dtype: str) -> str:
     return NUMPY.get(dtype, dtype)
 
 
 # ---------------------------------------------------------------------------- building
 
 
-def build_candidate(task_dict, config, limits=None):
+def build_candidate(
+    task_dict: dict, config: dict, limits: DeviceLimits | None = None
+) -> tuple[str, str, ModuleArtifact | None, OpenCLModule | None]:
     """``(status, error, artifact, module)`` of one candidate, built in this process:
     instantiated, lowered, its code generated, filtered by the device's ``limits`` and its
     program built. ``artifact`` and ``module`` are ``None`` unless the status is ``ok``."""
-    from ..errors import BuildError, TensorschedError
-    from ..runtime.module import ModuleArtifact, OpenCLModule
-    from ..schedules.lower import lower
-    from .filter import check_limits
-    from .task import Task
-
     task = Task.from_dict(task_dict)
     try:
         s, args, cfg = task.instantiate(config)
@@ -119,7 +122,13 @@ def build_candidate(task_dict, config, limits=None):
     return "ok", "", art, mod
 
 
-def prebuild(task_dict, config, device, limits=None, binary=None):
+def prebuild(
+    task_dict: dict,
+    config: dict,
+    device: str | None,
+    limits: DeviceLimits | None = None,
+    binary: bool | None = None,
+) -> tuple[str, str, bytes | None]:
     """Build one candidate (in a pool worker); returns ``(status, error, artifact)`` with the
     artifact as ``ModuleArtifact.dumps()`` bytes (``None`` unless ``ok``). ``binary``: ship
     the program binary (default: where the driver keeps no cache of source builds)."""
@@ -128,10 +137,8 @@ def prebuild(task_dict, config, device, limits=None, binary=None):
         return "error", _IMPORT_ERROR[0], None
     try:
         status, error, art, mod = build_candidate(task_dict, config, limits)
-        if mod is None:
+        if mod is None or art is None:
             return status, error, None
-        from ..runtime.module import caches_source_builds
-
         if binary is None:
             binary = not caches_source_builds(mod.device)
         if binary:
@@ -151,10 +158,8 @@ class Bench:
     """A task's inputs (random, on the host and on the device), its output buffer on the
     device and the check against its float64 reference, made once per task and worker."""
 
-    def __init__(self, queue, task, specs):
+    def __init__(self, queue: Any, task: Task, specs: Sequence[ArgSpec]):
         import pyopencl.array as cla
-
-        from .check import OutputCheck
 
         self.queue, self.specs = queue, tuple(specs)
         self.host = task.inputs(specs)
@@ -166,14 +171,14 @@ class Bench:
         self.out = cla.empty(queue, out.shape, out.dtype)
         self.check = OutputCheck(queue, ref, out.dtype)
 
-    def args(self, mod):
+    def args(self, mod: OpenCLModule) -> list:
         """The arrays to call ``mod`` with: device arrays, but images (numpy, converted by the
         module)."""
         return [h if b.image else d for h, d, b in zip(self.host, self.inputs, mod.func.args)] + [
             self.out
         ]
 
-    def restore(self, which=None):
+    def restore(self, which: Iterable[int] | None = None) -> None:
         """Copy the host inputs to the device again (all, or the indices ``which``)."""
         for i, (h, d) in enumerate(zip(self.host, self.inputs)):
             if which is None or i in which:
@@ -185,23 +190,20 @@ class Worker:
     modules of the next candidates, loaded ahead in a thread (building a program does not hold
     Python's lock) while the current one runs."""
 
-    def __init__(self, limits=None):
-        from ..runtime.device import current_device
-
+    def __init__(self, limits: DeviceLimits | None = None):
         self.device = current_device()
         self.queue = self.device.queue
         self.limits = limits
-        self.bench, self.bench_key = None, None
+        self.bench: Bench | None = None
+        self.bench_key: tuple | None = None
         self.uploads = 0
-        self._ahead = {}  # hash of an artifact's bytes -> future of its module
-        self._loader = None
+        self._ahead: dict[int, cf.Future] = {}  # hash of an artifact's bytes -> its module
+        self._loader: cf.ThreadPoolExecutor | None = None
 
-    def _load(self, artifact):
-        from ..runtime.module import OpenCLModule
-
+    def _load(self, artifact: bytes) -> OpenCLModule:
         return OpenCLModule.from_artifact(artifact, self.device, cache=False)
 
-    def load(self, artifact, upcoming=()):
+    def load(self, artifact: bytes, upcoming: Iterable[bytes | None] = ()) -> OpenCLModule:
         """The module of ``artifact`` (loaded ahead, or now), after starting to load the
         ``upcoming`` artifacts' modules in the background."""
         fut = self._ahead.pop(hash(artifact), None)
@@ -212,18 +214,14 @@ class Worker:
         for k, a in keep.items():
             if k not in self._ahead:
                 if self._loader is None:
-                    import concurrent.futures as cf
-
                     self._loader = cf.ThreadPoolExecutor(1, thread_name_prefix="load-ahead")
                 self._ahead[k] = self._loader.submit(self._load, a)
         return fut.result() if fut is not None else self._load(artifact)
 
-    def prepare(self, task_dict, specs):
+    def prepare(self, task_dict: dict, specs: Sequence[ArgSpec]) -> Bench:
         """The bench of a task with arguments ``specs`` (made now unless it is the current)."""
-        from .task import Task
-
         key = (Task.from_dict(task_dict).key(), tuple(specs))
-        if key != self.bench_key:
+        if key != self.bench_key or self.bench is None:
             self.bench, self.bench_key = None, None
             self.bench = Bench(self.queue, Task.from_dict(task_dict), specs)
             self.bench_key = key
@@ -231,13 +229,18 @@ class Worker:
         return self.bench
 
 
-def measure_one(task_dict, config, artifact, repeat, budget_ms, worker, upcoming=()):
+def measure_one(
+    task_dict: dict,
+    config: dict,
+    artifact: bytes | None,
+    repeat: int,
+    budget_ms: float | None,
+    worker: Worker,
+    upcoming: Iterable[bytes | None] = (),
+) -> dict[str, Any]:
     """Load (or, without an artifact, build), check and time one candidate in this process;
     returns a result dict (keys starting with ``_`` are the worker's figures, not logged).
     ``upcoming``: the artifacts of the next candidates, to load while this one runs."""
-    from ..errors import BuildError, TensorschedError
-    from .check import poison
-
     t0 = time.perf_counter()
     if artifact is None:  # the pool could not build it: build it here
         status, error, _, mod = build_candidate(task_dict, config, worker.limits)
@@ -293,9 +296,7 @@ def measure_one(task_dict, config, artifact, repeat, budget_ms, worker, upcoming
 _FLOP: dict[str, int] = {}
 
 
-def _flop(task_dict):
-    from .task import Task
-
+def _flop(task_dict: dict) -> int:
     task = Task.from_dict(task_dict)
     key = task.key()
     if key not in _FLOP:
@@ -303,7 +304,7 @@ def _flop(task_dict):
     return _FLOP[key]
 
 
-def _is_device_error(exc):
+def _is_device_error(exc: BaseException) -> bool:
     try:
         import pyopencl as cl
 
@@ -312,7 +313,14 @@ def _is_device_error(exc):
         return False
 
 
-def _runner_main(conn, device, task_dict=None, specs=None, limits=None, modules=()):
+def _runner_main(
+    conn: Any,
+    device: str | None,
+    task_dict: dict | None = None,
+    specs: Sequence[ArgSpec] | None = None,
+    limits: DeviceLimits | None = None,
+    modules: tuple[str, ...] = (),
+) -> None:
     exit_with_parent()
     _select_device(device)
     worker = None
@@ -360,18 +368,18 @@ class Runner:
         timeout: float = 60.0,
         task_dict: dict | None = None,
         specs: tuple | None = None,
-        limits: Any = None,
+        limits: DeviceLimits | None = None,
         modules: tuple[str, ...] = (),
     ):
         self.device, self.timeout = device, timeout
         self.task_dict, self.specs, self.limits = task_dict, specs, limits
         self.modules = tuple(modules)
         self.ctx = mp.get_context("spawn")
-        self.proc = None
+        self.proc: Any = None  # the worker process
         self.ready = False
         self.restarts = 0
 
-    def start(self):
+    def start(self) -> None:
         """Start a worker, unless one is running; returns at once."""
         if self.proc is not None and self.proc.is_alive():
             return
@@ -385,7 +393,7 @@ class Runner:
         child.close()
         self.ready = False
 
-    def _wait_ready(self):
+    def _wait_ready(self) -> None:
         # the worker's start-up (seconds: spawn, imports, the driver, the task's inputs and
         # reference) is not the candidate's
         if self.ready:
@@ -394,14 +402,22 @@ class Runner:
             raise EOFError("the worker process did not start")
         self.ready = True
 
-    def _kill(self):
+    def _kill(self) -> None:
         if self.proc is not None:
             self.proc.kill()
             self.proc.join(5)
             self.proc = None
             self.restarts += 1
 
-    def measure(self, task_dict, config, repeat=5, artifact=None, budget_ms=None, upcoming=()):
+    def measure(
+        self,
+        task_dict: dict,
+        config: dict,
+        repeat: int = 5,
+        artifact: bytes | None = None,
+        budget_ms: float | None = None,
+        upcoming: Iterable[bytes | None] = (),
+    ) -> dict[str, Any]:
         """Measure one candidate: from its ``artifact`` (``prebuild``'s bytes), or without one
         built by the worker itself; ``upcoming``: the next candidates' artifacts, which the
         worker loads meanwhile. Returns a result dict."""
@@ -411,7 +427,15 @@ class Runner:
             result = self._measure(task_dict, config, repeat, artifact, budget_ms, ())
         return result
 
-    def _measure(self, task_dict, config, repeat, artifact, budget_ms, upcoming):
+    def _measure(
+        self,
+        task_dict: dict,
+        config: dict,
+        repeat: int,
+        artifact: bytes | None,
+        budget_ms: float | None,
+        upcoming: Iterable[bytes | None],
+    ) -> dict[str, Any]:
         try:
             if self.proc is None or not self.proc.is_alive():
                 self.start()
@@ -435,7 +459,7 @@ class Runner:
             self._kill()
             return {"status": "crash", "error": f"the worker process died (exit code {code})"}
 
-    def close(self):
+    def close(self) -> None:
         if self.proc is not None and self.proc.is_alive():
             try:
                 self.conn.send(None)
