@@ -31,6 +31,9 @@ from ..schedules.relations import ceil_div
 from .configs import AclConfigError, as_config, check_fits, lhs_layout, rhs_layout, strategy_name
 from .kernels import conv_source, gemm_source
 
+# pyopencl is imported inside the functions that use it, so that ``import tensorsched`` works
+# without an OpenCL driver (and skips pyopencl's ~0.17 s import) until a kernel runs.
+
 GEMM_KERNEL = {
     "native": "gemm_native",
     "reshaped_rhs_only": "gemm_reshaped_rhs_only",

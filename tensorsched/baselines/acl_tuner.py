@@ -33,6 +33,7 @@ in ``tensorsched/baselines/data/<strategy>.csv`` are used.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import math
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import BuildError
+from ..errors import BuildError, TensorschedError
 from ..runtime.device import resolve_device
 from ..runtime.numerics import TOL, random_array, relative_error
 from .acl_gemm import AclGemm
@@ -58,6 +59,9 @@ from .configs import (
     load_gemm_params,
     strategy_name,
 )
+
+# pyopencl is imported inside the functions that use it, so that ``import tensorsched`` works
+# without an OpenCL driver (and skips pyopencl's ~0.17 s import) until a kernel runs.
 
 DEFAULT_TOLERANCE_MS = 0.01
 BENCHMARK_FILE = "acl_benchmark.jsonl"
@@ -502,8 +506,6 @@ def best_acl(M, N, K, results, batch=1, strategy=None, device=None):
 def main(argv=None):
     """``python -m tensorsched.baselines.acl_tuner SHAPES.csv [--out DIR] ...``: tune, print
     the best strategy and config per shape."""
-    import argparse
-
     p = argparse.ArgumentParser(
         prog="python -m tensorsched.baselines.acl_tuner",
         description="ACL-style GEMM tuner: benchmark every config of "
@@ -572,8 +574,6 @@ __all__ = [
 
 
 if __name__ == "__main__":
-    from ..errors import TensorschedError
-
     try:
         main()
     except TensorschedError as exc:

@@ -18,8 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TensorschedError
+from ..ops.conv2d import ConvShape
+from ..runtime.build import build
 from ..runtime.numerics import TOL, relative_error
 from ..runtime.table import format_table
+from ..tune.dispatch import apply_best, best_config
+from ..tune.tuner import tune
+from .acl_gemm import AclConv2d, AclGemm, conv2d_gemm_shape
+from .acl_tuner import best_acl, tune_acl
 
 
 @dataclass
@@ -57,20 +63,11 @@ def compare(
 ):
     """Tune (or resume) both sides for ``tasks`` (``Task`` objects) and measure them;
     ``acl_config_lists`` replaces the ACL-style tuner's shipped search lists."""
-    from ..ops.conv2d import ConvShape
-    from ..runtime.build import build
-    from ..tune.dispatch import apply_best, best_config
-    from ..tune.tuner import tune
-    from .acl_gemm import AclConv2d, AclGemm
-    from .acl_tuner import best_acl, tune_acl
-
     gemm_params = []
     for t in tasks:
         if t.kind == "gemm":
             gemm_params.append(tuple(t.shape) + (1,))
         else:
-            from .acl_gemm import conv2d_gemm_shape
-
             gemm_params.append(tuple(conv2d_gemm_shape(*t.shape)))
         tune(
             t,
@@ -176,7 +173,7 @@ def print_table(rows: list[Row], device_name: str) -> None:
 
 
 def plot(rows, path):
-    try:
+    try:  # matplotlib is optional (the ``plot`` extra): imported only when a plot is asked for
         import matplotlib
 
         matplotlib.use("Agg")

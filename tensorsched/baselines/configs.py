@@ -27,6 +27,7 @@ import csv
 import math
 import numbers
 from dataclasses import dataclass, fields
+from importlib import resources
 
 from ..errors import TensorschedError
 
@@ -365,6 +366,4 @@ def load_gemm_params(path):
 
 def default_config_path(strategy):
     """The default search list shipped with tensorsched for ``strategy``."""
-    from importlib import resources
-
     return str(resources.files("tensorsched.baselines") / "data" / f"{strategy_name(strategy)}.csv")

@@ -29,6 +29,9 @@ from ..errors import BuildError, RuntimeCallError, TensorschedError
 from ..ir import dtype as dt
 from .device import resolve_device
 
+# pyopencl is imported inside the functions that use it, so that ``import tensorsched`` works
+# without an OpenCL driver (and skips pyopencl's ~0.17 s import) until a kernel runs.
+
 
 def check_call_args(func, arrays):
     """Check a call's arrays against the function's arguments before anything runs."""

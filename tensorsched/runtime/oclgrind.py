@@ -32,12 +32,18 @@ import subprocess
 import sys
 import tempfile
 import traceback
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import TensorschedError
-from .module import DEFAULT_OPTIONS
+from ..ir.stmt import LoweredFunc
+from .device import all_devices, current_device
+from .module import DEFAULT_OPTIONS, OpenCLModule, build_program, check_call_args
+
+# pyopencl is imported inside the functions that use it, so that ``import tensorsched`` works
+# without an OpenCL driver (and skips pyopencl's ~0.17 s import) until a kernel runs.
 
 PLATFORM = "oclgrind"
 # Kernels are checked unoptimised: clang's optimiser emits LLVM ``freeze`` instructions (for a
@@ -96,8 +102,6 @@ class CheckResult:
 def available():
     """Whether an OpenCL platform named Oclgrind is installed (it is never the default)."""
     try:
-        from .device import all_devices
-
         return any(PLATFORM in d.platform_name.lower() for d in all_devices())
     except Exception:  # noqa: BLE001
         return False
@@ -117,8 +121,6 @@ def run_checked(
     with the reports when there is any. Returns a ``CheckResult`` whose ``arrays`` are the
     given arrays (updated in place with what the kernels wrote). ``build_options`` are added
     to the program's own (see ``CHECK_BUILD_OPTIONS``)."""
-    from ..ir.stmt import LoweredFunc
-
     if (
         callable(program)
         and not isinstance(program, (LoweredFunc, RawProgram))
@@ -128,8 +130,6 @@ def run_checked(
     if hasattr(program, "func") and hasattr(program, "get_source"):  # an OpenCLModule
         program = program.func
     if isinstance(program, LoweredFunc):
-        from .module import check_call_args
-
         check_call_args(program, arrays)
         kind = "func"
     elif isinstance(program, RawProgram):
@@ -243,8 +243,6 @@ def _describe(program):
 
 
 def _child(work):
-    import warnings
-
     result = {"arrays": None, "error": None, "warnings": []}
     try:
         with open(os.path.join(work, "job.pkl"), "rb") as f:
@@ -252,8 +250,6 @@ def _child(work):
         arrays = job["arrays"]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            from .device import current_device
-
             dev = current_device()
             if PLATFORM not in dev.platform_name.lower():
                 raise TensorschedError(
@@ -261,8 +257,6 @@ def _child(work):
                     f"'{dev.platform_name}', not Oclgrind"
                 )
             if job["kind"] == "func":
-                from .module import OpenCLModule
-
                 OpenCLModule(job["program"], device=dev, options=job["options"])(*arrays)
             else:
                 _run_raw(dev, job["program"], arrays, job["options"])
@@ -276,8 +270,6 @@ def _child(work):
 
 def _run_raw(dev, program, arrays, options):
     import pyopencl as cl
-
-    from .module import build_program
 
     prg = build_program(dev, program.source, tuple(program.options) + tuple(options))
     mf = cl.mem_flags
