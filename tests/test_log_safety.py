@@ -432,3 +432,53 @@ def test_two_tuners_on_one_log_measure_no_config_twice(tmp_path, device):
     keys = [json.dumps(r.config, sort_keys=True) for r in recs]
     assert len(keys) == len(set(keys)) == 8, keys  # every config once: 0 duplicates
     assert time.time() - t0 < 300
+
+
+SCRIPT = """
+from tensorsched.ops.templates import TEMPLATES
+from tensorsched.tune import Task, register_template, tune
+
+
+@register_template("gemm", "script_gemm")
+def script_gemm(cfg, M, N, K, dtype="float32", epilogue=()):
+    return TEMPLATES["gemm"]["cpu"](cfg, M, N, K, dtype=dtype, epilogue=epilogue)
+
+
+if __name__ == "__main__":
+    task = Task("gemm", "script_gemm", (16, 16, 16))
+    res = tune(task, "s.jsonl", trials=4, repeat=1, strategy="random", progress=False)
+    print(sorted(res.counts), res.best is not None)
+"""
+
+
+@pytest.mark.opencl
+def test_a_template_registered_in_the_main_script_reaches_the_workers(tmp_path, device):
+    (tmp_path / "script.py").write_text(SCRIPT)
+    res = subprocess.run(
+        [sys.executable, "script.py"],
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "True" in res.stdout  # a correct kernel of the script's template was measured
+    recs = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert len(recs) == 4 and all(r["status"] in ("ok", "invalid") for r in recs), recs
+
+
+def test_a_template_registered_interactively_is_refused_before_tuning(tmp_path):
+    code = SCRIPT.replace('if __name__ == "__main__":', "if True:")
+    res = subprocess.run(
+        [sys.executable, "-"],
+        input=code,
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 1
+    assert "TaskError: the template 'script_gemm' was registered in an interactive session" in (
+        res.stderr
+    )
+    assert os.listdir(tmp_path) == []

@@ -202,7 +202,8 @@ def worker_modules(task: Task) -> tuple[str, ...]:
         return (module,)
     fn = task.function
     main = sys.modules.get("__main__")
-    if getattr(fn, "__module__", None) == "__main__" and not getattr(main, "__file__", None):
+    script = getattr(main, "__file__", None)
+    if getattr(fn, "__module__", None) == "__main__" and not (script and os.path.isfile(script)):
         raise TaskError(
             f"the template '{task.template}' was registered in an interactive session, which "
             "the tuner's worker processes cannot import; register it in a module file and "
