@@ -58,6 +58,7 @@ class CStyleEmitter:
     def __init__(self, names):
         self.names = names
         self.simp = Simplifier()
+        self._printers = {}  # expression class -> its e_<Class> method
         self.lines = []
         self.helpers = set()  # helper functions the text needs
 
@@ -80,10 +81,13 @@ class CStyleEmitter:
         return self._expr(e)[0]
 
     def _expr(self, e):
-        m = getattr(self, "e_" + type(e).__name__, None)
+        m = self._printers.get(type(e))
         if m is None:
-            raise CodegenError(f"cannot generate C for {type(e).__name__}")
-        return m(e)
+            m = getattr(type(self), "e_" + type(e).__name__, None)
+            if m is None:
+                raise CodegenError(f"cannot generate C for {type(e).__name__}")
+            self._printers[type(e)] = m
+        return m(self, e)
 
     def _operand(self, e, prec, right):
         text, p = self._expr(e)

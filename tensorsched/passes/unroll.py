@@ -32,6 +32,19 @@ class _Unroll(Mutator):
         self.env: dict[E.Var, E.Expr] = {}  # unrolled variable -> its value in this copy
         self.fresh: dict[S.Buffer, S.Buffer] = {}  # buffers renewed in this copy
         self.renew = 0  # > 0 inside a copy that is not the first of its loop
+        self.memo: dict[int, tuple[E.Expr, E.Expr]] = {}  # id(expr) -> (expr, its copy)
+
+    def visit(self, node):
+        # an expression used twice in the body (a store's index, read back in its value) is
+        # one expression in the copy too, so the simplifier's memory serves both
+        if not isinstance(node, E.Expr):
+            return super().visit(node)
+        hit = self.memo.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        out = super().visit(node)
+        self.memo[id(node)] = (node, out)
+        return out
 
     def visit_Var(self, v: E.Var) -> E.Expr:
         return self.env.get(v, v)
@@ -44,10 +57,12 @@ class _Unroll(Mutator):
         copies = []
         for k in range(n):
             self.env[f.var] = start + k
+            self.memo = {}
             self.renew += k > 0
             copies.append(self.visit(f.body))
             self.renew -= k > 0
         del self.env[f.var]
+        self.memo = {}
         return S.seq(*copies)
 
     def visit_Allocate(self, a: S.Allocate) -> S.Stmt:
