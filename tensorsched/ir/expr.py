@@ -8,13 +8,14 @@ of the other operand's type. ``//`` and ``%`` are floor division and floor modul
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..errors import ComputeError
 from . import dtype as dt
 
 if TYPE_CHECKING:  # stmt.py imports this module
     from .stmt import Buffer
+    from .tensor import IterVar, Tensor
 
 
 class ExprOps:
@@ -22,81 +23,82 @@ class ExprOps:
 
     __slots__ = ()
 
-    def as_expr(self):
-        return self
+    if TYPE_CHECKING:
 
-    def __add__(self, o):
+        def as_expr(self) -> Expr: ...
+
+    def __add__(self, o: ExprLike) -> BinOp:
         return binop("+", self, o)
 
-    def __radd__(self, o):
+    def __radd__(self, o: ExprLike) -> BinOp:
         return binop("+", o, self)
 
-    def __sub__(self, o):
+    def __sub__(self, o: ExprLike) -> BinOp:
         return binop("-", self, o)
 
-    def __rsub__(self, o):
+    def __rsub__(self, o: ExprLike) -> BinOp:
         return binop("-", o, self)
 
-    def __mul__(self, o):
+    def __mul__(self, o: ExprLike) -> BinOp:
         return binop("*", self, o)
 
-    def __rmul__(self, o):
+    def __rmul__(self, o: ExprLike) -> BinOp:
         return binop("*", o, self)
 
-    def __truediv__(self, o):
+    def __truediv__(self, o: ExprLike) -> BinOp:
         return binop("/", self, o)
 
-    def __rtruediv__(self, o):
+    def __rtruediv__(self, o: ExprLike) -> BinOp:
         return binop("/", o, self)
 
-    def __floordiv__(self, o):
+    def __floordiv__(self, o: ExprLike) -> BinOp:
         return binop("//", self, o)
 
-    def __rfloordiv__(self, o):
+    def __rfloordiv__(self, o: ExprLike) -> BinOp:
         return binop("//", o, self)
 
-    def __mod__(self, o):
+    def __mod__(self, o: ExprLike) -> BinOp:
         return binop("%", self, o)
 
-    def __rmod__(self, o):
+    def __rmod__(self, o: ExprLike) -> BinOp:
         return binop("%", o, self)
 
-    def __neg__(self):
+    def __neg__(self) -> BinOp:
         return binop("-", const(0, self.as_expr().dtype), self)
 
-    def __lt__(self, o):
+    def __lt__(self, o: ExprLike) -> Cmp:
         return cmp("<", self, o)
 
-    def __le__(self, o):
+    def __le__(self, o: ExprLike) -> Cmp:
         return cmp("<=", self, o)
 
-    def __gt__(self, o):
+    def __gt__(self, o: ExprLike) -> Cmp:
         return cmp(">", self, o)
 
-    def __ge__(self, o):
+    def __ge__(self, o: ExprLike) -> Cmp:
         return cmp(">=", self, o)
 
-    def equal(self, o):
+    def equal(self, o: ExprLike) -> Cmp:
         return cmp("==", self, o)
 
-    def not_equal(self, o):
+    def not_equal(self, o: ExprLike) -> Cmp:
         return cmp("!=", self, o)
 
-    def __and__(self, o):
+    def __and__(self, o: ExprLike) -> And:
         return And(as_expr(self), as_expr(o))
 
-    def __or__(self, o):
+    def __or__(self, o: ExprLike) -> Or:
         return Or(as_expr(self), as_expr(o))
 
-    def __invert__(self):
+    def __invert__(self) -> Not:
         return Not(as_expr(self))
 
-    def astype(self, dtype):
+    def astype(self, dtype: str) -> Expr:
         e = as_expr(self)
         dt.check_dtype(dtype, "astype")
         return e if e.dtype == dtype else Cast(dtype, e)
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         raise ComputeError(
             "an expression has no truth value in Python; use ts.if_then_else, "
             "ts.all or ts.any to build conditions"
@@ -104,7 +106,20 @@ class ExprOps:
 
 
 class Expr(ExprOps):
+    """An expression node; every node has a ``dtype``."""
+
     __slots__ = ()
+
+    if TYPE_CHECKING:
+
+        @property
+        def dtype(self) -> str: ...
+
+    def as_expr(self) -> Expr:
+        return self
+
+
+ExprLike = ExprOps | int | float  # what the operator sugar and as_expr take
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +141,7 @@ class Var(Expr):
     name: str
     dtype: str = "int32"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Var({self.name})"
 
 
@@ -139,7 +154,7 @@ class BinOp(Expr):
     b: Expr
     dtype: str = field(default="", init=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         da, db = self.a.dtype, self.b.dtype
         object.__setattr__(self, "dtype", da if dt.lanes(da) >= dt.lanes(db) else db)
 
@@ -151,7 +166,7 @@ class Cmp(Expr):
     b: Expr
 
     @property
-    def dtype(self):
+    def dtype(self) -> str:
         return dt.with_lanes("bool", dt.lanes(self.a.dtype))
 
 
@@ -184,7 +199,7 @@ class Select(Expr):
     f: Expr
 
     @property
-    def dtype(self):
+    def dtype(self) -> str:
         return self.t.dtype
 
 
@@ -199,7 +214,7 @@ class Call(Expr):
     """A pure intrinsic: exp, sqrt, sigmoid, log, tanh, fabs, pow, dot ..."""
 
     name: str
-    args: tuple
+    args: tuple[Expr, ...]
     dtype: str
 
 
@@ -207,11 +222,11 @@ class Call(Expr):
 class TensorLoad(Expr):
     """``T[i, j]`` before lowering: an element of a tensor named by logical indices."""
 
-    tensor: object
-    indices: tuple
+    tensor: Tensor
+    indices: tuple[Expr, ...]
 
     @property
-    def dtype(self):
+    def dtype(self) -> str:
         return self.tensor.dtype
 
 
@@ -223,7 +238,7 @@ class Load(Expr):
     index: Expr
 
     @property
-    def dtype(self):
+    def dtype(self) -> str:
         return dt.with_lanes(self.buffer.dtype, dt.lanes(self.index.dtype))
 
 
@@ -236,7 +251,7 @@ class Ramp(Expr):
     lanes: int
 
     @property
-    def dtype(self):
+    def dtype(self) -> str:
         return dt.with_lanes(self.base.dtype, self.lanes)
 
 
@@ -246,7 +261,7 @@ class Broadcast(Expr):
     lanes: int
 
     @property
-    def dtype(self):
+    def dtype(self) -> str:
         return dt.with_lanes(self.value.dtype, self.lanes)
 
 
@@ -256,7 +271,7 @@ class Reduce(Expr):
 
     combiner: str
     source: Expr
-    axis: tuple
+    axis: tuple[IterVar, ...]
     condition: Expr | None = None
     dtype: str = field(default="float32")
 
@@ -264,7 +279,7 @@ class Reduce(Expr):
 # ---------------------------------------------------------------- construction helpers
 
 
-def const(value, dtype=None):
+def const(value: object, dtype: str | None = None) -> Expr:
     """A constant; ``dtype`` defaults to int32 for ints and float32 for floats."""
     if isinstance(value, Expr):
         return value
@@ -272,16 +287,17 @@ def const(value, dtype=None):
         return IntImm(int(value), dtype or "bool")
     if isinstance(value, (str, bytes)) or not hasattr(value, "__float__"):
         raise ComputeError(f"const: {value!r} is not a number")
+    number = cast(float, value)  # a number: it has __float__
     if dtype is None:
         dtype = "int32" if isinstance(value, int) else "float32"
     if dt.is_float(dtype):
-        return FloatImm(float(value), dtype)
+        return FloatImm(float(number), dtype)
     if isinstance(value, float) and value != int(value):
         raise ComputeError(f"const: {value} is not an integer but dtype is {dtype}")
-    return IntImm(int(value), dtype)
+    return IntImm(int(number), dtype)
 
 
-def as_expr(x, dtype=None):
+def as_expr(x: object, dtype: str | None = None) -> Expr:
     if isinstance(x, ExprOps):
         return x.as_expr()
     if isinstance(x, (int, float)):
@@ -291,23 +307,23 @@ def as_expr(x, dtype=None):
     raise ComputeError(f"cannot use {type(x).__name__} {x!r} in an expression")
 
 
-def _unify(a, b):
+def _unify(x: object, y: object) -> tuple[Expr, Expr]:
     """Turn both operands into expressions of one dtype (numbers take the other's dtype)."""
-    a_num, b_num = not isinstance(a, ExprOps), not isinstance(b, ExprOps)
-    if a_num and not b_num:
-        b = as_expr(b)
+    x_num, y_num = not isinstance(x, ExprOps), not isinstance(y, ExprOps)
+    if x_num and not y_num:
+        b = as_expr(y)
         a = as_expr(
-            a,
-            dt.element(b.dtype) if not (isinstance(a, float) and dt.is_int(b.dtype)) else "float32",
+            x,
+            dt.element(b.dtype) if not (isinstance(x, float) and dt.is_int(b.dtype)) else "float32",
         )
-    elif b_num and not a_num:
-        a = as_expr(a)
+    elif y_num and not x_num:
+        a = as_expr(x)
         b = as_expr(
-            b,
-            dt.element(a.dtype) if not (isinstance(b, float) and dt.is_int(a.dtype)) else "float32",
+            y,
+            dt.element(a.dtype) if not (isinstance(y, float) and dt.is_int(a.dtype)) else "float32",
         )
     else:
-        a, b = as_expr(a), as_expr(b)
+        a, b = as_expr(x), as_expr(y)
     ea, eb = dt.element(a.dtype), dt.element(b.dtype)
     if ea != eb:
         target = dt.element(dt.promote(ea, eb))
@@ -318,8 +334,8 @@ def _unify(a, b):
     return a, b
 
 
-def binop(op, a, b):
-    a, b = _unify(a, b)
+def binop(op: str, x: object, y: object) -> BinOp:
+    a, b = _unify(x, y)
     if op == "/" and dt.is_int(a.dtype):
         raise ComputeError(
             "'/' on integer expressions is ambiguous; write '//' for floor "
@@ -330,12 +346,12 @@ def binop(op, a, b):
     return BinOp(op, a, b)
 
 
-def cmp(op, a, b):
-    a, b = _unify(a, b)
+def cmp(op: str, x: object, y: object) -> Cmp:
+    a, b = _unify(x, y)
     return Cmp(op, a, b)
 
 
-def is_const(e, value=None):
+def is_const(e: Expr, value: float | None = None) -> bool:
     if isinstance(e, (IntImm, FloatImm)):
         return value is None or e.value == value
     return False

@@ -11,10 +11,12 @@ from . import dtype as dt
 from . import expr as E
 from .tensor import IterVar
 
+Axes = IterVar | list[IterVar] | tuple[IterVar, ...]  # reduce axes, as ts.sum takes them
+
 REDUCE_IDENTITY = {"sum": 0, "max": "lowest", "min": "highest"}
 
 
-def identity_value(combiner, dtype):
+def identity_value(combiner: str, dtype: str) -> E.Expr:
     """The identity of a combiner in ``dtype`` (0 for sum, the lowest value for max ...)."""
     if combiner == "sum":
         return E.const(0, dtype)
@@ -38,7 +40,7 @@ def _reduction(combiner, expr, axis, where):
     return E.Reduce(combiner, src, _axes(axis, f"ts.{combiner}"), cond, src.dtype)
 
 
-def sum(expr, axis, where=None):  # noqa: A001  (TVM's name)
+def sum(expr: E.ExprLike, axis: Axes, where: E.ExprLike | None = None) -> E.Reduce:  # noqa: A001
     """The sum of ``expr`` over the reduce axes ``axis`` (where ``where`` holds)."""
     return _reduction("sum", expr, axis, where)
 
@@ -49,14 +51,24 @@ def _is_axis_arg(x):
     )
 
 
-def max(a, b=None, axis=None, where=None):  # noqa: A001
+def max(  # noqa: A001
+    a: E.ExprLike,
+    b: E.ExprLike | Axes | None = None,
+    axis: Axes | None = None,
+    where: E.ExprLike | None = None,
+) -> E.Expr:
     """``ts.max(expr, axis=k)`` reduces; ``ts.max(a, b)`` is the elementwise maximum."""
     if axis is not None or _is_axis_arg(b):
         return _reduction("max", a, axis if axis is not None else b, where)
     return E.binop("max", a, b)
 
 
-def min(a, b=None, axis=None, where=None):  # noqa: A001
+def min(  # noqa: A001
+    a: E.ExprLike,
+    b: E.ExprLike | Axes | None = None,
+    axis: Axes | None = None,
+    where: E.ExprLike | None = None,
+) -> E.Expr:
     """``ts.min(expr, axis=k)`` reduces; ``ts.min(a, b)`` is the elementwise minimum."""
     if axis is not None or _is_axis_arg(b):
         return _reduction("min", a, axis if axis is not None else b, where)
@@ -73,28 +85,28 @@ def _condition(cond, where):
     return E.as_expr(cond)
 
 
-def if_then_else(cond, t, f):
-    cond = _condition(cond, "if_then_else")
-    if not dt.is_bool(cond.dtype):
-        raise ComputeError(f"if_then_else: the condition must be a comparison, got {cond.dtype}")
-    t, f = E._unify(t, f)
-    return E.Select(cond, t, f)
+def if_then_else(cond: E.ExprLike, t: E.ExprLike, f: E.ExprLike) -> E.Select:
+    c = _condition(cond, "if_then_else")
+    if not dt.is_bool(c.dtype):
+        raise ComputeError(f"if_then_else: the condition must be a comparison, got {c.dtype}")
+    a, b = E._unify(t, f)
+    return E.Select(c, a, b)
 
 
-def all(*conds):  # noqa: A001
+def all(*conds: E.ExprLike) -> E.Expr:  # noqa: A001
     """True when every condition holds (``ts.all(i >= 1, i < n)``)."""
     if not conds:
         return E.TRUE
-    out = _condition(conds[0], "ts.all")
+    out: E.Expr = _condition(conds[0], "ts.all")
     for c in conds[1:]:
         out = E.And(out, _condition(c, "ts.all"))
     return out
 
 
-def any(*conds):  # noqa: A001
+def any(*conds: E.ExprLike) -> E.Expr:  # noqa: A001
     if not conds:
         return E.FALSE
-    out = _condition(conds[0], "ts.any")
+    out: E.Expr = _condition(conds[0], "ts.any")
     for c in conds[1:]:
         out = E.Or(out, _condition(c, "ts.any"))
     return out
@@ -109,38 +121,38 @@ def _float_call(name, x):
     return E.Call(name, (x,), x.dtype)
 
 
-def exp(x):
+def exp(x: E.ExprLike) -> E.Call:
     return _float_call("exp", x)
 
 
-def log(x):
+def log(x: E.ExprLike) -> E.Call:
     return _float_call("log", x)
 
 
-def sqrt(x):
+def sqrt(x: E.ExprLike) -> E.Call:
     return _float_call("sqrt", x)
 
 
-def tanh(x):
+def tanh(x: E.ExprLike) -> E.Call:
     return _float_call("tanh", x)
 
 
-def sigmoid(x):
+def sigmoid(x: E.ExprLike) -> E.Call:
     return _float_call("sigmoid", x)
 
 
-def fabs(x):
+def fabs(x: E.ExprLike) -> E.Call:
     return _float_call("fabs", x)
 
 
-def power(x, y):
-    x, y = E._unify(x, y)
-    if not dt.is_float(x.dtype):
-        raise ComputeError(f"ts.power needs float arguments, got {x.dtype}")
-    return E.Call("pow", (x, y), x.dtype)
+def power(x: E.ExprLike, y: E.ExprLike) -> E.Call:
+    a, b = E._unify(x, y)
+    if not dt.is_float(a.dtype):
+        raise ComputeError(f"ts.power needs float arguments, got {a.dtype}")
+    return E.Call("pow", (a, b), a.dtype)
 
 
-def const(value, dtype=None):
+def const(value: object, dtype: str | None = None) -> E.Expr:
     """A constant of ``dtype`` (int32 for Python ints and float32 for floats by default)."""
     if dtype is not None:
         dt.check_dtype(dtype, "const")

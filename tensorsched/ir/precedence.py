@@ -27,7 +27,7 @@ ATOM = 13  # names, constants, calls, indexing
 FUNCTION_STYLE = ("min", "max")  # printed as min(a, b)
 
 
-def needs_parens(child_prec, parent_prec, right_side):
+def needs_parens(child_prec: int, parent_prec: int, right_side: bool) -> bool:
     """Whether a child of precedence ``child_prec`` under ``parent_prec`` needs parentheses.
 
     All binary operators associate to the left, so an equal-precedence child on the right

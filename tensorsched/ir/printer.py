@@ -40,19 +40,21 @@ KEYWORDS = frozenset(
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*\Z")
 
 
-def ident(name):
+def ident(name: str) -> str:
     """``name`` as the grammar reads it: quoted when it is a keyword or has odd characters."""
     return name if _PLAIN_NAME.match(name) and name not in KEYWORDS else json.dumps(name)
 
 
 class Printer:
-    def __init__(self):
-        self.names = {}  # Var -> printed name
-        self.in_scope = {}  # printed name -> count of binders using it
+    """IR -> the text form ``ts.parse_ir`` reads (TVM's style)."""
+
+    def __init__(self) -> None:
+        self.names: dict[E.Var, str] = {}  # Var -> printed name
+        self.in_scope: dict[str, int] = {}  # printed name -> count of binders using it
 
     # ---- names
 
-    def bind(self, var):
+    def bind(self, var: E.Var) -> str:
         name = var.name
         if name in self.in_scope and self.in_scope[name] > 0 and self.names.get(var) != name:
             k = 1
@@ -63,15 +65,15 @@ class Printer:
         self.in_scope[name] = self.in_scope.get(name, 0) + 1
         return name
 
-    def unbind(self, var):
+    def unbind(self, var: E.Var) -> None:
         self.in_scope[self.names[var]] -= 1
 
-    def var(self, v):
+    def var(self, v: E.Var) -> str:
         return ident(self.names.get(v, v.name))
 
     # ---- expressions: (text, precedence)
 
-    def expr(self, e):
+    def expr(self, e: E.Expr) -> str:
         return self._expr(e)[0]
 
     def _expr(self, e):
@@ -84,14 +86,14 @@ class Printer:
         text, p = self._expr(e)
         return f"({text})" if needs_parens(p, prec, right) else text
 
-    def e_IntImm(self, e):
+    def e_IntImm(self, e: E.IntImm) -> tuple[str, int]:
         if e.dtype == "bool":
             return ("True" if e.value else "False"), ATOM
         if e.dtype != "int32":
             return f"{e.dtype}({e.value})", ATOM
         return (str(e.value), ATOM) if e.value >= 0 else (f"({e.value})", ATOM)
 
-    def e_FloatImm(self, e):
+    def e_FloatImm(self, e: E.FloatImm) -> tuple[str, int]:
         text = repr(float(e.value))
         if text in ("inf", "-inf", "nan"):
             return f'{e.dtype}("{text}")', ATOM
@@ -100,10 +102,10 @@ class Printer:
             return (f"{text}f", ATOM) if not text.startswith("-") else (f"({text}f)", ATOM)
         return f"{e.dtype}({text})", ATOM
 
-    def e_Var(self, e):
+    def e_Var(self, e: E.Var) -> tuple[str, int]:
         return self.var(e), ATOM
 
-    def e_BinOp(self, e):
+    def e_BinOp(self, e: E.BinOp) -> tuple[str, int]:
         if e.op in FUNCTION_STYLE:
             return f"{e.op}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
         prec, spell = BINARY[e.op]
@@ -113,57 +115,57 @@ class Printer:
             else f"{self._operand(e.a, prec, False)}{spell}{self._operand(e.b, prec, True)}"
         ), prec
 
-    def e_Cmp(self, e):
+    def e_Cmp(self, e: E.Cmp) -> tuple[str, int]:
         prec, spell = BINARY[e.op]
         return f"{self._operand(e.a, prec, False)} {spell} {self._operand(e.b, prec, True)}", prec
 
-    def e_And(self, e):
+    def e_And(self, e: E.And) -> tuple[str, int]:
         prec = BINARY["&&"][0]
         return f"{self._operand(e.a, prec, False)} && {self._operand(e.b, prec, True)}", prec
 
-    def e_Or(self, e):
+    def e_Or(self, e: E.Or) -> tuple[str, int]:
         prec = BINARY["||"][0]
         return f"{self._operand(e.a, prec, False)} || {self._operand(e.b, prec, True)}", prec
 
-    def e_Not(self, e):
+    def e_Not(self, e: E.Not) -> tuple[str, int]:
         return f"!{self._operand(e.a, UNARY, True)}", UNARY
 
-    def e_Select(self, e):
+    def e_Select(self, e: E.Select) -> tuple[str, int]:
         return f"select({self.expr(e.cond)}, {self.expr(e.t)}, {self.expr(e.f)})", ATOM
 
-    def e_Cast(self, e):
+    def e_Cast(self, e: E.Cast) -> tuple[str, int]:
         v = e.value
         if isinstance(v, E.IntImm) and v.dtype == "int32":  # not to be read as int64(5)
             return f"{e.dtype}(int32({v.value}))", ATOM
         return f"{e.dtype}({self.expr(v)})", ATOM
 
-    def e_Call(self, e):
+    def e_Call(self, e: E.Call) -> tuple[str, int]:
         args = [self.expr(a) for a in e.args]
         if not e.args or e.args[0].dtype != e.dtype:  # the parser's default dtype
             args.append(f"dtype={e.dtype}")
         return f"{ident(e.name)}({', '.join(args)})", ATOM
 
-    def e_TensorLoad(self, e):
+    def e_TensorLoad(self, e: E.TensorLoad) -> tuple[str, int]:
         return f"{ident(e.tensor.name)}[{', '.join(self.expr(i) for i in e.indices)}]", ATOM
 
-    def e_Load(self, e):
+    def e_Load(self, e: E.Load) -> tuple[str, int]:
         return f"{ident(e.buffer.name)}[{self.expr(e.index)}]", ATOM
 
-    def e_Ramp(self, e):
+    def e_Ramp(self, e: E.Ramp) -> tuple[str, int]:
         return f"ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", ATOM
 
-    def e_Broadcast(self, e):
+    def e_Broadcast(self, e: E.Broadcast) -> tuple[str, int]:
         return f"broadcast({self.expr(e.value)}, {e.lanes})", ATOM
 
-    def e_Reduce(self, e):
+    def e_Reduce(self, e: E.Reduce) -> tuple[str, int]:
         axes = ", ".join(self.var(iv.var) for iv in e.axis)
         where = f", where={self.expr(e.condition)}" if e.condition is not None else ""
         return f"reduce_{e.combiner}({self.expr(e.source)}, axis=[{axes}]{where})", ATOM
 
     # ---- statements
 
-    def stmt(self, s, indent=0):
-        out = []
+    def stmt(self, s: S.Stmt, indent: int = 0) -> str:
+        out: list[str] = []
         self._stmt(s, indent, out)
         return "\n".join(out)
 
@@ -219,15 +221,15 @@ class Printer:
             out.append(f"{pad}<{type(s).__name__}>")
 
 
-def print_expr(e):
+def print_expr(e: E.Expr) -> str:
     return Printer().expr(e)
 
 
-def print_stmt(s):
+def print_stmt(s: S.Stmt) -> str:
     return Printer().stmt(s)
 
 
-def print_func(f):
+def print_func(f: S.LoweredFunc) -> str:
     args = ", ".join(
         f"{ident(b.name)}: {b.dtype}[{', '.join(map(str, b.shape))}]{' image' if b.image else ''}"
         for b in f.args
@@ -235,7 +237,7 @@ def print_func(f):
     return f"func {ident(f.name)}({args}) {{\n{Printer().stmt(f.body, 1)}\n}}"
 
 
-def _expr_str(self):
+def _expr_str(self: E.Expr) -> str:
     return print_expr(self)
 
 
@@ -244,6 +246,6 @@ def _func_str(self: S.LoweredFunc) -> str:
 
 
 # expr.py and stmt.py cannot import the printer (it imports them)
-E.Expr.__str__ = _expr_str  # type: ignore[method-assign]
+E.Expr.__str__ = _expr_str  # type: ignore[method-assign,assignment]
 S.LoweredFunc.__str__ = _func_str  # type: ignore[method-assign,assignment]
 S.LoweredFunc.script = print_func

@@ -18,11 +18,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from . import dtype as dt
 from . import expr as E
 from . import stmt as S
-from .visitor import Mutator
+from .visitor import Mutator, NodeT
+
+T = TypeVar("T")
+Bound = tuple[int | None, int | None]  # inclusive (lo, hi); None: unknown
+Ranges = Mapping[E.Var, Bound]
 
 # ---------------------------------------------------------------- canonical linear form
 
@@ -32,18 +38,18 @@ class Lin:
 
     __slots__ = ("terms", "const")
 
-    def __init__(self, terms=None, const=0):
+    def __init__(self, terms: dict[Any, int] | None = None, const: int = 0) -> None:
         self.terms, self.const = terms or {}, const
 
-    def is_const(self):
+    def is_const(self) -> bool:
         return not self.terms
 
-    def scaled(self, k):
+    def scaled(self, k: int) -> Lin:
         if k == 0:
             return Lin()
         return Lin({a: c * k for a, c in self.terms.items()}, self.const * k)
 
-    def plus(self, other, sign=1):
+    def plus(self, other: Lin, sign: int = 1) -> Lin:
         terms = dict(self.terms)
         for a, c in other.terms.items():
             n = terms.get(a, 0) + sign * c
@@ -54,6 +60,16 @@ class Lin:
         return Lin(terms, self.const + sign * other.const)
 
 
+_FLOAT_FOLD: dict[str, Callable[[float, float], float | None]] = {
+    "+": lambda x, y: x + y,
+    "-": lambda x, y: x - y,
+    "*": lambda x, y: x * y,
+    "/": lambda x, y: x / y if y else None,
+    "min": min,
+    "max": max,
+}
+
+
 class Simplifier(Mutator):
     """Simplifies expressions and statements; ``ranges`` maps Vars to inclusive (lo, hi).
 
@@ -61,14 +77,18 @@ class Simplifier(Mutator):
     starts a fresh memory for the body and restores the outer one after it): the written-out
     copies of an unrolled loop share most of their index arithmetic."""
 
-    def __init__(self, ranges=None):
-        self.ranges = dict(ranges or {})
-        self._memo = {}  # id(node) -> (node, Lin) under the current ranges
+    def __init__(self, ranges: Ranges | None = None) -> None:
+        self.ranges: dict[E.Var, Bound] = dict(ranges or {})
+        self._memo: dict[
+            int, tuple[E.Expr, Lin]
+        ] = {}  # id(node) -> (node, Lin) under the current ranges
 
     # ---- bounds
 
-    def bound(self, e):
+    def bound(self, e: E.Expr | Lin) -> Bound:
         """Inclusive integer bounds of ``e`` as (lo, hi); either may be None (unknown)."""
+        lo: int | None
+        hi: int | None
         if isinstance(e, Lin):
             lo = hi = e.const
             for atom, k in e.terms.items():
@@ -89,7 +109,7 @@ class Simplifier(Mutator):
                 return self.bound(self.lin(e))
             (alo, ahi), (blo, bhi) = self.bound(e.a), self.bound(e.b)
             if e.op == "*":
-                if None in (alo, ahi, blo, bhi):
+                if alo is None or ahi is None or blo is None or bhi is None:
                     return None, None
                 p = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
                 return min(p), max(p)
@@ -119,7 +139,7 @@ class Simplifier(Mutator):
 
     # ---- linear form
 
-    def lin(self, e):
+    def lin(self, e: E.Expr) -> Lin:
         """The canonical linear form of the integer expression ``e``."""
         hit = self._memo.get(id(e))
         if hit is not None and hit[0] is e:
@@ -255,7 +275,7 @@ class Simplifier(Mutator):
                 return lb
         return self._atom(E.BinOp(op, self.to_expr(la), self.to_expr(lb)))
 
-    def to_expr(self, lin, dtype="int32"):
+    def to_expr(self, lin: Lin, dtype: str = "int32") -> E.Expr:
         terms = dict(lin.terms)
         # (x // c)*k*c + (x % c)*k  ->  x*k
         changed = True
@@ -334,7 +354,7 @@ class Simplifier(Mutator):
 
     # ---- expressions
 
-    def visit(self, node):
+    def visit(self, node: Any) -> Any:
         if (
             isinstance(node, E.Expr)
             and dt.is_int(node.dtype)
@@ -346,23 +366,16 @@ class Simplifier(Mutator):
             return node if out == node else out  # an unchanged node keeps its identity
         return super().visit(node)
 
-    def visit_BinOp(self, e):
+    def visit_BinOp(self, e: E.BinOp) -> E.Expr:
         a, b = self.visit(e.a), self.visit(e.b)
         if isinstance(a, E.FloatImm) and isinstance(b, E.FloatImm):
-            fold = {
-                "+": lambda x, y: x + y,
-                "-": lambda x, y: x - y,
-                "*": lambda x, y: x * y,
-                "/": lambda x, y: x / y if y else None,
-                "min": min,
-                "max": max,
-            }.get(e.op)
+            fold = _FLOAT_FOLD.get(e.op)
             v = fold(a.value, b.value) if fold else None
             if v is not None:
                 return E.FloatImm(v, e.dtype)
         return e if a is e.a and b is e.b else E.BinOp(e.op, a, b)
 
-    def visit_Cmp(self, e):
+    def visit_Cmp(self, e: E.Cmp) -> E.Expr:
         a, b = self.visit(e.a), self.visit(e.b)
         if dt.is_int(a.dtype) and dt.lanes(a.dtype) == 1:
             lo, hi = self.bound(self.lin(a).plus(self.lin(b), -1))
@@ -394,10 +407,11 @@ class Simplifier(Mutator):
                 return self.to_expr(q, a.dtype)
         return None
 
-    def visit_And(self, e):
+    def visit_And(self, e: E.And) -> E.Expr:
         # flatten the chain of conjuncts, drop true and repeated ones (a guard of an uneven
         # split and the domain guard of an attached stage are often the same condition)
-        terms, stack = [], [e]
+        terms: list[E.Expr] = []
+        stack: list[E.Expr] = [e]
         while stack:
             x = stack.pop()
             if isinstance(x, E.And):
@@ -419,7 +433,7 @@ class Simplifier(Mutator):
             c = E.And(c, t)
         return e if c == e else c
 
-    def visit_Or(self, e):
+    def visit_Or(self, e: E.Or) -> E.Expr:
         a, b = self.visit(e.a), self.visit(e.b)
         if a == E.TRUE or b == E.TRUE:
             return E.TRUE
@@ -429,7 +443,7 @@ class Simplifier(Mutator):
             return a
         return e if a is e.a and b is e.b else E.Or(a, b)
 
-    def visit_Not(self, e):
+    def visit_Not(self, e: E.Not) -> E.Expr:
         a = self.visit(e.a)
         if a == E.TRUE:
             return E.FALSE
@@ -437,7 +451,7 @@ class Simplifier(Mutator):
             return E.TRUE
         return e if a is e.a else E.Not(a)
 
-    def visit_Select(self, e):
+    def visit_Select(self, e: E.Select) -> E.Expr:
         c = self.visit(e.cond)
         if c == E.TRUE:
             return self.visit(e.t)
@@ -446,7 +460,7 @@ class Simplifier(Mutator):
         t, f = self.visit(e.t), self.visit(e.f)
         return e if c is e.cond and t is e.t and f is e.f else E.Select(c, t, f)
 
-    def visit_Cast(self, e):
+    def visit_Cast(self, e: E.Cast) -> E.Expr:
         v = self.visit(e.value)
         if v.dtype == e.dtype:
             return v
@@ -456,7 +470,7 @@ class Simplifier(Mutator):
 
     # ---- statements
 
-    def with_range(self, var, lo, hi, fn):
+    def with_range(self, var: E.Var, lo: int | None, hi: int | None, fn: Callable[[], T]) -> T:
         """``fn()`` with ``var`` known to lie in ``[lo, hi]``."""
         old, memo = self.ranges.get(var), self._memo
         self.ranges[var] = (lo, hi)
@@ -470,7 +484,7 @@ class Simplifier(Mutator):
             else:
                 self.ranges[var] = old
 
-    def visit_For(self, f):
+    def visit_For(self, f: S.For) -> S.Stmt:
         mn, ext = self.visit(f.min), self.visit(f.extent)
         if isinstance(ext, E.IntImm) and ext.value <= 0:
             return S.Seq(())
@@ -483,11 +497,11 @@ class Simplifier(Mutator):
             return f
         return dataclasses.replace(f, min=mn, extent=ext, body=body)
 
-    def visit_ThreadExtent(self, t):
+    def visit_ThreadExtent(self, t: S.ThreadExtent) -> S.Stmt:
         body = self.with_range(t.var, 0, t.extent - 1, lambda: self.visit(t.body))
         return t if body is t.body else dataclasses.replace(t, body=body)
 
-    def visit_IfThenElse(self, s):
+    def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
         c = self.visit(s.cond)
         if c == E.TRUE:
             return self.visit(s.then)
@@ -532,12 +546,12 @@ def _decide(op, lo, hi):
     return None
 
 
-def simplify(node, ranges=None):
+def simplify(node: NodeT, ranges: Ranges | None = None) -> NodeT:
     """Simplify an expression or statement; ``ranges`` maps Vars to inclusive (lo, hi)."""
     return Simplifier(ranges).visit(node)
 
 
-def const_bound(e, ranges):
+def const_bound(e: E.Expr, ranges: Ranges) -> Bound:
     """Inclusive integer bounds (lo, hi) of ``e`` under ``ranges``; None where unknown."""
     s = Simplifier(ranges)
     return s.bound(s.lin(e))

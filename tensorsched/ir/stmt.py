@@ -24,13 +24,13 @@ class Buffer:
     image: bool = False  # read through an image2d_t (codegen picks read_imagef)
 
     @property
-    def size(self):
+    def size(self) -> int:
         n = 1
         for d in self.shape:
             n *= d
         return n
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Buffer({self.name})"
 
 
@@ -119,9 +119,9 @@ class Barrier(Stmt):
     scope: str = "shared"
 
 
-def seq(*stmts):
+def seq(*stmts: Stmt | None) -> Stmt:
     """A sequence with nested sequences flattened and ``None`` dropped; one item stays itself."""
-    flat = []
+    flat: list[Stmt] = []
     for s in stmts:
         if s is None:
             continue

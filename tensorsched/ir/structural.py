@@ -46,6 +46,6 @@ class _Equal:
         return a == b
 
 
-def structural_equal(a, b):
+def structural_equal(a: object, b: object) -> bool:
     """Whether two IR trees are equal up to the names of the variables they bind."""
     return _Equal().eq(a, b)

@@ -4,7 +4,9 @@ produce them (``placeholder`` and ``compute``)."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ComputeError, ScheduleError
 from . import dtype as dt
@@ -37,22 +39,22 @@ class IterVar(E.ExprOps):
     kind: str = "data"
     tag: str = ""
 
-    def as_expr(self):
+    def as_expr(self) -> E.Expr:
         return self.var
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.var.name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         ext = f", {self.dom.extent}" if self.dom else ""
         return f"IterVar({self.var.name}{ext}, {self.kind})"
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return id(self)
 
 
-def reduce_axis(dom, name="k"):
+def reduce_axis(dom: tuple[int, int] | list[int] | int, name: str = "k") -> IterVar:
     """A reduction axis over ``dom`` = ``(min, max)`` (half-open, TVM style) or an extent."""
     if isinstance(dom, int):
         dom = (0, dom)
@@ -66,7 +68,7 @@ def reduce_axis(dom, name="k"):
     return IterVar(E.Var(name), Range(lo, hi - lo), "reduce")
 
 
-def thread_axis(tag, name=None):
+def thread_axis(tag: str, name: str | None = None) -> IterVar:
     """The work-item index named by ``tag`` (``blockIdx.x`` ... ``threadIdx.z``), or a virtual
     thread (``"vthread"``): a loop whose iterations the compiler interleaves inside one work-item,
     sharing the work-group's ``"shared"`` tiles, so that each work-item's outputs can be spread
@@ -79,72 +81,86 @@ def thread_axis(tag, name=None):
 
 
 class Operation:
+    """What produces a tensor: a placeholder (an input) or a compute."""
+
     name: str
+    shape: tuple[int, ...]
+    dtype: str
+    _out: Tensor
 
     @property
-    def input_tensors(self):
+    def input_tensors(self) -> list[Tensor]:
         return []
 
-    def output(self, i=0):
+    def output(self, i: int = 0) -> Tensor:
         if i != 0:
             raise ComputeError(f"operation '{self.name}' has one output, asked for output {i}")
         return self._out
 
 
 class PlaceholderOp(Operation):
-    def __init__(self, name, shape, dtype):
+    def __init__(self, name: str, shape: tuple[int, ...], dtype: str) -> None:
         self.name, self.shape, self.dtype = name, shape, dtype
         self._out = Tensor(self, shape, dtype, name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"placeholder({self.name})"
 
 
 class ComputeOp(Operation):
-    def __init__(self, name, axis, body, tag="", attrs=None):
+    def __init__(
+        self,
+        name: str,
+        axis: Sequence[IterVar],
+        body: E.Expr,
+        tag: str = "",
+        attrs: dict[str, Any] | None = None,
+    ) -> None:
         self.name, self.axis, self.body, self.tag = name, tuple(axis), body, tag
         self.attrs = dict(attrs or {})
-        self.reduce_axis = tuple(body.axis) if isinstance(body, E.Reduce) else ()
-        self.shape = tuple(iv.dom.extent for iv in self.axis)
+        self.reduce_axis: tuple[IterVar, ...] = (
+            tuple(body.axis) if isinstance(body, E.Reduce) else ()
+        )
+        self.shape = tuple(iv.dom.extent for iv in self.axis if iv.dom is not None)
         self.dtype = body.dtype
         self._out = Tensor(self, self.shape, self.dtype, name)
 
     @property
-    def input_tensors(self):
+    def input_tensors(self) -> list[Tensor]:
         return tensors_read(self.body)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"compute({self.name})"
 
 
 class Tensor:
     """The output of an operation; index it with ``T[i, j]`` or ``T[i][j]``."""
 
-    def __init__(self, op, shape, dtype, name):
+    def __init__(self, op: Operation, shape: Sequence[int], dtype: str, name: str) -> None:
         self.op, self.shape, self.dtype, self.name = op, tuple(shape), dtype, name
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.shape)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: Any) -> E.TensorLoad | _Slice:
         idx = idx if isinstance(idx, tuple) else (idx,)
         return _Slice(self, ())[idx]
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         # without this, iteration would call __getitem__(0), (1), ... for ever
         raise ComputeError(
             f"tensor '{self.name}' cannot be iterated; index it ({self.name}[i]) "
             "or, where a list of tensors is expected, write one ([A, B, C])"
         )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Tensor({self.name}, {self.shape}, {self.dtype})"
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return id(self)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return self is other
 
 
@@ -188,23 +204,31 @@ class _Slice(E.ExprOps):
         self.as_expr()
 
 
-def _check_shape(shape, what):
-    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    for d in shape:
+def _check_shape(shape: Sequence[int] | int, what: str) -> tuple[int, ...]:
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    for d in dims:
         if isinstance(d, bool) or not isinstance(d, int) or d <= 0:
-            raise ComputeError(f"{what}: shape must be positive ints, got {shape!r}")
-    return shape
+            raise ComputeError(f"{what}: shape must be positive ints, got {dims!r}")
+    return dims
 
 
-def placeholder(shape, dtype="float32", name="placeholder"):
+def placeholder(
+    shape: Sequence[int] | int, dtype: str = "float32", name: str = "placeholder"
+) -> Tensor:
     """An input tensor."""
-    shape = _check_shape(shape, f"placeholder '{name}'")
-    return PlaceholderOp(name, shape, dt.check_dtype(dtype, f"placeholder '{name}'")).output(0)
+    dims = _check_shape(shape, f"placeholder '{name}'")
+    return PlaceholderOp(name, dims, dt.check_dtype(dtype, f"placeholder '{name}'")).output(0)
 
 
-def compute(shape, fcompute, name="compute", tag="", attrs=None):
+def compute(
+    shape: Sequence[int] | int,
+    fcompute: Callable[..., Any],
+    name: str = "compute",
+    tag: str = "",
+    attrs: dict[str, Any] | None = None,
+) -> Tensor:
     """The tensor whose element at index ``(i, j, ...)`` is ``fcompute(i, j, ...)``."""
-    shape = _check_shape(shape, f"compute '{name}'")
+    dims = _check_shape(shape, f"compute '{name}'")
     if not callable(fcompute):
         raise ComputeError(
             f"compute '{name}': the second argument must be a function of the "
@@ -217,13 +241,13 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
     except (TypeError, ValueError):
         names, varargs = [], True
     if varargs:
-        names = names + [f"i{k}" for k in range(len(names), len(shape))]
-    if len(names) != len(shape):
+        names = names + [f"i{k}" for k in range(len(names), len(dims))]
+    if len(names) != len(dims):
         raise ComputeError(
             f"compute '{name}': the function takes {len(names)} indices but the "
-            f"shape {shape} has {len(shape)} dimensions"
+            f"shape {dims} has {len(dims)} dimensions"
         )
-    axis = [IterVar(E.Var(n), Range(0, d), "data") for n, d in zip(names, shape)]
+    axis = [IterVar(E.Var(n), Range(0, d), "data") for n, d in zip(names, dims)]
     body = fcompute(*[iv.var for iv in axis])
     if isinstance(body, (list, tuple)):
         raise ComputeError(f"compute '{name}': one output per compute; return one expression")
@@ -261,7 +285,7 @@ def _check_body(name, body, axis):
     _Check().visit(body)
 
 
-def tensors_read(node):
+def tensors_read(node: E.Expr) -> list[Tensor]:
     """The tensors an expression reads, in first-use order."""
     found = {}
 

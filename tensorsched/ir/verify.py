@@ -4,8 +4,11 @@ allocated around its use, and stores agree with their buffers in type and vector
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..errors import InternalError
 from . import dtype as dt
+from . import stmt as S
 from .printer import print_stmt
 from .visitor import Visitor
 
@@ -65,7 +68,7 @@ class _Verify(Visitor):
         self.generic_visit(st)
 
 
-def verify(stmt, args=(), after=""):
+def verify(stmt: S.Stmt, args: Iterable[S.Buffer] = (), after: str = "") -> None:
     """Raise ``VerifyError`` listing every problem, with the IR, if ``stmt`` is ill-formed."""
     v = _Verify(args)
     v.visit(stmt)

@@ -7,11 +7,13 @@ when no child changed, so unchanged subtrees are shared and cheap to compare.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
 
 from . import expr as E
 from . import stmt as S
+
+NodeT = TypeVar("NodeT", E.Expr, S.Stmt)
 
 # The child fields of each node class, in order: only these are visited.
 _CHILDREN = {
@@ -147,16 +149,16 @@ class StmtMutator(Mutator):
 class Substitute(Mutator):
     """Replaces variables by expressions (``{Var: Expr}``)."""
 
-    def __init__(self, vmap):
+    def __init__(self, vmap: Mapping[E.Var, E.Expr]) -> None:
         self.vmap = vmap
 
-    def visit_Var(self, v):
+    def visit_Var(self, v: E.Var) -> E.Expr:
         return self.vmap.get(v, v)
 
-    def visit_For(self, node):
+    def visit_For(self, node: S.For) -> S.Stmt:
         if node.var in self.vmap:
             # a bound variable is renamed only when the map says so with a Var
-            new = self.vmap[node.var]
+            new = cast(E.Var, self.vmap[node.var])
             body = self.visit(node.body)
             return dataclasses.replace(
                 node, var=new, min=self.visit(node.min), extent=self.visit(node.extent), body=body
@@ -169,39 +171,42 @@ class RebaseBuffers(Mutator):
     store, and the allocation itself) into ``new[offset + i]``. Used where a pass gives a
     buffer several copies (one per virtual thread, two for double buffering)."""
 
-    def __init__(self, moves):
+    def __init__(self, moves: Mapping[S.Buffer, tuple[S.Buffer, E.Expr]]) -> None:
         self.moves = moves
 
-    def _index(self, buf, index):
+    def _index(self, buf: S.Buffer, index: E.Expr) -> tuple[S.Buffer, E.Expr]:
         new, offset = self.moves[buf]
         return new, E.BinOp("+", offset, index)
 
-    def visit_Load(self, ld):
+    def visit_Load(self, ld: E.Load) -> E.Expr:
         index = self.visit(ld.index)
         if ld.buffer in self.moves:
-            return E.Load(*self._index(ld.buffer, index))
+            new, moved = self._index(ld.buffer, index)
+            return E.Load(new, moved)
         return ld if index is ld.index else E.Load(ld.buffer, index)
 
-    def visit_Store(self, st):
+    def visit_Store(self, st: S.Store) -> S.Stmt:
         index, value = self.visit(st.index), self.visit(st.value)
         if st.buffer in self.moves:
-            return S.Store(*self._index(st.buffer, index), value)
+            new, moved = self._index(st.buffer, index)
+            return S.Store(new, moved, value)
         return st if index is st.index and value is st.value else S.Store(st.buffer, index, value)
 
-    def visit_Allocate(self, a):
+    def visit_Allocate(self, a: S.Allocate) -> S.Stmt:
         body = self.visit(a.body)
         if a.buffer in self.moves:
             return S.Allocate(self.moves[a.buffer][0], body)
         return a if body is a.body else S.Allocate(a.buffer, body)
 
 
-def substitute(node, vmap):
+def substitute(node: NodeT, vmap: Mapping[E.Var, E.Expr]) -> NodeT:
+    """``node`` with the variables of ``vmap`` replaced."""
     return Substitute(vmap).visit(node) if vmap else node
 
 
-def free_vars(node):
+def free_vars(node: E.Expr | S.Stmt) -> list[E.Var]:
     """The Vars a tree mentions (loop variables included)."""
-    found = {}
+    found: dict[E.Var, None] = {}
 
     class _V(Visitor):
         def visit_Var(self, v):

@@ -70,7 +70,7 @@ class Bounds:
         if st is not None:
             return self.buffer[st], self.region[st]
         op = tensor.op
-        if op not in self.placeholder_buffer:
+        if not isinstance(op, PlaceholderOp) or op not in self.placeholder_buffer:
             raise LoweringError(f"tensor '{tensor.name}' is not produced by this schedule")
         return self.placeholder_buffer[op], tuple((E.IntImm(0), d) for d in op.shape)
 

@@ -64,7 +64,7 @@ def pass_up(
     values: dict[IterVar, E.Expr] = {
         iv: (leaf_value(iv) if leaf_value else iv.var) for iv in stage.leaf_iter_vars
     }
-    guards = []
+    guards: list[tuple[IterVar, E.Expr]] = []
     for rel in reversed(stage.relations):
         if isinstance(rel, Split):
             values[rel.parent] = values[rel.outer] * ext[rel.inner] + values[rel.inner]
