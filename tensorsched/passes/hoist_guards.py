@@ -5,6 +5,8 @@ statements run, the test of ``a`` runs once, and an innermost loop whose guard w
 outer indices becomes guard-free, so it can be vectorized.
 """
 
+from __future__ import annotations
+
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.visitor import StmtMutator, free_vars
@@ -36,7 +38,7 @@ class _Hoist(StmtMutator):
         return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
 
 
-def hoist_guards(stmt):
+def hoist_guards(stmt: S.Stmt) -> S.Stmt:
     """Guarantees: no guard conjunct inside a loop is independent of that loop's variable,
     when the guard is the loop's whole body."""
     return _Hoist().visit(stmt)

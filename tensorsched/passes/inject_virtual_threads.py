@@ -127,7 +127,7 @@ class _Inject(StmtMutator):
         return _Push(f.var, n).push(body)
 
 
-def inject_virtual_threads(stmt):
+def inject_virtual_threads(stmt: S.Stmt) -> S.Stmt:
     """Guarantees: no ``vthread`` loop remains; private buffers allocated inside one and
     written differently per virtual thread are ``extent`` times larger."""
     return _Inject().visit(stmt)

@@ -10,6 +10,8 @@ barrier after them, with one more between two of them when the later fill reads 
 the earlier one writes.
 """
 
+from __future__ import annotations
+
 from ..ir import stmt as S
 from ..ir.visitor import StmtMutator, Visitor
 
@@ -105,7 +107,7 @@ class _Insert(StmtMutator):
         return S.seq(*out)
 
 
-def insert_barriers(stmt):
+def insert_barriers(stmt: S.Stmt) -> S.Stmt:
     """Requires: shared buffers written only inside the Produce of their stage.
     Guarantees: a barrier after each run of tile fills, and one at the end of the body of the
     innermost loop around it."""

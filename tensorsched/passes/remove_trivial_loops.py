@@ -1,5 +1,7 @@
 """Loops of one iteration disappear: their variable becomes the loop's start."""
 
+from __future__ import annotations
+
 from ..ir import stmt as S
 from ..ir.visitor import StmtMutator, substitute
 
@@ -23,6 +25,6 @@ class _Remove(StmtMutator):
         return S.IfThenElse(s.cond, then, orelse)
 
 
-def remove_trivial_loops(stmt):
+def remove_trivial_loops(stmt: S.Stmt) -> S.Stmt:
     """Guarantees: no For of extent 1 and no loop or branch with an empty body remain."""
     return _Remove().visit(stmt)

@@ -125,7 +125,7 @@ class _Vectorize(StmtMutator):
         return S.For(f.var, f.min, f.extent, kind, body, f.pragmas)
 
 
-def vectorize_loops(stmt):
+def vectorize_loops(stmt: S.Stmt) -> S.Stmt:
     """Requires: simplified indices. Guarantees: no ``vectorized`` loop remains; vector
     widths are OpenCL's; a vector store is contiguous, or strided with a contiguous 32-bit load
     in its value (stored lane by lane)."""
