@@ -15,20 +15,34 @@ its 5 runs; the per-run times are kept, so ``Timing.device_median`` is there too
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Sequence
+from typing import Any
+
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import RuntimeCallError
-from ..ops.conv2d import conv_output_size
-from ..runtime.device import resolve_device
+from ..ops.conv2d import ConvShape, conv_output_size
+from ..runtime.device import Device, resolve_device
 from ..runtime.module import (
     DEFAULT_OPTIONS,
+    Timing,
     build_program,
     copy_to_host,
     event_times,
     timing_of_runs,
 )
 from ..schedules.relations import ceil_div
-from .configs import AclConfigError, as_config, check_fits, lhs_layout, rhs_layout, strategy_name
+from .configs import (
+    AclConfigError,
+    GEMMConfig,
+    as_config,
+    check_fits,
+    lhs_layout,
+    rhs_layout,
+    strategy_name,
+)
 from .kernels import conv_source, gemm_source
 
 # pyopencl is imported inside the functions that use it, so that ``import tensorsched`` works
@@ -41,7 +55,9 @@ GEMM_KERNEL = {
 }
 
 
-def _check_array(x, shape, name, output=False):
+def _check_array(
+    x: Any, shape: tuple[int, ...], name: str, output: bool = False
+) -> NDArray[np.float32]:
     """``x`` as a C-contiguous float32 array of ``shape`` (a 2-D array stands for batch 1)."""
     if not isinstance(x, np.ndarray):
         raise RuntimeCallError(f"{name} must be a numpy array, got {type(x).__name__}")
@@ -61,18 +77,44 @@ def _check_array(x, shape, name, output=False):
     return np.ascontiguousarray(x)
 
 
-class _AclKernels:
+class _AclKernels(ABC):
     """What ``AclGemm`` and ``AclConv2d`` share: a call uploads the two inputs, launches the
     kernels and downloads the output; ``time`` measures the launches as ACL's benchmark does."""
 
-    def __call__(self, a, b, out):
+    device: Device
+    out_name: str  # the output's name in error messages
+
+    @property
+    @abstractmethod
+    def out_shape(self) -> tuple[int, ...]: ...
+
+    @abstractmethod
+    def upload(self, a: NDArray[np.float32], b: NDArray[np.float32]) -> None: ...
+
+    @abstractmethod
+    def launch(self, skip: Collection[str] = ()) -> list[tuple[str, Any]]: ...
+
+    @abstractmethod
+    def download(self, out: NDArray[np.float32]) -> None: ...
+
+    def __call__(
+        self, a: NDArray[np.float32], b: NDArray[np.float32], out: NDArray[np.float32]
+    ) -> None:
         """``out[...]`` = the result for inputs ``a`` and ``b``, on the device."""
         _check_array(out, self.out_shape, self.out_name, output=True)
         self.upload(a, b)
         self.launch()
         self.download(out)
 
-    def time(self, a, b, out, repeat=5, warmup=1, include_rhs_reshape=True):
+    def time(
+        self,
+        a: NDArray[np.float32],
+        b: NDArray[np.float32],
+        out: NDArray[np.float32],
+        repeat: int = 5,
+        warmup: int = 1,
+        include_rhs_reshape: bool = True,
+    ) -> Timing:
         """Device time of one call, as a ``Timing`` of ``repeat`` runs after ``warmup``
         unmeasured ones; its figure is the **mean** (``.mean``: all kernels of a call, reshapes
         included; ``.kernel_mean(gemm_kernel)``: the GEMM kernel alone).
@@ -107,7 +149,17 @@ class AclGemm(_AclKernels):
     The work-group shape is left to the driver (ACL's GEMM tuner does not tune it either).
     """
 
-    def __init__(self, strategy, config, M, N, K, batch=1, device=None, broadcast_b=False):
+    def __init__(
+        self,
+        strategy: str,
+        config: GEMMConfig | str,
+        M: int,
+        N: int,
+        K: int,
+        batch: int = 1,
+        device: Device | str | None = None,
+        broadcast_b: bool = False,
+    ) -> None:
         self.strategy = strategy_name(strategy)
         self.config = as_config(self.strategy, config)
         self.M, self.N, self.K, self.batch = M, N, K, batch
@@ -119,10 +171,10 @@ class AclGemm(_AclKernels):
         import pyopencl as cl  # a cached program's kernels are fetched anew
 
         self.kernels = {name: cl.Kernel(self.program, name) for name in self.kernel_names}
-        self.buffers = None
+        self.buffers: dict[str, Any] = {}  # by _allocate, on the first upload
 
     @property
-    def kernel_names(self):
+    def kernel_names(self) -> tuple[str, ...]:
         """The kernels of one call, in launch order."""
         return {
             "native": ("gemm_native",),
@@ -138,25 +190,25 @@ class AclGemm(_AclKernels):
     out_name = "C"
 
     @property
-    def out_shape(self):
+    def out_shape(self) -> tuple[int, ...]:
         return (self.batch, self.M, self.N)
 
     @property
-    def flop(self):
+    def flop(self) -> int:
         return 2 * self.M * self.N * self.K * self.batch
 
-    def get_source(self):
+    def get_source(self) -> str:
         return self.source
 
     # ---- device memory
 
-    def _allocate(self):
+    def _allocate(self) -> dict[str, Any]:
         import pyopencl as cl
 
         ctx, mf, cfg = self.device.context, cl.mem_flags, self.config
         M, N, K, nb = self.M, self.N, self.K, self.batch
         b_items = 1 if self.broadcast_b else nb
-        bufs = {
+        bufs: dict[str, Any] = {
             "A": cl.Buffer(ctx, mf.READ_WRITE, 4 * M * K * nb),
             "B": cl.Buffer(ctx, mf.READ_WRITE, 4 * K * N * b_items),
             "C": cl.Buffer(ctx, mf.READ_WRITE, 4 * M * N * nb),
@@ -176,7 +228,7 @@ class AclGemm(_AclKernels):
         self.buffers = bufs
         return bufs
 
-    def _plan(self):
+    def _plan(self) -> list[tuple[str, tuple[int, int, int], tuple[Any, ...]]]:
         """``[(kernel name, global size, arguments)]`` of one call."""
         i32 = np.int32
         cfg, bufs = self.config, self.buffers or self._allocate()
@@ -259,7 +311,7 @@ class AclGemm(_AclKernels):
             ]
         )
 
-    def launch(self, skip=()):
+    def launch(self, skip: Collection[str] = ()) -> list[tuple[str, Any]]:
         """Enqueue one call on the device buffers; ``[(kernel name, event)]``."""
         q, events = self.device.queue, []
         for name, grid, args in self._plan():
@@ -268,7 +320,8 @@ class AclGemm(_AclKernels):
             events.append((name, self.kernels[name](q, grid, None, *args)))
         return events
 
-    def upload(self, a, b):
+    def upload(self, a: NDArray[np.float32], b: NDArray[np.float32]) -> None:
+        """Copy A and B to the device."""
         import pyopencl as cl
 
         nb, b_items = self.batch, 1 if self.broadcast_b else self.batch
@@ -278,18 +331,18 @@ class AclGemm(_AclKernels):
         cl.enqueue_copy(self.device.queue, bufs["A"], a)
         cl.enqueue_copy(self.device.queue, bufs["B"], b)
 
-    def download(self, c):
+    def download(self, c: NDArray[np.float32]) -> None:
         """Copy the result into ``c`` (``(batch, M, N)``, or ``(M, N)`` for batch 1)."""
         c = _check_array(c, self.out_shape, "C", output=True)
         copy_to_host(self.device.queue, c, self.buffers["C"])
         self.device.queue.finish()
 
 
-def _pair(v, name):
+def _pair(v: int | Sequence[int], name: str) -> tuple[int, int]:
     pair = (v, v) if isinstance(v, (int, np.integer)) else tuple(v)
     if len(pair) != 2 or any(int(x) != x for x in pair):
         raise AclConfigError(f"conv2d {name} must be an integer or a pair, got {v!r}")
-    return tuple(int(x) for x in pair)
+    return int(pair[0]), int(pair[1])
 
 
 class AclConv2d(_AclKernels):
@@ -304,7 +357,13 @@ class AclConv2d(_AclKernels):
     those nine values as a tuple.
     """
 
-    def __init__(self, strategy, config, shape, device=None):
+    def __init__(
+        self,
+        strategy: str,
+        config: GEMMConfig | str,
+        shape: ConvShape | Sequence[Any] | Any,
+        device: Device | str | None = None,
+    ) -> None:
         if isinstance(shape, (tuple, list)):
             names = ("N", "CI", "IH", "IW", "CO", "KH", "KW", "stride", "pad")
             shape = dict(zip(names, shape))
@@ -339,22 +398,23 @@ class AclConv2d(_AclKernels):
         import pyopencl as cl
 
         self.kernels = {k: cl.Kernel(program, k) for k in ("im2col", "col2im")}
-        self._out = None
+        self._data: Any = None
+        self._out: Any = None
 
     out_name = "out"
 
     @property
-    def out_shape(self):
+    def out_shape(self) -> tuple[int, ...]:
         return (self.N, self.CO, self.OH, self.OW)
 
     @property
-    def flop(self):
+    def flop(self) -> int:
         return self.gemm.flop
 
-    def get_source(self):
+    def get_source(self) -> str:
         return self.source + "\n" + self.gemm.source
 
-    def upload(self, data, weight):
+    def upload(self, data: NDArray[np.float32], weight: NDArray[np.float32]) -> None:
         """Copy the image and the weights (as the K x CO matrix) to the device."""
         import pyopencl as cl
 
@@ -370,7 +430,8 @@ class AclConv2d(_AclKernels):
         w_mat = np.ascontiguousarray(weight.reshape(self.CO, -1).T)  # K x CO
         cl.enqueue_copy(self.device.queue, bufs["B"], w_mat)
 
-    def launch(self, skip=()):
+    def launch(self, skip: Collection[str] = ()) -> list[tuple[str, Any]]:
+        """Enqueue one call (im2col, the GEMM's kernels, col2im); ``[(kernel name, event)]``."""
         i32, q, g = np.int32, self.device.queue, self.gemm
         M = self.OH * self.OW
         events = [
@@ -401,14 +462,24 @@ class AclConv2d(_AclKernels):
         )
         return events
 
-    def download(self, out):
+    def download(self, out: NDArray[np.float32]) -> None:
         """Copy the result into ``out`` (N, CO, OH, OW)."""
         out = _check_array(out, self.out_shape, "out", output=True)
         copy_to_host(self.device.queue, out, self._out)
         self.device.queue.finish()
 
 
-def conv2d_gemm_shape(N, CI, IH, IW, CO, KH, KW, stride=1, pad=0):
+def conv2d_gemm_shape(
+    N: int,
+    CI: int,
+    IH: int,
+    IW: int,
+    CO: int,
+    KH: int,
+    KW: int,
+    stride: int | Sequence[int] = 1,
+    pad: int | Sequence[int] = 0,
+) -> tuple[int, int, int, int]:
     """The GEMMParam ``(M, N, K, B)`` of a convolution's GEMM method: M = OH*OW, N = CO,
     K = CI*KH*KW, B = the batch."""
     sh, sw = _pair(stride, "stride")

@@ -39,12 +39,15 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TextIO
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import BuildError, TensorschedError
-from ..runtime.device import resolve_device
+from ..runtime.device import Device, resolve_device
 from ..runtime.numerics import TOL, random_array, relative_error
 from .acl_gemm import AclGemm
 from .configs import (
@@ -63,6 +66,11 @@ from .configs import (
 # pyopencl is imported inside the functions that use it, so that ``import tensorsched`` works
 # without an OpenCL driver (and skips pyopencl's ~0.17 s import) until a kernel runs.
 
+GemmParam = tuple[int, int, int, int]  # (M, N, K, batch)
+Record = dict[str, Any]  # one measurement, as a line of acl_benchmark.jsonl
+# a search list: a CSV path, or configs (GEMMConfig, CSV text or rows of values)
+ConfigList = str | os.PathLike[str] | Sequence[GEMMConfig | str | Sequence[int]]
+
 DEFAULT_TOLERANCE_MS = 0.01
 BENCHMARK_FILE = "acl_benchmark.jsonl"
 BEST_JSON, BEST_CSV, ARCHETYPES_CSV = "acl_best.json", "acl_best.csv", "acl_archetypes.csv"
@@ -71,20 +79,24 @@ BEST_JSON, BEST_CSV, ARCHETYPES_CSV = "acl_best.json", "acl_best.csv", "acl_arch
 # ---- inputs
 
 
-def gemm_params(params):
+def gemm_params(
+    params: str | os.PathLike[str] | Iterable[Sequence[int]],
+) -> list[GemmParam]:
     """``[(M, N, K, B)]`` from a CSV path or a list of ``(M, N, K)`` / ``(M, N, K, B)``."""
     if isinstance(params, (str, os.PathLike)):
         return load_gemm_params(params)
-    out = []
+    out: list[GemmParam] = []
     for p in params:
-        p = tuple(int(v) for v in p)
-        if len(p) not in (3, 4):
-            raise AclConfigError(f"a GEMMParam is (M, N, K) or (M, N, K, B), got {p}")
-        out.append(p if len(p) == 4 else p + (1,))
+        v = tuple(int(x) for x in p)
+        if len(v) not in (3, 4):
+            raise AclConfigError(f"a GEMMParam is (M, N, K) or (M, N, K, B), got {v}")
+        out.append((v[0], v[1], v[2], v[3] if len(v) == 4 else 1))
     return out
 
 
-def resolve_config_lists(lists=None, strategies=None):
+def resolve_config_lists(
+    lists: Mapping[str, ConfigList] | None = None, strategies: Sequence[str] | None = None
+) -> dict[str, list[GEMMConfig]]:
     """``{strategy: [GEMMConfig]}``; ``lists`` maps a strategy to a CSV path or a list of
     configs (``GEMMConfig``, CSV text or value rows); missing strategies get the default list."""
     lists = {strategy_name(k): v for k, v in (lists or {}).items()}
@@ -93,7 +105,7 @@ def resolve_config_lists(lists=None, strategies=None):
         if strategies
         else ([s for s in STRATEGIES if s in lists] if lists else list(STRATEGIES))
     )
-    out = {}
+    out: dict[str, list[GEMMConfig]] = {}
     for s in names:
         src = lists.get(s, default_config_path(s))
         out[s] = (
@@ -104,7 +116,9 @@ def resolve_config_lists(lists=None, strategies=None):
     return out
 
 
-def random_inputs(M, N, K, B, seed=0):
+def random_inputs(
+    M: int, N: int, K: int, B: int, seed: int | Sequence[int] = 0
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
     """Random float32 A, B with magnitudes in [0.25, 1] and random signs (never zero)."""
     rng = np.random.default_rng(seed)
     return random_array((B, M, K), np.float32, rng), random_array((B, K, N), np.float32, rng)
@@ -113,7 +127,17 @@ def random_inputs(M, N, K, B, seed=0):
 # ---- 1. benchmark
 
 
-def measure(strategy, cfg, shape, a, b, ref, device, repeat=5, warmup=1):
+def measure(
+    strategy: str,
+    cfg: GEMMConfig,
+    shape: GemmParam,
+    a: NDArray[np.float32],
+    b: NDArray[np.float32],
+    ref: NDArray[np.float64],
+    device: Device,
+    repeat: int = 5,
+    warmup: int = 1,
+) -> Record:
     """One record: build, check against ``ref``, time. Invalid, unbuildable and wrong configs
     are records too, with a ``status`` and a ``reason``."""
     import pyopencl as cl
@@ -146,11 +170,11 @@ def measure(strategy, cfg, shape, a, b, ref, device, repeat=5, warmup=1):
     }
 
 
-def _key(rec):
+def _key(rec: Record) -> tuple[Any, ...]:
     return (rec["M"], rec["N"], rec["K"], rec["B"], rec["strategy"], rec["config"])
 
 
-def read_records(path):
+def read_records(path: str | os.PathLike[str]) -> list[Record]:
     """The records of a benchmark JSON-lines file (or of a JSON list)."""
     with open(path) as f:
         text = f.read()
@@ -160,13 +184,20 @@ def read_records(path):
 
 
 def run_benchmarks(
-    params, lists, device=None, repeat=5, warmup=1, log_path=None, resume=True, progress=None
-):
+    params: Sequence[GemmParam],
+    lists: Mapping[str, Sequence[GEMMConfig]],
+    device: Device | str | None = None,
+    repeat: int = 5,
+    warmup: int = 1,
+    log_path: str | None = None,
+    resume: bool = True,
+    progress: Callable[[Record], None] | None = None,
+) -> list[Record]:
     """Measure every config of every strategy on every shape; returns the records in the
     order shape, strategy, config. ``log_path``: a JSON-lines file to append each record to
     (records already there for this device are reused when ``resume``)."""
     dev = resolve_device(device)
-    done = {}
+    done: dict[tuple[Any, ...], Record] = {}
     if log_path and resume and os.path.exists(log_path):
         done = {_key(r): r for r in read_records(log_path) if r.get("device") == dev.name}
     log = open(log_path, "a") if log_path else None
@@ -200,7 +231,8 @@ def run_benchmarks(
     return records
 
 
-def print_progress(rec, file=sys.stderr):
+def print_progress(rec: Record, file: TextIO = sys.stderr) -> None:
+    """One line per measurement: the shape, strategy, config and time (or why none)."""
     shape = "{M}x{N}x{K} B{B}".format(**rec)
     what = (
         f"{rec['total_ms']:.3f} ms {rec['gflops']:.1f} GFLOP/s"
@@ -218,16 +250,16 @@ class AclTuneResults:
     """What the analyser found; ``shapes[i]`` is a dict with the shape, its best strategy and
     config, and each strategy's own best. ``save(out_dir)`` writes the files."""
 
-    records: list
-    shapes: list
-    archetypes: list
-    overall_best: dict
+    records: list[Record]
+    shapes: list[dict[str, Any]]
+    archetypes: list[dict[str, Any]]
+    overall_best: dict[str, str]  # strategy -> config label
     tolerance_ms: float = DEFAULT_TOLERANCE_MS
     rank_by: str = "total"
     device: str = ""
-    config_order: dict = field(default_factory=dict)
+    config_order: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             "device": self.device,
             "tolerance_ms": self.tolerance_ms,
@@ -239,7 +271,7 @@ class AclTuneResults:
             "columns": {s: list(c) for s, c in COLUMNS.items()},
         }
 
-    def save(self, out_dir):
+    def save(self, out_dir: str) -> None:
         """Write acl_best.json, acl_best.csv, acl_archetypes.csv and the search lists."""
         os.makedirs(out_dir, exist_ok=True)
         with open(os.path.join(out_dir, BEST_JSON), "w") as f:
@@ -263,7 +295,7 @@ class AclTuneResults:
         with open(os.path.join(out_dir, ARCHETYPES_CSV), "w", newline="") as f:
             csv.writer(f).writerows(a["representative"] for a in self.archetypes)
         for strategy in STRATEGIES:
-            good = []
+            good: list[str] = []
             for s in self.shapes:
                 for label in s["per_strategy"].get(strategy, {}).get("equally_fast", []):
                     if label not in good:
@@ -276,7 +308,7 @@ class AclTuneResults:
                     f.write("".join(c + "\n" for c in good))
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str) -> AclTuneResults:
         """Results saved by ``save`` (the folder or its acl_best.json)."""
         if os.path.isdir(path):
             path = os.path.join(path, BEST_JSON)
@@ -300,7 +332,12 @@ TIE_RULE = (
 )
 
 
-def analyse(records, tolerance_ms=DEFAULT_TOLERANCE_MS, rank_by="total", config_order=None):
+def analyse(
+    records: Sequence[Record],
+    tolerance_ms: float = DEFAULT_TOLERANCE_MS,
+    rank_by: str = "total",
+    config_order: Mapping[str, Sequence[str]] | None = None,
+) -> AclTuneResults:
     """Best config per shape and strategy, best strategy per shape, archetypes, and the best
     single config per strategy (see the module docstring for the rules).
     ``config_order``: ``{strategy: [config labels]}`` (default: the order of the records)."""
@@ -308,30 +345,32 @@ def analyse(records, tolerance_ms=DEFAULT_TOLERANCE_MS, rank_by="total", config_
         raise AclConfigError(f"rank_by must be 'total' or 'gemm', got '{rank_by}'")
     metric = f"{rank_by}_ms"
     if config_order is None:  # the order in which the records list the configs
-        config_order = {}
+        listed: dict[str, list[str]] = {}
         for rec in records:
-            seen = config_order.setdefault(rec["strategy"], [])
+            seen = listed.setdefault(rec["strategy"], [])
             if rec["config"] not in seen:
                 seen.append(rec["config"])
+        config_order = listed
     order = {strategy_name(s): {c: i for i, c in enumerate(cs)} for s, cs in config_order.items()}
     s_rank = {s: i for i, s in enumerate(STRATEGIES)}
 
-    def rank(strategy, config):
+    def rank(strategy: str, config: str) -> tuple[int, float]:
         return (s_rank[strategy], order.get(strategy, {}).get(config, math.inf))
 
-    by_shape = {}
+    by_shape: dict[GemmParam, list[Record]] = {}
     for rec in records:
         shape = (rec["M"], rec["N"], rec["K"], rec["B"])
         by_shape.setdefault(shape, [])
         if rec["status"] == "ok":
             by_shape[shape].append(rec)
 
-    shapes, near = [], {}
+    shapes: list[dict[str, Any]] = []
+    near: dict[GemmParam, list[tuple[str, str]]] = {}
     for shape, recs in by_shape.items():
         if not recs:
             continue
-        per_strategy = {}
-        for strategy in sorted({r["strategy"] for r in recs}, key=s_rank.get):
+        per_strategy: dict[str, dict[str, Any]] = {}
+        for strategy in sorted({r["strategy"] for r in recs}, key=lambda n: s_rank.get(n, 99)):
             rs = [r for r in recs if r["strategy"] == strategy]
             fastest = min(r[metric] for r in rs)
             equal = sorted(
@@ -366,9 +405,9 @@ def analyse(records, tolerance_ms=DEFAULT_TOLERANCE_MS, rank_by="total", config_
             }
         )
     archetypes = reduce_to_archetypes(near, rank)
-    overall = {}
+    overall: dict[str, str] = {}
     for strategy in STRATEGIES:
-        votes = {}
+        votes: dict[str, int] = {}
         for s in shapes:
             for c in s["per_strategy"].get(strategy, {}).get("equally_fast", []):
                 votes[c] = votes.get(c, 0) + 1
@@ -387,14 +426,17 @@ def analyse(records, tolerance_ms=DEFAULT_TOLERANCE_MS, rank_by="total", config_
     )
 
 
-def reduce_to_archetypes(near, rank):
+def reduce_to_archetypes(
+    near: Mapping[GemmParam, Sequence[tuple[str, str]]],
+    rank: Callable[[str, str], tuple[int, float]],
+) -> list[dict[str, Any]]:
     """Greedy cover of the shapes by shared configs. ``near``: shape -> [(strategy, config)]
     equally fast as the shape's best (in input order); ``rank(strategy, config)`` breaks ties.
     Returns ``[{"strategy", "config", "representative", "shapes"}]``."""
     left = list(near)
-    out = []
+    out: list[dict[str, Any]] = []
     while left:
-        count = {}
+        count: dict[tuple[str, str], int] = {}
         for shape in left:
             for cand in near[shape]:
                 count[cand] = count.get(cand, 0) + 1
@@ -416,30 +458,30 @@ def reduce_to_archetypes(near, rank):
 
 
 def tune_acl(
-    params,
-    config_lists=None,
-    out_dir=None,
-    device=None,
-    repeat=5,
-    warmup=1,
-    tolerance_ms=DEFAULT_TOLERANCE_MS,
-    rank_by="total",
-    strategies=None,
-    resume=True,
-    progress=False,
-):
+    params: str | os.PathLike[str] | Iterable[Sequence[int]],
+    config_lists: Mapping[str, ConfigList] | None = None,
+    out_dir: str | None = None,
+    device: Device | str | None = None,
+    repeat: int = 5,
+    warmup: int = 1,
+    tolerance_ms: float = DEFAULT_TOLERANCE_MS,
+    rank_by: str = "total",
+    strategies: Sequence[str] | None = None,
+    resume: bool = True,
+    progress: bool | Callable[[Record], None] = False,
+) -> AclTuneResults:
     """Benchmark every config of every strategy on every shape of ``params`` (a GEMMParam CSV
     path or a list of (M, N, K[, B])), analyse, and save the results in ``out_dir`` (if given).
     ``config_lists``: ``{strategy: CSV path or list of configs}``, default the shipped lists;
     ``strategies``: which strategies to run (default those of ``config_lists``, else all).
     ``progress=True`` prints one line per measurement to stderr."""
-    params = gemm_params(params)
+    shapes = gemm_params(params)
     lists = resolve_config_lists(config_lists, strategies)
     log_path = os.path.join(out_dir, BENCHMARK_FILE) if out_dir else None
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
     records = run_benchmarks(
-        params,
+        shapes,
         lists,
         device,
         repeat,
@@ -463,11 +505,19 @@ class AclChoice:
     strategy: str
     config: GEMMConfig
     ms: float  # measured on ``tuned_shape``
-    tuned_shape: tuple  # (M, N, K, B) the choice was tuned on
+    tuned_shape: GemmParam  # (M, N, K, B) the choice was tuned on
     exact: bool  # tuned_shape is the shape asked for
 
 
-def best_acl(M, N, K, results, batch=1, strategy=None, device=None):
+def best_acl(
+    M: int,
+    N: int,
+    K: int,
+    results: AclTuneResults | str,
+    batch: int = 1,
+    strategy: str | None = None,
+    device: Device | str | None = None,
+) -> AclChoice:
     """The best strategy and config for GEMM (M, N, K, batch) in ``results`` (an
     ``AclTuneResults``, or the folder / acl_best.json that ``save`` wrote). ``strategy``: the
     best of that strategy only. A shape that was not tuned takes the choice of the nearest tuned
@@ -476,8 +526,9 @@ def best_acl(M, N, K, results, batch=1, strategy=None, device=None):
     if not isinstance(results, AclTuneResults):
         results = AclTuneResults.load(results)
     want = strategy_name(strategy) if strategy else None
+    dev = resolve_device(device) if device else None
 
-    def dist(s):
+    def dist(s: dict[str, Any]) -> float:
         return sum(
             abs(math.log(a / b)) for a, b in zip((M, N, K, batch), (s["M"], s["N"], s["K"], s["B"]))
         )
@@ -492,7 +543,7 @@ def best_acl(M, N, K, results, batch=1, strategy=None, device=None):
             strat, label, ms = s["strategy"], s["config"], s["ms"]
         cfg = GEMMConfig.parse(strat, label)
         try:
-            check_fits(cfg, M, N, K, batch, device)
+            check_fits(cfg, M, N, K, batch, dev)
         except AclConfigError:
             continue
         tuned = (s["M"], s["N"], s["K"], s["B"])
@@ -503,7 +554,7 @@ def best_acl(M, N, K, results, batch=1, strategy=None, device=None):
     )
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> AclTuneResults:
     """``python -m tensorsched.baselines.acl_tuner SHAPES.csv [--out DIR] ...``: tune, print
     the best strategy and config per shape."""
     p = argparse.ArgumentParser(
@@ -545,13 +596,13 @@ def main(argv=None):
         f"device: {res.device}; tolerance {res.tolerance_ms} ms; ranked by {res.rank_by}_ms "
         "(mean of the runs)"
     )
-    for s in res.shapes:
+    for sh in res.shapes:
         alts = "  ".join(
-            f"{k}: {v['config']} {v['ms']:.3f} ms" for k, v in s["per_strategy"].items()
+            f"{k}: {v['config']} {v['ms']:.3f} ms" for k, v in sh["per_strategy"].items()
         )
         print(
-            f"{s['M']}x{s['N']}x{s['K']} B{s['B']}: {s['strategy']} {s['config']} "
-            f"{s['ms']:.3f} ms {s['gflops']:.1f} GFLOP/s   [{alts}]"
+            f"{sh['M']}x{sh['N']}x{sh['K']} B{sh['B']}: {sh['strategy']} {sh['config']} "
+            f"{sh['ms']:.3f} ms {sh['gflops']:.1f} GFLOP/s   [{alts}]"
         )
     print(f"{len(res.archetypes)} archetypes; one config per strategy: {res.overall_best}")
     return res

@@ -13,9 +13,12 @@ method (im2col + the best ACL-style GEMM of the conv's GEMM shape + col2im).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import TensorschedError
 from ..ops.conv2d import ConvShape
@@ -23,9 +26,10 @@ from ..runtime.build import build
 from ..runtime.numerics import TOL, relative_error
 from ..runtime.table import format_table
 from ..tune.dispatch import apply_best, best_config
+from ..tune.task import Task
 from ..tune.tuner import tune
 from .acl_gemm import AclConv2d, AclGemm, conv2d_gemm_shape
-from .acl_tuner import best_acl, tune_acl
+from .acl_tuner import ConfigList, GemmParam, best_acl, tune_acl
 
 
 @dataclass
@@ -35,40 +39,41 @@ class Row:
     ts_seconds: float
     acl_seconds: float
     acl_strategy: str
-    ratios: list
-    ts_config: dict
+    ratios: list[float]
+    ts_config: dict[str, Any]
     acl_config: str
 
     @property
-    def ratio(self):
+    def ratio(self) -> float:
         return float(np.median(self.ratios))
 
     @property
-    def spread(self):
+    def spread(self) -> tuple[float, float]:
         return float(min(self.ratios)), float(max(self.ratios))
 
 
 def compare(
-    tasks,
-    log,
-    acl_dir,
-    trials=None,
-    strategy="random",
-    rounds=5,
-    repeat=5,
-    device=None,
-    progress=True,
-    timeout=60.0,
-    acl_config_lists=None,
-):
+    tasks: Sequence[Task],
+    log: str,
+    acl_dir: str,
+    trials: int | None = None,
+    strategy: str = "random",
+    rounds: int = 5,
+    repeat: int = 5,
+    device: str | None = None,
+    progress: bool = True,
+    timeout: float = 60.0,
+    acl_config_lists: Mapping[str, ConfigList] | None = None,
+) -> list[Row]:
     """Tune (or resume) both sides for ``tasks`` (``Task`` objects) and measure them;
     ``acl_config_lists`` replaces the ACL-style tuner's shipped search lists."""
-    gemm_params = []
+    gemm_params: list[GemmParam] = []
     for t in tasks:
         if t.kind == "gemm":
-            gemm_params.append(tuple(t.shape) + (1,))
+            M, N, K = t.shape
+            gemm_params.append((M, N, K, 1))
         else:
-            gemm_params.append(tuple(conv2d_gemm_shape(*t.shape)))
+            gemm_params.append(conv2d_gemm_shape(*t.shape))
         tune(
             t,
             log,
@@ -138,13 +143,13 @@ def compare(
     return rows
 
 
-def _check(out, ref, what):
+def _check(out: NDArray[np.float32], ref: NDArray[np.float64], what: str) -> None:
     err = relative_error(out, ref)
     if not err <= TOL["float32"]:
         raise TensorschedError(f"{what} does not match numpy (relative error {err:.1e})")
 
 
-def _shape_str(t):
+def _shape_str(t: Task) -> str:
     if t.kind == "gemm":
         return "GEMM " + "x".join(map(str, t.shape))
     n, ci, h, w, co, kh, kw, s, p = t.shape
@@ -172,7 +177,8 @@ def print_table(rows: list[Row], device_name: str) -> None:
     print(format_table(head, body, "<>><><"))
 
 
-def plot(rows, path):
+def plot(rows: Sequence[Row], path: str) -> None:
+    """A bar chart of both sides' GFLOP/s per shape, written to ``path``."""
     try:  # matplotlib is optional (the ``plot`` extra): imported only when a plot is asked for
         import matplotlib
 

@@ -26,10 +26,14 @@ from __future__ import annotations
 import csv
 import math
 import numbers
+import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
 from importlib import resources
+from typing import Any, NoReturn
 
 from ..errors import TensorschedError
+from ..runtime.device import Device
 
 STRATEGIES = ("native", "reshaped_rhs_only", "reshaped")
 ALIASES = {"reshaped_only_rhs": "reshaped_rhs_only", "rhs_only": "reshaped_rhs_only"}
@@ -64,7 +68,7 @@ class AclConfigError(TensorschedError):
     """A GEMMConfig that the ACL-style kernels cannot run (on this shape or device)."""
 
 
-def strategy_name(strategy):
+def strategy_name(strategy: str) -> str:
     """The canonical strategy name (``reshaped_only_rhs`` is accepted for ``reshaped_rhs_only``)."""
     name = ALIASES.get(str(strategy).strip().lower(), str(strategy).strip().lower())
     if name not in STRATEGIES:
@@ -90,7 +94,7 @@ class GEMMConfig:
     transpose_rhs: bool = False
     export_to_cl_image_rhs: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", strategy_name(self.strategy))
         for f in fields(self)[1:]:
             value = getattr(self, f.name)
@@ -110,7 +114,7 @@ class GEMMConfig:
         self._check()
 
     @classmethod
-    def from_row(cls, strategy, row):
+    def from_row(cls, strategy: str, row: Sequence[str | int]) -> GEMMConfig:
         """A config from one CSV row (strings or numbers) in the strategy's column order."""
         strategy = strategy_name(strategy)
         cols = COLUMNS[strategy]
@@ -126,33 +130,34 @@ class GEMMConfig:
             raise AclConfigError(
                 f"a {strategy} config must be integers ({','.join(cols)}), got {','.join(values)}"
             ) from None
-        return cls(strategy, **dict(zip(cols, ints)))
+        fields_: dict[str, Any] = dict(zip(cols, ints))  # flags as 0/1, made bool after
+        return cls(strategy, **fields_)
 
     @classmethod
-    def parse(cls, strategy, text):
+    def parse(cls, strategy: str, text: str) -> GEMMConfig:
         """A config from its CSV text, e.g. ``GEMMConfig.parse("native", "4,8,4")``."""
         return cls.from_row(strategy, str(text).split(","))
 
-    def row(self):
+    def row(self) -> tuple[int, ...]:
         """The values in the strategy's CSV column order (flags as 0/1)."""
         return tuple(int(getattr(self, c)) for c in COLUMNS[self.strategy])
 
     @property
-    def label(self):
+    def label(self) -> str:
         """The CSV text of the config, e.g. ``"4,8,4"``."""
         return ",".join(str(int(getattr(self, c))) for c in COLUMNS.get(self.strategy, ()))
 
     @property
-    def lhs_transposed(self):
+    def lhs_transposed(self) -> bool:
         """The reshaped strategy stores LHS blocks transposed (K0 vectors of M0) exactly when
         the RHS blocks are not transposed (K0 vectors of N0): the kernel then accumulates outer
         products; otherwise both are rows of K0 and it accumulates dot products."""
         return self.strategy == "reshaped" and not self.transpose_rhs
 
-    def _fail(self, message):
+    def _fail(self, message: str) -> NoReturn:
         raise AclConfigError(f"{self.strategy} config {self.label}: {message}")
 
-    def _check(self):
+    def _check(self) -> None:
         if self.m0 > 8:
             self._fail(f"m0={self.m0}: a work-item keeps m0 rows of C in registers; use 1..8")
         if self.n0 not in VECTOR_WIDTHS:
@@ -197,38 +202,38 @@ class BlockLayout:
     interleave: bool
 
     @property
-    def block_size(self):
+    def block_size(self) -> int:
         return self.nvec * self.vlen
 
     @property
-    def rows(self):
+    def rows(self) -> int:
         """Rows of the reshaped matrix (per batch)."""
         return math.ceil(self.blocks / self.group)
 
     @property
-    def row_stride(self):
+    def row_stride(self) -> int:
         return self.kblocks * self.group * self.block_size
 
     @property
-    def size(self):
+    def size(self) -> int:
         return self.rows * self.row_stride
 
     @property
-    def kblock_step(self):
+    def kblock_step(self) -> int:
         """From one K-block of a block to the next."""
         return self.group * self.block_size
 
     @property
-    def block_offset(self):
+    def block_offset(self) -> int:
         """From one block of a group to the next, in the same K-block."""
         return self.vlen if self.interleave else self.block_size
 
     @property
-    def vector_stride(self):
+    def vector_stride(self) -> int:
         """From one vector of a block to the next."""
         return self.group * self.vlen if self.interleave else self.vlen
 
-    def offset(self, block, kblock, vec, lane):
+    def offset(self, block: int, kblock: int, vec: int, lane: int) -> int:
         """Position of lane ``lane`` of vector ``vec`` of block (``block``, ``kblock``)."""
         row, g = divmod(block, self.group)
         return (
@@ -240,7 +245,7 @@ class BlockLayout:
         )
 
 
-def rhs_layout(cfg, N, K):
+def rhs_layout(cfg: GEMMConfig, N: int, K: int) -> BlockLayout:
     """The reshaped RHS: N0 x K0 blocks, K0 vectors of N0, or N0 vectors of K0 when transposed."""
     nvec, vlen = (cfg.n0, cfg.k0) if cfg.transpose_rhs else (cfg.k0, cfg.n0)
     return BlockLayout(
@@ -248,7 +253,7 @@ def rhs_layout(cfg, N, K):
     )
 
 
-def lhs_layout(cfg, M, K):
+def lhs_layout(cfg: GEMMConfig, M: int, K: int) -> BlockLayout:
     """The reshaped LHS: M0 x K0 blocks, M0 vectors of K0, or K0 vectors of M0 when transposed."""
     nvec, vlen = (cfg.k0, cfg.m0) if cfg.lhs_transposed else (cfg.m0, cfg.k0)
     return BlockLayout(
@@ -256,7 +261,7 @@ def lhs_layout(cfg, M, K):
     )
 
 
-def as_config(strategy, config):
+def as_config(strategy: str, config: GEMMConfig | str | Sequence[str | int]) -> GEMMConfig:
     """A ``GEMMConfig`` from a config, its CSV text (``"4,8,4"``) or a sequence of values."""
     strategy = strategy_name(strategy)
     if isinstance(config, GEMMConfig):
@@ -270,13 +275,22 @@ def as_config(strategy, config):
     return GEMMConfig.from_row(strategy, list(config))
 
 
-def check_shape(M, N, K, batch):
+def check_shape(M: int, N: int, K: int, batch: int) -> None:
+    """Raise ``AclConfigError`` unless M, N, K and the batch are positive integers."""
     for name, v in (("M", M), ("N", N), ("K", K), ("batch", batch)):
         if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
             raise AclConfigError(f"GEMM {name} must be a positive integer, got {v!r}")
 
 
-def check_fits(cfg, M, N, K, batch=1, device=None, broadcast_b=False):
+def check_fits(
+    cfg: GEMMConfig,
+    M: int,
+    N: int,
+    K: int,
+    batch: int = 1,
+    device: Device | None = None,
+    broadcast_b: bool = False,
+) -> None:
     """Raise ``AclConfigError`` if ``cfg`` cannot run GEMM (M, N, K, batch) on ``device``
     (``None``: check only what does not depend on a device)."""
     check_shape(M, N, K, batch)
@@ -323,7 +337,7 @@ def check_fits(cfg, M, N, K, batch=1, device=None, broadcast_b=False):
 # ---- CSV lists
 
 
-def _rows(path):
+def _rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
     """Non-empty, non-comment rows of a headerless CSV file (a header row of names is skipped)."""
     with open(path, newline="") as f:
         for n, row in enumerate(csv.reader(f), 1):
@@ -335,7 +349,7 @@ def _rows(path):
             yield n, row
 
 
-def load_config_list(strategy, path):
+def load_config_list(strategy: str, path: str | os.PathLike[str]) -> list[GEMMConfig]:
     """The GEMMConfig search list of ``strategy`` from a CSV file (one config a line)."""
     strategy = strategy_name(strategy)
     out = []
@@ -347,7 +361,7 @@ def load_config_list(strategy, path):
     return out
 
 
-def load_gemm_params(path):
+def load_gemm_params(path: str | os.PathLike[str]) -> list[tuple[int, int, int, int]]:
     """The GEMMParam list ``[(M, N, K, B), ...]`` from a headerless ``M,N,K,B`` CSV file."""
     out = []
     for n, row in _rows(path):
@@ -364,6 +378,6 @@ def load_gemm_params(path):
     return out
 
 
-def default_config_path(strategy):
+def default_config_path(strategy: str) -> str:
     """The default search list shipped with tensorsched for ``strategy``."""
     return str(resources.files("tensorsched.baselines") / "data" / f"{strategy_name(strategy)}.csv")

@@ -27,7 +27,12 @@ shape.
 
 from __future__ import annotations
 
-from .configs import lhs_layout, rhs_layout
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from .configs import GEMMConfig, lhs_layout, rhs_layout
+
+# the OpenCL expression of vector (or row) ``i`` of an operand block
+Operand = Callable[[int], str]
 
 LANES = "0123456789abcdef"
 SAMPLER = (
@@ -36,29 +41,29 @@ SAMPLER = (
 )
 
 
-def vec(n):
+def vec(n: int) -> str:
     """The OpenCL type of ``n`` floats."""
     return "float" if n == 1 else f"float{n}"
 
 
-def lane(x, n, i):
+def lane(x: str, n: int, i: int) -> str:
     """Component ``i`` of the ``n``-wide value ``x``."""
     return x if n == 1 else f"{x}.s{LANES[i]}"
 
 
-def vload(n, ptr):
+def vload(n: int, ptr: str) -> str:
     return f"*({ptr})" if n == 1 else f"vload{n}(0, {ptr})"
 
 
-def splat(n, scalar):
+def splat(n: int, scalar: str) -> str:
     return scalar if n == 1 else f"({vec(n)})({scalar})"
 
 
-def zero(n):
+def zero(n: int) -> str:
     return "0.0f" if n == 1 else f"({vec(n)})(0.0f)"
 
 
-def read_image(n, img, x, y):
+def read_image(n: int, img: str, x: str, y: str) -> str:
     """``n`` floats (4, 8 or 16) from the RGBA float texels ``x``, ``x+1``, ... of row ``y``."""
     texels = [
         f"read_imagef({img}, SAMPLER, (int2)({x}{f' + {t}' if t else ''}, {y}))"
@@ -67,17 +72,17 @@ def read_image(n, img, x, y):
     return texels[0] if n == 4 else f"({vec(n)})({', '.join(texels)})"
 
 
-def indent(lines, depth):
+def indent(lines: Sequence[str], depth: int) -> list[str]:
     return [("    " * depth + line) if line else "" for line in lines]
 
 
 # ---- helpers every program may need
 
 
-def partial_helpers(widths):
+def partial_helpers(widths: Iterable[int]) -> list[str]:
     """``load_partial_W`` / ``store_partial_W``: the first ``n`` of W floats, the rest zero
     (loads) or left alone (stores); for the blocks at the right edge of a matrix."""
-    out = []
+    out: list[str] = []
     for w in sorted(set(widths) - {1}):
         out += [
             f"// The first n (< {w}) of {w} floats at p; the other lanes are zero.",
@@ -108,14 +113,14 @@ inline float dot16(float16 a, float16 b) { return dot8(a.lo, b.lo) + dot8(a.hi, 
 """
 
 
-def dot(n, a, b):
+def dot(n: int, a: str, b: str) -> str:
     """The dot product of two ``n``-wide values (OpenCL's ``dot`` stops at 4)."""
     if n == 1:
         return f"{a} * {b}"
     return f"dot{n}({a}, {b})" if n > 4 else f"dot({a}, {b})"
 
 
-def header(title, cfg, defines):
+def header(title: str, cfg: GEMMConfig, defines: Mapping[str, int]) -> list[str]:
     lines = [
         f"// {title}",
         f"// GEMMConfig ({cfg.strategy}): {cfg.label}",
@@ -129,7 +134,7 @@ def header(title, cfg, defines):
 # ---- block arithmetic shared by the GEMM kernels
 
 
-def accumulate_outer(m0, n0, k0, a, b):
+def accumulate_outer(m0: int, n0: int, k0: int, a: Operand, b: Operand) -> list[str]:
     """c_i += a_i[kk] * b_kk for every row i and kk < K0 (a_i: K0-vector of row i of A,
     b_kk: N0-vector of row kk of B)."""
     return [
@@ -139,7 +144,7 @@ def accumulate_outer(m0, n0, k0, a, b):
     ]
 
 
-def accumulate_outer_lhs_t(m0, n0, k0, a, b):
+def accumulate_outer_lhs_t(m0: int, n0: int, k0: int, a: Operand, b: Operand) -> list[str]:
     """c_i += a_kk[i] * b_kk (a_kk: M0-vector of column kk of the A block)."""
     return [
         f"c{i} = mad({splat(n0, lane(a(kk), m0, i))}, {b(kk)}, c{i});"
@@ -148,17 +153,17 @@ def accumulate_outer_lhs_t(m0, n0, k0, a, b):
     ]
 
 
-def accumulate_dot(m0, n0, k0, a, b):
+def accumulate_dot(m0: int, n0: int, k0: int, a: Operand, b: Operand) -> list[str]:
     """c_i[j] += dot(a_i, b_j) (a_i: K0-vector of row i of A, b_j: K0-vector of column j of B)."""
     return [
         f"{lane(f'c{i}', n0, j)} += {dot(k0, a(i), b(j))};" for i in range(m0) for j in range(n0)
     ]
 
 
-def store_block(m0, n0):
+def store_block(m0: int, n0: int) -> list[str]:
     """Store the accumulators into C; rows past M are dropped, a block at the right edge stores
     its first ``n_valid`` columns."""
-    lines = []
+    lines: list[str] = []
     for i in range(m0):
         ptr = f"C + (y + {i}) * N + x"
         if n0 == 1:
@@ -173,7 +178,7 @@ def store_block(m0, n0):
     return lines
 
 
-def block_prologue(m0, n0):
+def block_prologue(m0: int, n0: int) -> list[str]:
     return [
         "const int x = get_global_id(0) * N0;      // first column of this work-item's block of C",
         "const int y = get_global_id(1) * M0;      // first row",
@@ -184,7 +189,7 @@ def block_prologue(m0, n0):
     ] + [f"{vec(n0)} c{i} = {zero(n0)};" for i in range(m0)]
 
 
-def a_rows(m0):
+def a_rows(m0: int) -> list[str]:
     """Row pointers of A; rows past the bottom edge repeat row M - 1 (never stored)."""
     return ["A += z * a_batch;"] + [
         f"__global const float* a{i} = A + min(y + {i}, M - 1) * K;" for i in range(m0)
@@ -194,7 +199,7 @@ def a_rows(m0):
 # ---- native
 
 
-def native_source(cfg):
+def native_source(cfg: GEMMConfig) -> str:
     m0, n0, k0 = cfg.m0, cfg.n0, cfg.k0
     b_row = (
         (lambda p: vload(n0, p))
@@ -302,7 +307,7 @@ __kernel void reshape_lhs(__global const float* restrict A, __global float* rest
 """
 
 
-def rhs_defines(cfg):
+def rhs_defines(cfg: GEMMConfig) -> dict[str, int]:
     lay = rhs_layout(cfg, 1, 1)  # the constants do not depend on N and K
     return {
         "H0": cfg.h0,
@@ -316,7 +321,7 @@ def rhs_defines(cfg):
     }
 
 
-def lhs_defines(cfg):
+def lhs_defines(cfg: GEMMConfig) -> dict[str, int]:
     lay = lhs_layout(cfg, 1, 1)
     return {
         "V0": cfg.v0,
@@ -329,7 +334,7 @@ def lhs_defines(cfg):
     }
 
 
-def reshape_rhs_kernel(cfg):
+def reshape_rhs_kernel(cfg: GEMMConfig) -> str:
     dst = (
         "__write_only image2d_t dst"
         if cfg.export_to_cl_image_rhs
@@ -341,7 +346,7 @@ def reshape_rhs_kernel(cfg):
 # ---- the reshaped RHS as the GEMM kernels read it
 
 
-def rhs_reader(cfg):
+def rhs_reader(cfg: GEMMConfig) -> tuple[list[str], Operand, str, str]:
     """``(setup lines, load(v), advance line, parameter)`` for reading the reshaped RHS: vector
     ``v`` of the current K-block of this work-item's column block."""
     vlen = cfg.k0 if cfg.transpose_rhs else cfg.n0
@@ -373,7 +378,7 @@ def rhs_reader(cfg):
     )
 
 
-def rhs_block(cfg, a):
+def rhs_block(cfg: GEMMConfig, a: Operand) -> list[str]:
     """Loads one RHS block and accumulates it against the A vectors ``a(i)`` (K0 wide)."""
     m0, n0, k0 = cfg.m0, cfg.n0, cfg.k0
     _, load, _, _ = rhs_reader(cfg)
@@ -384,7 +389,7 @@ def rhs_block(cfg, a):
     return lines + accumulate_outer(m0, n0, k0, a, lambda kk: f"b{kk}")
 
 
-def reshaped_rhs_only_source(cfg):
+def reshaped_rhs_only_source(cfg: GEMMConfig) -> str:
     m0, n0, k0 = cfg.m0, cfg.n0, cfg.k0
     setup, _, advance, rhs_param = rhs_reader(cfg)
     body = (
@@ -424,7 +429,7 @@ def reshaped_rhs_only_source(cfg):
     )
 
 
-def reshaped_source(cfg):
+def reshaped_source(cfg: GEMMConfig) -> str:
     m0, n0, k0 = cfg.m0, cfg.n0, cfg.k0
     setup, _, advance, rhs_param = rhs_reader(cfg)
     lhs_vlen = m0 if cfg.lhs_transposed else k0
@@ -478,7 +483,7 @@ def reshaped_source(cfg):
     )
 
 
-def gemm_source(cfg):
+def gemm_source(cfg: GEMMConfig) -> str:
     """The OpenCL program of a strategy's kernels (reshapes included) for ``cfg``."""
     return {
         "native": native_source,
@@ -527,5 +532,6 @@ __kernel void col2im(__global const float* restrict gemm_out, __global float* re
 """
 
 
-def conv_source(kh, kw, stride, pad):
+def conv_source(kh: int, kw: int, stride: tuple[int, int], pad: tuple[int, int]) -> str:
+    """The ``im2col`` and ``col2im`` kernels of a KH x KW convolution."""
     return CONV_SOURCE.format(KH=kh, KW=kw, SH=stride[0], SW=stride[1], PH=pad[0], PW=pad[1])

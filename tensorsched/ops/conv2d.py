@@ -12,8 +12,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import ComputeError
 from ..ir import intrin as I
@@ -36,24 +38,24 @@ class ConvShape:
     pad: int = 0
 
     @property
-    def OH(self):
+    def OH(self) -> int:
         return conv_output_size(self.IH, self.KH, self.stride, self.pad)
 
     @property
-    def OW(self):
+    def OW(self) -> int:
         return conv_output_size(self.IW, self.KW, self.stride, self.pad)
 
     @property
-    def flop(self):
+    def flop(self) -> int:
         return 2 * self.N * self.CO * self.OH * self.OW * self.CI * self.KH * self.KW
 
 
-def conv_output_size(size, kernel, stride, pad):
+def conv_output_size(size: int, kernel: int, stride: int, pad: int) -> int:
     """Output positions along one dimension of ``size`` inputs, padded by ``pad`` on each side."""
     return (size + 2 * pad - kernel) // stride + 1
 
 
-def _inputs(shape, dtype):
+def _inputs(shape: ConvShape, dtype: str) -> tuple[Tensor, Tensor]:
     if shape.OH <= 0 or shape.OW <= 0:
         raise ComputeError(
             f"conv2d: the kernel {shape.KH}x{shape.KW} does not fit the padded "
@@ -64,7 +66,9 @@ def _inputs(shape, dtype):
     return data, kernel
 
 
-def conv2d_nchw(shape, dtype="float32", out_dtype=None):
+def conv2d_nchw(
+    shape: ConvShape, dtype: str = "float32", out_dtype: str | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """Direct convolution; returns ``(data, kernel, output)``."""
     out_dtype = out_dtype or dtype
     data, kernel = _inputs(shape, dtype)
@@ -86,7 +90,14 @@ def conv2d_nchw(shape, dtype="float32", out_dtype=None):
     return data, kernel, out
 
 
-def conv2d_nchw_spatial_pack(shape, VH=1, VW=4, VC=4, dtype="float32", out_dtype=None):
+def conv2d_nchw_spatial_pack(
+    shape: ConvShape,
+    VH: int = 1,
+    VW: int = 4,
+    VC: int = 4,
+    dtype: str = "float32",
+    out_dtype: str | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
     """Seed 003's declaration. Returns ``(data, kernel, output)``; the intermediate stages are
     reachable as ``output.op.input_tensors`` and by name (``data_vec``, ``kernel_vec``, ``conv``).
 
@@ -114,20 +125,20 @@ def conv2d_nchw_spatial_pack(shape, VH=1, VW=4, VC=4, dtype="float32", out_dtype
     oshape = (N, CO, OH, OW)
     data_vec = compute(
         dvshape,
-        lambda n, h, w, ci, vh, vw: data_pad[n][ci][h * VH * HS + vh][w * VW * WS + vw],
+        lambda n, h, w, ci, vh, vw: data_pad[n, ci, h * VH * HS + vh, w * VW * WS + vw],
         name="data_vec",
     )
     if CO % VC:
         kernel_vec = compute(
             kvshape,
             lambda co, ci, kh, kw, vc: I.if_then_else(
-                co * VC + vc < CO, kernel[I.min(co * VC + vc, CO - 1)][ci][kh][kw], const(0, dtype)
+                co * VC + vc < CO, kernel[I.min(co * VC + vc, CO - 1), ci, kh, kw], const(0, dtype)
             ),
             name="kernel_vec",
         )
     else:
         kernel_vec = compute(
-            kvshape, lambda co, ci, kh, kw, vc: kernel[co * VC + vc][ci][kh][kw], name="kernel_vec"
+            kvshape, lambda co, ci, kh, kw, vc: kernel[co * VC + vc, ci, kh, kw], name="kernel_vec"
         )
     ci = reduce_axis((0, CI), name="ci")
     kh = reduce_axis((0, KH), name="kh")
@@ -143,14 +154,16 @@ def conv2d_nchw_spatial_pack(shape, VH=1, VW=4, VC=4, dtype="float32", out_dtype
     )
     output = compute(
         oshape,
-        lambda n, co, h, w: conv[n][co // VC][h // VH][w // VW][h % VH][w % VW][co % VC],
+        lambda n, co, h, w: conv[n, co // VC, h // VH, w // VW, h % VH, w % VW, co % VC],
         name="output_unpack",
         tag="direct_conv_output",
     )
     return data, kernel, output
 
 
-def conv2d_nchw_im2col(shape, dtype="float32", out_dtype=None):
+def conv2d_nchw_im2col(
+    shape: ConvShape, dtype: str = "float32", out_dtype: str | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """The GEMM method: ``data_col`` (N*OH*OW x CI*KH*KW) times ``kernel_mat`` (CI*KH*KW x CO),
     then ``output`` back in NCHW. Returns ``(data, kernel, output)``; the GEMM stage is named
     ``conv_gemm``."""
@@ -185,7 +198,9 @@ def conv2d_nchw_im2col(shape, dtype="float32", out_dtype=None):
     return data, kernel, output
 
 
-def conv2d_nchw_implicit_gemm(shape, dtype="float32", out_dtype=None):
+def conv2d_nchw_implicit_gemm(
+    shape: ConvShape, dtype: str = "float32", out_dtype: str | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """The convolution as a GEMM that never materialises its operands: ``conv_gemm`` (CO x
     N*OH*OW) = ``kernel_mat`` (CO x CI*KH*KW, the kernel's own memory order) times ``data_col``
     (CI*KH*KW x N*OH*OW, the image patches as columns), both meant to be inlined into the
@@ -222,9 +237,10 @@ def conv2d_nchw_implicit_gemm(shape, dtype="float32", out_dtype=None):
     return data, kernel, output
 
 
-def stages_by_name(output):
+def stages_by_name(output: Tensor) -> dict[str, Tensor]:
     """``{name: tensor}`` of every compute stage feeding ``output`` (and ``output`` itself)."""
-    found, todo = {}, [output]
+    found: dict[str, Tensor] = {}
+    todo = [output]
     while todo:
         t = todo.pop()
         if not isinstance(t, Tensor) or t.name in found:
@@ -234,7 +250,12 @@ def stages_by_name(output):
     return found
 
 
-def conv2d_ref(d, k, stride=1, pad=0):
+IntOrPair = int | tuple[int, int] | list[int]
+
+
+def conv2d_ref(
+    d: NDArray[Any], k: NDArray[Any], stride: IntOrPair = 1, pad: IntOrPair = 0
+) -> NDArray[np.float64]:
     """NCHW data, OIHW kernel, in float64; ``stride`` and ``pad`` are ints or (h, w) pairs."""
     (sh, sw), (ph, pw) = (_pair(stride), _pair(pad))
     _, _, H, W = d.shape
@@ -249,5 +270,5 @@ def conv2d_ref(d, k, stride=1, pad=0):
     return out
 
 
-def _pair(v):
+def _pair(v: IntOrPair) -> tuple[int, ...]:
     return tuple(v) if isinstance(v, (tuple, list)) else (v, v)

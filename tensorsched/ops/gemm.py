@@ -1,13 +1,23 @@
 """GEMM as a compute declaration: ``C = A @ B`` with A or B stored transposed."""
 
+from __future__ import annotations
+
 from ..errors import ComputeError
 from ..ir import intrin as I
-from ..ir.tensor import compute, placeholder, reduce_axis
+from ..ir.tensor import Tensor, compute, placeholder, reduce_axis
 
 LAYOUTS = ("NN", "NT", "TN")
 
 
-def gemm(M, N, K, layout="NN", dtype="float32", out_dtype=None, name="C"):
+def gemm(
+    M: int,
+    N: int,
+    K: int,
+    layout: str = "NN",
+    dtype: str = "float32",
+    out_dtype: str | None = None,
+    name: str = "C",
+) -> tuple[Tensor, Tensor, Tensor]:
     """Placeholders A, B and the tensor ``C[i, j] = sum_k A(i, k) * B(k, j)``.
 
     ``layout`` says how A and B are stored: ``NN`` A is MxK and B is KxN; ``NT`` B is stored NxK

@@ -1,13 +1,19 @@
 """Elementwise epilogues (seed 002): bias add, ReLU, sigmoid. Each is its own compute stage;
 a schedule template fuses it into the GEMM or conv that feeds it."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+
 from ..errors import ComputeError
 from ..ir import intrin as I
 from ..ir.expr import const
 from ..ir.tensor import Tensor, compute, placeholder
 
 
-def bias_add(data, bias=None, axis=-1, name="bias_add"):
+def bias_add(
+    data: Tensor, bias: Tensor | None = None, axis: int = -1, name: str = "bias_add"
+) -> tuple[Tensor, Tensor]:
     """``data + bias`` with the 1-d ``bias`` along ``axis``; returns ``(out, bias)``."""
     axis = axis % data.ndim
     if bias is None:
@@ -21,22 +27,24 @@ def bias_add(data, bias=None, axis=-1, name="bias_add"):
     return out, bias
 
 
-def relu(data, name="relu"):
+def relu(data: Tensor, name: str = "relu") -> Tensor:
     return compute(
         data.shape, lambda *i: I.max(data[i], const(0, data.dtype)), name=name, tag="elemwise"
     )
 
 
-def sigmoid(data, name="sigmoid"):
+def sigmoid(data: Tensor, name: str = "sigmoid") -> Tensor:
     return compute(data.shape, lambda *i: I.sigmoid(data[i]), name=name, tag="elemwise")
 
 
 EPILOGUES = {"relu": relu, "sigmoid": sigmoid}
 
 
-def epilogue(data, kinds, bias_axis=-1):
+def epilogue(
+    data: Tensor, kinds: Sequence[str], bias_axis: int = -1
+) -> tuple[Tensor, list[Tensor]]:
     """Apply a chain like ``("bias", "relu")`` to ``data``; returns ``(out, extra_inputs)``."""
-    out, extra = data, []
+    out, extra = data, list[Tensor]()
     for kind in kinds:
         if kind == "bias":
             out, b = bias_add(out, axis=bias_axis)

@@ -1,5 +1,9 @@
 """``pad``: a constant border around a tensor, as a compute stage (usually inlined)."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+
 from ..errors import ComputeError
 from ..ir import expr as E
 from ..ir.intrin import all as all_of
@@ -7,7 +11,13 @@ from ..ir.intrin import if_then_else
 from ..ir.tensor import Tensor, compute
 
 
-def pad(data, pad_before, pad_after=None, pad_value=0.0, name="PadInput"):
+def pad(
+    data: Tensor,
+    pad_before: Sequence[int],
+    pad_after: Sequence[int] | None = None,
+    pad_value: float = 0.0,
+    name: str = "PadInput",
+) -> Tensor:
     """``data`` with ``pad_before[d]`` elements before and ``pad_after[d]`` after each dim."""
     if not isinstance(data, Tensor):
         raise ComputeError(f"pad: expected a tensor, got {data!r}")

@@ -40,7 +40,13 @@ def factorizations(n: int, parts: int) -> list[tuple[int, ...]]:
     return out
 
 
-def _split_candidates(extent, num_outputs, policy, candidates, max_factor):
+def _split_candidates(
+    extent: int,
+    num_outputs: int,
+    policy: str,
+    candidates: Any,
+    max_factor: int | None,
+) -> list[tuple[int, ...]]:
     inner = num_outputs - 1
     if policy == "candidates":
         if not candidates:
@@ -68,8 +74,8 @@ def _split_candidates(extent, num_outputs, policy, candidates, max_factor):
 class Knob:
     name: str
     kind: str  # "split", "knob" or "reorder"
-    candidates: tuple
-    default: object
+    candidates: tuple[Any, ...]
+    default: Any
 
 
 class Config:
@@ -92,7 +98,7 @@ class Config:
             self._limits = current_limits()
         return self._limits
 
-    def _define(self, knob):
+    def _define(self, knob: Knob) -> Any:
         if knob.name in self.space and self.space[knob.name] != knob:
             raise ConfigError(f"knob '{knob.name}' is defined twice with different candidates")
         self.space[knob.name] = knob
@@ -201,7 +207,7 @@ class Config:
             self.space[name] = Knob(name, knob.kind, values, default)
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Config({self.values})"
 
 

@@ -40,19 +40,20 @@ class Device:
     _queue: Any = field(default=None, repr=False)
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.cl_device.name.strip()
 
     @property
-    def platform_name(self):
+    def platform_name(self) -> str:
         return self.cl_device.platform.name.strip()
 
     @property
-    def key(self):
+    def key(self) -> tuple[str, str, str]:
+        """(platform, device, driver version): what a built program binary is valid for."""
         return (self.platform_name, self.name, self.cl_device.driver_version)
 
     @property
-    def context(self):
+    def context(self) -> Any:
         if self._ctx is None:
             import pyopencl as cl
 
@@ -60,7 +61,7 @@ class Device:
         return self._ctx
 
     @property
-    def queue(self):
+    def queue(self) -> Any:
         if self._queue is None:
             import pyopencl as cl
 
@@ -70,28 +71,28 @@ class Device:
         return self._queue
 
     @property
-    def max_work_group_size(self):
+    def max_work_group_size(self) -> int:
         return self.cl_device.max_work_group_size
 
     @property
-    def max_work_item_sizes(self):
+    def max_work_item_sizes(self) -> tuple[int, ...]:
         return tuple(self.cl_device.max_work_item_sizes)
 
     @property
-    def local_mem_size(self):
+    def local_mem_size(self) -> int:
         return self.cl_device.local_mem_size
 
     @property
-    def has_fp16(self):
+    def has_fp16(self) -> bool:
         return "cl_khr_fp16" in self.cl_device.extensions
 
     @property
-    def is_gpu(self):
+    def is_gpu(self) -> bool:
         import pyopencl as cl
 
         return bool(self.cl_device.type & cl.device_type.GPU)
 
-    def probe(self):
+    def probe(self) -> str | None:
         """``None`` when a trivial kernel builds and runs correctly, else the error text."""
         import pyopencl as cl
 
@@ -109,7 +110,7 @@ class Device:
             return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
 
 
-def all_devices():
+def all_devices() -> list[Device]:
     """Every device of every platform that lists its devices, in (platform, device) order."""
     try:
         import pyopencl as cl
@@ -120,7 +121,7 @@ def all_devices():
             f"no OpenCL platform found ({exc}); install an OpenCL driver, e.g. "
             "'apt-get install pocl-opencl-icd'"
         ) from None
-    out = []
+    out: list[Device] = []
     for p_i, p in enumerate(platforms):
         try:
             devs = p.get_devices()
@@ -131,7 +132,9 @@ def all_devices():
     return out
 
 
-def find_device(spec):
+def find_device(spec: str) -> Device:
+    """The device ``spec`` names: ``"P:D"`` (platform and device indices) or a case-insensitive
+    part of the device or platform name."""
     devices = all_devices()
     if ":" in spec and all(part.isdigit() for part in spec.split(":")):
         p, d = (int(x) for x in spec.split(":"))
@@ -149,7 +152,9 @@ def find_device(spec):
 CHECKING_PLATFORMS = ("oclgrind",)  # simulators: used only when asked for by name
 
 
-def default_device():
+def default_device() -> Device:
+    """The first GPU, else the first device that builds and runs a probe kernel (simulators
+    such as Oclgrind are left out)."""
     devices = [
         d
         for d in all_devices()
@@ -170,17 +175,17 @@ def default_device():
     )
 
 
-_current = None
+_current: Device | None = None
 
 
-def set_device(spec):
+def set_device(spec: Device | str) -> Device:
     """Use the device ``spec`` (``"P:D"``, part of a name, or a ``Device``) from now on."""
     global _current
     _current = spec if isinstance(spec, Device) else find_device(spec)
     return _current
 
 
-def current_device():
+def current_device() -> Device:
     """The device in use: ``set_device``'s, else ``TS_DEVICE``'s, else the default."""
     global _current
     if _current is None:
@@ -189,7 +194,7 @@ def current_device():
     return _current
 
 
-def resolve_device(device=None):
+def resolve_device(device: Device | str | None = None) -> Device:
     """``device`` itself (a ``Device``), the device ``"P:D"`` or part of a name picks, or the
     device in use where it is ``None`` or empty."""
     if not device:
@@ -205,7 +210,7 @@ class DeviceLimits:
 
     name: str
     max_work_group_size: int
-    max_work_item_sizes: tuple
+    max_work_item_sizes: tuple[int, ...]
     local_mem_size: int
 
     @classmethod

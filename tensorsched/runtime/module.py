@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,13 +27,21 @@ import numpy as np
 from ..codegen.opencl import KernelSource, emit_opencl
 from ..errors import BuildError, RuntimeCallError, TensorschedError
 from ..ir import dtype as dt
-from .device import resolve_device
+from ..ir.stmt import Buffer, LoweredFunc
+from .device import Device, resolve_device
 
 # pyopencl is imported inside the functions that use it, so that ``import tensorsched`` works
 # without an OpenCL driver (and skips pyopencl's ~0.17 s import) until a kernel runs.
 
 
-def check_call_args(func, arrays):
+# What a module is called with: numpy arrays, pyopencl.array.Array, or a pyopencl.Image for an
+# argument read through an image.
+Array = Any
+# (array, buffer) pairs whose buffer is copied back into the array after a run
+CopyBack = list[tuple[Array, Any]]
+
+
+def check_call_args(func: LoweredFunc | ModuleArtifact, arrays: Sequence[Array]) -> None:
     """Check a call's arrays against the function's arguments before anything runs."""
     if len(arrays) != len(func.args):
         names = ", ".join(b.name for b in func.args)
@@ -55,23 +63,22 @@ def check_call_args(func, arrays):
             raise RuntimeCallError(
                 f"{func.name}: argument '{b.name}' has dtype {np.dtype(dtype)}, expected {b.dtype}"
             )
-        flags = getattr(a, "flags", None)
-        if b in func.outputs and isinstance(a, np.ndarray) and not flags.writeable:
+        if b in func.outputs and isinstance(a, np.ndarray) and not a.flags.writeable:
             raise RuntimeCallError(
                 f"{func.name}: output '{b.name}' is a read-only array; pass a "
                 "writeable one (np.empty(...)) to receive the result"
             )
 
 
-DEFAULT_OPTIONS = ("-cl-std=CL1.2",)
-_PROGRAMS: dict[tuple, object] = {}  # (source, options, device key) -> built cl.Program
+DEFAULT_OPTIONS: tuple[str, ...] = ("-cl-std=CL1.2",)
+_PROGRAMS: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Any] = {}  # -> built cl.Program
 
 
 class LaunchError(TensorschedError):
     """A kernel's work-group does not fit the device."""
 
 
-def build_program(device, source, options, cache=True):
+def build_program(device: Device, source: str, options: Sequence[str], cache: bool = True) -> Any:
     """Build (or take from this process's cache) the program for ``source`` on ``device``.
     ``cache=False`` neither looks in the cache nor keeps the program there (for processes
     that build many programs once each, like the tuner's workers)."""
@@ -90,8 +97,9 @@ def build_program(device, source, options, cache=True):
     except cl.RuntimeError as exc:
         _move_pocl_dumps(device, source, started)
         path = save_source(source)
-        record = getattr(exc, "what", None)  # pyopencl's _ErrorRecord: .what() is the log
-        log = record.what() if callable(getattr(record, "what", None)) else str(exc)
+        # pyopencl's _ErrorRecord: exc.what.what() is the build log
+        what = getattr(getattr(exc, "what", None), "what", None)
+        log = what() if callable(what) else str(exc)
         raise BuildError(
             f"the OpenCL compiler of '{device.name}' rejected the generated code",
             log=str(log),
@@ -104,7 +112,7 @@ def build_program(device, source, options, cache=True):
     return prg
 
 
-def _move_pocl_dumps(device, source: str, since: float) -> None:
+def _move_pocl_dumps(device: Device, source: str, since: float) -> None:
     """Move the control-flow graphs PoCL wrote into the current directory while building
     ``source`` into the folder of saved kernels (``save_source``'s).
 
@@ -125,7 +133,7 @@ def _move_pocl_dumps(device, source: str, since: float) -> None:
                 pass  # another process moved it, or the folder is not writable
 
 
-def load_binary(device, binary, options):
+def load_binary(device: Device, binary: bytes, options: Sequence[str]) -> Any:
     """The program of a binary that ``device``'s driver made (``OpenCLModule.binary()``), or
     ``None`` when the driver does not take it back."""
     import pyopencl as cl
@@ -136,7 +144,7 @@ def load_binary(device, binary, options):
         return None
 
 
-def caches_source_builds(device):
+def caches_source_builds(device: Device) -> bool:
     """Whether ``device``'s driver keeps built programs by their source (NVIDIA, PoCL): then
     building the same source again, in any process, is a cache hit."""
     try:
@@ -147,12 +155,12 @@ def caches_source_builds(device):
         return False
 
 
-def saved_kernels_folder():
+def saved_kernels_folder() -> str:
     """Where rejected sources (``save_source``) and PoCL's ``.dot`` dumps are kept."""
     return os.path.join(tempfile.gettempdir(), "tensorsched-kernels")
 
 
-def save_source(source):
+def save_source(source: str) -> str:
     """Write ``source`` to ``saved_kernels_folder()`` (named by its hash); returns the path."""
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     folder = saved_kernels_folder()
@@ -170,9 +178,9 @@ class Timing:
     included; empty where not taken) and ``kernel_times`` (kernel name -> its per-repeat
     device times). ``time_evaluator`` and the ACL-style baseline both return one."""
 
-    device_times: tuple
-    host_times: tuple = ()
-    kernel_times: Mapping[str, tuple] = field(default_factory=dict)
+    device_times: tuple[float, ...]
+    host_times: tuple[float, ...] = ()
+    kernel_times: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def device_median(self) -> float:
@@ -225,15 +233,17 @@ class ModuleArtifact:
     was built on (``device_key``). Picklable: ``dumps()`` / ``ModuleArtifact.loads(data)``."""
 
     name: str
-    args: tuple
-    outputs: tuple
+    args: tuple[Buffer, ...]
+    outputs: tuple[Buffer, ...]
     source: KernelSource
-    options: tuple = DEFAULT_OPTIONS
-    device_key: tuple = ()
+    options: tuple[str, ...] = DEFAULT_OPTIONS
+    device_key: tuple[str, ...] = ()
     binary: bytes | None = None
 
     @classmethod
-    def from_func(cls, func, options=(), fp16="storage"):
+    def from_func(
+        cls, func: LoweredFunc, options: Sequence[str] = (), fp16: str = "storage"
+    ) -> ModuleArtifact:
         """The artifact of a lowered function: its OpenCL C generated, nothing built yet."""
         return cls(
             func.name,
@@ -243,14 +253,14 @@ class ModuleArtifact:
             tuple(DEFAULT_OPTIONS) + tuple(options),
         )
 
-    def with_binary(self, device_key, binary):
+    def with_binary(self, device_key: Sequence[str], binary: bytes) -> ModuleArtifact:
         return replace(self, device_key=tuple(device_key), binary=binary)
 
-    def dumps(self):
+    def dumps(self) -> bytes:
         return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
 
     @staticmethod
-    def loads(data):
+    def loads(data: bytes) -> ModuleArtifact:
         art = pickle.loads(data)
         if not isinstance(art, ModuleArtifact):
             raise TensorschedError(f"not a module artifact: {type(art).__name__}")
@@ -263,7 +273,13 @@ class OpenCLModule:
     ``func`` is the lowered function, or for a module loaded with ``from_artifact`` the
     artifact (which has the function's ``name``, ``args`` and ``outputs``, not its body)."""
 
-    def __init__(self, func, device=None, options=(), fp16="storage"):
+    def __init__(
+        self,
+        func: LoweredFunc,
+        device: Device | str | None = None,
+        options: Sequence[str] = (),
+        fp16: str = "storage",
+    ) -> None:
         device = resolve_device(device)
         if fp16 == "native" and not device.has_fp16:
             raise BuildError(
@@ -273,7 +289,12 @@ class OpenCLModule:
         self._load(func, ModuleArtifact.from_func(func, options, fp16), device)
 
     @classmethod
-    def from_artifact(cls, artifact, device=None, cache=True):
+    def from_artifact(
+        cls,
+        artifact: ModuleArtifact | bytes,
+        device: Device | str | None = None,
+        cache: bool = True,
+    ) -> OpenCLModule:
         """Load an exported module (a ``ModuleArtifact`` or its ``dumps()`` bytes): its
         program is built from the source (a hit in the driver's cache where the driver keeps
         one), or taken from the artifact's binary when that was made for this device."""
@@ -283,12 +304,18 @@ class OpenCLModule:
         mod._load(artifact, artifact, resolve_device(device), cache)
         return mod
 
-    def _load(self, func, artifact, device, cache=True):
+    def _load(
+        self,
+        func: LoweredFunc | ModuleArtifact,
+        artifact: ModuleArtifact,
+        device: Device,
+        cache: bool = True,
+    ) -> None:
         self.func, self.device, self.artifact = func, device, artifact
         self.source = artifact.source
         self.options = tuple(artifact.options)
         self._check_work_groups()
-        self.program = None
+        self.program: Any = None
         if artifact.binary is not None and tuple(artifact.device_key) == tuple(device.key):
             self.program = load_binary(device, artifact.binary, self.options)
         if self.program is None:
@@ -296,23 +323,23 @@ class OpenCLModule:
         import pyopencl as cl  # cl.Kernel: a cached program's kernels are fetched anew
 
         self.kernels = [cl.Kernel(self.program, k.name) for k in self.source.kernels]
-        self._temps = None
+        self._temps: dict[Buffer, Any] | None = None
 
-    def export(self, binary=False):
+    def export(self, binary: bool = False) -> ModuleArtifact:
         """This module as a ``ModuleArtifact``; ``binary=True`` adds the program binary of this
         module's device."""
         if not binary:
             return self.artifact
         return self.artifact.with_binary(self.device.key, self.binary())
 
-    def binary(self):
+    def binary(self) -> bytes:
         """The program binary the driver made for this module's device."""
         return self.program.binaries[0]
 
-    def get_source(self):
+    def get_source(self) -> str:
         return self.source.text
 
-    def _check_work_groups(self):
+    def _check_work_groups(self) -> None:
         dev = self.device
         for b in self.func.args:
             if b.image:
@@ -350,12 +377,13 @@ class OpenCLModule:
 
     # ---- running
 
-    def _device_args(self, arrays):
+    def _device_args(self, arrays: Sequence[Array]) -> tuple[dict[Buffer, Any], CopyBack]:
         import pyopencl as cl
         import pyopencl.array as cla
 
         ctx, mf = self.device.context, cl.mem_flags
-        bufs, copies = {}, []
+        bufs: dict[Buffer, Any] = {}
+        copies: CopyBack = []
         for a, b in zip(arrays, self.func.args):
             if b.image:
                 bufs[b] = a if isinstance(a, cl.Image) else _image(ctx, a)
@@ -374,7 +402,7 @@ class OpenCLModule:
         bufs.update(self._temps)
         return bufs, copies
 
-    def _device_array(self, a, b, copies):
+    def _device_array(self, a: Any, b: Buffer, copies: CopyBack) -> Any:
         """The buffer to pass for device array ``a`` (argument ``b``): its own where it is
         C-contiguous from the start of its buffer; a contiguous copy where it starts at an
         offset (copied back after the run if ``b`` is an output); refused where it is strided
@@ -404,7 +432,7 @@ class OpenCLModule:
             copies.append((a, buf))
         return buf
 
-    def _launch(self, bufs):
+    def _launch(self, bufs: Mapping[Buffer, Any]) -> list[Any]:
         q = self.device.queue
         events = []
         for kern, info in zip(self.kernels, self.source.kernels):
@@ -413,26 +441,34 @@ class OpenCLModule:
             )
         return events
 
-    def _finish(self, copies):
+    def _finish(self, copies: CopyBack) -> None:
         import pyopencl as cl
         import pyopencl.array as cla
 
         q = self.device.queue
         for a, buf in copies:
             if isinstance(a, cla.Array):  # a device array at an offset: copy its part back
+                base: Any = a.base_data
                 if a.nbytes:
-                    cl.enqueue_copy(q, a.base_data, buf, dst_offset=a.offset, byte_count=a.nbytes)
+                    cl.enqueue_copy(q, base, buf, dst_offset=a.offset, byte_count=a.nbytes)
             else:
                 copy_to_host(q, a, buf)
         q.finish()
 
-    def __call__(self, *arrays):
+    def __call__(self, *arrays: Array) -> None:
         check_call_args(self.func, arrays)
         bufs, copies = self._device_args(arrays)
         self._launch(bufs)
         self._finish(copies)
 
-    def time_evaluator(self, number=1, repeat=5, warmup=1, budget_ms=None, min_repeat=3):
+    def time_evaluator(
+        self,
+        number: int = 1,
+        repeat: int = 5,
+        warmup: int = 1,
+        budget_ms: float | None = None,
+        min_repeat: int = 3,
+    ) -> Callable[..., Timing]:
         """A function of the same arrays returning a ``Timing`` of ``repeat`` measurements,
         each the mean of ``number`` runs, after ``warmup`` unmeasured runs.
 
@@ -442,7 +478,7 @@ class OpenCLModule:
         to time the kernels without host transfers; numpy arrays are copied in (and outputs
         out) on every run, which the host times then include."""
 
-        def run(*arrays: Any) -> Timing:
+        def run(*arrays: Array) -> Timing:
             check_call_args(self.func, arrays)
             for _ in range(warmup):
                 self(*arrays)
@@ -470,7 +506,7 @@ class OpenCLModule:
         return run
 
 
-def copy_to_host(queue, array, buf):
+def copy_to_host(queue: Any, array: np.ndarray, buf: Any) -> None:
     """Copy ``buf`` into the numpy ``array``, through a contiguous copy where ``array`` is a
     strided view (the copy blocks until it is done)."""
     import pyopencl as cl
@@ -481,7 +517,7 @@ def copy_to_host(queue, array, buf):
         array[...] = host
 
 
-def _image(ctx, array):
+def _image(ctx: Any, array: np.ndarray) -> Any:
     """A read-only RGBA float image holding a (rows, cols) float32 array, 4 columns a texel."""
     import pyopencl as cl
 
@@ -490,5 +526,5 @@ def _image(ctx, array):
     return cl.image_from_array(ctx, texels, num_channels=4, mode="r")
 
 
-def _itemsize(buf):
+def _itemsize(buf: Buffer) -> int:
     return np.dtype(dt.NUMPY[buf.dtype]).itemsize

@@ -16,14 +16,17 @@ would admit a kernel that keeps a float64 intermediate in float32 for part of it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..ir.stmt import LoweredFunc
 from ..ir.tensor import PlaceholderOp, Tensor
+from ..schedules.schedule import Schedule
 from .build import PythonModule, build
+from .module import OpenCLModule
 
 INT_POISON = np.iinfo(np.int32).min + 7
 TOL = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-12}
@@ -33,13 +36,13 @@ class NumericsMismatch(AssertionError):
     """A schedule computed other numbers than numpy (or left an output element unwritten)."""
 
 
-def tolerance(dtype: Any) -> float:
+def tolerance(dtype: DTypeLike) -> float:
     """The relative tolerance of ``dtype`` (``TOL``; float32's for a dtype it does not list)."""
     return TOL.get(str(np.dtype(dtype)), TOL["float32"])
 
 
 def random_array(
-    shape: Sequence[int], dtype: Any, rng: np.random.Generator, positive: bool = False
+    shape: Sequence[int], dtype: DTypeLike, rng: np.random.Generator, positive: bool = False
 ) -> np.ndarray:
     """Random values of ``dtype`` with no zeros: magnitudes in [0.25, 1) for floats, 1..9 for
     integers, random signs unless ``positive``; booleans are random."""
@@ -68,7 +71,8 @@ def relative_error(out: Any, expected: Any) -> float:
     return float(np.max(np.abs(out - expected), initial=0.0)) / (scale or 1.0)
 
 
-def poisoned(shape: Sequence[int], dtype: Any) -> np.ndarray:
+def poisoned(shape: Sequence[int], dtype: DTypeLike) -> np.ndarray:
+    """An array of ``shape`` that marks unwritten elements: NaN, ``INT_POISON`` or False."""
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
         return np.full(shape, np.nan, dtype=dtype)
@@ -77,7 +81,7 @@ def poisoned(shape: Sequence[int], dtype: Any) -> np.ndarray:
     return np.zeros(shape, dtype=dtype)
 
 
-def compare(out: Any, expected: Any, dtype: Any, name: str = "output") -> None:
+def compare(out: Any, expected: Any, dtype: DTypeLike, name: str = "output") -> None:
     """Raise ``NumericsMismatch`` unless ``out`` matches ``expected`` within the dtype's
     tolerance (relative, and absolute relative to the largest expected magnitude)."""
     out = np.asarray(out)
@@ -109,7 +113,7 @@ def make_arrays(
     args: Sequence[Tensor],
     seed: int | np.random.Generator = 0,
     positive: bool = False,
-    inputs: dict | None = None,
+    inputs: Mapping[Tensor | str, Any] | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[tuple[Tensor, np.ndarray]]]:
     """``(arrays, inputs, outputs)`` for the argument tensors: random inputs (or the arrays
     ``inputs`` maps a placeholder or its name to), poisoned outputs; ``outputs`` pairs each
@@ -136,13 +140,13 @@ def make_arrays(
 
 
 def check_numerics(
-    s: Any,
+    s: Schedule | LoweredFunc,
     args: Sequence[Tensor] | None,
     ref: Callable[..., Any],
     target: str = "python",
     seed: int = 0,
     name: str = "fuzzed",
-) -> PythonModule | Any:
+) -> PythonModule | OpenCLModule:
     """Build schedule ``s`` (or a lowered function) with ``args`` for ``target``, run it on
     random inputs and compare each output with ``ref(*inputs)`` (float64 inputs; one array, or
     a tuple with one per output). Returns the module."""

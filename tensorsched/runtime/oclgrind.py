@@ -33,13 +33,15 @@ import sys
 import tempfile
 import traceback
 import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..errors import TensorschedError
 from ..ir.stmt import LoweredFunc
-from .device import all_devices, current_device
+from .device import Device, all_devices, current_device
 from .module import DEFAULT_OPTIONS, OpenCLModule, build_program, check_call_args
 
 # pyopencl is imported inside the functions that use it, so that ``import tensorsched`` works
@@ -62,7 +64,7 @@ class OclgrindError(TensorschedError):
     """Oclgrind reported a problem (or the checked run itself failed). ``diagnostics`` holds one
     text per report, ``log`` the whole report text."""
 
-    def __init__(self, message, diagnostics=(), log=""):
+    def __init__(self, message: str, diagnostics: Sequence[str] = (), log: str = "") -> None:
         self.diagnostics, self.log = tuple(diagnostics), log
         parts = [message]
         for d in self.diagnostics[:10]:
@@ -78,9 +80,9 @@ class RawKernel:
     ``run_checked``; ``local_size`` None lets the runtime choose."""
 
     name: str
-    global_size: tuple
-    local_size: tuple | None
-    args: tuple
+    global_size: tuple[int, ...]
+    local_size: tuple[int, ...] | None
+    args: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -88,18 +90,22 @@ class RawProgram:
     """Hand-written OpenCL C and its launches, in order."""
 
     source: str
-    kernels: tuple
-    options: tuple = DEFAULT_OPTIONS
+    kernels: tuple[RawKernel, ...]
+    options: tuple[str, ...] = DEFAULT_OPTIONS
+
+
+# what ``run_checked`` runs: a lowered function, a built module (its function), hand-written code
+Checkable = LoweredFunc | OpenCLModule | RawProgram
 
 
 @dataclass
 class CheckResult:
-    arrays: list
+    arrays: list[np.ndarray]
     log: str = ""
-    warnings: list = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
-def available():
+def available() -> bool:
     """Whether an OpenCL platform named Oclgrind is installed (it is never the default)."""
     try:
         return any(PLATFORM in d.platform_name.lower() for d in all_devices())
@@ -108,32 +114,33 @@ def available():
 
 
 def run_checked(
-    program,
-    arrays,
-    timeout=300,
-    data_races=True,
-    uninitialized=True,
-    check_api=False,
-    build_options=CHECK_BUILD_OPTIONS,
-    env=None,
-):
+    program: Checkable | Callable[[], Checkable],
+    arrays: Sequence[np.ndarray],
+    timeout: float = 300,
+    data_races: bool = True,
+    uninitialized: bool = True,
+    check_api: bool = False,
+    build_options: Sequence[str] = CHECK_BUILD_OPTIONS,
+    env: Mapping[str, str] | None = None,
+) -> CheckResult:
     """Run ``program`` on ``arrays`` under Oclgrind in a subprocess; raise ``OclgrindError``
     with the reports when there is any. Returns a ``CheckResult`` whose ``arrays`` are the
     given arrays (updated in place with what the kernels wrote). ``build_options`` are added
     to the program's own (see ``CHECK_BUILD_OPTIONS``)."""
+    target: Any = program  # narrowed below to a LoweredFunc or a RawProgram
     if (
-        callable(program)
-        and not isinstance(program, (LoweredFunc, RawProgram))
-        and not hasattr(program, "func")
+        callable(target)
+        and not isinstance(target, (LoweredFunc, RawProgram))
+        and not hasattr(target, "func")
     ):
-        program = program()
-    if hasattr(program, "func") and hasattr(program, "get_source"):  # an OpenCLModule
-        program = program.func
-    if isinstance(program, LoweredFunc):
-        check_call_args(program, arrays)
+        target = target()
+    if hasattr(target, "func") and hasattr(target, "get_source"):  # an OpenCLModule
+        target = target.func
+    if isinstance(target, LoweredFunc):
+        check_call_args(target, arrays)
         kind = "func"
-    elif isinstance(program, RawProgram):
-        for k in program.kernels:
+    elif isinstance(target, RawProgram):
+        for k in target.kernels:
             bad = [i for i in k.args if not 0 <= i < len(arrays)]
             if bad:
                 raise TensorschedError(
@@ -144,7 +151,7 @@ def run_checked(
     else:
         raise TensorschedError(
             "run_checked: expected a lowered function, an OpenCLModule, a "
-            f"RawProgram or a function returning one, got {program!r}"
+            f"RawProgram or a function returning one, got {target!r}"
         )
     host = [np.ascontiguousarray(a) for a in arrays]
     with tempfile.TemporaryDirectory(prefix="ts_oclgrind_") as work:
@@ -153,7 +160,7 @@ def run_checked(
         )
         with open(job, "wb") as f:
             pickle.dump(
-                {"kind": kind, "program": program, "arrays": host, "options": tuple(build_options)},
+                {"kind": kind, "program": target, "arrays": host, "options": tuple(build_options)},
                 f,
             )
         child_env = dict(os.environ if env is None else env)
@@ -197,7 +204,7 @@ def run_checked(
     if diagnostics:
         raise OclgrindError(
             f"Oclgrind reported {len(diagnostics)} problem(s) in "
-            f"{_describe(program)}: {summarize(diagnostics)}",
+            f"{_describe(target)}: {summarize(diagnostics)}",
             diagnostics,
             log,
         )
@@ -207,10 +214,11 @@ def run_checked(
     return CheckResult(list(arrays), log, out.get("warnings", []))
 
 
-def parse_log(text):
+def parse_log(text: str) -> list[str]:
     """Oclgrind's reports, one string each: a report starts with an unindented line and its
     details are indented."""
-    reports, cur = [], []
+    reports: list[str] = []
+    cur: list[str] = []
     for line in text.splitlines():
         if line.strip() and not line[0].isspace():
             if cur:
@@ -223,17 +231,17 @@ def parse_log(text):
     return [r.rstrip() for r in reports if r.strip()]
 
 
-def summarize(diagnostics):
+def summarize(diagnostics: Sequence[str]) -> str:
     """``"128 x Uninitialized value written to global memory, 4 x Read-write data race at
     local memory"``: each kind of report (its first line without the address) with its count."""
-    counts = {}
+    counts: dict[str, int] = {}
     for d in diagnostics:
         head = re.sub(r"\s+address\s+0x[0-9a-fA-F]+", "", d.strip().splitlines()[0]).strip()
         counts[head] = counts.get(head, 0) + 1
     return ", ".join(f"{n} x {head}" for head, n in counts.items())
 
 
-def _describe(program):
+def _describe(program: LoweredFunc | RawProgram) -> str:
     if isinstance(program, RawProgram):
         return "kernels " + ", ".join(k.name for k in program.kernels)
     return f"function '{program.name}'"
@@ -242,8 +250,8 @@ def _describe(program):
 # ---------------------------------------------------------------- the subprocess
 
 
-def _child(work):
-    result = {"arrays": None, "error": None, "warnings": []}
+def _child(work: str) -> None:
+    result: dict[str, Any] = {"arrays": None, "error": None, "warnings": []}
     try:
         with open(os.path.join(work, "job.pkl"), "rb") as f:
             job = pickle.load(f)
@@ -268,7 +276,9 @@ def _child(work):
         pickle.dump(result, f)
 
 
-def _run_raw(dev, program, arrays, options):
+def _run_raw(
+    dev: Device, program: RawProgram, arrays: list[np.ndarray], options: Sequence[str]
+) -> None:
     import pyopencl as cl
 
     prg = build_program(dev, program.source, tuple(program.options) + tuple(options))

@@ -9,6 +9,7 @@ computed something else is reported instead of timed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ COPY_SOURCE = (
 )
 
 
-def _peak_source(width):
+def _peak_source(width: int) -> str:
     t = "float" if width == 1 else f"float{width}"
     decl = "\n".join(f"  {t} x{c} = ({t})(seed + {c}.0f);" for c in range(CHAINS))
     body = "\n".join(f"    x{c} = mad(x{c}, a, b);" for c in range(CHAINS))
@@ -45,7 +46,7 @@ def _peak_source(width):
 """
 
 
-def _expected(gid, width, a, b):
+def _expected(gid: int, width: int, a: np.float32, b: np.float32) -> float:
     seed = np.float32(gid % 7)
     x = np.array([seed + c for c in range(CHAINS)], dtype=np.float32)
     for _ in range(ITERS):
@@ -61,7 +62,14 @@ class PeakResult:
     checked: bool
 
 
-def _time_kernel(dev, knl, gsize, lsize, args, repeat):
+def _time_kernel(
+    dev: Device,
+    knl: Any,
+    gsize: tuple[int, ...],
+    lsize: tuple[int, ...] | None,
+    args: tuple[Any, ...],
+    repeat: int,
+) -> float:
     times = []
     for _ in range(repeat + 1):
         ev = knl(dev.queue, gsize, lsize, *args)

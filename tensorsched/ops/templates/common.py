@@ -3,17 +3,19 @@ placing it in registers under the output's work-item loops."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ...errors import ScheduleError
-from ...ir.tensor import ComputeOp, thread_axis
-from ...schedules.schedule import create_schedule
+from ...ir.tensor import ComputeOp, IterVar, Tensor, thread_axis
+from ...schedules.schedule import Schedule, create_schedule
 from ..gemm import gemm
 from ..nn import epilogue as make_epilogue
 
 
-def inline_epilogue(s, out):
+def inline_epilogue(s: Schedule, out: Tensor) -> Tensor:
     """The reduction behind ``out``: ``out`` is it, or the last stage of an elementwise chain
     (bias, ReLU, sigmoid) over it, whose inner stages are inlined into ``out``."""
-    chain, t = [], out
+    chain, t = list[Tensor](), out
     while isinstance(t.op, ComputeOp) and not t.op.reduce_axis:
         reads = [x for x in t.op.input_tensors if isinstance(x.op, ComputeOp)]
         if len(reads) != 1:
@@ -29,19 +31,24 @@ def inline_epilogue(s, out):
     return t
 
 
-def reduction_and_epilogue(s, out):
+def is_reduction(t: Tensor) -> bool:
+    """Whether ``t`` is computed by a reduction (has reduce axes)."""
+    return isinstance(t.op, ComputeOp) and bool(t.op.reduce_axis)
+
+
+def reduction_and_epilogue(s: Schedule, out: Tensor) -> tuple[Tensor, Tensor]:
     """``(comp, out)``: the stage that accumulates and the one that writes the output.
 
     With no epilogue, ``comp`` is a ``cache_write(out, "local")`` stage and the output stage
     copies it out; with an elementwise epilogue, the reduction itself accumulates and the
     epilogue's last stage writes the output.
     """
-    if out.op.reduce_axis:
+    if is_reduction(out):
         return s.cache_write(out, "local"), out
     return inline_epilogue(s, out), out
 
 
-def bind_2d(s, stage, by, bx, ty, tx):
+def bind_2d(s: Schedule, stage: Tensor, by: IterVar, bx: IterVar, ty: IterVar, tx: IterVar) -> None:
     """Bind two block axes and two thread axes (y first, as OpenCL dimension 1)."""
     s[stage].bind(by, thread_axis("blockIdx.y"))
     s[stage].bind(bx, thread_axis("blockIdx.x"))
@@ -49,7 +56,7 @@ def bind_2d(s, stage, by, bx, ty, tx):
     s[stage].bind(tx, thread_axis("threadIdx.x"))
 
 
-def bind_1d(s, stage, axis, threads):
+def bind_1d(s: Schedule, stage: Tensor, axis: IterVar, threads: int) -> tuple[IterVar, IterVar]:
     """Split ``axis`` by ``threads`` and bind the parts to ``blockIdx.x`` and ``threadIdx.x``;
     returns ``(outer, inner)``."""
     outer, inner = s[stage].split(axis, threads)
@@ -58,7 +65,9 @@ def bind_1d(s, stage, axis, threads):
     return outer, inner
 
 
-def declare_gemm(M, N, K, layout, dtype, epilogue):
+def declare_gemm(
+    M: int, N: int, K: int, layout: str, dtype: str, epilogue: Sequence[str]
+) -> tuple[Schedule, Tensor, Tensor, list[Tensor]]:
     """``(schedule, C, O, [A, B, *epilogue inputs, O])``: the GEMM ``C`` of ``layout`` followed by
     the elementwise ``epilogue`` whose last stage is ``O`` (``C`` itself without one)."""
     A, B, C = gemm(M, N, K, layout, dtype)

@@ -14,21 +14,37 @@ knobs) over (output channel, output pixel), whose ``__local`` tiles are filled s
 the kernel and the padded image, and whose work-items write the NCHW output.
 """
 
-from ...ir.tensor import thread_axis
-from ...schedules.schedule import create_schedule
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...ir.tensor import IterVar, Tensor, thread_axis
+from ...schedules.schedule import Schedule, create_schedule
 from ..conv2d import (
+    ConvShape,
     conv2d_nchw_im2col,
     conv2d_nchw_implicit_gemm,
     conv2d_nchw_spatial_pack,
     stages_by_name,
 )
 from ..nn import epilogue as make_epilogue
+from ..space import Config
 from .common import bind_1d, bind_2d, inline_epilogue
 from .gemm_cpu import schedule_gemm_cpu
 from .gemm_gpu import schedule_gemm_gpu
 
 
-def _tile_and_bind3d(s, t, z, y, x, z_factor, y_factor=1, x_factor=1):
+def _tile_and_bind3d(
+    s: Schedule,
+    t: Tensor,
+    z: IterVar,
+    y: IterVar,
+    x: IterVar,
+    z_factor: int,
+    y_factor: int = 1,
+    x_factor: int = 1,
+) -> IterVar:
     zo, zi = s[t].split(z, z_factor)
     yo, yi = s[t].split(y, y_factor)
     xo, xi = s[t].split(x, x_factor)
@@ -41,7 +57,9 @@ def _tile_and_bind3d(s, t, z, y, x, z_factor, y_factor=1, x_factor=1):
     return xi
 
 
-def _declare(declaration, epilogue, *args):
+def _declare(
+    declaration: Callable[..., tuple[Tensor, Tensor, Tensor]], epilogue: Sequence[str], *args: Any
+) -> tuple[Schedule, dict[str, Tensor], Tensor, list[Tensor]]:
     """``(schedule, stages by name, output stage O, [data, kernel, *epilogue inputs, O])`` of a
     conv declaration with its epilogue: the padding is inlined, and so is the NCHW output
     stage when an epilogue follows it."""
@@ -55,7 +73,9 @@ def _declare(declaration, epilogue, *args):
     return s, st, O, [data, kernel] + extra + [O]
 
 
-def conv2d_spatial_pack(cfg, shape, dtype="float32", epilogue=()):
+def conv2d_spatial_pack(
+    cfg: Config, shape: ConvShape, dtype: str = "float32", epilogue: Sequence[str] = ()
+) -> tuple[Schedule, list[Tensor]]:
     VH = cfg.define_knob("VH", (1, 2))
     VW = cfg.define_knob("VW", (4, 2, 8))
     VC = cfg.define_knob("VC", (4, 8, 2))
@@ -122,7 +142,13 @@ def conv2d_spatial_pack(cfg, shape, dtype="float32", epilogue=()):
     return s, args
 
 
-def conv2d_im2col(cfg, shape, dtype="float32", epilogue=(), gemm="cpu"):
+def conv2d_im2col(
+    cfg: Config,
+    shape: ConvShape,
+    dtype: str = "float32",
+    epilogue: Sequence[str] = (),
+    gemm: str = "cpu",
+) -> tuple[Schedule, list[Tensor]]:
     """The GEMM method; ``gemm`` picks the GEMM template ("cpu" or "gpu") whose knobs it has."""
     s, st, O, args = _declare(conv2d_nchw_im2col, epilogue, shape, dtype)
     if epilogue:
@@ -146,7 +172,9 @@ def conv2d_im2col(cfg, shape, dtype="float32", epilogue=(), gemm="cpu"):
     return s, args
 
 
-def conv2d_implicit_gemm(cfg, shape, dtype="float32", epilogue=()):
+def conv2d_implicit_gemm(
+    cfg: Config, shape: ConvShape, dtype: str = "float32", epilogue: Sequence[str] = ()
+) -> tuple[Schedule, list[Tensor]]:
     """Implicit GEMM: the GPU GEMM schedule on ``conv_gemm`` (CO x N*OH*OW) with both operands
     inlined into its tile loads and the output stage's (n, oh, ow) fused as the GEMM's N."""
     s, st, O, args = _declare(conv2d_nchw_implicit_gemm, epilogue, shape, dtype)

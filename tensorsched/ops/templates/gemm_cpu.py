@@ -5,17 +5,31 @@ Knobs: ``tile_y`` / ``tile_x`` = (work-items, outputs per work-item), ``vec`` (v
 the columns), ``tile_k`` (K step, unrolled).
 """
 
-from ..space import split_axis
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...ir.tensor import Tensor
+from ...schedules.schedule import Schedule
+from ..space import Config, split_axis
 from .common import bind_2d, declare_gemm, reduction_and_epilogue
 
 
-def gemm_cpu(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
+def gemm_cpu(
+    cfg: Config,
+    M: int,
+    N: int,
+    K: int,
+    layout: str = "NN",
+    dtype: str = "float32",
+    epilogue: Sequence[str] = (),
+) -> tuple[Schedule, list[Tensor]]:
     s, _, O, args = declare_gemm(M, N, K, layout, dtype, epilogue)
     schedule_gemm_cpu(cfg, s, O, M, N, K)
     return s, args
 
 
-def schedule_gemm_cpu(cfg, s, O, M, N, K):
+def schedule_gemm_cpu(cfg: Config, s: Schedule, O: Tensor, M: int, N: int, K: int) -> None:
     """Schedule the GEMM (plus elementwise epilogue) producing ``O``."""
     ty, wy = cfg.define_split(
         "tile_y",

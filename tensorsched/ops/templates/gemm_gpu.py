@@ -24,11 +24,15 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
   (``cache_read(..., "local")``), as vector loads, before the multiply-adds.
 """
 
-import math
+from __future__ import annotations
 
-from ...ir.tensor import thread_axis
-from ..space import split_axis
-from .common import bind_1d, bind_2d, declare_gemm, inline_epilogue
+import math
+from collections.abc import Sequence
+
+from ...ir.tensor import IterVar, Tensor, thread_axis
+from ...schedules.schedule import Schedule
+from ..space import Config, split_axis
+from .common import bind_1d, bind_2d, declare_gemm, inline_epilogue, is_reduction
 
 VTHREADS = (1, 2)
 THREADS = (8, 16, 32)
@@ -39,17 +43,35 @@ SPLIT_K = (1, 2, 4)
 SUM_THREADS = 256
 
 
-def gemm_gpu_tiled(cfg, M, N, K, layout="NN", dtype="float32", epilogue=()):
+def gemm_gpu_tiled(
+    cfg: Config,
+    M: int,
+    N: int,
+    K: int,
+    layout: str = "NN",
+    dtype: str = "float32",
+    epilogue: Sequence[str] = (),
+) -> tuple[Schedule, list[Tensor]]:
     s, _, O, args = declare_gemm(M, N, K, layout, dtype, epilogue)
     schedule_gemm_gpu(cfg, s, O, args[0], args[1], M, N, K)
     return s, args
 
 
-def _tile_candidates():
+def _tile_candidates() -> list[tuple[int, int, int]]:
     return [(v, t, w) for v in VTHREADS for t in THREADS for w in PER_ITEM]
 
 
-def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
+def schedule_gemm_gpu(
+    cfg: Config,
+    s: Schedule,
+    O: Tensor,
+    A: Tensor,
+    B: Tensor,
+    M: int,
+    N: int,
+    K: int,
+    axes: tuple[IterVar, IterVar] | None = None,
+) -> None:
     """Schedule the GEMM (plus elementwise epilogue) producing ``O`` from ``A`` and ``B``;
     ``axes``: the output stage's loops that play M and N (default: its two axes)."""
     split_k = cfg.define_knob("split_k", SPLIT_K)
@@ -88,7 +110,7 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
     cfg.constrain(a_pad == 0 or a_layout == "col", "a_pad pads the column-major tile only")
     cfg.constrain(split_k == 1 or K // split_k >= kstep, "K split finer than the K step")
 
-    R = O if O.op.reduce_axis else inline_epilogue(s, O)
+    R = O if is_reduction(O) else inline_epilogue(s, O)
     if split_k > 1:
         # partial products over K / split_k each (blockIdx.z), then a kernel that sums them
         (k,) = s[R].op.reduce_axis
@@ -153,7 +175,7 @@ def schedule_gemm_gpu(cfg, s, O, A, B, M, N, K, axes=None):
             s[T].double_buffer(dbuf)
 
 
-def _schedule_sum(s, O, R, axes):
+def _schedule_sum(s: Schedule, O: Tensor, R: Tensor, axes: tuple[IterVar, IterVar] | None) -> None:
     """The kernel that adds the split-K partial products (and applies the epilogue): one
     output element per work-item."""
     f = s[O].fuse(*(axes if axes is not None else s[O].op.axis))

@@ -9,18 +9,25 @@
   of float4 rows, K stepped by 4 and unrolled, the work-group shape as knobs.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+
 from ...errors import ScheduleError
 from ...ir import intrin as I
 from ...ir.intrin import const
-from ...ir.tensor import compute, placeholder, reduce_axis
-from ...schedules.schedule import create_schedule
+from ...ir.tensor import IterVar, Tensor, compute, placeholder, reduce_axis
+from ...schedules.schedule import Schedule, create_schedule
 from ..nn import epilogue as make_epilogue
+from ..space import Config
 from .common import bind_1d, bind_2d, declare_gemm, inline_epilogue, reduction_and_epilogue
 
 WORK_GROUPS = ((1, 64), (2, 32), (4, 16), (8, 8), (16, 16), (8, 32), (4, 4))
 
 
-def _rows_cols(s, out, wg, per_item=(1, 1)):
+def _rows_cols(
+    s: Schedule, out: Tensor, wg: tuple[int, int], per_item: tuple[int, int] = (1, 1)
+) -> tuple[IterVar, IterVar, IterVar]:
     """Split the output into work-groups x work-items x per-item tile; returns the loops."""
     i, j = s[out].op.axis
     iy, ii = s[out].split(i, per_item[0])
@@ -32,7 +39,9 @@ def _rows_cols(s, out, wg, per_item=(1, 1)):
     return tx, ii, ji
 
 
-def _factored(s, C, O, wg, per_item, vec):
+def _factored(
+    s: Schedule, C: Tensor, O: Tensor, wg: tuple[int, int], per_item: tuple[int, int], vec: int
+) -> None:
     """Shared by the two seed-000 kernels: C's reduction split by ``vec``, factored into
     ``vec`` partial sums held in registers, then summed per output."""
     ko, ki = s[C].split(s[C].op.reduce_axis[0], vec)
@@ -63,7 +72,9 @@ def _factored(s, C, O, wg, per_item, vec):
     s[CF].vectorize(fv)
 
 
-def gemm_vec_dot(cfg, M, N, K, dtype="float32", epilogue=()):
+def gemm_vec_dot(
+    cfg: Config, M: int, N: int, K: int, dtype: str = "float32", epilogue: Sequence[str] = ()
+) -> tuple[Schedule, list[Tensor]]:
     """Seed 000 "just vectorize"; B is given transposed (N x K)."""
     s, C, O, args = declare_gemm(M, N, K, "NT", dtype, epilogue)
     vec = cfg.define_knob("vec", (8, 4, 16))
@@ -76,12 +87,12 @@ def gemm_vec_dot(cfg, M, N, K, dtype="float32", epilogue=()):
 gemm_vec_dot.b_transposed = True  # type: ignore[attr-defined]  # its B argument is N x K
 
 
-def _morton(A, B, M, N, K):
+def _morton(A: Tensor, B: Tensor, M: int, N: int, K: int) -> tuple[Tensor, Tensor, Tensor]:
     """Seed 002's hybrid Morton packing: ``A_pack[io, ko, ii, ki] = A[2*io + ii, 4*ko + ki]``
     and the same for B^T, so a work-item's 2x4 block is 8 consecutive floats."""
     MB, NB, KB = -(-M // 2), -(-N // 2), -(-K // 4)
 
-    def packed(src, rows, transposed, name):
+    def packed(src: Tensor, rows: int, transposed: bool, name: str) -> Tensor:
         def body(o, ko, ii, ki):
             r, c = o * 2 + ii, ko * 4 + ki
             inside = I.all(r < rows, c < K)
@@ -105,21 +116,23 @@ def _morton(A, B, M, N, K):
     return A_pack, B_pack, C
 
 
-def gemm_block2x2(cfg, M, N, K, dtype="float32", epilogue=()):
+def gemm_block2x2(
+    cfg: Config, M: int, N: int, K: int, dtype: str = "float32", epilogue: Sequence[str] = ()
+) -> tuple[Schedule, list[Tensor]]:
     layout = cfg.define_knob("layout", ("blocked", "morton"))
     wg = cfg.define_knob("work_group", WORK_GROUPS, default=(4, 16))
     A = placeholder((M, K), dtype, name="A")
     B = placeholder((K, N), dtype, name="B")
+    packs: list[Tensor]
     if layout == "morton":
-        packs = _morton(A, B, M, N, K)
+        *packs, C = _morton(A, B, M, N, K)
     else:  # ARM's: A row-major, B packed column-major (B^T)
         Bt = compute((N, K), lambda j, kk: B[kk, j], name="B_colmajor")
         k = reduce_axis((0, K), name="k")
         C = compute(
             (M, N), lambda i, j: I.sum(A[i, k] * Bt[j, k], axis=k), name="C", tag="gemm_blocked"
         )
-        packs = (Bt, C)
-    *packs, C = packs
+        packs = [Bt]
     O, extra = make_epilogue(C, epilogue)
     s = create_schedule(O.op)
     inline_epilogue(s, O)
@@ -130,7 +143,9 @@ def gemm_block2x2(cfg, M, N, K, dtype="float32", epilogue=()):
     return s, [A, B] + extra + [O]
 
 
-def gemm_adreno(cfg, M, N, K, dtype="float32", epilogue=()):
+def gemm_adreno(
+    cfg: Config, M: int, N: int, K: int, dtype: str = "float32", epilogue: Sequence[str] = ()
+) -> tuple[Schedule, list[Tensor]]:
     if N % 4:
         raise ScheduleError(
             "gemm_adreno",

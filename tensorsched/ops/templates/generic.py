@@ -16,23 +16,27 @@ Knobs of the last stage:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ...ir.te_text import parse_expr
-from ...ir.tensor import ComputeOp, PlaceholderOp, thread_axis
-from ...schedules.schedule import create_schedule
-from ..space import split_axis
+from ...ir.tensor import ComputeOp, PlaceholderOp, Tensor, thread_axis
+from ...schedules.schedule import Schedule, create_schedule
+from ..space import Config, split_axis
 
 THREADS = (1, 2, 4, 8, 16, 32)
 PER_ITEM = (1, 2, 4, 8)
 K_STEPS = (1, 2, 4, 8, 16)
 
 
-def _tile_candidates(extent):
+def _tile_candidates(extent: int) -> tuple[list[tuple[int, int]], tuple[int, int]]:
     cands = [(t, w) for t in THREADS for w in PER_ITEM if t * w <= extent]
     default = max(((t, 1) for t, w in cands if w == 1 and t <= 16), default=(1, 1))
     return cands, default
 
 
-def generic(cfg, expr_text, shapes, dtype="float32"):
+def generic(
+    cfg: Config, expr_text: str, shapes: str | Mapping[str, int], dtype: str = "float32"
+) -> tuple[Schedule, list[Tensor]]:
     """``(schedule, args)`` for ``expr_text``; args are the inputs, then the last stage."""
     tensors = list(parse_expr(expr_text, shapes, dtype).values())
     out = tensors[-1]
