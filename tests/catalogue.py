@@ -2,7 +2,7 @@
 lowering and ``build``, calling a module, the device, the tuner's command line and files, and
 the text parsers, with the error it raises.
 
-``CASES`` is the single list. Each ``BadInput`` holds the code that triggers the misuse (run
+``CASES`` is the single list, made of one function per topic (``TOPICS``). Each ``BadInput`` holds the code that triggers the misuse (run
 after a small named setup), so the table in ``docs/errors.md`` shows exactly what ran;
 ``BadInput.trigger`` is that code as a callable. ``scripts/make_error_catalogue.py`` writes the
 table from ``CASES``; ``tests/test_catalogue.py`` runs every case (one test each) and checks
@@ -27,11 +27,16 @@ from tensorsched.errors import (
     CodegenError,
     ComputeError,
     LoweringError,
-    ParseError,  # noqa: F401
+    ParseError,
     RuntimeCallError,
     ScheduleError,
     TensorschedError,
 )
+from tensorsched.ops.space import ConfigError
+from tensorsched.runtime.device import DeviceError
+from tensorsched.runtime.module import LaunchError
+from tensorsched.tune.log import LogError
+from tensorsched.tune.task import TaskError
 
 # ---------------------------------------------------------------------------- setups
 
@@ -67,8 +72,8 @@ log = os.path.join(tmp, "tune.jsonl")
 task = {"kind": "gemm", "template": "cpu", "shape": [16, 16, 16], "dtype": "float32", \
 "epilogue": []}
 w = LogWriter(log)
-w.append(Record(task, "cl / dev", {"vec": 4}, "ok", device_ms=1.0))
-w.append(Record(task, "cl / dev", {"vec": 8}, "ok", device_ms=2.0))
+w.append(Record(task, "cl / dev", {"vec": 4}, "ok", device_ms=1.0, gflops=0.008192))
+w.append(Record(task, "cl / dev", {"vec": 8}, "ok", device_ms=2.0, gflops=0.004096))
 good = open(log, "rb").read()
 """,
 }
@@ -129,12 +134,11 @@ def cli(argv):
 
         return run_command
 
-    names = [n for n in dir(cli_module) if n.startswith("cmd_")]
-    saved = {n: getattr(cli_module, n) for n in names}
+    saved = dict(cli_module.COMMANDS)  # command name -> the function that runs it
     err, out = io.StringIO(), io.StringIO()
     try:
-        for n in names:
-            setattr(cli_module, n, spy(saved[n]))
+        for n, fn in saved.items():
+            cli_module.COMMANDS[n] = spy(fn)
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
             try:
                 status = cli_module.main(list(argv))
@@ -142,8 +146,7 @@ def cli(argv):
                 lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
                 raise UsageError(lines[-1] if lines else f"exit status {exc.code}") from None
     finally:
-        for n in names:
-            setattr(cli_module, n, saved[n])
+        cli_module.COMMANDS.update(saved)
     if caught:
         assert status == 2 and f"tensorsched: {caught[0]}" in err.getvalue(), err.getvalue()
         raise caught[0]
@@ -185,21 +188,18 @@ def run(case, reraise=False):
 # ---------------------------------------------------------------------------- the cases
 
 
-def _cases():
-    C, S, L, R = ComputeError, ScheduleError, LoweringError, RuntimeCallError
-    from tensorsched.ops.space import ConfigError
-    from tensorsched.runtime.device import DeviceError
-    from tensorsched.runtime.module import LaunchError
-    from tensorsched.tune.log import LogError
-    from tensorsched.tune.task import TaskError
+# short names of the error classes most rows expect
+C, S, L, R = ComputeError, ScheduleError, LoweringError, RuntimeCallError
 
-    out = []
 
-    def add(area, setup, rows, **kw):
-        for what, code, error in rows:
-            out.append(BadInput(area, what, code, error, setup, **kw))
+def _rows(area, setup, rows, **kw):
+    """``BadInput`` s of one topic from ``(what, code, error)`` rows."""
+    return [BadInput(area, what, code, error, setup, **kw) for what, code, error in rows]
 
-    add(
+
+def compute_language():
+    """Compute language."""
+    return _rows(
         "compute language",
         "",
         [
@@ -316,7 +316,11 @@ def _cases():
             ),
         ],
     )
-    add(
+
+
+def schedule_primitives_chain():
+    """Schedule primitives (setup: chain)."""
+    return _rows(
         "schedule primitives",
         "chain",
         [
@@ -350,7 +354,11 @@ def _cases():
             ("create_schedule of a placeholder", "ts.create_schedule(A.op)", S),
         ],
     )
-    add(
+
+
+def schedule_primitives_gemm():
+    """Schedule primitives (setup: gemm)."""
+    return _rows(
         "schedule primitives",
         "gemm",
         [
@@ -457,7 +465,11 @@ def _cases():
             ),
         ],
     )
-    add(
+
+
+def lowering_gemm():
+    """Lowering (setup: gemm)."""
+    return _rows(
         "lowering",
         "gemm",
         [
@@ -541,7 +553,11 @@ def _cases():
             ("lower something that is not a schedule", "ts.lower(C, [A, B, C])", L),
         ],
     )
-    add(
+
+
+def lowering_chain():
+    """Lowering (setup: chain)."""
+    return _rows(
         "lowering",
         "chain",
         [
@@ -570,7 +586,11 @@ def _cases():
             ),
         ],
     )
-    add(
+
+
+def build_gemm():
+    """Build (setup: gemm)."""
+    return _rows(
         "build",
         "gemm",
         [
@@ -583,7 +603,11 @@ def _cases():
             ),
         ],
     )
-    add(
+
+
+def build_chain():
+    """Build (setup: chain)."""
+    return _rows(
         "build",
         "chain",
         [
@@ -598,7 +622,11 @@ def _cases():
         ],
         device=True,
     )
-    add(
+
+
+def calling_a_module():
+    """Calling a module (setup: module)."""
+    return _rows(
         "calling a module",
         "module",
         [
@@ -610,7 +638,11 @@ def _cases():
             ("a read-only output array", "c.flags.writeable = False\nmod(a, b, c)", R),
         ],
     )
-    add(
+
+
+def opencl_device():
+    """Device."""
+    return _rows(
         "device",
         "",
         [
@@ -632,7 +664,11 @@ def _cases():
         device=True,
         machine=True,
     )
-    add(
+
+
+def tuner_command_line():
+    """Tuner command line."""
+    return _rows(
         "tuner command line",
         "",
         [
@@ -728,21 +764,30 @@ def _cases():
             ),
         ],
     )
-    add(
+
+
+def tuner_command_line_log():
+    """Tuner command line (setup: log)."""
+    return _rows(
         "tuner command line",
         "log",
         [
             (
                 "tune into a log that has trials of the task, without --resume",
                 'task["shape"] = [16, 16, 16]\nfrom tensorsched.runtime.device import DeviceLimits\n'
-                'w.append(Record(task, DeviceLimits.of(None).name, {"vec": 16}, "ok", device_ms=1.0))\n'
+                "cfg = {'tile_y': [2, 16], 'tile_x': [2, 16], 'vec': 16, 'tile_k': [4]}\n"
+                'w.append(Record(task, DeviceLimits.of(None).name, cfg, "ok", device_ms=1.0, gflops=0.008192))\n'
                 'cli(["tune", "gemm", "--shape", "16,16,16", "--template", "cpu", "--log", log])',
                 TensorschedError,
             ),
         ],
         device=True,
     )
-    add(
+
+
+def tuner_files():
+    """Tuner files (setup: log)."""
+    return _rows(
         "tuner files",
         "log",
         [
@@ -788,7 +833,11 @@ def _cases():
             ),
         ],
     )
-    add(
+
+
+def text_parsers():
+    """Text parsers."""
+    return _rows(
         "text parsers",
         "",
         [
@@ -846,12 +895,112 @@ def _cases():
                 ParseError,
             ),
             ("extents that are not name=number", 'ts.parse_expr("C[i] = A[i]", "i=x")', ParseError),
+            (
+                "IR that writes past its buffer",
+                'ts.parse_ir("func f(C: float32[8]) { for (i, 0, 8) { C[i + 6] = 1f } }")',
+                ParseError,
+            ),
+            (
+                "IR that reads past its buffer",
+                'ts.parse_ir("func f(A: float32[4], C: float32[4]) '
+                '{ for (i, 0, 4) { C[i] = A[i + 100] } }")',
+                ParseError,
+            ),
+            (
+                "IR that reads before its buffer",
+                'ts.parse_ir("for (i, 0, 4) { C[i] = A[i - 4] }", '
+                'args=[("A", 8, "float32"), ("C", 4, "float32")])',
+                ParseError,
+            ),
+            (
+                "IR whose index no loop bounds",
+                'ts.parse_ir("func f(A: float32[4]) { for (i, 0, 4) { A[int32(A[i])] = 0f } }")',
+                ParseError,
+            ),
+            (
+                "a bare IR body without its arguments",
+                'ts.parse_ir("for (i, 0, 4) { C[i] = A[i] }")',
+                ParseError,
+            ),
+            (
+                "a malformed argument of a bare body",
+                'ts.parse_ir("A[0] = 1f", args=[("A", 4)])',
+                ParseError,
+            ),
+            (
+                "arguments given to the function form",
+                'ts.parse_ir("func f(A: float32[4]) { }", args=[("A", 4, "float32")])',
+                ParseError,
+            ),
+            (
+                "IR with a 1000-term sum",
+                'ts.parse_ir("func f(A: float32[4]) { A[0] = " + " + ".join(["A[0]"] * 1000) + " }")',
+                ParseError,
+            ),
+            (
+                "IR with 500 nested loops",
+                'ts.parse_ir("func f(A: float32[4]) {" + "".join(f"for (i{k}, 0, 1) {{" '
+                'for k in range(500)) + "A[0] = 1f" + "}" * 501)',
+                ParseError,
+            ),
+            (
+                "a 2000-term tensor expression",
+                'ts.parse_expr("C[i] = " + " + ".join(["A[i]*2.0"] * 2000), "i=4")',
+                ParseError,
+            ),
         ],
     )
-    return out
 
 
-CASES = _cases()
+def python_target():
+    """The python target (exact, bounds-checked)."""
+    return _rows(
+        "python target",
+        "",
+        [
+            (
+                "a kernel that writes past its buffer",
+                "from tensorsched.ir.parser import parse_ir_unchecked  # no index check\n"
+                'f = parse_ir_unchecked("func f(C: float32[8]) { for (i, 0, 8) { C[i + 6] = 1f } }")\n'
+                'ts.build(f, target="python")(np.zeros(8, "float32"))',
+                R,
+            ),
+            (
+                "an integer division by zero in a kernel",
+                'f = ts.parse_ir("func f(A: int32[4]) { for (i, 0, 4) { A[i] = 4//(i - i) } }")\n'
+                'ts.build(f, target="python")(np.zeros(4, "int32"))',
+                R,
+            ),
+            (
+                "30 nested loops (Python compiles 20)",
+                'f = ts.parse_ir("func f(A: float32[4]) {" + "".join(f"for (i{k}, 0, 1) {{" '
+                'for k in range(30)) + "A[0] = 1f" + "}" * 31)\n'
+                'ts.build(f, target="python")',
+                CodegenError,
+            ),
+        ],
+    )
+
+
+# the topics, in the order of docs/errors.md
+TOPICS = (
+    compute_language,
+    schedule_primitives_chain,
+    schedule_primitives_gemm,
+    lowering_gemm,
+    lowering_chain,
+    build_gemm,
+    build_chain,
+    calling_a_module,
+    opencl_device,
+    tuner_command_line,
+    tuner_command_line_log,
+    tuner_files,
+    text_parsers,
+    python_target,
+)
+
+CASES = [case for topic in TOPICS for case in topic()]
 
 
 # ---------------------------------------------------------------------------- the table
