@@ -88,6 +88,7 @@ HOSTILE = [
     ("device_ms faster than any device", line(device_ms=FLOP / PEAK_FLOPS * 1e3 / 10)),
     ("device_ms missing from an ok record", line(device_ms=None)),
     ("device_ms a bool", line(device_ms=True)),
+    ("gflops a string", line(device_ms=FAST, gflops="fast")),
     ("gflops that do not match device_ms", line(device_ms=FAST, gflops=1.0)),
     ("an unknown template", line(task=dict(TASK, template="fastest"), device_ms=FAST)),
     ("a module path as template", line(task=dict(TASK, template="os:system"), device_ms=FAST)),
@@ -482,3 +483,14 @@ def test_a_template_registered_interactively_is_refused_before_tuning(tmp_path):
         res.stderr
     )
     assert os.listdir(tmp_path) == []
+
+
+def test_an_ok_record_without_gflops_gets_them_from_its_time(tmp_path):
+    d = json.loads(line(GOOD, device_ms=2.0))
+    del d["gflops"], d["host_ms"], d["timestamp"], d["error"]
+    log = tmp_path / "l.jsonl"
+    log.write_text(json.dumps(d) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (rec,) = read_log(str(log))
+    assert rec.gflops == pytest.approx(FLOP / 2.0 / 1e6) and rec.host_ms is None

@@ -10,7 +10,8 @@ is kept only when every field has its type and range:
   (a JSON list for a split's tuple);
 - ``device_ms``, ``host_ms``, ``gflops``: absent or finite and non-negative; an ``ok`` record
   has a ``device_ms`` that is positive, at most ``MAX_DEVICE_MS``, and not faster than the
-  task's FLOPs at ``PEAK_FLOPS`` allow, and a ``gflops`` that matches it.
+  task's FLOPs at ``PEAK_FLOPS`` allow, and a ``gflops`` that matches it (filled in from it
+  where the record has none).
 """
 
 from __future__ import annotations
@@ -167,7 +168,9 @@ def check_record(d: Any, spaces: KnobSpaces) -> Record:
                 f"{MAX_DEVICE_MS:.0f} ms)"
             )
         expect = flop / device_ms / 1e6
-        if gflops is None or abs(gflops - expect) > GFLOPS_RTOL * expect:
+        if gflops is None:  # derived from device_ms: filled in
+            gflops = expect
+        elif abs(gflops - expect) > GFLOPS_RTOL * expect:
             raise RecordError(
                 f"gflops {d.get('gflops')!r} does not match device_ms {device_ms} "
                 f"({expect:.6g} GFLOP/s)"
