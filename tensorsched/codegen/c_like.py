@@ -46,6 +46,7 @@ class CStyleEmitter:
         "bool": "bool",
     }
     float_suffix = "f"
+    index_type = "int"  # loop variables and work-item indices; "long" where int32 overflows
     calls = {
         "exp": "exp",
         "log": "log",
@@ -131,6 +132,8 @@ class CStyleEmitter:
                     f"{self._operand(e.b, prec, True)}"
                 ), prec
             fn = "ts_floordiv" if e.op == "//" else "ts_floormod"
+            if self.index_type == "long" or dt.element(e.dtype) == "int64":
+                fn += "_long"
             self.helpers.add(fn)
             return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
         prec, spell = BINARY[e.op]
@@ -210,7 +213,7 @@ class CStyleEmitter:
             if getattr(f.min, "value", None) == 0
             else self.expr(f.min + f.extent)
         )
-        self.emit(f"for (int {v} = {start}; {v} < {end}; ++{v}) {{", ind)
+        self.emit(f"for ({self.index_type} {v} = {start}; {v} < {end}; ++{v}) {{", ind)
         self._ranged(f.var, lo, hi, lambda: self.stmt(f.body, ind + 1))
         self.emit("}", ind)
 

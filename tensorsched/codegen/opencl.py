@@ -6,6 +6,7 @@ a lowered function into kernels, derives each NDRange from its bound axes, and p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import CodegenError
@@ -62,16 +63,31 @@ SAMPLER = (
     "CLK_FILTER_NEAREST;"
 )
 
+
+def _floor_helpers(suffix: str, t: str) -> dict[str, str]:
+    """Floor division and modulo on C type ``t`` (C's ``/`` and ``%`` round toward zero)."""
+    return {
+        f"ts_floordiv{suffix}": f"{t} ts_floordiv{suffix}({t} a, {t} b) {{\n  {t} q = a / b;\n"
+        "  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;\n}",
+        f"ts_floormod{suffix}": f"{t} ts_floormod{suffix}({t} a, {t} b) {{\n  {t} r = a % b;\n"
+        "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}",
+    }
+
+
 HELPERS = {
     "ts_read_image": "float ts_read_image(__read_only image2d_t img, int row, int col) {\n"
     "  float4 t = read_imagef(img, ts_sampler, (int2)(col >> 2, row));\n"
     "  int k = col & 3;\n"
     "  return k == 0 ? t.x : (k == 1 ? t.y : (k == 2 ? t.z : t.w));\n}",
-    "ts_floordiv": "int ts_floordiv(int a, int b) {\n  int q = a / b;\n"
-    "  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;\n}",
-    "ts_floormod": "int ts_floormod(int a, int b) {\n  int r = a % b;\n"
-    "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}",
+    **_floor_helpers("", "int"),
+    **_floor_helpers("_long", "long"),
 }
+
+INDEX_LIMIT = dt.INT32_MAX
+"""A kernel is indexed with 64-bit ``long`` (loop variables, work-item indices, and so all the
+index arithmetic on them) when one of its buffers has more elements than this, or one of its
+loops or NDRange dimensions more iterations; with ``int`` otherwise. (Tests lower it to force
+the wide form on small kernels.)"""
 
 
 @dataclass(frozen=True)
@@ -265,6 +281,7 @@ class _Collect(Visitor):
 
     def __init__(self):
         self.launch, self.reads, self.writes, self.allocs = {}, {}, {}, {}
+        self.longest_loop = 0  # the largest end (min + extent) of a constant loop
 
     def visit_ThreadExtent(self, t):
         if t.tag in self.launch and self.launch[t.tag][1] != t.extent:
@@ -274,6 +291,11 @@ class _Collect(Visitor):
             )
         self.launch.setdefault(t.tag, (t.var, t.extent))
         self.generic_visit(t)
+
+    def visit_For(self, f: S.For) -> None:
+        if isinstance(f.min, E.IntImm) and isinstance(f.extent, E.IntImm):
+            self.longest_loop = max(self.longest_loop, f.min.value + f.extent.value)
+        self.generic_visit(f)
 
     def visit_Load(self, node):
         self.reads[node.buffer] = None
@@ -369,6 +391,7 @@ def emit_opencl(func, fp16="storage"):
             )
         gsize, lsize = _ndrange(col.launch)
         em = OpenCLEmitter(Names(KEYWORDS), fp16)
+        em.index_type = _index_type(col, [*order, *col.allocs], gsize)
         params = [em.param(b, b in col.writes) for b in order]
         lines = []
         if col.launch:
@@ -378,7 +401,8 @@ def emit_opencl(func, fp16="storage"):
             attr = ""
         lines.append(f"{em.kernel_prefix} {attr}void {kname}({', '.join(params)}) {{")
         for tag, (var, _) in sorted(col.launch.items(), key=lambda kv: kv[0]):
-            lines.append(f"  const int {em.var(var)} = {WORK_ITEM[tag]};")
+            value = WORK_ITEM[tag] if em.index_type == "int" else f"(long){WORK_ITEM[tag]}"
+            lines.append(f"  const {em.index_type} {em.var(var)} = {value};")
         for b in col.allocs:
             if b.scope == "shared":
                 lines.append(
@@ -402,6 +426,13 @@ def emit_opencl(func, fp16="storage"):
     head += [HELPERS[h] for h in sorted(helpers)]
     text = "\n\n".join(head + texts) + "\n"
     return KernelSource(func.name, text, tuple(kernels), tuple(temps))
+
+
+def _index_type(col: _Collect, buffers: Sequence[S.Buffer], global_size: Sequence[int]) -> str:
+    """``"long"`` when a buffer, a loop or the NDRange of the kernel goes past ``INDEX_LIMIT``
+    (then some index arithmetic could overflow ``int``), else ``"int"``."""
+    largest = max([col.longest_loop, *global_size, *(b.size for b in buffers)])
+    return "long" if largest > INDEX_LIMIT else "int"
 
 
 def _ndrange(launch):

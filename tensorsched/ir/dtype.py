@@ -2,11 +2,24 @@
 
 A vector type appends the lane count: ``"float32x4"``. Promotion follows C: any float beats any
 integer, and the wider float wins.
+
+Integers. A size, extent, factor or constant may be any integer type (Python ``int``, numpy's
+``np.int64`` ...): ``to_int`` turns it into a Python ``int``, the one way the package reads
+one. Index arithmetic in the IR is exact (``int32`` index expressions hold Python ints); every
+extent and every buffer's element count must fit in ``int64`` (``INT64_MAX``), and code
+generation indexes a kernel with 64-bit ``long`` where its buffers or loops exceed
+``INT32_MAX``, with 32-bit ``int`` otherwise.
 """
 
+import numbers
+import operator
 from functools import cache
 
 from ..errors import ComputeError
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+_INT_RANGE = {"int32": (-(2**31), INT32_MAX), "int64": (-(2**63), INT64_MAX), "bool": (0, 1)}
 
 SCALAR_TYPES = ("float32", "float16", "float64", "int32", "int64", "bool")
 _RANK = {"bool": 0, "int32": 1, "int64": 2, "float16": 3, "float32": 4, "float64": 5}
@@ -67,3 +80,17 @@ NUMPY = {
     "int64": "int64",
     "bool": "bool",
 }
+
+
+def to_int(value: object) -> int | None:
+    """``value`` as a Python ``int`` when it is an integer (``int``, a numpy integer, any
+    ``numbers.Integral``), else None; a ``bool`` is not an integer here."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return operator.index(value)
+
+
+def fits(value: int, dtype: str) -> bool:
+    """Whether the integer ``value`` is representable in the integer dtype ``dtype``."""
+    lo, hi = _INT_RANGE[element(dtype)]
+    return lo <= value <= hi

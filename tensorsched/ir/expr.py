@@ -7,8 +7,11 @@ of the other operand's type. ``//`` and ``%`` are floor division and floor modul
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..errors import ComputeError
 from . import dtype as dt
@@ -280,31 +283,62 @@ class Reduce(Expr):
 
 
 def const(value: object, dtype: str | None = None) -> Expr:
-    """A constant; ``dtype`` defaults to int32 for ints and float32 for floats."""
+    """A constant. ``dtype`` defaults to int32 for an integer (Python's or numpy's; int64 when
+    the value does not fit in int32) and float32 for a float. An integer that its dtype cannot
+    hold is refused."""
     if isinstance(value, Expr):
         return value
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         return IntImm(int(value), dtype or "bool")
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__float__"):
+    n = dt.to_int(value)
+    if n is not None:
+        if dtype is None:
+            dtype = "int32" if dt.fits(n, "int32") else "int64"
+        if dt.is_float(dtype):
+            return FloatImm(float(n), dtype)
+        _check_fits(n, dtype, "const")
+        return IntImm(n, dtype)
+    if not isinstance(value, numbers.Real):
         raise ComputeError(f"const: {value!r} is not a number")
-    number = cast(float, value)  # a number: it has __float__
-    if dtype is None:
-        dtype = "int32" if isinstance(value, int) else "float32"
+    number = float(value)
+    dtype = dtype or "float32"
     if dt.is_float(dtype):
-        return FloatImm(float(number), dtype)
-    if isinstance(value, float) and value != int(value):
+        return FloatImm(number, dtype)
+    if not number.is_integer():
         raise ComputeError(f"const: {value} is not an integer but dtype is {dtype}")
+    _check_fits(int(number), dtype, "const")
     return IntImm(int(number), dtype)
+
+
+def _check_fits(n: int, dtype: str, where: str) -> None:
+    if dt.is_int(dtype) and not dt.fits(n, dtype):
+        raise ComputeError(
+            f"{where}: {n} does not fit in {dtype}; use a smaller value"
+            + (" or dtype int64" if dt.element(dtype) == "int32" and dt.fits(n, "int64") else "")
+        )
 
 
 def as_expr(x: object, dtype: str | None = None) -> Expr:
     if isinstance(x, ExprOps):
         return x.as_expr()
-    if isinstance(x, (int, float)):
+    if isinstance(x, (numbers.Real, np.bool_)):  # Python's and numpy's numbers
         return const(x, dtype)
-    if hasattr(x, "item") and not hasattr(x, "__len__"):  # numpy scalar
-        return const(x.item(), dtype)
     raise ComputeError(f"cannot use {type(x).__name__} {x!r} in an expression")
+
+
+def _number(x: object, other: Expr) -> Expr:
+    """The number ``x`` as a constant beside the expression ``other``: of ``other``'s scalar
+    type, except a float beside an integer (float32). An integer beside an int32 expression
+    keeps its value even beyond int32 (index arithmetic is exact; code generation widens it);
+    it must fit in int64."""
+    target = dt.element(other.dtype)
+    n = dt.to_int(x)
+    if n is not None and dt.is_int(target):
+        _check_fits(n, "int64", "integer constant")
+        return IntImm(n, target)
+    if isinstance(x, (float, np.floating)) and dt.is_int(target):
+        target = "float32"
+    return as_expr(x, target)
 
 
 def _unify(x: object, y: object) -> tuple[Expr, Expr]:
@@ -312,16 +346,10 @@ def _unify(x: object, y: object) -> tuple[Expr, Expr]:
     x_num, y_num = not isinstance(x, ExprOps), not isinstance(y, ExprOps)
     if x_num and not y_num:
         b = as_expr(y)
-        a = as_expr(
-            x,
-            dt.element(b.dtype) if not (isinstance(x, float) and dt.is_int(b.dtype)) else "float32",
-        )
+        a = _number(x, b)
     elif y_num and not x_num:
         a = as_expr(x)
-        b = as_expr(
-            y,
-            dt.element(a.dtype) if not (isinstance(y, float) and dt.is_int(a.dtype)) else "float32",
-        )
+        b = _number(y, a)
     else:
         a, b = as_expr(x), as_expr(y)
     ea, eb = dt.element(a.dtype), dt.element(b.dtype)

@@ -153,7 +153,8 @@ def power(x: E.ExprLike, y: E.ExprLike) -> E.Call:
 
 
 def const(value: object, dtype: str | None = None) -> E.Expr:
-    """A constant of ``dtype`` (int32 for Python ints and float32 for floats by default)."""
+    """A constant of ``dtype``: by default int32 for an integer (Python's or numpy's; int64
+    when it does not fit in int32) and float32 for a float."""
     if dtype is not None:
         dt.check_dtype(dtype, "const")
     return E.const(value, dtype)

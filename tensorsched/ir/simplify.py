@@ -464,7 +464,11 @@ class Simplifier(Mutator):
         v = self.visit(e.value)
         if v.dtype == e.dtype:
             return v
-        if isinstance(v, (E.IntImm, E.FloatImm)) and dt.lanes(e.dtype) == 1:
+        if (
+            isinstance(v, (E.IntImm, E.FloatImm))
+            and dt.lanes(e.dtype) == 1
+            and (not dt.is_int(e.dtype) or dt.fits(int(v.value), e.dtype))
+        ):  # a narrowing cast that would wrap stays for the target to do
             return E.const(v.value if dt.is_float(e.dtype) else int(v.value), e.dtype)
         return e if v is e.value else E.Cast(e.dtype, v)
 

@@ -4,6 +4,7 @@ produce them (``placeholder`` and ``compute``)."""
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,16 +56,20 @@ class IterVar(E.ExprOps):
 
 
 def reduce_axis(dom: tuple[int, int] | list[int] | int, name: str = "k") -> IterVar:
-    """A reduction axis over ``dom`` = ``(min, max)`` (half-open, TVM style) or an extent."""
-    if isinstance(dom, int):
-        dom = (0, dom)
-    if not (
-        isinstance(dom, (tuple, list)) and len(dom) == 2 and all(isinstance(d, int) for d in dom)
-    ):
+    """A reduction axis over ``dom`` = ``(min, max)`` (half-open, TVM style) or an extent;
+    the bounds may be Python or numpy integers, and the extent must fit in int64."""
+    pair = (0, dom) if dt.to_int(dom) is not None else dom
+    bounds = [dt.to_int(d) for d in pair] if isinstance(pair, (tuple, list)) else []
+    if len(bounds) != 2 or bounds[0] is None or bounds[1] is None:
         raise ComputeError(f"reduce_axis '{name}': dom must be (begin, end) of ints, got {dom!r}")
-    lo, hi = dom
+    lo, hi = bounds[0], bounds[1]
     if hi <= lo:
         raise ComputeError(f"reduce_axis '{name}': empty range ({lo}, {hi})")
+    if not all(dt.fits(n, "int64") for n in (lo, hi, hi - lo)):
+        raise ComputeError(
+            f"reduce_axis '{name}': the range ({lo}, {hi}) does not fit in int64, the widest "
+            "index type; use a smaller range"
+        )
     return IterVar(E.Var(name), Range(lo, hi - lo), "reduce")
 
 
@@ -73,6 +78,14 @@ def thread_axis(tag: str, name: str | None = None) -> IterVar:
     thread (``"vthread"``): a loop whose iterations the compiler interleaves inside one work-item,
     sharing the work-group's ``"shared"`` tiles, so that each work-item's outputs can be spread
     at a stride over the tile (``ts.thread_axis("vthread", name="vx")``; several may be bound)."""
+    if not isinstance(tag, str):
+        raise ScheduleError(
+            "thread_axis",
+            None,
+            f"the first argument is the thread tag (ts.thread_axis('threadIdx.x')), got "
+            f"{tag!r}; a range as in TVM's thread_axis((0, n), tag) is not taken: the extent "
+            "is that of the axis bound to it",
+        )
     if tag not in THREAD_TAGS:
         raise ScheduleError(
             "thread_axis", None, f"unknown thread tag '{tag}'; use one of {', '.join(THREAD_TAGS)}"
@@ -205,11 +218,19 @@ class _Slice(E.ExprOps):
 
 
 def _check_shape(shape: Sequence[int] | int, what: str) -> tuple[int, ...]:
+    """The dimensions as Python ints: each a positive integer (Python's or numpy's), and the
+    element count within int64, the widest index type."""
     dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int) or d <= 0:
-            raise ComputeError(f"{what}: shape must be positive ints, got {dims!r}")
-    return dims
+    ints = [dt.to_int(d) for d in dims]
+    if not all(n is not None and n > 0 for n in ints):
+        raise ComputeError(f"{what}: shape must be positive ints, got {dims!r}")
+    out = tuple(n for n in ints if n is not None)
+    if math.prod(out) > dt.INT64_MAX:
+        raise ComputeError(
+            f"{what}: shape {out} has {math.prod(out)} elements, more than int64 "
+            f"(the widest index type) can count ({dt.INT64_MAX}); use a smaller shape"
+        )
+    return out
 
 
 def placeholder(

@@ -8,7 +8,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import ScheduleError
 from ..ir import expr as E
+from ..ir.dtype import INT32_MAX, INT64_MAX
 from ..ir.tensor import IterVar
 
 if TYPE_CHECKING:  # only for the annotations: schedule.py imports this module
@@ -36,19 +38,40 @@ def ceil_div(a: int, b: int) -> int:
 
 
 def pass_down(stage: Stage, root_extents: Mapping[IterVar, int]) -> dict[IterVar, int]:
-    """Extents of every iter var of ``stage`` from the extents of its root axes."""
+    """Extents of every iter var of ``stage`` from the extents of its root axes.
+
+    A split's factor (or nparts) larger than its parent's extent keeps TVM's meaning: the
+    inner (outer) loop has that many iterations and the split's guard skips the extra ones, a
+    shape that templates rely on (fixed work-group sizes, vector widths). Beyond ``INT32_MAX``
+    it is the parent's extent instead: such a loop would only spin through guarded iterations.
+    """
     ext = dict(root_extents)
     for rel in stage.relations:
         if isinstance(rel, Split):
             e = ext[rel.parent]
             if rel.factor is not None:
-                ext[rel.inner], ext[rel.outer] = rel.factor, ceil_div(e, rel.factor)
+                inner = _clamped(rel.factor, e)
+                ext[rel.inner], ext[rel.outer] = inner, ceil_div(e, inner)
             else:
                 assert rel.nparts is not None
-                ext[rel.outer], ext[rel.inner] = rel.nparts, ceil_div(e, rel.nparts)
+                outer = _clamped(rel.nparts, e)
+                ext[rel.outer], ext[rel.inner] = outer, ceil_div(e, outer)
         elif isinstance(rel, Fuse):
             ext[rel.fused] = ext[rel.outer] * ext[rel.inner]
+            if ext[rel.fused] > INT64_MAX:
+                raise ScheduleError(
+                    "fuse",
+                    stage,
+                    f"the fused loop would have {ext[rel.fused]} iterations, more than int64 "
+                    "(the widest index type) can count; fuse fewer or shorter loops",
+                    rel.fused,
+                )
     return ext
+
+
+def _clamped(n: int, extent: int) -> int:
+    """A split's factor or nparts ``n`` over a parent of ``extent`` (see ``pass_down``)."""
+    return min(n, extent) if n > INT32_MAX else n
 
 
 def pass_up(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from ..errors import ScheduleError
+from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir.stmt import SCOPES
 from ..ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor, tensors_read
@@ -132,18 +133,27 @@ class Stage:
         self._check_plain("split", parent)
         if (factor is None) == (nparts is None):
             raise self._error("split", "give exactly one of factor= or nparts=", parent)
-        n = factor if factor is not None else nparts
-        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        what = "factor" if factor is not None else "nparts"
+        n = dt.to_int(factor if factor is not None else nparts)
+        if n is None or n <= 0:
             raise self._error(
                 "split",
-                f"the {'factor' if factor is not None else 'nparts'} must "
-                f"be a positive int, got {n!r}",
+                f"the {what} must be a positive int, got {factor if nparts is None else nparts!r}",
+                parent,
+            )
+        if n > dt.INT64_MAX:
+            raise self._error(
+                "split",
+                f"the {what} {n} does not fit in int64, the widest index type; pass at "
+                "most the axis's extent",
                 parent,
             )
         kind = parent.kind
         outer = IterVar(E.Var(parent.var.name + ".outer"), None, kind)
         inner = IterVar(E.Var(parent.var.name + ".inner"), None, kind)
-        self.relations.append(Split(parent, outer, inner, factor, nparts))
+        self.relations.append(
+            Split(parent, outer, inner, *((n, None) if factor is not None else (None, n)))
+        )
         self.all_iter_vars += [outer, inner]
         pos = self.leaf_iter_vars.index(parent)
         self.leaf_iter_vars[pos : pos + 1] = [outer, inner]
@@ -419,19 +429,15 @@ class Stage:
                 f"({', '.join(iv.var.name for iv in self.op.axis)}); pass "
                 "s[T].op.axis[k]",
             )
-        if (
-            not isinstance(factor, int)
-            or not isinstance(offset, int)
-            or factor < 1
-            or not 0 <= offset < factor
-        ):
+        f, o = dt.to_int(factor), dt.to_int(offset)
+        if f is None or o is None or f < 1 or not 0 <= o < f:
             raise self._error(
                 "storage_align",
                 f"need integers factor >= 1 and 0 <= offset < "
                 f"factor, got factor={factor!r}, offset={offset!r}",
                 axis,
             )
-        self.align[self.op.axis.index(axis)] = (factor, offset)
+        self.align[self.op.axis.index(axis)] = (f, o)
 
 
 def _check_scope(scope, primitive, stage=None):
@@ -659,8 +665,12 @@ class Schedule:
         rf_body = E.Reduce(
             "sum", substitute(body.source, vmap), tuple(new_red.values()), where, body.dtype
         )
-        if not 0 <= factor_axis <= len(new_data):
-            raise ScheduleError("rfactor", st, f"factor_axis must be in 0..{len(new_data)}", axis)
+        fa = dt.to_int(factor_axis)
+        if fa is None or not 0 <= fa <= len(new_data):
+            raise ScheduleError(
+                "rfactor", st, f"factor_axis must be an int in 0..{len(new_data)}", axis
+            )
+        factor_axis = fa
         rf_axes = new_data[:factor_axis] + [fvar] + new_data[factor_axis:]
         rf_op = ComputeOp(f"{st.name}.rf", rf_axes, rf_body)
         rf = rf_op.output(0)
