@@ -5,6 +5,21 @@ wrong, names the object (tensor, stage, axis) and, when it can, what to do inste
 ``InternalError`` is kept apart: it means tensorsched itself is wrong.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+
+class StageLike(Protocol):
+    """What an error needs of a schedule's stage (this module comes before schedules)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def leaf_iter_vars(self) -> Sequence[Any]: ...
+
 
 class TensorschedError(Exception):
     """Base class of every error a user of tensorsched can cause."""
@@ -21,13 +36,15 @@ class ScheduleError(TensorschedError):
     offending axis marked.
     """
 
-    def __init__(self, primitive, stage, message, axis=None):
+    def __init__(
+        self, primitive: str, stage: StageLike | None, message: str, axis: Any = None
+    ) -> None:
         self.primitive, self.stage, self.axis = primitive, stage, axis
         where = f"stage '{stage.name}'" if stage is not None else "schedule"
         ax = f", axis '{axis.var.name}'" if axis is not None and hasattr(axis, "var") else ""
         super().__init__(f"{primitive}: {where}{ax}: {message}")
 
-    def render(self):
+    def render(self) -> str:
         if self.stage is None:
             return str(self)
         lines = [str(self), f"leaf axes of stage '{self.stage.name}':"]
@@ -48,7 +65,13 @@ class CodegenError(TensorschedError):
 class BuildError(TensorschedError):
     """The target compiler rejected generated code; carries its log and the saved source path."""
 
-    def __init__(self, message, log="", source_path=None, options=()):
+    def __init__(
+        self,
+        message: str,
+        log: str = "",
+        source_path: str | None = None,
+        options: Iterable[str] = (),
+    ) -> None:
         self.log, self.source_path, self.options = log, source_path, tuple(options)
         parts = [message]
         if options:
@@ -73,19 +96,25 @@ class ParseError(TensorschedError):
     """
 
     def __init__(
-        self, message, line=None, column=None, source_line=None, filename="<text>", width=1
-    ):
+        self,
+        message: str,
+        line: int | None = None,
+        column: int | None = None,
+        source_line: str | None = None,
+        filename: str = "<text>",
+        width: int = 1,
+    ) -> None:
         self.message, self.line, self.column = message, line, column
         self.source_line, self.filename, self.width = source_line, filename, max(width, 1)
         super().__init__(self._render())
 
-    def _render(self):
+    def _render(self) -> str:
         if self.line is None:
             return self.message
         out = [f"{self.filename}:{self.line}:{self.column}: {self.message}"]
         if self.source_line is not None:
             src = self.source_line.rstrip("\n")
-            lead = "".join(c if c == "\t" else " " for c in src[: self.column - 1])
+            lead = "".join(c if c == "\t" else " " for c in src[: (self.column or 1) - 1])
             out += [f"  {src}", f"  {lead}{'^' * self.width}"]
         return "\n".join(out)
 

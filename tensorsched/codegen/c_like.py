@@ -4,25 +4,30 @@ class attributes and small hooks that ``opencl.py`` fills in."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable, Iterable
 
 import numpy as np
 
 from ..errors import CodegenError
 from ..ir import dtype as dt
 from ..ir import expr as E
+from ..ir import stmt as S
 from ..ir.precedence import ATOM, BINARY, UNARY, needs_parens
 from ..ir.simplify import Simplifier
 
 _C_BINARY = {"//": "/", "%": "%"}  # floor ops print as C ops when operands are >= 0
 
+Printer = Callable[["CStyleEmitter", E.Expr], tuple[str, int]]  # an e_<Class> method
+
 
 class Names:
     """Deterministic C identifiers: dots become underscores, clashes get a counter."""
 
-    def __init__(self, reserved=()):
-        self.map, self.used = {}, set(reserved)
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
+        self.map: dict[Hashable, str] = {}
+        self.used = set(reserved)
 
-    def __call__(self, obj, hint):
+    def __call__(self, obj: Hashable, hint: str) -> str:
         if obj not in self.map:
             base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "v"
             if base[0].isdigit():
@@ -37,6 +42,9 @@ class Names:
 
 
 class CStyleEmitter:
+    """Prints expressions (``e_<Class>`` methods, each returning text and its precedence) and
+    statements (``s_<Class>``, appending lines to ``lines``) of the lowered IR as C."""
+
     types = {
         "float32": "float",
         "float64": "double",
@@ -56,32 +64,32 @@ class CStyleEmitter:
         "pow": "pow",
     }
 
-    def __init__(self, names):
+    def __init__(self, names: Names) -> None:
         self.names = names
         self.simp = Simplifier()
-        self._printers = {}  # expression class -> its e_<Class> method
-        self.lines = []
-        self.helpers = set()  # helper functions the text needs
+        self._printers: dict[type, Printer] = {}  # expression class -> its e_<Class> method
+        self.lines: list[str] = []
+        self.helpers: set[str] = set()  # helper functions the text needs
 
     # ---- types and names
 
-    def ctype(self, dtype):
+    def ctype(self, dtype: str) -> str:
         base = self.types[dt.element(dtype)]
         n = dt.lanes(dtype)
         return base if n == 1 else f"{base}{n}"
 
-    def var(self, v):
+    def var(self, v: E.Var) -> str:
         return self.names(v, v.name)
 
-    def buf(self, b):
+    def buf(self, b: S.Buffer) -> str:
         return self.names(b, b.name)
 
     # ---- expressions: return (text, precedence)
 
-    def expr(self, e):
+    def expr(self, e: E.Expr) -> str:
         return self._expr(e)[0]
 
-    def _expr(self, e):
+    def _expr(self, e: E.Expr) -> tuple[str, int]:
         m = self._printers.get(type(e))
         if m is None:
             m = getattr(type(self), "e_" + type(e).__name__, None)
@@ -90,17 +98,17 @@ class CStyleEmitter:
             self._printers[type(e)] = m
         return m(self, e)
 
-    def _operand(self, e, prec, right):
+    def _operand(self, e: E.Expr, prec: int, right: bool) -> str:
         text, p = self._expr(e)
         return f"({text})" if needs_parens(p, prec, right) else text
 
-    def e_IntImm(self, e):
+    def e_IntImm(self, e: E.IntImm) -> tuple[str, int]:
         if e.dtype == "bool":
             return ("true" if e.value else "false"), ATOM
         text = str(e.value) + ("L" if e.dtype == "int64" else "")
         return (text, ATOM) if e.value >= 0 else (f"({text})", ATOM)
 
-    def e_FloatImm(self, e):
+    def e_FloatImm(self, e: E.FloatImm) -> tuple[str, int]:
         v = e.value
         if math.isinf(v):
             return ("INFINITY" if v > 0 else "(-INFINITY)"), ATOM
@@ -113,14 +121,14 @@ class CStyleEmitter:
             text = (text if ("e" in text or "." in text) else text + ".0") + self.float_suffix
         return (text, ATOM) if v >= 0 else (f"({text})", ATOM)
 
-    def e_Var(self, e):
+    def e_Var(self, e: E.Var) -> tuple[str, int]:
         return self.var(e), ATOM
 
-    def nonneg(self, e):
+    def nonneg(self, e: E.Expr) -> bool:
         lo, _ = self.simp.bound(self.simp.lin(e))
         return lo is not None and lo >= 0
 
-    def e_BinOp(self, e):
+    def e_BinOp(self, e: E.BinOp) -> tuple[str, int]:
         if e.op in ("min", "max"):
             fn = ("f" + e.op) if dt.is_float(e.dtype) else e.op
             return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", ATOM
@@ -139,29 +147,29 @@ class CStyleEmitter:
         prec, spell = BINARY[e.op]
         return f"{self._operand(e.a, prec, False)} {spell} {self._operand(e.b, prec, True)}", prec
 
-    def e_Cmp(self, e):
+    def e_Cmp(self, e: E.Cmp) -> tuple[str, int]:
         prec, spell = BINARY[e.op]
         return f"{self._operand(e.a, prec, False)} {spell} {self._operand(e.b, prec, True)}", prec
 
-    def e_And(self, e):
+    def e_And(self, e: E.And) -> tuple[str, int]:
         p = BINARY["&&"][0]
         return f"{self._operand(e.a, p, False)} && {self._operand(e.b, p, True)}", p
 
-    def e_Or(self, e):
+    def e_Or(self, e: E.Or) -> tuple[str, int]:
         p = BINARY["||"][0]
         return f"{self._operand(e.a, p, False)} || {self._operand(e.b, p, True)}", p
 
-    def e_Not(self, e):
+    def e_Not(self, e: E.Not) -> tuple[str, int]:
         return f"!{self._operand(e.a, UNARY, True)}", UNARY
 
-    def e_Select(self, e):
+    def e_Select(self, e: E.Select) -> tuple[str, int]:
         # the conditional operator evaluates only the chosen side (a padded load stays safe)
         return (f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"), ATOM
 
-    def e_Cast(self, e):
+    def e_Cast(self, e: E.Cast) -> tuple[str, int]:
         return f"(({self.ctype(e.dtype)})({self.expr(e.value)}))", ATOM
 
-    def e_Call(self, e):
+    def e_Call(self, e: E.Call) -> tuple[str, int]:
         args = [self.expr(a) for a in e.args]
         if e.name == "sigmoid":
             one = self.expr(E.FloatImm(1.0, dt.element(e.dtype)))
@@ -170,41 +178,42 @@ class CStyleEmitter:
             raise CodegenError(f"no C spelling for intrinsic '{e.name}'")
         return f"{self.calls[e.name]}({', '.join(args)})", ATOM
 
-    def e_Broadcast(self, e):
+    def e_Broadcast(self, e: E.Broadcast) -> tuple[str, int]:
         return f"(({self.ctype(e.dtype)})({self.expr(e.value)}))", ATOM
 
-    def e_Ramp(self, e):
+    def e_Ramp(self, e: E.Ramp) -> tuple[str, int]:
         parts = [self.expr(self.simp.visit(e.base + e.stride * k)) for k in range(e.lanes)]
         return f"(({self.ctype(e.dtype)})({', '.join(parts)}))", ATOM
 
     # ---- statements
 
-    def emit(self, line, ind):
+    def emit(self, line: str, ind: int) -> None:
         self.lines.append("  " * ind + line)
 
-    def stmt(self, s, ind):
+    def stmt(self, s: S.Stmt, ind: int) -> None:
         m = getattr(self, "s_" + type(s).__name__, None)
         if m is None:
             raise CodegenError(f"cannot generate C for {type(s).__name__}")
         m(s, ind)
 
-    def s_Seq(self, s, ind):
+    def s_Seq(self, s: S.Seq, ind: int) -> None:
         for x in s.stmts:
             self.stmt(x, ind)
 
-    def s_Produce(self, p, ind):
+    def s_Produce(self, p: S.Produce, ind: int) -> None:
         self.emit(f"// {p.name}", ind)
         self.stmt(p.body, ind)
 
-    def _ranged(self, var, lo, hi, fn):
+    def _ranged(self, var: E.Var, lo: int | None, hi: int | None, fn: Callable[[], object]) -> None:
         self.simp.with_range(var, lo, hi, fn)
 
-    def s_For(self, f, ind):
+    def s_For(self, f: S.For, ind: int) -> None:
         v = self.var(f.var)
-        lo, hi = self.simp.bound(self.simp.lin(f.min))[0], None
+        lo, min_hi = self.simp.bound(self.simp.lin(f.min))
         ext = self.simp.bound(self.simp.lin(f.extent))[1]
-        if lo is not None and ext is not None:
-            hi = self.simp.bound(self.simp.lin(f.min))[1] + ext - 1
+        hi = None
+        if lo is not None and ext is not None and min_hi is not None:
+            hi = min_hi + ext - 1
         if f.kind == "unrolled":
             self.emit("#pragma unroll", ind)
         start = self.expr(f.min)
@@ -217,7 +226,7 @@ class CStyleEmitter:
         self._ranged(f.var, lo, hi, lambda: self.stmt(f.body, ind + 1))
         self.emit("}", ind)
 
-    def s_IfThenElse(self, s, ind):
+    def s_IfThenElse(self, s: S.IfThenElse, ind: int) -> None:
         self.emit(f"if ({self.expr(s.cond)}) {{", ind)
         self.stmt(s.then, ind + 1)
         if s.orelse is not None:
@@ -225,8 +234,8 @@ class CStyleEmitter:
             self.stmt(s.orelse, ind + 1)
         self.emit("}", ind)
 
-    def s_Store(self, s, ind):
+    def s_Store(self, s: S.Store, ind: int) -> None:
         self.emit(self.store(s) + ";", ind)
 
-    def store(self, s):
+    def store(self, s: S.Store) -> str:
         return f"{self.buf(s.buffer)}[{self.expr(s.index)}] = {self.expr(s.value)}"

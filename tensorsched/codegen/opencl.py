@@ -6,7 +6,7 @@ a lowered function into kernels, derives each NDRange from its bound axes, and p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import CodegenError
@@ -95,10 +95,10 @@ class KernelInfo:
     """One ``__kernel``: its name, buffer parameters in order, and its NDRange."""
 
     name: str
-    params: tuple
-    writes: frozenset
-    global_size: tuple
-    local_size: tuple
+    params: tuple[S.Buffer, ...]
+    writes: frozenset[S.Buffer]
+    global_size: tuple[int, ...]
+    local_size: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,8 @@ class KernelSource:
 
     name: str
     text: str
-    kernels: tuple
-    temps: tuple
+    kernels: tuple[KernelInfo, ...]
+    temps: tuple[S.Buffer, ...]
 
 
 class OpenCLEmitter(CStyleEmitter):
@@ -118,28 +118,29 @@ class OpenCLEmitter(CStyleEmitter):
     local_qualifier = "__local"
     barrier_call = "barrier(CLK_LOCAL_MEM_FENCE);"
 
-    def __init__(self, names, fp16="storage"):
+    def __init__(self, names: Names, fp16: str = "storage") -> None:
         super().__init__(names)
         self.fp16 = fp16
-        self.vector_regs = {}  # private Buffer -> lanes, held as an array of vectors
+        self.vector_regs: dict[S.Buffer, int] = {}  # private Buffer -> lanes, as vectors
         self.uses_half = False
         if fp16 == "storage":
             self.types = dict(self.types, float16="float")
 
-    def ctype(self, dtype):
+    def ctype(self, dtype: str) -> str:
         text = super().ctype(dtype)
         if text.startswith("half"):
             self.uses_half = True  # half arithmetic needs cl_khr_fp16 enabled
         return text
 
-    def _half_global(self, b):
+    def _half_global(self, b: S.Buffer) -> bool:
         return dt.element(b.dtype) == "float16" and b.scope == "global" and self.fp16 == "storage"
 
-    def _vector_slot(self, buf, idx):
+    def _vector_slot(self, buf: S.Buffer, idx: E.Expr) -> str:
         """The element of a register tile held as an array of vectors (see s_Allocate)."""
+        assert isinstance(idx, E.Ramp)  # every access of such a tile is an aligned vector
         return f"{self.buf(buf)}[{self.expr(_SIMP.visit(idx.base // idx.lanes))}]"
 
-    def e_Load(self, e):
+    def e_Load(self, e: E.Load) -> tuple[str, int]:
         b, idx = self.buf(e.buffer), e.index
         if e.buffer in self.vector_regs:
             return self._vector_slot(e.buffer, idx), ATOM
@@ -160,7 +161,7 @@ class OpenCLEmitter(CStyleEmitter):
             return f"vload_half({self.expr(idx)}, {b})", ATOM
         return f"{b}[{self.expr(idx)}]", ATOM
 
-    def _image_load(self, e):
+    def _image_load(self, e: E.Load) -> str:
         """Element (row, col) of a 2-d input read as an RGBA float image: texel (col/4, row)."""
         b, idx, width = self.buf(e.buffer), e.index, e.buffer.shape[1]
         if (
@@ -180,7 +181,7 @@ class OpenCLEmitter(CStyleEmitter):
         row, col = self.simp.visit(idx // width), self.simp.visit(idx % width)
         return f"ts_read_image({b}, {self.expr(row)}, {self.expr(col)})"
 
-    def store(self, s):
+    def store(self, s: S.Store) -> str:
         if s.buffer.image:
             raise CodegenError(
                 f"buffer '{s.buffer.name}' is read through an image and cannot be written"
@@ -200,24 +201,25 @@ class OpenCLEmitter(CStyleEmitter):
             return f"vstore_half({value}, {self.expr(idx)}, {b})"
         return f"{b}[{self.expr(idx)}] = {value}"
 
-    def _scatter(self, s, value):
+    def _scatter(self, s: S.Store, value: str) -> str:
         """A vector stored lane by lane at a stride (a vector loaded from one row of global
         memory into one column of a tile): the value is computed once, as a vector."""
         if self._half_global(s.buffer):
             raise CodegenError("a strided vector store to half storage is not supported")
         idx, b = s.index, self.buf(s.buffer)
+        assert isinstance(idx, E.Ramp)  # store() calls this for a strided vector only
         lanes = [self.expr(self.simp.visit(idx.base + idx.stride * k)) for k in range(idx.lanes)]
         parts = [f"{b}[{i}] = ts_v.s{k:x}" for k, i in enumerate(lanes)]
         return f"{{ const {self.ctype(s.value.dtype)} ts_v = {value}; " + "; ".join(parts) + "; }"
 
-    def s_ThreadExtent(self, t, ind):
+    def s_ThreadExtent(self, t: S.ThreadExtent, ind: int) -> None:
         # work-item indices are declared at the top of the kernel
         self._ranged(t.var, 0, t.extent - 1, lambda: self.stmt(t.body, ind))
 
-    def s_Barrier(self, b, ind):
+    def s_Barrier(self, b: S.Barrier, ind: int) -> None:
         self.emit(self.barrier_call, ind)
 
-    def s_Allocate(self, a, ind):
+    def s_Allocate(self, a: S.Allocate, ind: int) -> None:
         b = a.buffer
         if b.scope == "local":
             lanes = _vector_register_lanes(a)
@@ -235,7 +237,7 @@ class OpenCLEmitter(CStyleEmitter):
             )
         self.stmt(a.body, ind)
 
-    def param(self, b, written):
+    def param(self, b: S.Buffer, written: bool) -> str:
         if b.image:
             return f"__read_only image2d_t {self.buf(b)}"
         const = "" if written else "const "
@@ -246,19 +248,19 @@ class OpenCLEmitter(CStyleEmitter):
 _SIMP = Simplifier()
 
 
-def _vector_register_lanes(alloc):
+def _vector_register_lanes(alloc: S.Allocate) -> int | None:
     """The vector width L when every access to the private buffer of ``alloc`` is an aligned
     L-wide vector (``ramp(L*m, 1, L)``): the buffer is then declared as an array of ``floatL``
     and indexed by ``m``, a form OpenCL compilers keep in registers. Else None."""
     buf, lanes = alloc.buffer, set()
 
     class _V(Visitor):
-        def visit_Load(self, node):
+        def visit_Load(self, node: E.Load) -> None:
             if node.buffer is buf:
                 lanes.add(_aligned_lanes(node.index))
             self.generic_visit(node)
 
-        def visit_Store(self, node):
+        def visit_Store(self, node: S.Store) -> None:
             if node.buffer is buf:
                 lanes.add(_aligned_lanes(node.index))
             self.generic_visit(node)
@@ -270,7 +272,7 @@ def _vector_register_lanes(alloc):
     return n if n and buf.size % n == 0 else None
 
 
-def _aligned_lanes(idx):
+def _aligned_lanes(idx: E.Expr) -> int | None:
     if not (isinstance(idx, E.Ramp) and getattr(idx.stride, "value", None) == 1):
         return None
     return idx.lanes if _SIMP.visit(idx.base % idx.lanes) == E.IntImm(0) else None
@@ -279,11 +281,14 @@ def _aligned_lanes(idx):
 class _Collect(Visitor):
     """Thread extents, global buffers read/written, and allocations inside one kernel."""
 
-    def __init__(self):
-        self.launch, self.reads, self.writes, self.allocs = {}, {}, {}, {}
+    def __init__(self) -> None:
+        self.launch: dict[str, tuple[E.Var, int]] = {}  # tag -> (variable, extent)
+        self.reads: dict[S.Buffer, None] = {}
+        self.writes: dict[S.Buffer, None] = {}
+        self.allocs: dict[S.Buffer, None] = {}
         self.longest_loop = 0  # the largest end (min + extent) of a constant loop
 
-    def visit_ThreadExtent(self, t):
+    def visit_ThreadExtent(self, t: S.ThreadExtent) -> None:
         if t.tag in self.launch and self.launch[t.tag][1] != t.extent:
             raise CodegenError(
                 f"{t.tag} is bound with extents {self.launch[t.tag][1]} and "
@@ -297,15 +302,15 @@ class _Collect(Visitor):
             self.longest_loop = max(self.longest_loop, f.min.value + f.extent.value)
         self.generic_visit(f)
 
-    def visit_Load(self, node):
+    def visit_Load(self, node: E.Load) -> None:
         self.reads[node.buffer] = None
         self.generic_visit(node)
 
-    def visit_Store(self, node):
+    def visit_Store(self, node: S.Store) -> None:
         self.writes[node.buffer] = None
         self.generic_visit(node)
 
-    def visit_Allocate(self, a):
+    def visit_Allocate(self, a: S.Allocate) -> None:
         self.allocs[a.buffer] = None
         self.generic_visit(a)
 
@@ -316,7 +321,7 @@ def prepare(stmt: S.Stmt, args: tuple = ()) -> S.Stmt:
     return run_phase(stmt, PREPARE, args)
 
 
-def split_kernels(func):
+def split_kernels(func: S.LoweredFunc) -> tuple[list[S.Buffer], list[tuple[str, S.Stmt]]]:
     """``(temps, [(name, stmt)])``: the root temporaries and each root stage's statement."""
     body, temps = func.body, []
     while isinstance(body, S.Allocate):
@@ -345,17 +350,18 @@ class _HoistGlobalAllocs(StmtMutator):
     cannot allocate ``__global`` memory. Under a work-item axis such a buffer would be shared by
     every work-item, so it is refused."""
 
-    def __init__(self):
-        self.buffers, self.threads = [], []
+    def __init__(self) -> None:
+        self.buffers: list[S.Buffer] = []
+        self.threads: list[str] = []
 
-    def visit_ThreadExtent(self, t):
+    def visit_ThreadExtent(self, t: S.ThreadExtent) -> S.Stmt:
         self.threads.append(t.tag)
         try:
             return self.generic_visit(t)
         finally:
             self.threads.pop()
 
-    def visit_Allocate(self, a):
+    def visit_Allocate(self, a: S.Allocate) -> S.Stmt:
         if a.buffer.scope != "global":
             return self.generic_visit(a)
         if self.threads:
@@ -369,10 +375,13 @@ class _HoistGlobalAllocs(StmtMutator):
         return self.visit(a.body)
 
 
-def emit_opencl(func, fp16="storage"):
+def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
     """The OpenCL C of a lowered function as a ``KernelSource``."""
     temps, parts = split_kernels(func)
-    names_used, kernels, texts, helpers = set(), [], [], set()
+    names_used: set[str] = set()
+    helpers: set[str] = set()
+    kernels: list[KernelInfo] = []
+    texts: list[str] = []
     uses_half = False
     for stage_name, stmt in parts:
         stmt = prepare(stmt, tuple(func.args) + tuple(temps))
@@ -435,7 +444,9 @@ def _index_type(col: _Collect, buffers: Sequence[S.Buffer], global_size: Sequenc
     return "long" if largest > INDEX_LIMIT else "int"
 
 
-def _ndrange(launch):
+def _ndrange(
+    launch: Mapping[str, tuple[E.Var, int]],
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
     if not launch:
         return (1,), (1,)
     dims = 1 + max(DIM[tag[-1]] for tag in launch)
@@ -448,7 +459,7 @@ def _ndrange(launch):
     return tuple(gsize), tuple(lsize)
 
 
-def _unique(name, used):
+def _unique(name: str, used: set[str]) -> str:
     base = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     out, k = base, 0
     while out in used:

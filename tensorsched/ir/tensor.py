@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ComputeError, ScheduleError
+from ..errors import ComputeError, InternalError, ScheduleError
 from . import dtype as dt
 from . import expr as E
 from .visitor import Visitor
@@ -46,6 +46,13 @@ class IterVar(E.ExprOps):
     @property
     def name(self) -> str:
         return self.var.name
+
+    @property
+    def domain(self) -> Range:
+        """``dom`` of a data or reduce axis, which always has one (a thread axis has none)."""
+        if self.dom is None:
+            raise InternalError(f"axis '{self.var.name}' ({self.kind}) has no domain")
+        return self.dom
 
     def __repr__(self) -> str:
         ext = f", {self.dom.extent}" if self.dom else ""
@@ -100,6 +107,8 @@ class Operation:
     shape: tuple[int, ...]
     dtype: str
     _out: Tensor
+    axis: tuple[IterVar, ...] = ()  # a placeholder has no loops
+    reduce_axis: tuple[IterVar, ...] = ()
 
     @property
     def input_tensors(self) -> list[Tensor]:

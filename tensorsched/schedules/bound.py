@@ -102,34 +102,42 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
 class _Inference:
     """The state of one bound inference, consumers first; ``infer_bound`` freezes it."""
 
-    def __init__(self, sched):
+    def __init__(self, sched: Schedule) -> None:
         self.sched = sched
         order = topo_stages(sched)
         self.stages = [st for st in order if st.attach_type != "inline"]
-        self.body, self.region, self.buffer, self.ext = {}, {}, {}, {}
-        self.scope, self.strides = {}, {}
-        self.var_ranges = {}  # every leaf Var -> (0, extent-1), for the simplifier
+        self.body: dict[Stage, E.Expr] = {}
+        self.region: dict[Stage, Region] = {}
+        self.buffer: dict[Stage, S.Buffer] = {}
+        self.ext: dict[Stage, dict[IterVar, int]] = {}
+        self.scope: dict[Stage, str] = {}
+        self.strides: dict[Stage, tuple[int, ...]] = {}
+        # every leaf Var -> (0, extent-1), for the simplifier
+        self.var_ranges: dict[E.Var, tuple[int, int]] = {}
         inline = _Inline(self)
         for st in order:
             self.body[st] = inline.visit(st.op.body)
 
-    def stage_of(self, tensor):
+    def stage_of(self, tensor: Tensor) -> Stage | None:
         return self.sched.stage_map.get(tensor.op)
 
-    def check_attachments(self):
+    def check_attachments(self) -> None:
         for st in self.stages:
-            ancestors(st)
-            if st.attach_type == "scope" and st.attach_ivar not in st.attach_stage.leaf_iter_vars:
+            chain = ancestors(st)
+            if not chain:
+                continue
+            parent, at = chain[0]
+            if at not in parent.leaf_iter_vars:
                 raise ScheduleError(
                     "compute_at",
                     st,
-                    f"axis '{st.attach_ivar.var.name}' of stage "
-                    f"'{st.attach_stage.name}' was split or fused after compute_at; "
+                    f"axis '{at.var.name}' of stage "
+                    f"'{parent.name}' was split or fused after compute_at; "
                     "attach to one of its current loops",
                 )
 
-    def infer(self):
-        readers = {st: [] for st in self.stages}
+    def infer(self) -> None:
+        readers: dict[Stage, list[tuple[Stage, Tensor]]] = {st: [] for st in self.stages}
         for st in self.stages:
             for t in tensors_read(self.body[st]):
                 p = self.stage_of(t)
@@ -142,7 +150,7 @@ class _Inference:
             else:
                 self.region[st] = tuple((E.IntImm(0), d) for d in st.op.shape)
             root_ext = {iv: e for iv, (_, e) in zip(st.op.axis, self.region[st])}
-            root_ext.update({iv: iv.dom.extent for iv in st.op.reduce_axis})
+            root_ext.update({iv: iv.domain.extent for iv in st.op.reduce_axis})
             self.ext[st] = pass_down(st, root_ext)
             for iv in st.leaf_iter_vars:
                 self.var_ranges[iv.var] = (0, self.ext[st][iv] - 1)
@@ -159,7 +167,7 @@ def root_values(bounds: Bounds | _Inference, st: Stage) -> dict[IterVar, E.Expr]
     for iv, (m, _) in zip(st.op.axis, bounds.region[st]):
         out[iv] = simplify(m + values[iv])
     for iv in st.op.reduce_axis:
-        out[iv] = simplify(values[iv] + iv.dom.min)
+        out[iv] = simplify(values[iv] + iv.domain.min)
     return out
 
 
@@ -172,9 +180,11 @@ def topo_stages(sched: Schedule) -> list[Stage]:
 
 def ancestors(st: Stage) -> list[tuple[Stage, IterVar]]:
     """``[(stage, attach_ivar)]`` from ``st``'s attach parent up to its root stage."""
-    out, cur, seen = [], st, {st}
+    out: list[tuple[Stage, IterVar]] = []
+    cur, seen = st, {st}
     while cur.attach_type == "scope":
-        parent = cur.attach_stage
+        parent, at = cur.attach_stage, cur.attach_ivar
+        assert parent is not None and at is not None  # compute_at sets all three
         if parent in seen:
             raise ScheduleError("compute_at", st, "the compute_at placements form a cycle")
         if parent.attach_type == "inline":
@@ -184,7 +194,7 @@ def ancestors(st: Stage) -> list[tuple[Stage, IterVar]]:
                 f"it is attached to stage '{parent.name}', "
                 "which is inlined; attach it to a stage that has loops",
             )
-        out.append((parent, cur.attach_ivar))
+        out.append((parent, at))
         seen.add(parent)
         cur = parent
     return out
@@ -202,7 +212,7 @@ def kernel_root(st: Stage) -> Stage:
     return anc[-1][0] if anc else st
 
 
-def _infer_scope(st):
+def _infer_scope(st: Stage) -> str:
     if st.scope is not None:
         return st.scope
     if st.attach_type != "scope":
@@ -218,11 +228,13 @@ def _infer_scope(st):
     return "global"
 
 
-def _attached_region(ctx, st, readers):
-    parent, ax = st.attach_stage, st.attach_ivar
+def _attached_region(
+    ctx: _Inference, st: Stage, readers: Sequence[tuple[Stage, Tensor]]
+) -> list[tuple[E.Expr, int]]:
+    parent, ax = ancestors(st)[0]  # st is attached (compute_at)
     ax_pos = parent.leaf_iter_vars.index(ax)
     rank = SCOPE_RANK[ctx.scope[st]]
-    relaxed = {}
+    relaxed: dict[E.Var, int] = {}
     for iv in parent.leaf_iter_vars[ax_pos + 1 :]:
         relaxed[iv.var] = ctx.ext[parent][iv]
     # work-item indices around the attach point that the whole tile must cover
@@ -244,13 +256,14 @@ def _attached_region(ctx, st, readers):
             )
         if reader is not parent:
             inside = chain[chain.index(parent) - 1]
-            pos = parent.leaf_iter_vars.index(inside.attach_ivar)
+            inside_at = ancestors(inside)[0][1]
+            pos = parent.leaf_iter_vars.index(inside_at)
             if pos < ax_pos:
                 raise ScheduleError(
                     "compute_at",
                     st,
                     f"its reader '{reader.name}' is computed at "
-                    f"'{inside.attach_ivar.var.name}', outside "
+                    f"'{inside_at.var.name}', outside "
                     f"'{ax.var.name}'; attach '{st.name}' further out",
                 )
             for mid in chain[: chain.index(parent)]:
@@ -265,11 +278,11 @@ def _attached_region(ctx, st, readers):
     return infer_region(st.op.shape, accesses, relaxed, ctx.var_ranges, st.name)
 
 
-def _loads_of(expr, tensor):
-    found = []
+def _loads_of(expr: E.Expr, tensor: Tensor) -> list[E.TensorLoad]:
+    found: list[E.TensorLoad] = []
 
     class _V(Visitor):
-        def visit_TensorLoad(self, t):
+        def visit_TensorLoad(self, t: E.TensorLoad) -> None:
             if t.tensor is tensor:
                 found.append(t)
             self.generic_visit(t)
@@ -281,10 +294,10 @@ def _loads_of(expr, tensor):
 class _Inline(Mutator):
     """Substitutes the bodies of ``compute_inline`` stages for their loads."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: _Inference) -> None:
         self.ctx = ctx
 
-    def visit_TensorLoad(self, t):
+    def visit_TensorLoad(self, t: E.TensorLoad) -> E.Expr:
         idx = tuple(self.visit(i) for i in t.indices)
         st = self.ctx.stage_of(t.tensor)
         if st is not None and st.attach_type == "inline":
@@ -331,16 +344,17 @@ class Interval:
     """Evaluate symbolic bounds ``(lo, hi)`` of integer expressions where some variables are
     relaxed over ``[0, extent)`` and the others stay as themselves."""
 
-    def __init__(self, relaxed):
+    def __init__(self, relaxed: Mapping[E.Var, int]) -> None:
         self.relaxed = relaxed  # Var -> extent
         self.simp = Simplifier()
 
-    def _has_relaxed(self, e):
+    def _has_relaxed(self, e: E.Expr) -> bool:
         return any(v in self.relaxed for v in free_vars(e))
 
-    def bounds(self, e):
+    def bounds(self, e: E.Expr) -> tuple[E.Expr, E.Expr] | None:
         lin = self.simp.lin(e)
-        lo, hi = E.IntImm(lin.const), E.IntImm(lin.const)
+        lo: E.Expr = E.IntImm(lin.const)
+        hi: E.Expr = E.IntImm(lin.const)
         for atom, k in lin.terms.items():
             ab = self._atom(atom)
             if ab is None:
@@ -351,7 +365,7 @@ class Interval:
             lo, hi = lo + alo * k, hi + ahi * k
         return simplify(lo), simplify(hi)
 
-    def _atom(self, a):
+    def _atom(self, a: E.Expr) -> tuple[E.Expr, E.Expr] | None:
         if isinstance(a, E.Var):
             if a in self.relaxed:
                 return E.IntImm(0), E.IntImm(self.relaxed[a] - 1)
@@ -375,7 +389,7 @@ class Interval:
         return None
 
 
-def union_bound(a, b, op):
+def union_bound(a: E.Expr, b: E.Expr, op: str) -> E.Expr:
     """min (op='min') or max of two symbolic bounds, folded when their difference is constant."""
     d = simplify(a - b)
     if isinstance(d, E.IntImm):
@@ -383,7 +397,13 @@ def union_bound(a, b, op):
     return E.BinOp(op, a, b)
 
 
-def infer_region(producer_shape, accesses, relaxed, var_ranges, name):
+def infer_region(
+    producer_shape: Sequence[int],
+    accesses: Sequence[Sequence[E.Expr]],
+    relaxed: Mapping[E.Var, int],
+    var_ranges: Mapping[E.Var, tuple[int, int]],
+    name: str,
+) -> list[tuple[E.Expr, int]]:
     """The region ``[(min_expr, extent)]`` of a producer covering all ``accesses`` (lists of
     index expressions) with ``relaxed`` variables spanning their ranges.
 
@@ -391,9 +411,10 @@ def infer_region(producer_shape, accesses, relaxed, var_ranges, name):
     falls back to the whole dimension (correct, just less local).
     """
     iv = Interval(relaxed)
-    region = []
+    region: list[tuple[E.Expr, int]] = []
     for d, dim in enumerate(producer_shape):
-        lo = hi = None
+        lo: E.Expr | None = None
+        hi: E.Expr | None = None
         for idx in accesses:
             b = iv.bounds(idx[d])
             if b is None:
@@ -401,7 +422,7 @@ def infer_region(producer_shape, accesses, relaxed, var_ranges, name):
                 break
             lo = b[0] if lo is None else union_bound(lo, b[0], "min")
             hi = b[1] if hi is None else union_bound(hi, b[1], "max")
-        if lo is None:
+        if lo is None or hi is None:
             region.append((E.IntImm(0), dim))
             continue
         ext = simplify(hi - lo + 1, var_ranges)

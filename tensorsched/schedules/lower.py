@@ -3,10 +3,13 @@ pipeline (``passes/pipeline.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..config import config
 from ..errors import LoweringError
+from ..ir.expr import Load
 from ..ir.parser import check_roundtrip
-from ..ir.stmt import LoweredFunc
+from ..ir.stmt import Allocate, Buffer, LoweredFunc, Stmt
 from ..ir.tensor import Tensor
 from ..ir.visitor import Visitor
 from ..passes import LOWER, run_phase
@@ -14,7 +17,12 @@ from .schedule import Schedule
 from .schedule_ops import schedule_to_stmt
 
 
-def lower(sch, args, name="default_function", simple_mode=False):
+def lower(
+    sch: Schedule,
+    args: Sequence[Tensor],
+    name: str = "default_function",
+    simple_mode: bool = False,
+) -> LoweredFunc:
     """Lower schedule ``sch`` with arguments ``args`` (tensors, in call order) to loop IR.
 
     Returns a ``LoweredFunc``; ``print`` shows its body in TVM's style. ``simple_mode`` is
@@ -82,17 +90,18 @@ def lower(sch, args, name="default_function", simple_mode=False):
     return func
 
 
-def _placeholders_used(stmt):
+def _placeholders_used(stmt: Stmt) -> list[Buffer]:
     """Global buffers that are read but not allocated inside the function: its inputs."""
-    loaded, allocated = {}, set()
+    loaded: dict[Buffer, None] = {}
+    allocated: set[Buffer] = set()
 
     class _V(Visitor):
-        def visit_Load(self, node):
+        def visit_Load(self, node: Load) -> None:
             if node.buffer.scope == "global":
                 loaded[node.buffer] = None
             self.generic_visit(node)
 
-        def visit_Allocate(self, a):
+        def visit_Allocate(self, a: Allocate) -> None:
             allocated.add(a.buffer)
             self.generic_visit(a)
 

@@ -6,7 +6,9 @@ attribute, and updates the stage's leaf order. No loop IR is touched here.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, SupportsIndex
 
 import networkx as nx
 
@@ -23,40 +25,40 @@ from .relations import Fuse, Split, pass_down, pass_up
 class IterAttr:
     kind: str = "serial"  # serial / unrolled / vectorized / parallel
     bind: IterVar | None = None  # thread_axis this loop is bound to
-    pragmas: list = field(default_factory=list)
+    pragmas: list[tuple[str, Any]] = field(default_factory=list)
 
 
 class Stage:
     """How one operation is computed: its loops, their order and annotations, where it lives."""
 
-    def __init__(self, op, schedule):
+    def __init__(self, op: ComputeOp, schedule: Schedule) -> None:
         self.op, self.origin_op, self.schedule = op, op, schedule
-        self.all_iter_vars = list(op.axis) + list(op.reduce_axis)
-        self.leaf_iter_vars = list(self.all_iter_vars)
-        self.relations = []
-        self.attrs = {}  # IterVar -> IterAttr
+        self.all_iter_vars: list[IterVar] = list(op.axis) + list(op.reduce_axis)
+        self.leaf_iter_vars: list[IterVar] = list(self.all_iter_vars)
+        self.relations: list[Split | Fuse] = []
+        self.attrs: dict[IterVar, IterAttr] = {}
         self.attach_type = "root"  # root / inline / scope
-        self.attach_stage = None
-        self.attach_ivar = None
-        self.scope = None  # storage scope; None: decided by lowering
-        self.layout = None  # storage order of the axes (transform_layout)
-        self.align = {}  # axis position -> (factor, offset) (storage_align)
-        self.double_buffered = False  # double_buffer()
+        self.attach_stage: Stage | None = None
+        self.attach_ivar: IterVar | None = None
+        self.scope: str | None = None  # storage scope; None: decided by lowering
+        self.layout: tuple[int, ...] | None = None  # storage order of the axes (transform_layout)
+        self.align: dict[int, tuple[int, int]] = {}  # axis position -> (factor, offset)
+        self.double_buffered: bool | str = False  # double_buffer(): False or its scope
         self.is_output = False
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.op.name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"stage({self.name})"
 
     # ---- checks
 
-    def _error(self, primitive, message, axis=None):
+    def _error(self, primitive: str, message: str, axis: IterVar | None = None) -> ScheduleError:
         return ScheduleError(primitive, self, message, axis)
 
-    def _check_leaf(self, primitive, iv):
+    def _check_leaf(self, primitive: str, iv: object) -> IterVar:
         if not isinstance(iv, IterVar):
             raise self._error(
                 primitive,
@@ -92,16 +94,16 @@ class Stage:
             iv,
         )
 
-    def _check_not_inline(self, primitive):
+    def _check_not_inline(self, primitive: str) -> None:
         if self.attach_type == "inline":
             raise self._error(
                 primitive, "the stage was inlined (compute_inline) and has no loops of its own"
             )
 
-    def _attr(self, iv):
+    def _attr(self, iv: IterVar) -> IterAttr:
         return self.attrs.setdefault(iv, IterAttr())
 
-    def _check_plain(self, primitive, iv):
+    def _check_plain(self, primitive: str, iv: IterVar) -> None:
         """``iv`` carries no annotation that ``primitive`` (split/fuse) would silently drop."""
         a = self.attrs.get(iv)
         if a is None:
@@ -125,7 +127,12 @@ class Stage:
 
     # ---- loop structure
 
-    def split(self, parent, factor=None, nparts=None):
+    def split(
+        self,
+        parent: IterVar,
+        factor: SupportsIndex | None = None,
+        nparts: SupportsIndex | None = None,
+    ) -> tuple[IterVar, IterVar]:
         """Split ``parent`` into ``(outer, inner)``; ``inner`` has ``factor`` iterations (or
         ``outer`` has ``nparts``). A factor that does not divide the extent is legal."""
         self._check_not_inline("split")
@@ -159,29 +166,34 @@ class Stage:
         self.leaf_iter_vars[pos : pos + 1] = [outer, inner]
         return outer, inner
 
-    def tile(self, x_parent, y_parent, x_factor, y_factor):
+    def tile(
+        self,
+        x_parent: IterVar,
+        y_parent: IterVar,
+        x_factor: SupportsIndex,
+        y_factor: SupportsIndex,
+    ) -> tuple[IterVar, IterVar, IterVar, IterVar]:
         """Split two axes and order the result ``xo, yo, xi, yi``."""
         xo, xi = self.split(x_parent, x_factor)
         yo, yi = self.split(y_parent, y_factor)
         self.reorder(xo, yo, xi, yi)
         return xo, yo, xi, yi
 
-    def fuse(self, *args):
+    def fuse(self, *args: IterVar | Sequence[IterVar]) -> IterVar:
         """Fuse adjacent axes (outermost first) into one."""
         self._check_not_inline("fuse")
-        if len(args) == 1 and isinstance(args[0], (list, tuple)):
-            args = tuple(args[0])
-        if len(args) < 2:
+        given = _one_list(args)
+        if len(given) < 2:
             raise self._error("fuse", "give at least two axes to fuse")
-        for iv in args:
-            self._check_leaf("fuse", iv)
+        axes = [self._check_leaf("fuse", iv) for iv in given]
+        for iv in axes:
             self._check_plain("fuse", iv)
-        fused = args[0]
-        for inner in args[1:]:
+        fused = axes[0]
+        for inner in axes[1:]:
             fused = self._fuse2(fused, inner)
         return fused
 
-    def _fuse2(self, outer, inner):
+    def _fuse2(self, outer: IterVar, inner: IterVar) -> IterVar:
         po, pi = self.leaf_iter_vars.index(outer), self.leaf_iter_vars.index(inner)
         if pi != po + 1:
             raise self._error(
@@ -200,24 +212,22 @@ class Stage:
         self.leaf_iter_vars[po : pi + 1] = [fused]
         return fused
 
-    def reorder(self, *args):
+    def reorder(self, *args: IterVar | Sequence[IterVar]) -> None:
         """Put the given axes in this relative order; the other loops keep their places."""
         self._check_not_inline("reorder")
-        if len(args) == 1 and isinstance(args[0], (list, tuple)):
-            args = tuple(args[0])
+        axes = [self._check_leaf("reorder", iv) for iv in _one_list(args)]
         seen = set()
-        for iv in args:
-            self._check_leaf("reorder", iv)
+        for iv in axes:
             if id(iv) in seen:
                 raise self._error("reorder", f"axis '{iv.var.name}' is listed twice", iv)
             seen.add(id(iv))
-        positions = sorted(self.leaf_iter_vars.index(iv) for iv in args)
-        for pos, iv in zip(positions, args):
+        positions = sorted(self.leaf_iter_vars.index(iv) for iv in axes)
+        for pos, iv in zip(positions, axes):
             self.leaf_iter_vars[pos] = iv
 
     # ---- annotations
 
-    def _annotate(self, primitive, iv, kind):
+    def _annotate(self, primitive: str, iv: IterVar, kind: str) -> None:
         self._check_not_inline(primitive)
         self._check_leaf(primitive, iv)
         a = self._attr(iv)
@@ -241,16 +251,16 @@ class Stage:
             )
         a.kind = kind
 
-    def unroll(self, iv):
+    def unroll(self, iv: IterVar) -> None:
         self._annotate("unroll", iv, "unrolled")
 
-    def vectorize(self, iv):
+    def vectorize(self, iv: IterVar) -> None:
         self._annotate("vectorize", iv, "vectorized")
 
-    def parallel(self, iv):
+    def parallel(self, iv: IterVar) -> None:
         self._annotate("parallel", iv, "parallel")
 
-    def pragma(self, iv, key, value=1):
+    def pragma(self, iv: IterVar, key: str, value: Any = 1) -> None:
         """Attach ``key = value`` to the loop of ``iv`` (for example ``unroll_explicit``)."""
         self._check_not_inline("pragma")
         self._check_leaf("pragma", iv)
@@ -258,7 +268,7 @@ class Stage:
             raise self._error("pragma", f"pragma key must be a string, got {key!r}", iv)
         self._attr(iv).pragmas.append((key, value))
 
-    def bind(self, iv, thread):
+    def bind(self, iv: IterVar, thread: IterVar) -> None:
         """Run the loop of ``iv`` as the work-item index ``thread`` (``ts.thread_axis(tag)``)."""
         self._check_not_inline("bind")
         self._check_leaf("bind", iv)
@@ -297,7 +307,7 @@ class Stage:
 
     # ---- placement
 
-    def compute_at(self, parent, iv):
+    def compute_at(self, parent: Stage, iv: IterVar) -> None:
         """Compute this stage inside the loop ``iv`` of stage ``parent``, just what it needs."""
         if not isinstance(parent, Stage):
             raise self._error(
@@ -332,7 +342,7 @@ class Stage:
             )
         self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, iv
 
-    def compute_inline(self):
+    def compute_inline(self) -> None:
         """Substitute this stage's expression into every consumer instead of storing it."""
         if self.is_output:
             raise self._error(
@@ -352,14 +362,14 @@ class Stage:
             )
         self.attach_type, self.attach_stage, self.attach_ivar = "inline", None, None
 
-    def compute_root(self):
+    def compute_root(self) -> None:
         self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
 
-    def set_scope(self, scope):
+    def set_scope(self, scope: str) -> None:
         _check_scope(scope, "set_scope", self)
         self.scope = scope
 
-    def transform_layout(self, mapping):
+    def transform_layout(self, mapping: Callable[..., Sequence[E.Var]]) -> None:
         """Store this stage's tensor with its dimensions permuted. ``mapping`` receives the
         stage's axes (as variables) and returns them in storage order: ``lambda i, k: [k, i]``
         keeps a ``"shared"`` tile of A column-major, so that a work-item's rows of A are adjacent
@@ -395,7 +405,7 @@ class Stage:
             )
         self.layout = tuple(pos[v] for v in out)
 
-    def double_buffer(self, scope="shared"):
+    def double_buffer(self, scope: str = "shared") -> None:
         """Keep a second copy of this ``"shared"`` tile so that the next iteration's is filled
         while the work-group computes on this one. ``scope="shared"``: the tile is allocated
         twice, one barrier per iteration; ``"local"``: the next tile's global loads go to
@@ -414,7 +424,7 @@ class Stage:
             )
         self.double_buffered = scope
 
-    def storage_align(self, axis, factor, offset):
+    def storage_align(self, axis: IterVar, factor: SupportsIndex, offset: SupportsIndex) -> None:
         """Pad this stage's buffer so that the stride of dimension ``axis`` (an element of
         ``op.axis``) is ``k*factor + offset`` elements: ``storage_align(AA.op.axis[0], 32, 1)``
         on a ``"shared"`` tile with 32-element rows makes its rows 33 elements apart, so the
@@ -440,7 +450,14 @@ class Stage:
         self.align[self.op.axis.index(axis)] = (f, o)
 
 
-def _check_scope(scope, primitive, stage=None):
+def _one_list(args: tuple[object, ...]) -> list[object]:
+    """The arguments of a primitive that takes axes either spread out or as one list."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return list(args[0])
+    return list(args)
+
+
+def _check_scope(scope: object, primitive: str, stage: Stage | None = None) -> None:
     if scope not in SCOPES:
         raise ScheduleError(
             primitive, stage, f"unknown scope '{scope}'; use one of {', '.join(SCOPES)}"
@@ -448,10 +465,10 @@ def _check_scope(scope, primitive, stage=None):
 
 
 class _ReplaceTensors(Mutator):
-    def __init__(self, tmap):
+    def __init__(self, tmap: Mapping[Tensor, Tensor]) -> None:
         self.tmap = tmap
 
-    def visit_TensorLoad(self, t):
+    def visit_TensorLoad(self, t: E.TensorLoad) -> E.Expr:
         idx = tuple(self.visit(i) for i in t.indices)
         return E.TensorLoad(self.tmap.get(t.tensor, t.tensor), idx)
 
@@ -459,21 +476,23 @@ class _ReplaceTensors(Mutator):
 class Schedule:
     """The stages of a computation, in dataflow order, and the primitives that add stages."""
 
-    def __init__(self, outputs):
+    def __init__(self, outputs: Sequence[Operation]) -> None:
         self.outputs = list(outputs)
-        self.image_inputs = set()
-        self.stages, self.stage_map, self.placeholders = [], {}, []
+        self.image_inputs: set[PlaceholderOp] = set()
+        self.stages: list[Stage] = []
+        self.stage_map: dict[Operation, Stage] = {}
+        self.placeholders: list[PlaceholderOp] = []
         for op in _post_order(self.outputs):
-            if isinstance(op, PlaceholderOp):
-                self.placeholders.append(op)
-            else:
+            if isinstance(op, ComputeOp):
                 st = Stage(op, self)
                 self.stages.append(st)
                 self.stage_map[op] = st
+            elif isinstance(op, PlaceholderOp):
+                self.placeholders.append(op)
         for op in self.outputs:
             self.stage_map[op].is_output = True
 
-    def __getitem__(self, t):
+    def __getitem__(self, t: Tensor | Operation | Stage) -> Stage:
         op = t.op if isinstance(t, Tensor) else t
         if isinstance(op, Stage):
             return op
@@ -493,21 +512,21 @@ class Schedule:
             )
         return self.stage_map[op]
 
-    def stage_of(self, tensor):
+    def stage_of(self, tensor: Tensor) -> Stage | None:
         return self.stage_map.get(tensor.op)
 
-    def _owner(self, iv):
+    def _owner(self, iv: IterVar) -> Stage | None:
         for st in self.stages:
             if iv in st.all_iter_vars:
                 return st
         return None
 
-    def _has_attached(self, stage):
+    def _has_attached(self, stage: Stage) -> bool:
         return any(st.attach_stage is stage for st in self.stages)
 
     # ---- dataflow
 
-    def graph(self):
+    def graph(self) -> nx.DiGraph:
         """The dataflow graph: a networkx DiGraph of stages (and placeholder ops), producer ->
         consumer, built from the stages' current bodies."""
         g = nx.DiGraph()
@@ -519,33 +538,39 @@ class Schedule:
                 g.add_edge(self.stage_map.get(t.op, t.op), st)
         return g
 
-    def _reads_transitively(self, consumer, producer):
+    def _reads_transitively(self, consumer: Stage, producer: Stage) -> bool:
         g = self.graph()
         return nx.has_path(g, producer, consumer)
 
-    def readers(self, stage):
+    def readers(self, stage: Stage) -> list[Stage]:
         return [
             st
             for st in self.stages
             if any(t.op in (stage.op, stage.origin_op) for t in tensors_read(st.op.body))
         ]
 
-    def _insert(self, stage, before):
+    def _insert(self, stage: Stage, before: Stage) -> None:
         self.stages.insert(self.stages.index(before), stage)
         self.stage_map[stage.op] = stage
 
     # ---- cache stages
 
-    def cache_read(self, tensor, scope, readers):
+    def cache_read(
+        self,
+        tensor: Tensor,
+        scope: str,
+        readers: Tensor | Operation | Stage | Sequence[Tensor | Operation | Stage],
+    ) -> Tensor:
         """A stage copying ``tensor`` into ``scope`` memory, read by ``readers`` instead."""
         if not isinstance(tensor, Tensor):
             raise ScheduleError("cache_read", None, f"expected a tensor, got {tensor!r}")
         _check_scope(scope, "cache_read")
-        readers = readers if isinstance(readers, (list, tuple)) else [readers]
-        if not readers:
+        given: list[Any] = list(readers) if isinstance(readers, (list, tuple)) else [readers]
+        if not given:
             raise ScheduleError("cache_read", None, "give at least one reader")
-        reader_stages = [self[r] for r in readers]
-        cache = _copy_compute(tensor, f"{tensor.name}.{scope}")
+        reader_stages = [self[r] for r in given]
+        cache_op = _copy_compute(tensor, f"{tensor.name}.{scope}")
+        cache = cache_op.output(0)
         for st in reader_stages:
             if tensor not in tensors_read(st.op.body):
                 raise ScheduleError(
@@ -555,12 +580,12 @@ class Schedule:
                 )
         for st in reader_stages:
             _rebind_body(st, _ReplaceTensors({tensor: cache}).visit(st.op.body))
-        new = Stage(cache.op, self)
+        new = Stage(cache_op, self)
         new.scope = scope
         self._insert(new, min(reader_stages, key=self.stages.index))
         return cache
 
-    def use_image(self, tensor):
+    def use_image(self, tensor: Tensor) -> None:
         """Read the 2-d float32 input ``tensor`` through an ``image2d_t`` (the texture path, as
         seed 004 does for B): each RGBA texel holds 4 consecutive elements of a row."""
         op = getattr(tensor, "op", None)
@@ -580,7 +605,7 @@ class Schedule:
             )
         self.image_inputs.add(op)
 
-    def cache_write(self, tensor, scope):
+    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
         """Compute ``tensor`` into a ``scope`` stage; the original stage copies it out."""
         if not isinstance(tensor, Tensor):
             raise ScheduleError("cache_write", None, f"expected a tensor, got {tensor!r}")
@@ -609,7 +634,7 @@ class Schedule:
         self._insert(new, st)
         return cache
 
-    def rfactor(self, tensor, axis, factor_axis=0):
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: SupportsIndex = 0) -> Tensor:
         """Factor the reduction of ``tensor`` over the reduce leaf ``axis``: a new stage
         ``T.rf`` holds one partial result per value of ``axis`` (the other reduce loops
         reduced), and ``tensor`` then sums those partial results. ``axis`` becomes data axis
@@ -635,7 +660,7 @@ class Schedule:
                 "data axes; only its reduction axes may be split",
                 axis,
             )
-        ext = pass_down(st, {iv: iv.dom.extent for iv in st.op.reduce_axis})
+        ext = pass_down(st, {iv: iv.domain.extent for iv in st.op.reduce_axis})
         red_leaves = [iv for iv in st.leaf_iter_vars if iv.kind == "reduce"]
         new_data = [IterVar(E.Var(iv.var.name), iv.dom, "data") for iv in st.op.axis]
         fvar = IterVar(E.Var(axis.var.name), Range(0, ext[axis]), "data")
@@ -646,7 +671,7 @@ class Schedule:
         }
         leaf_value = {axis: fvar.var, **{iv: nv.var for iv, nv in new_red.items()}}
         values, guards = pass_up(st, ext, lambda iv: leaf_value.get(iv, iv.var))
-        vmap = {iv.var: values[iv] + iv.dom.min for iv in st.op.reduce_axis}
+        vmap: dict[E.Var, E.Expr] = {iv.var: values[iv] + iv.domain.min for iv in st.op.reduce_axis}
         vmap.update({a.var: b.var for a, b in zip(st.op.axis, new_data)})
         cond = [substitute(c, vmap) for _, c in guards]
         if body.condition is not None:
@@ -685,13 +710,12 @@ class Schedule:
         return rf
 
 
-def _copy_compute(tensor, name):
+def _copy_compute(tensor: Tensor, name: str) -> ComputeOp:
     axis = [IterVar(E.Var(f"ax{k}"), Range(0, d), "data") for k, d in enumerate(tensor.shape)]
-    op = ComputeOp(name, axis, E.TensorLoad(tensor, tuple(iv.var for iv in axis)))
-    return op.output(0)
+    return ComputeOp(name, axis, E.TensorLoad(tensor, tuple(iv.var for iv in axis)))
 
 
-def _rebind_body(stage, body):
+def _rebind_body(stage: Stage, body: E.Expr) -> None:
     """Give ``stage`` a new op with ``body`` and the same axes, keeping the old op's lookups."""
     old = stage.op
     new = ComputeOp.__new__(ComputeOp)
@@ -702,10 +726,11 @@ def _rebind_body(stage, body):
     stage.schedule.stage_map[new] = stage
 
 
-def _post_order(outputs):
-    seen, order = set(), []
+def _post_order(outputs: Sequence[Operation]) -> list[Operation]:
+    seen: set[Operation] = set()
+    order: list[Operation] = []
 
-    def visit(op):
+    def visit(op: Operation) -> None:
         if op in seen:
             return
         seen.add(op)
@@ -718,12 +743,14 @@ def _post_order(outputs):
     return order
 
 
-def create_schedule(ops):
+def create_schedule(
+    ops: Operation | Tensor | Sequence[Operation | Tensor],
+) -> Schedule:
     """A schedule for the given output operation(s) and everything they read."""
-    ops = ops if isinstance(ops, (list, tuple)) else [ops]
+    given = list(ops) if isinstance(ops, (list, tuple)) else [ops]
     out = []
-    for op in ops:
-        op = op.op if isinstance(op, Tensor) else op
+    for x in given:
+        op = x.op if isinstance(x, Tensor) else x
         if not isinstance(op, Operation):
             raise ScheduleError("create_schedule", None, f"expected operations (T.op), got {op!r}")
         if isinstance(op, PlaceholderOp):

@@ -7,14 +7,17 @@ in leaf order, with its ``compute_at`` producers placed inside the loop they are
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..errors import LoweringError, ScheduleError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.intrin import identity_value
-from ..ir.tensor import Tensor, tensors_read
+from ..ir.tensor import IterVar, Tensor, tensors_read
 from ..ir.visitor import Mutator, substitute
 from .bound import (
     SCOPE_RANK,
+    Bounds,
     ancestors,
     bound_tag,
     infer_bound,
@@ -23,15 +26,18 @@ from .bound import (
     root_values,
     tag_rank,
 )
+from .schedule import Schedule, Stage
+
+Env = dict[str, tuple[E.Var, int]]  # thread tag bound around a statement -> (variable, extent)
 
 
 class _Flatten(Mutator):
     """``T[i, j]`` -> ``T_buffer[(i - min_i)*stride_i + (j - min_j)*stride_j]``."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: _Builder) -> None:
         self.ctx = ctx
 
-    def visit_TensorLoad(self, t):
+    def visit_TensorLoad(self, t: E.TensorLoad) -> E.Expr:
         idx = tuple(self.visit(i) for i in t.indices)
         buf, region = self.ctx.storage(t.tensor)
         st = self.ctx.stage_of(t.tensor)
@@ -41,15 +47,17 @@ class _Flatten(Mutator):
         return E.Load(buf, strided_index(rel, self.ctx.strides[st]))
 
 
-def flat_index(indices, extents):
-    out = None
+def flat_index(indices: Sequence[E.Expr], extents: Sequence[int]) -> E.Expr:
+    """The row-major offset of ``indices`` in a region of ``extents``."""
+    out: E.Expr | None = None
     for i, e in zip(indices, extents):
         out = i if out is None else out * e + i
     return out if out is not None else E.IntImm(0)
 
 
-def strided_index(indices, strides):
-    out = None
+def strided_index(indices: Sequence[E.Expr], strides: Sequence[int]) -> E.Expr:
+    """The offset of ``indices`` in a buffer of ``strides``."""
+    out: E.Expr | None = None
     for i, s in zip(indices, strides):
         term = i if s == 1 else i * s
         out = term if out is None else out + term
@@ -61,18 +69,19 @@ class _Builder:
     variable of each thread tag, the extent each tag has in the kernel being built, and the
     leaf variables bound to thread variables."""
 
-    def __init__(self, bounds, args):
+    def __init__(self, bounds: Bounds, args: Sequence[Tensor]) -> None:
         self.bounds = bounds
         self.stages, self.body, self.region = bounds.stages, bounds.body, bounds.region
         self.buffer, self.ext, self.scope = bounds.buffer, bounds.ext, bounds.scope
         self.strides = bounds.strides
         self.stage_of, self.storage = bounds.stage_of, bounds.storage
-        self.thread_vars = {}  # tag -> Var
-        self.kernel_extents = {}  # tag -> (extent, stage, axis) in the kernel being built
-        self.bound_vars = {}  # leaf Var -> thread Var
+        self.thread_vars: dict[str, E.Var] = {}
+        # tag -> (extent, stage, axis) in the kernel being built
+        self.kernel_extents: dict[str, tuple[int, Stage, IterVar]] = {}
+        self.bound_vars: dict[E.Var, E.Var] = {}  # leaf Var -> thread Var
         self.arg_tensors = args
 
-    def thread_var(self, tag):
+    def thread_var(self, tag: str) -> E.Var:
         if tag not in self.thread_vars:
             self.thread_vars[tag] = E.Var(tag)
         return self.thread_vars[tag]
@@ -81,21 +90,21 @@ class _Builder:
 # ---------------------------------------------------------------- loop nests
 
 
-def build_stage(ctx, st, env):
+def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
     """The statement computing stage ``st``; ``env`` maps thread tags bound around it to
     ``(var, extent)``."""
     leaves = st.leaf_iter_vars
     ext = ctx.ext[st]
     values, split_guards = pass_up(st, ext)
     region = ctx.region[st]
-    root = root_values(ctx, st)
+    root = root_values(ctx.bounds, st)
     vmap = {iv.var: root[iv] for iv in list(st.op.axis) + list(st.op.reduce_axis)}
     buf = ctx.buffer[st]
     out_index = strided_index([values[iv] for iv in st.op.axis], ctx.strides[st])
     body = ctx.body[st]
     flat = _Flatten(ctx)
 
-    def is_reduce_leaf(iv):
+    def is_reduce_leaf(iv: IterVar) -> bool:
         return iv.kind == "reduce"
 
     # guards: uneven splits, and (for attached stages) staying inside the op's domain
@@ -155,9 +164,9 @@ def build_stage(ctx, st, env):
             cur[tag] = (ctx.thread_var(tag), ext[iv])
     inner_env = cur
 
-    attached = {}
+    attached: dict[IterVar, list[Stage]] = {}
     for child in ctx.stages:
-        if child.attach_type == "scope" and child.attach_stage is st:
+        if child.attach_stage is st and child.attach_ivar is not None:
             attached.setdefault(child.attach_ivar, []).append(child)
 
     stmt = main
@@ -316,7 +325,7 @@ def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, identity):
     return stmt
 
 
-def check_scope_bindings(ctx, st):
+def check_scope_bindings(ctx: _Builder, st: Stage) -> None:
     """A stage in memory private to a work-item ("local") cannot bind thread or block indices,
     nor a work-group's ("shared") stage block indices: each work-item (group) would fill only
     its own part of its own copy and read the rest unwritten."""
@@ -340,7 +349,7 @@ def check_scope_bindings(ctx, st):
             )
 
 
-def check_bindings(ctx, st):
+def check_bindings(ctx: _Builder, st: Stage) -> None:
     """A root stage's bound axes must all be outside its unbound loops (they become the NDRange);
     loops of one iteration do not count."""
     unbound = None
@@ -361,7 +370,7 @@ def check_bindings(ctx, st):
             )
 
 
-def schedule_to_stmt(sched, args):
+def schedule_to_stmt(sched: Schedule, args: Sequence[Tensor]) -> tuple[S.Stmt, Bounds]:
     """The whole computation as one statement; returns ``(stmt, bounds)``."""
     bounds = infer_bound(sched, args)
     ctx = _Builder(bounds, args)

@@ -165,10 +165,10 @@ def schedule_gemm_gpu(
         fused = s[T].fuse(*s[T].op.axis)
         rest, lanes = s[T].split(fused, vec)
         rest, fx = s[T].split(rest, tx)
-        outer, fy = s[T].split(rest, ty)
+        fill_outer, fy = s[T].split(rest, ty)
         s[T].bind(fy, thread_axis("threadIdx.y"))
         s[T].bind(fx, thread_axis("threadIdx.x"))
-        s[T].unroll(outer)
+        s[T].unroll(fill_outer)
         if vec > 1:
             s[T].vectorize(lanes)
         if dbuf != "none":

@@ -48,7 +48,7 @@ def generic(
 
     st = s[out]
     data = list(st.op.axis)
-    wide = [a for a in data if a.dom.extent > 1] or data[:1]
+    wide = [a for a in data if a.domain.extent > 1] or data[:1]
     tiled = wide[:2] if len(wide) >= 2 else [None] + wide[:1]
     names = ("tile_y", "tile_x")
     outer, inner = [], []
@@ -56,9 +56,9 @@ def generic(
     for name, axis in zip(names, tiled):
         if axis is None:
             continue
-        cands, default = _tile_candidates(axis.dom.extent)
+        cands, default = _tile_candidates(axis.domain.extent)
         t, w = cfg.define_split(
-            name, axis.dom.extent, 3, policy="candidates", candidates=cands, default=default
+            name, axis.domain.extent, 3, policy="candidates", candidates=cands, default=default
         )
         threads *= t
         b, th, wi = split_axis(st, axis, (t, w))
@@ -72,10 +72,10 @@ def generic(
     raxes = list(st.op.reduce_axis)
     if raxes:
         r0 = raxes[0]
-        ks = [k for k in K_STEPS if k <= r0.dom.extent]
+        ks = [k for k in K_STEPS if k <= r0.domain.extent]
         (kstep,) = cfg.define_split(
             "tile_k",
-            r0.dom.extent,
+            r0.domain.extent,
             2,
             policy="candidates",
             candidates=[(k,) for k in ks],
