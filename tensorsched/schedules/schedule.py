@@ -185,9 +185,11 @@ class Stage:
         given = _one_list(args)
         if len(given) < 2:
             raise self._error("fuse", "give at least two axes to fuse")
-        axes = [self._check_leaf("fuse", iv) for iv in given]
-        for iv in axes:
+        axes = []
+        for x in given:  # each axis checked in full before the next, as written
+            iv = self._check_leaf("fuse", x)
             self._check_plain("fuse", iv)
+            axes.append(iv)
         fused = axes[0]
         for inner in axes[1:]:
             fused = self._fuse2(fused, inner)
@@ -215,9 +217,10 @@ class Stage:
     def reorder(self, *args: IterVar | Sequence[IterVar]) -> None:
         """Put the given axes in this relative order; the other loops keep their places."""
         self._check_not_inline("reorder")
-        axes = [self._check_leaf("reorder", iv) for iv in _one_list(args)]
-        seen = set()
-        for iv in axes:
+        axes, seen = [], set()
+        for x in _one_list(args):
+            iv = self._check_leaf("reorder", x)
+            axes.append(iv)
             if id(iv) in seen:
                 raise self._error("reorder", f"axis '{iv.var.name}' is listed twice", iv)
             seen.add(id(iv))
