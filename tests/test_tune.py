@@ -48,7 +48,7 @@ def tmpl(name):
 
 
 def run_tune(task, log, **kw):
-    kw = {"timeout": 20.0, "repeat": 2, "n_build": 1, "progress": False, **kw}
+    kw = {"strategy": "grid", "timeout": 20.0, "repeat": 2, "n_build": 1, "progress": False, **kw}
     return tune(task, str(log), **kw)
 
 

@@ -36,7 +36,7 @@ from ..schedules.lower import lower
 from ..schedules.schedule import create_schedule
 from ..tune.log import best_records, read_log
 from ..tune.task import INDEX_MAX, Task
-from ..tune.tuner import tune
+from ..tune.tuner import parse_duration, tune
 
 # a small ACL-style search list (``compare`` without ``--acl-full``): one config per strategy
 # family that the full lists of ``baselines/data`` hold, so that ``compare`` finishes in about a
@@ -268,6 +268,9 @@ def cmd_tune(args: argparse.Namespace) -> None:
             repeat=args.repeat,
             seed=args.seed,
             restrict=restrict,
+            time_s=args.time,
+            early_stop=args.early_stop,
+            transfer=args.transfer or (),
         )
         b = res.best
         counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
@@ -490,6 +493,17 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def duration(text: str) -> float:
+    """An argparse type: a time, in seconds or with an s, m or h suffix (at most a week)."""
+    try:
+        value = parse_duration(text)
+    except TensorschedError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value > 7 * 24 * 3600:
+        raise argparse.ArgumentTypeError(f"expected at most a week, got {text!r}")
+    return value
+
+
 def _add_import(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--import",
@@ -539,7 +553,30 @@ def make_parser() -> argparse.ArgumentParser:
     tu.add_argument(
         "--trials", type=positive_int, help="candidates to measure per shape (default: all)"
     )
-    tu.add_argument("--strategy", choices=["grid", "random"], default="grid")
+    tu.add_argument(
+        "--strategy",
+        choices=["model", "grid", "random"],
+        default="model",
+        help="model (default): a cost model trained as trials land picks each batch, "
+        "starting from what the logs know of other shapes; grid; random",
+    )
+    tu.add_argument(
+        "--time",
+        type=duration,
+        help="stop tuning a shape after this long: seconds, or 90s, 2m, 1h",
+    )
+    tu.add_argument(
+        "--early-stop",
+        type=positive_int,
+        metavar="N",
+        help="stop a shape after N trials in a row without a faster kernel",
+    )
+    tu.add_argument(
+        "--transfer",
+        action="append",
+        metavar="LOG",
+        help="another tuning log to learn from (other shapes of the template; repeatable)",
+    )
     tu.add_argument(
         "--knob",
         action="append",

@@ -1,5 +1,8 @@
 """Using tuning results: ``apply_best(log)`` makes ``instantiate`` build each task with its best
-logged config (the fastest correct one on the current device), else the template's defaults.
+logged config (the fastest correct one on the current device). A task no log has is built
+with a config predicted from the logs of other shapes of its template on that device (the
+active logs and the package's shipped logs, ``tune/logs/``): the nearest logged shape's best,
+made legal for this shape (``model.predict_config``); with none, the template's defaults.
 
     with ts.tune.apply_best("gemm.jsonl"):
         s, args = ts.tune.instantiate("gemm", "cpu", (1024, 1024, 1024))
@@ -11,23 +14,30 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..runtime.device import DeviceLimits
+from ..runtime.device import DeviceLimits, current_limits
 from .log import best_records, read_log
+from .model import history, predict_config, same_family, shipped_logs
+from .record import Record
 from .task import Task
 
 _ACTIVE: list[dict] = []  # stack of {task key: config}
+_LOGS: list[tuple[DeviceLimits, list[Record]]] = []  # the device and records of active logs
 
 
 @contextlib.contextmanager
 def apply_best(log_path: str, device: str | None = None) -> Iterator[dict[str, dict]]:
     """Within the block, ``instantiate`` uses the best config of ``log_path`` for each task."""
-    name = device if device and " / " in device else DeviceLimits.of(device).name
-    best = {k: r.config for k, r in best_records(read_log(log_path), device=name).items()}
+    limits = current_limits() if device and " / " in device else DeviceLimits.of(device)
+    name = device if device and " / " in device else limits.name
+    records = read_log(log_path)
+    best = {k: r.config for k, r in best_records(records, device=name).items()}
     _ACTIVE.append(best)
+    _LOGS.append((limits, [r for r in records if r.device == name]))
     try:
         yield best
     finally:
         _ACTIVE.pop()
+        _LOGS.pop()
 
 
 def best_config(task: Task) -> dict | None:
@@ -46,7 +56,26 @@ def instantiate(
     epilogue: Sequence[str] = (),
 ) -> tuple[Any, list]:
     """``(schedule, args)`` of a template, with the best logged config when ``apply_best`` is
-    active and has one for this task."""
+    active and has one for this task, else a config predicted from the logs of other shapes
+    (``predicted_config``), else the template's defaults."""
     task = Task(kind, template, tuple(shape), dtype, tuple(epilogue))
-    s, args, _ = task.instantiate(best_config(task))
+    config = best_config(task)
+    if config is None:
+        config = predicted_config(task)
+    s, args, _ = task.instantiate(config)
     return s, args
+
+
+def predicted_config(task: Task) -> dict | None:
+    """A config for a task no active log has: from the records of other shapes of its
+    template in the active logs (on their device), else in the package's shipped logs for
+    the current device; ``None`` when none of them know the template."""
+    for limits, records in reversed(_LOGS):
+        config = predict_config(task, same_family(task, records), limits)
+        if config is not None:
+            return config
+    limits = current_limits()
+    paths = shipped_logs(limits.name)
+    if paths:
+        return predict_config(task, history(task, limits.name, paths), limits)
+    return None

@@ -1,10 +1,14 @@
-"""The grid searcher: enumerate a task's knob space and measure candidates in order, with a
-pipeline: a pool of build processes (``os.cpu_count()`` by default) instantiates, lowers,
+"""The searcher: candidates of a task's knob space in the order of a strategy (``model``, the
+default: a cost model trained as trials land, see ``model.py``; ``grid``; ``random``), measured
+with a pipeline: a pool of build processes (``os.cpu_count()`` by default) instantiates, lowers,
 filters and builds the next candidates while one worker process checks and times the current
 one (from the build's artifact, on inputs that stay on the device), and every trial is logged
 as it ends, in the search's order.
 
     result = tune(Task("gemm", "cpu", (1024, 1024, 1024)), "gemm.jsonl", trials=50)
+
+Budgets: ``trials``, ``time_s`` (seconds of tuning) and ``early_stop`` (trials without a
+better best), whichever ends first.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import math
 import multiprocessing as mp
 import numbers
 import os
+import re
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -32,9 +37,10 @@ from ..runtime.device import DeviceLimits, current_device
 from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
 from .log import LogLock, LogWriter, Record, best_records, config_key, read_log
 from .measure import TIME_BUDGET_MS, Runner, init_worker, prebuild, signature
+from .model import ModelProposer, past_records, require_lightgbm
 from .task import Task, TaskError
 
-STRATEGIES = ("grid", "random")
+STRATEGIES = ("model", "grid", "random")
 MEASURED = ("ok", "wrong", "timeout", "crash", "error")  # statuses that reached the runner
 LOAD_AHEAD = 2  # built candidates the runner loads while one runs
 
@@ -81,13 +87,51 @@ def candidate_order(task: Task, strategy: str, seed: int = 0) -> Sequence[int]:
                 seen.add(i)
                 out.append(i)
         return out
-    raise TensorschedError(f"unknown strategy '{strategy}'; use one of {', '.join(STRATEGIES)}")
+    raise TensorschedError(
+        f"unknown strategy '{strategy}' for an order; use one of grid, random (the model "
+        "strategy proposes as it learns: ModelProposer)"
+    )
+
+
+class OrderProposer:
+    """Candidates in a fixed order of grid indices (the grid and random strategies)."""
+
+    def __init__(self, space: Config, order: Iterable[int]):
+        self.space, self.order = space, iter(order)
+
+    def next(self) -> dict | None:
+        for idx in self.order:
+            return self.space.point(idx)
+        return None
+
+    def observe(self, config: dict, status: str, gflops: float | None) -> None:
+        pass
+
+    def state(self) -> str:
+        return ""
+
+
+def parse_duration(text: str | float | int) -> float:
+    """Seconds of ``text``: a number of seconds, or with an ``s``, ``m`` or ``h`` suffix
+    (``90``, ``90s``, ``2m``, ``1.5h``); ``TensorschedError`` otherwise."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", str(text))
+        if not m:
+            raise TensorschedError(
+                f"duration {text!r}: write seconds, or a number with s, m or h (90s, 2m, 1h)"
+            )
+        value = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    if not (math.isfinite(value) and value > 0):
+        raise TensorschedError(f"duration {text!r} must be a positive time")
+    return value
 
 
 def tune(
     task: Task,
     log_path: str,
-    strategy: str = "grid",
+    strategy: str = "model",
     trials: int | None = None,
     resume: bool = False,
     device: str | None = None,
@@ -99,8 +143,20 @@ def tune(
     budget_ms: float | None = TIME_BUDGET_MS,
     ahead: int | None = None,
     restrict: dict | None = None,
+    time_s: float | str | None = None,
+    early_stop: int | None = None,
+    transfer: Sequence[str] = (),
 ) -> TuneResult:
     """Tune ``task``: measure up to ``trials`` candidates (all by default) and log each one.
+
+    ``strategy``: ``model`` (default; needs LightGBM, the ``tune`` extra) measures first the
+    best configs of the nearest shapes that the logs know for this template and device (the
+    log itself, the ``transfer`` logs and the package's shipped logs), then batches that a
+    cost model trained on all those trials picks, with a share of random ones; ``grid`` and
+    ``random`` visit the space in a fixed order. Tuning stops at ``trials`` measured, after
+    ``time_s`` (seconds, or text such as ``"2m"``) or after ``early_stop`` trials in a row
+    without a faster kernel, whichever comes first; candidates built but not measured by then
+    are not logged.
 
     ``restrict`` (``{knob: [values]}``, see ``Config.restrict``) narrows the template's space
     that the grid or random search visits.
@@ -122,6 +178,19 @@ def tune(
     """
     t0 = time.time()
     _check_options(strategy, trials, timeout, repeat, n_build, ahead, budget_ms)
+    seconds = parse_duration(time_s) if time_s is not None else None
+    if early_stop is not None and (
+        isinstance(early_stop, bool)
+        or not isinstance(early_stop, numbers.Integral)
+        or early_stop < 1
+    ):
+        raise TensorschedError(f"early_stop must be a positive integer, got {early_stop!r}")
+    transfer = [transfer] if isinstance(transfer, str) else list(transfer)
+    for path in transfer:
+        if not os.path.isfile(path):
+            raise TensorschedError(f"transfer log {path} does not exist")
+    if strategy == "model":
+        require_lightgbm()
     modules = worker_modules(task)
     limits = DeviceLimits.of(device)
     if not device:  # the workers use this process's device (set_device() included)
@@ -132,10 +201,16 @@ def tune(
         space.restrict(restrict)
     with LogLock(log_path):
         done = _logged_configs(task, log_path, limits.name, resume)
+        proposer: Any
+        if strategy == "model":
+            past = past_records(task, limits.name, log_path, transfer)
+            proposer = ModelProposer(task, space, limits, past, seed)
+        else:
+            proposer = OrderProposer(space, candidate_order(task, strategy, seed))
         search = Search(
             task,
             space,
-            candidate_order(task, strategy, seed),
+            proposer,
             done,
             LogWriter(log_path),
             Runner(device, timeout, asdict(task), _specs(task), limits, modules),
@@ -148,7 +223,14 @@ def tune(
             repeat=repeat,
             budget_ms=budget_ms,
             progress=progress,
+            deadline=t0 + seconds if seconds is not None else None,
+            early_stop=early_stop,
         )
+        if strategy == "model":
+            search.counts["skipped"] = len(done)
+            if proposer.filtered:
+                search.stats["filtered_by_ir"] = proposer.filtered
+        search.counts = {k: v for k, v in search.counts.items() if v}
         all_best = best_records(read_log(log_path), task.key(), limits.name)
     return TuneResult(
         task,
@@ -282,7 +364,7 @@ class Search:
         self,
         task: Task,
         space: Config,
-        order: Iterable[int],
+        proposer: Any,
         done: set[str],
         writer: LogWriter,
         runner: Runner,
@@ -290,7 +372,7 @@ class Search:
         limits: DeviceLimits,
     ):
         self.task, self.task_dict, self.space = task, asdict(task), space
-        self.order, self.done = iter(order), done
+        self.proposer, self.done = proposer, done
         self.writer, self.runner, self.builds, self.limits = writer, runner, builds, limits
         self.pending: collections.deque[Pending] = collections.deque()
         self.submitted = 0
@@ -299,6 +381,9 @@ class Search:
         self.best: Record | None = None
         self.uploads: dict[int, int] = {}  # runner process -> task inputs it made on the device
         self.bar: Any = None
+        self.since_best = 0  # trials logged since the best last improved
+        self.deadline: float | None = None
+        self.stopped = ""  # why the search stopped before its trials: "time", "early stop"
 
     def run(
         self,
@@ -307,14 +392,26 @@ class Search:
         repeat: int,
         budget_ms: float | None,
         progress: bool,
+        deadline: float | None = None,
+        early_stop: int | None = None,
     ) -> None:
-        """Measure up to ``budget`` new candidates, keeping ``ahead`` built or building."""
+        """Measure up to ``budget`` new candidates, keeping ``ahead`` built or building; stop
+        at ``deadline`` (``time.time()``) or after ``early_stop`` trials without a better
+        best (the candidates still pending are dropped, unlogged)."""
         ahead = ahead or 2 * self.builds.n + 2
+        self.deadline = deadline
         self.bar = _progress(budget, str(self.task), progress)
         try:
             self._top_up(budget, ahead)
             self.runner.start()  # it starts up while the pool builds the first ones
             while self.pending:
+                if deadline is not None and time.time() >= deadline:
+                    self.stopped = "time"
+                elif early_stop is not None and self.since_best >= early_stop:
+                    self.stopped = "early stop"
+                if self.stopped:
+                    self.pending.clear()
+                    break
                 cand = self.pending.popleft()
                 status, error, artifact = self._built(cand)
                 self._top_up(budget, ahead)  # the pool builds on while this one is measured
@@ -331,16 +428,19 @@ class Search:
 
     def _next_config(self) -> dict | None:
         """The next point of the order not in the log yet (counting those skipped)."""
-        for idx in self.order:
-            config = self.space.point(idx)
+        while True:
+            config = self.proposer.next()
+            if config is None:
+                return None
             if config_key(config) in self.done:
                 self.counts["skipped"] = self.counts.get("skipped", 0) + 1
                 continue
             return config
-        return None
 
     def _top_up(self, budget: int, ahead: int) -> None:
         while len(self.pending) < ahead and self.submitted < budget:
+            if self.deadline is not None and time.time() >= self.deadline:
+                return
             config = self._next_config()
             if config is None:
                 return
@@ -394,13 +494,15 @@ class Search:
         )
         self.writer.append(rec)
         self.counts[rec.status] = self.counts.get(rec.status, 0) + 1
+        self.proposer.observe(config, rec.status, rec.gflops)
+        self.since_best += 1
         if rec.status == "ok" and (self.best is None or _faster(rec, self.best)):
-            self.best = rec
+            self.best, self.since_best = rec, 0
         self.bar.update(1)
         best = self.best
-        self.bar.set_postfix_str(
-            f"best {best.gflops:.1f} GFLOP/s" if best else "no valid kernel yet"
-        )
+        text = f"best {best.gflops:.1f} GFLOP/s" if best else "no valid kernel yet"
+        state = self.proposer.state()
+        self.bar.set_postfix_str(f"{text}; {state}" if state else text)
         self.stats["log_s"] += time.perf_counter() - t
 
 

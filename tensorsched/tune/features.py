@@ -1,0 +1,299 @@
+"""Features of tuning candidates that a cost model can learn across shapes.
+
+Two kinds, named columns of float features (``NaN`` where a candidate has none):
+
+- **config features** (``SpaceFeatures``), from the knob values and the shape alone, cheap
+  enough to rank thousands of candidates that were never built: each split's parts and their
+  product (log2), how much of each shape extent a tile of that product covers without a
+  remainder (``extent / (ceil(extent / tile) * tile)``: 1 when it divides), numeric knobs'
+  values, a categorical knob's candidate index, and the shape itself (log2).
+- **IR features** (``ir_features``), from the lowered IR: work-group size and count, loop
+  trips and unrolled extent per work-item, the widest vector, global bytes loaded and stored
+  and FLOPs per work-item and per work-group, ``__local`` and private footprint, an occupancy
+  estimate from the device's limits, and the guard fraction (the share of stores under an
+  ``if``, what a tile that does not divide the shape costs). ``lower_features`` lowers a
+  candidate in this process (milliseconds; no code generation) and also says when the
+  candidate provably cannot run on the device (the early filter's verdict, from the IR).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import TensorschedError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.dtype import NUMPY
+from ..ir.visitor import Visitor
+from ..ops.space import Config
+from ..runtime.device import DeviceLimits
+from ..schedules.lower import lower
+from .filter import PRIVATE_BYTES
+from .task import Task
+
+IR_COLUMNS = (
+    "ir.wg_size",
+    "ir.log2_work_groups",
+    "ir.log2_work_items",
+    "ir.kernels",
+    "ir.log2_loop_trips",
+    "ir.log2_unrolled",
+    "ir.max_lanes",
+    "ir.log2_global_load_bytes_item",
+    "ir.log2_global_store_bytes_item",
+    "ir.log2_flop_item",
+    "ir.log2_flop_group",
+    "ir.log2_bytes_group",
+    "ir.intensity",
+    "ir.log2_local_bytes",
+    "ir.log2_private_bytes",
+    "ir.occupancy",
+    "ir.guard_fraction",
+)
+
+
+def shape_vector(task: Task) -> tuple[float, ...]:
+    """The task's extents as numbers (a text expression's from its ``i=64,...`` list)."""
+    if task.kind == "expr":
+        out = []
+        for part in task.expr_shapes.split(","):
+            _, _, v = part.partition("=")
+            try:
+                out.append(float(int(v)))
+            except ValueError:
+                continue
+        return tuple(out)
+    return tuple(float(x) for x in task.shape)
+
+
+def _log2(x: float) -> float:
+    return math.log2(x) if x > 0 else -1.0
+
+
+def _numeric(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+class SpaceFeatures:
+    """The config features of every point of one task's space, as a matrix per point set.
+
+    A point is given by its *digits* (each knob's candidate index, knobs in definition
+    order), so a batch of points becomes a feature matrix with one table look-up per knob."""
+
+    def __init__(self, task: Task, space: Config):
+        self.task, self.space = task, space
+        self.knobs = list(space.space.values())
+        shape = shape_vector(task)
+        self.columns: list[str] = [f"shape.{d}" for d in range(len(shape))]
+        self.shape_row = np.array([_log2(x) for x in shape], dtype=np.float64)
+        self.tables: list[np.ndarray] = []
+        for knob in self.knobs:
+            names, rows = self._knob_table(knob.name, knob.kind, knob.candidates, shape)
+            self.columns += names
+            self.tables.append(rows)
+        self.radix = [len(k.candidates) for k in self.knobs]
+
+    @staticmethod
+    def _knob_table(
+        name: str, kind: str, candidates: Sequence[Any], shape: Sequence[float]
+    ) -> tuple[list[str], np.ndarray]:
+        first = candidates[0]
+        names: list[str] = [f"{name}.idx"]
+        if kind == "split" and isinstance(first, tuple):
+            parts = len(first)
+            names += [f"{name}.p{i}" for i in range(parts)] + [f"{name}.prod"]
+            names += [f"{name}.cover{d}" for d in range(len(shape))]
+            rows = []
+            for i, c in enumerate(candidates):
+                prod = math.prod(c)
+                cover = [ext / (math.ceil(ext / prod) * prod) if ext > 0 else 1.0 for ext in shape]
+                rows.append([i, *(_log2(p) for p in c), _log2(prod), *cover])
+            return names, np.array(rows, dtype=np.float64)
+        if all(_numeric(c) for c in candidates):
+            names += [f"{name}.val"]
+            return names, np.array(
+                [[i, _log2(c) if c > 0 else -1.0] for i, c in enumerate(candidates)],
+                dtype=np.float64,
+            )
+        return names, np.arange(len(candidates), dtype=np.float64).reshape(-1, 1)
+
+    def digits(self, config: dict[str, Any]) -> list[int] | None:
+        """The digits of ``config`` (a knob missing: its default), or None if a value is not
+        one of its knob's candidates."""
+        out = []
+        for knob in self.knobs:
+            v = config.get(knob.name, knob.default)
+            v = tuple(v) if isinstance(v, list) else v
+            try:
+                out.append(knob.candidates.index(v))
+            except ValueError:
+                return None
+        return out
+
+    def config(self, digits: Sequence[int]) -> dict[str, Any]:
+        return {k.name: k.candidates[int(d)] for k, d in zip(self.knobs, digits)}
+
+    def matrix(self, digits: np.ndarray) -> np.ndarray:
+        """The config features of points ``digits`` (an ``n x knobs`` int array)."""
+        digits = np.asarray(digits, dtype=np.int64).reshape(-1, len(self.knobs))
+        n = digits.shape[0]
+        parts = [np.broadcast_to(self.shape_row, (n, len(self.shape_row)))]
+        parts += [table[digits[:, k]] for k, table in enumerate(self.tables)]
+        return np.hstack(parts) if parts else np.zeros((n, 0))
+
+    def features(self, config: dict[str, Any]) -> dict[str, float]:
+        """The config features of one config, by column name."""
+        d = self.digits(config)
+        if d is None:
+            raise TensorschedError(f"{config} is not a point of {self.task}'s space")
+        return dict(zip(self.columns, self.matrix(np.array([d]))[0].tolist()))
+
+    def index(self, digits: Sequence[int]) -> int:
+        """The point's index in the grid order (``Config.point``)."""
+        idx = 0
+        for d, r in zip(digits, self.radix):
+            idx = idx * r + int(d)
+        return idx
+
+    def all_digits(self) -> np.ndarray:
+        """Every point's digits, in grid order (small spaces only)."""
+        grids = np.indices(self.radix).reshape(len(self.radix), -1).T
+        return grids.astype(np.int64)
+
+
+class _Walk(Visitor):
+    """Weighted counts over a lowered function: each node counts as many times as the loops
+    around it run per work-item."""
+
+    def __init__(self) -> None:
+        self.weight, self.guarded = 1.0, 0
+        self.load_bytes = self.store_bytes = 0.0
+        self.stores = self.guarded_stores = 0.0
+        self.max_lanes, self.trips, self.unrolled = 1, 1.0, 1.0
+        self.threads: dict[str, int] = {}
+        self.kernels = self.depth = 0
+        self.alloc = {"shared": 0, "local": 0}
+
+    def visit_ThreadExtent(self, t: S.ThreadExtent) -> None:
+        if not self.depth:
+            self.kernels += 1
+        self.threads[t.tag] = max(self.threads.get(t.tag, 1), int(t.extent))
+        self.depth += 1
+        self.generic_visit(t)
+        self.depth -= 1
+
+    def visit_For(self, f: S.For) -> None:
+        ext = float(f.extent.value) if isinstance(f.extent, E.IntImm) else 16.0
+        old = self.weight
+        self.weight *= max(ext, 1.0)
+        self.trips = max(self.trips, self.weight)
+        if f.kind == "unrolled":
+            self.unrolled = max(self.unrolled, ext)
+        if f.kind == "vectorized":
+            self.max_lanes = max(self.max_lanes, int(ext))
+        self.generic_visit(f)
+        self.weight = old
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> None:
+        self.guarded += 1
+        self.generic_visit(s)
+        self.guarded -= 1
+
+    def visit_Allocate(self, a: S.Allocate) -> None:
+        if a.buffer.scope in self.alloc:
+            size = a.buffer.size * np.dtype(NUMPY[a.buffer.dtype]).itemsize
+            self.alloc[a.buffer.scope] += size
+        self.generic_visit(a)
+
+    def _bytes(self, buf: S.Buffer, index: E.Expr) -> float:
+        lanes = index.lanes if isinstance(index, E.Ramp) else 1
+        self.max_lanes = max(self.max_lanes, lanes)
+        return lanes * np.dtype(NUMPY[buf.dtype]).itemsize * self.weight
+
+    def visit_Store(self, s: S.Store) -> None:
+        self.stores += self.weight
+        if self.guarded:
+            self.guarded_stores += self.weight
+        if s.buffer.scope == "global":
+            self.store_bytes += self._bytes(s.buffer, s.index)
+        self.generic_visit(s)
+
+    def visit_Load(self, ld: E.Load) -> None:
+        if ld.buffer.scope == "global":
+            self.load_bytes += self._bytes(ld.buffer, ld.index)
+        self.generic_visit(ld)
+
+    def visit_Ramp(self, r: E.Ramp) -> None:
+        self.max_lanes = max(self.max_lanes, r.lanes)
+        self.generic_visit(r)
+
+
+def ir_features(
+    func: S.LoweredFunc, flop: int, limits: DeviceLimits
+) -> tuple[dict[str, float], str | None]:
+    """``(features, why_invalid)`` of a lowered function: the ``IR_COLUMNS`` and, when the IR
+    proves the candidate cannot run on a device with ``limits`` (work-group size or extent,
+    ``__local`` memory, private arrays), why."""
+    w = _Walk()
+    w.visit(func.body)
+    threads = {t: e for t, e in w.threads.items() if t.startswith("threadIdx")}
+    blocks = {t: e for t, e in w.threads.items() if t.startswith("blockIdx")}
+    wg = math.prod(threads.values()) if threads else 1
+    groups = math.prod(blocks.values()) if blocks else 1
+    items = wg * groups
+    flop_item = flop / items
+    bytes_item = w.load_bytes + w.store_bytes
+    shared, private = w.alloc["shared"], w.alloc["local"]
+    by_threads = max(limits.max_work_group_size // wg, 0)
+    by_local = limits.local_mem_size // shared if shared else by_threads
+    occupancy = min(1.0, min(by_threads, by_local) * wg / limits.max_work_group_size)
+    feats = {
+        "ir.wg_size": float(wg),
+        "ir.log2_work_groups": _log2(groups),
+        "ir.log2_work_items": _log2(items),
+        "ir.kernels": float(max(w.kernels, 1)),
+        "ir.log2_loop_trips": _log2(w.trips),
+        "ir.log2_unrolled": _log2(w.unrolled),
+        "ir.max_lanes": float(w.max_lanes),
+        "ir.log2_global_load_bytes_item": _log2(w.load_bytes),
+        "ir.log2_global_store_bytes_item": _log2(w.store_bytes),
+        "ir.log2_flop_item": _log2(flop_item),
+        "ir.log2_flop_group": _log2(flop_item * wg),
+        "ir.log2_bytes_group": _log2(bytes_item * wg),
+        "ir.intensity": flop_item / bytes_item if bytes_item else 0.0,
+        "ir.log2_local_bytes": _log2(shared),
+        "ir.log2_private_bytes": _log2(private),
+        "ir.occupancy": occupancy,
+        "ir.guard_fraction": w.guarded_stores / w.stores if w.stores else 0.0,
+    }
+    why = None
+    if wg > limits.max_work_group_size:
+        why = f"work-group of {wg} over the device's {limits.max_work_group_size}"
+    for tag, e in threads.items():
+        d = "xyz".index(tag[-1])
+        if d < len(limits.max_work_item_sizes) and e > limits.max_work_item_sizes[d]:
+            why = f"{tag} = {e} over the device's {limits.max_work_item_sizes[d]}"
+    if shared > limits.local_mem_size:
+        why = f"{shared} bytes of __local memory over the device's {limits.local_mem_size}"
+    if private > PRIVATE_BYTES:
+        why = f"{private} bytes of private memory per work-item over {PRIVATE_BYTES}"
+    return feats, why
+
+
+def lower_features(
+    task: Task, config: dict[str, Any], limits: DeviceLimits
+) -> tuple[dict[str, float] | None, str | None]:
+    """``(IR features, why_invalid)`` of one candidate, lowered in this process:
+    ``(None, why)`` when the template's constraints or lowering refuse it."""
+    try:
+        s, args, cfg = task.instantiate(Config(config, limits=limits))
+        if not cfg.valid:
+            return None, "; ".join(cfg.constraints) or "constraint"
+        func = lower(s, args)
+    except TensorschedError as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    return ir_features(func, task.flop, limits)

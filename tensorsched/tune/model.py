@@ -1,0 +1,523 @@
+"""Model-based search: a gradient-boosted cost model (LightGBM, the ``tune`` extra) trained on
+the trials so far, explored by simulated annealing, with transfer from earlier logs.
+
+- **Labels**: per task, the log of a trial's throughput over the task's best
+  (``log(gflops / best)``, 0 for the best); a trial that failed (invalid, wrong, timeout,
+  crash, build error) gets ``FAIL``, below every correct one. Normalised per task, trials of
+  other shapes teach the same model (the shape is among the features).
+- **Two boosters**: one on the config features (``features.SpaceFeatures``) ranks the
+  thousands of unbuilt candidates the annealing visits; one on config plus IR features
+  (``features.lower_features``, the candidate lowered in this process) re-ranks the shortlist.
+  The lowering also proves some candidates invalid (constraints, work-group size, memory):
+  those are learned as failures and never reach the build pool or the device.
+- **Batches** (``ModelProposer``): the nearest logged shapes' best configs first (transfer),
+  then each batch is the model's best unmeasured candidates plus a share (``EXPLORE``) of
+  random ones; the model is retrained as trials land.
+- ``predict_config``: a config for a task no log has, from the logs of other shapes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import TensorschedError
+from ..ops.space import Config
+from ..runtime.device import DeviceLimits
+from .features import IR_COLUMNS, SpaceFeatures, lower_features, shape_vector
+from .log import read_log
+from .record import Record, config_key
+from .task import Task
+
+try:  # the ``tune`` extra
+    import lightgbm
+except ImportError:  # pragma: no cover - the model strategy says what to install
+    lightgbm = None  # type: ignore[assignment]
+
+FAIL = -4.0  # label of a failed trial (log-throughput relative to the task's best)
+FLOOR = -3.5  # correct trials' labels are clipped here, above FAIL
+EXPLORE = 0.15  # share of each batch chosen at random
+BATCH = 8  # candidates proposed per model round
+SHORTLIST = 3  # the annealing's shortlist is this many batches, re-ranked with IR features
+EXHAUSTIVE = 4096  # spaces up to this size are scored whole instead of annealed
+MIN_ROWS = 4  # rows (with at least two distinct labels) before a model is fitted
+NEIGHBOURS = 3  # nearest logged shapes whose best configs are measured first
+SEEDS_PER_SHAPE = 2
+LOGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logs")
+PARAMS = {
+    "objective": "regression",
+    "learning_rate": 0.15,
+    "num_leaves": 15,
+    "min_data_in_leaf": 2,
+    "min_data_in_bin": 1,
+    "feature_fraction": 0.9,
+    "lambda_l2": 1.0,
+    "num_threads": 1,
+    "deterministic": True,
+    "force_row_wise": True,
+    "verbose": -1,
+}
+ROUNDS = 80
+
+
+class ModelUnavailableError(TensorschedError):
+    """The model strategy needs LightGBM (the ``tune`` extra)."""
+
+
+def require_lightgbm() -> None:
+    if lightgbm is None:
+        raise ModelUnavailableError(
+            "strategy 'model' needs LightGBM: pip install 'tensorsched[tune]' (or lightgbm), "
+            "or use --strategy random"
+        )
+
+
+# ---------------------------------------------------------------------------- logs
+
+
+def device_slug(device: str) -> str:
+    """The file-name form of a device name (the shipped logs' keys)."""
+    return re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "device"
+
+
+def shipped_logs(device: str, folder: str = LOGS_DIR) -> list[str]:
+    """The package's logs for ``device``: ``logs/<device slug>.jsonl`` and
+    ``logs/<device slug>/*.jsonl`` (none are shipped for GPUs yet)."""
+    slug = device_slug(device)
+    out = []
+    single = os.path.join(folder, slug + ".jsonl")
+    if os.path.isfile(single):
+        out.append(single)
+    sub = os.path.join(folder, slug)
+    if os.path.isdir(sub):
+        out += sorted(os.path.join(sub, f) for f in os.listdir(sub) if f.endswith(".jsonl"))
+    return out
+
+
+def family(task: Task) -> tuple:
+    """What tasks share for their trials to teach each other: the template (and dtype)."""
+    return (task.kind, task.template, task.dtype, task.expr)
+
+
+def history(task: Task, device: str, paths: Iterable[str]) -> list[Record]:
+    """The records of ``task``'s family on ``device`` in the logs ``paths`` (each read once;
+    a missing one is skipped), duplicates (same task and config) dropped."""
+    records = [r for path in dict.fromkeys(paths) for r in read_log(path) if r.device == device]
+    return same_family(task, records)
+
+
+def same_family(task: Task, records: Iterable[Record]) -> list[Record]:
+    """The records of ``task``'s family, duplicates (same task and config) dropped."""
+    fam = family(task)
+    seen: set[tuple[str, str]] = set()
+    out: list[Record] = []
+    for r in records:
+        try:
+            t = Task.from_dict(r.task)
+        except TensorschedError:
+            continue
+        k = (t.key(), r.config_key())
+        if family(t) == fam and k not in seen:
+            seen.add(k)
+            out.append(r)
+    return out
+
+
+# ---------------------------------------------------------------------------- transfer
+
+
+def fit_value(value: Any, candidates: Sequence[Any], default: Any) -> Any:
+    """``value`` if it is a candidate, else the nearest candidate (numbers and tuples of
+    numbers by log-distance), else ``default``."""
+    value = tuple(value) if isinstance(value, list) else value
+    if value in candidates:
+        return value
+
+    def dist(c: Any) -> float:
+        a = value if isinstance(value, tuple) else (value,)
+        b = c if isinstance(c, tuple) else (c,)
+        if len(a) != len(b) or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in a + b
+        ):
+            return math.inf
+        return sum(abs(math.log2(abs(x) + 1) - math.log2(abs(y) + 1)) for x, y in zip(a, b))
+
+    best = min(candidates, key=dist)
+    return best if dist(best) < math.inf else default
+
+
+def fit_config(config: dict[str, Any], space: Config) -> dict[str, Any]:
+    """``config`` (of another shape's space) made a point of ``space``: each knob's value, or
+    the nearest legal one, or its default."""
+    return {
+        name: fit_value(config.get(name, knob.default), knob.candidates, knob.default)
+        for name, knob in space.space.items()
+    }
+
+
+def nearest_bests(
+    task: Task, space: Config, records: Sequence[Record], shapes: int = NEIGHBOURS
+) -> list[dict[str, Any]]:
+    """The best configs of the logged shapes nearest to ``task`` (log-shape distance), made
+    points of ``space``, nearest shape first, without duplicates."""
+    here = np.log2(np.array(shape_vector(task)) + 1)
+    by_task: dict[str, list[Record]] = {}
+    for r in records:
+        if r.status == "ok" and r.device_ms is not None and r.task_key() != task.key():
+            by_task.setdefault(r.task_key(), []).append(r)
+    ranked = []
+    for key, recs in by_task.items():
+        there = np.log2(np.array(shape_vector(Task.from_dict(recs[0].task))) + 1)
+        d = float(np.linalg.norm(there - here)) if there.shape == here.shape else math.inf
+        ranked.append((d, key, sorted(recs, key=lambda r: r.device_ms or math.inf)))
+    ranked.sort(key=lambda x: (x[0], x[1]))
+    out: list[dict[str, Any]] = []
+    keys: set[str] = set()
+    for _, _, recs in ranked[:shapes]:
+        for r in recs[:SEEDS_PER_SHAPE]:
+            c = fit_config(r.config, space)
+            if config_key(c) not in keys:
+                keys.add(config_key(c))
+                out.append(c)
+    return out
+
+
+# ---------------------------------------------------------------------------- the model
+
+
+@dataclass
+class Row:
+    """One training example: a task's config, its features and its result."""
+
+    task_key: str
+    cheap: dict[str, float]
+    ir: dict[str, float] | None
+    gflops: float | None  # None: failed
+
+
+class CostModel:
+    """The two boosters (config features; config plus IR features) and their training set."""
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+        self.rows: list[Row] = []
+        self.cheap: Any = None
+        self.full: Any = None
+        self.cheap_cols: list[str] = []
+        self.full_cols: list[str] = []
+        self.fitted_on = 0  # rows of the last fit
+        self.fit_s = 0.0  # seconds of the last fit
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+
+    def labels(self) -> np.ndarray:
+        best: dict[str, float] = {}
+        for r in self.rows:
+            if r.gflops:
+                best[r.task_key] = max(best.get(r.task_key, 0.0), r.gflops)
+        return np.array(
+            [
+                max(math.log(r.gflops / best[r.task_key]), FLOOR) if r.gflops else FAIL
+                for r in self.rows
+            ]
+        )
+
+    def fit(self) -> bool:
+        """Fit both boosters on the rows (when there are enough); whether a model is ready."""
+        if len(self.rows) == self.fitted_on:
+            return self.cheap is not None
+        y = self.labels()
+        if len(self.rows) < MIN_ROWS or len(set(y.tolist())) < 2:
+            return False
+        require_lightgbm()
+        t = time.perf_counter()
+        self.cheap_cols = sorted({c for r in self.rows for c in r.cheap})
+        self.cheap = self._train(self._matrix(self.rows, self.cheap_cols, False), y)
+        with_ir = [i for i, r in enumerate(self.rows) if r.ir is not None]
+        self.full = None
+        if len(with_ir) >= MIN_ROWS and len(set(y[with_ir].tolist())) >= 2:
+            self.full_cols = self.cheap_cols + list(IR_COLUMNS)
+            rows = [self.rows[i] for i in with_ir]
+            self.full = self._train(self._matrix(rows, self.full_cols, True), y[with_ir])
+        self.fitted_on = len(self.rows)
+        self.fit_s = time.perf_counter() - t
+        return True
+
+    def _train(self, X: np.ndarray, y: np.ndarray) -> Any:
+        params = {**PARAMS, "seed": self.seed}
+        data = lightgbm.Dataset(X, y, params={"min_data_in_bin": 1, "verbose": -1})
+        return lightgbm.train(params, data, num_boost_round=ROUNDS)
+
+    @staticmethod
+    def _matrix(rows: Sequence[Row], cols: Sequence[str], ir: bool) -> np.ndarray:
+        out = np.full((len(rows), len(cols)), np.nan)
+        index = {c: i for i, c in enumerate(cols)}
+        for n, r in enumerate(rows):
+            for c, v in r.cheap.items():
+                if c in index:
+                    out[n, index[c]] = v
+            if ir and r.ir:
+                for c, v in r.ir.items():
+                    out[n, index[c]] = v
+        return out
+
+    def score_cheap(self, sf: SpaceFeatures, digits: np.ndarray) -> np.ndarray:
+        """Predicted log-throughput (relative) of points of ``sf``'s space (config features)."""
+        X = sf.matrix(digits)
+        cols = {c: i for i, c in enumerate(sf.columns)}
+        aligned = np.full((X.shape[0], len(self.cheap_cols)), np.nan)
+        for j, c in enumerate(self.cheap_cols):
+            if c in cols:
+                aligned[:, j] = X[:, cols[c]]
+        return np.asarray(self.cheap.predict(aligned))
+
+    def score_full(self, rows: Sequence[Row]) -> np.ndarray:
+        return np.asarray(self.full.predict(self._matrix(rows, self.full_cols, True)))
+
+    def state(self) -> str:
+        if self.cheap is None:
+            return f"model: {len(self.rows)} trials, not fitted yet"
+        return f"model: fit on {self.fitted_on} in {self.fit_s * 1e3:.0f} ms"
+
+
+# ---------------------------------------------------------------------------- proposing
+
+
+class ModelProposer:
+    """The model strategy's candidate source: ``next()`` gives the next config to measure
+    (``None`` when the space is spent), ``observe()`` is told each trial's result."""
+
+    def __init__(
+        self,
+        task: Task,
+        space: Config,
+        limits: DeviceLimits,
+        past: Sequence[Record] = (),
+        seed: int = 0,
+        batch: int = BATCH,
+        explore: float = EXPLORE,
+    ):
+        require_lightgbm()
+        self.task, self.space, self.limits = task, space, limits
+        self.sf = SpaceFeatures(task, space)
+        self.rng = np.random.default_rng(seed)
+        self.batch, self.explore = batch, explore
+        self.model = CostModel(seed)
+        self.seen: set[str] = set()  # measured, proposed or proven invalid here
+        self.queue: list[dict[str, Any]] = []
+        self.size = space.size()
+        self.filtered = 0  # candidates the IR proved invalid (never built)
+        self._spaces: dict[str, SpaceFeatures | None] = {task.key(): self.sf}
+        here = task.key()
+        for r in past:
+            if r.task_key() == here:
+                self.seen.add(r.config_key())
+            self._learn(r)
+        self.queue = [
+            c
+            for c in nearest_bests(task, space, past)
+            if config_key(c) not in self.seen and self._valid(c)
+        ]
+        for c in self.queue:
+            self.seen.add(config_key(c))
+
+    # ---- learning
+
+    def _space_of(self, task: Task) -> SpaceFeatures | None:
+        key = task.key()
+        if key not in self._spaces:
+            try:
+                self._spaces[key] = SpaceFeatures(task, task.space())
+            except Exception:  # noqa: BLE001  (a template refusing that shape)
+                self._spaces[key] = None
+        return self._spaces[key]
+
+    def _learn(self, r: Record) -> None:
+        task = Task.from_dict(r.task)
+        sf = self._space_of(task)
+        if sf is None or sf.digits(r.config) is None:
+            return
+        ir, _ = lower_features(task, r.config, self.limits) if r.status != "invalid" else (None, 0)
+        ok = r.status == "ok" and r.gflops
+        self.model.add(Row(task.key(), sf.features(r.config), ir, r.gflops if ok else None))
+
+    def observe(self, config: dict[str, Any], status: str, gflops: float | None) -> None:
+        """Learn one trial of this task."""
+        self.seen.add(config_key(config))
+        ir, _ = lower_features(self.task, config, self.limits) if status != "invalid" else (None, 0)
+        good = gflops if status == "ok" and gflops else None
+        self.model.add(Row(self.task.key(), self.sf.features(config), ir, good))
+
+    def _valid(self, config: dict[str, Any]) -> bool:
+        """Whether the lowered candidate may run; a provably invalid one is learned as a
+        failure and counted in ``filtered``."""
+        ir, why = lower_features(self.task, config, self.limits)
+        if why is None:
+            return True
+        self.filtered += 1
+        self.seen.add(config_key(config))
+        self.model.add(Row(self.task.key(), self.sf.features(config), ir, None))
+        return False
+
+    # ---- proposing
+
+    def state(self) -> str:
+        return self.model.state()
+
+    def next(self) -> dict[str, Any] | None:
+        if not self.queue:
+            self._refill()
+        return self.queue.pop(0) if self.queue else None
+
+    def _refill(self) -> None:
+        for _ in range(4):  # rounds whose candidates were all proven invalid are retried
+            if len(self.seen) >= self.size:
+                return
+            ready = self.model.fit()
+            n_model = self.batch - max(1, round(self.batch * self.explore)) if ready else 0
+            picks = self._model_picks(n_model) if n_model else []
+            keys = {config_key(c) for c in picks}
+            for c in self._random_points(self.batch - len(picks), keys):
+                if self._valid(c):
+                    picks.append(c)
+            for c in picks:
+                self.seen.add(config_key(c))
+            self.queue += picks
+            if self.queue:
+                return
+
+    def _random_points(self, n: int, taken: set[str]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if self.size <= EXHAUSTIVE:
+            skip = self.seen | taken
+            left = [i for i in range(self.size) if config_key(self.space.point(i)) not in skip]
+            for i in self.rng.permutation(len(left))[:n]:
+                out.append(self.space.point(left[int(i)]))
+            return out
+        for _ in range(n * 50):
+            if len(out) >= n:
+                break
+            c = self.space.point(int(self.rng.integers(self.size)))
+            k = config_key(c)
+            if k not in self.seen and k not in taken:
+                taken.add(k)
+                out.append(c)
+        return out
+
+    def _model_picks(self, n: int) -> list[dict[str, Any]]:
+        """The ``n`` best unseen candidates: scored by the config model over the space (whole,
+        or by annealing), the shortlist lowered (dropping what it proves invalid) and
+        re-ranked by the IR model."""
+        short = self._shortlist(n * SHORTLIST)
+        rows, configs = [], []
+        for c in short:
+            ir, why = lower_features(self.task, c, self.limits)
+            if why is not None:
+                self.filtered += 1
+                self.seen.add(config_key(c))
+                self.model.add(Row(self.task.key(), self.sf.features(c), ir, None))
+                continue
+            rows.append(Row(self.task.key(), self.sf.features(c), ir, None))
+            configs.append(c)
+        if not configs:
+            return []
+        if self.model.full is not None:
+            cheap_rank = np.arange(len(configs), dtype=np.float64)
+            full = self.model.score_full(rows)
+            order = np.lexsort((cheap_rank, -full))
+            configs = [configs[i] for i in order]
+        return configs[:n]
+
+    def _shortlist(self, n: int) -> list[dict[str, Any]]:
+        if self.size <= EXHAUSTIVE:
+            digits = self.sf.all_digits()
+            scores = self.model.score_cheap(self.sf, digits)
+            out = []
+            for i in np.argsort(-scores, kind="stable"):
+                c = self.sf.config(digits[i])
+                if config_key(c) not in self.seen:
+                    out.append(c)
+                    if len(out) >= n:
+                        break
+            return out
+        return self._anneal(n)
+
+    def _anneal(self, n: int, walkers: int = 64, steps: int = 60) -> list[dict[str, Any]]:
+        """Parallel simulated annealing over the config model's score: walkers start at the
+        best measured points and random ones, each step changes one knob; the best unseen
+        points visited are returned."""
+        radix = np.array(self.sf.radix)
+        start = self._best_digits(walkers // 4)
+        rand = self.rng.integers(0, radix, size=(walkers - len(start), len(radix)))
+        cur = np.vstack([np.array(start, dtype=np.int64).reshape(-1, len(radix)), rand])
+        score = self.model.score_cheap(self.sf, cur)
+        visited: dict[int, float] = {}
+        for d, s in zip(cur, score):
+            visited[self.sf.index(d)] = float(s)
+        for step in range(steps):
+            temp = 1.0 * (0.02 / 1.0) ** (step / max(steps - 1, 1))
+            cand = cur.copy()
+            knob = self.rng.integers(0, len(radix), size=len(cur))
+            cand[np.arange(len(cur)), knob] = self.rng.integers(0, radix[knob])
+            new = self.model.score_cheap(self.sf, cand)
+            accept = (new >= score) | (
+                self.rng.random(len(cur)) < np.exp(np.minimum(new - score, 0) / temp)
+            )
+            cur[accept], score[accept] = cand[accept], new[accept]
+            for d, s in zip(cand, new):
+                visited[self.sf.index(d)] = float(s)
+        out = []
+        for idx, _ in sorted(visited.items(), key=lambda kv: (-kv[1], kv[0])):
+            c = self.space.point(idx)
+            if config_key(c) not in self.seen:
+                out.append(c)
+                if len(out) >= n:
+                    break
+        return out
+
+    def _best_digits(self, n: int) -> list[list[int]]:
+        here = self.task.key()
+        best = sorted(
+            (r for r in self.model.rows if r.task_key == here and r.gflops),
+            key=lambda r: -(r.gflops or 0),
+        )[:n]
+        out = []
+        for r in best:
+            d = [int(r.cheap[f"{k.name}.idx"]) for k in self.sf.knobs]
+            out.append(d)
+        return out
+
+
+def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) -> dict | None:
+    """A config for ``task`` from the logged ``records`` of other shapes (its family, on the
+    device): the nearest logged shape's best that is valid here (made legal), else the
+    model's best over the space (with LightGBM), else None (the template's defaults)."""
+    if not records:
+        return None
+    space = task.space()
+    for c in nearest_bests(task, space, records, shapes=len(records)):
+        _, why = lower_features(task, c, limits)
+        if why is None:
+            return c
+    if lightgbm is None:
+        return None
+    prop = ModelProposer(task, space, limits, records, batch=1, explore=0.0)
+    if not prop.model.fit():
+        return None
+    picks = prop._model_picks(1)
+    return picks[0] if picks else None
+
+
+def past_records(task: Task, device: str, log_path: str | None, transfer: Sequence[str]) -> list:
+    """What the logs know of ``task``'s family on ``device``: the user's log, the ``transfer``
+    logs and the package's shipped logs for the device."""
+    paths = ([log_path] if log_path else []) + list(transfer) + shipped_logs(device)
+    return history(task, device, paths)
