@@ -310,6 +310,187 @@ def test_guard_on_a_combination_bounds_its_multiples():
         ts.parse_ir(edited)
 
 
+# ---------------------------------------------------------------- the exact check
+
+# Indices the interval bounds cannot prove, each with the size that holds it exactly: //
+# and % of one variable, guards that are not linear or say !=, loops bounded by outer
+# variables, vector lanes, a guard on the branch of a select, a huge domain split in parts.
+EXACT = [
+    ("for (w, 0, 5) {\n  C[w//3*4 + w%3] = 1f\n}", 6, "w = 4"),
+    (
+        "for (i, 0, 4) {\n  for (j, 0, 4) {\n    if (i*j < 3) {\n      C[i + j] = 1f\n    }\n"
+        "  }\n}",
+        4,
+        "i = 0, j = 3",
+    ),
+    ("for (i, 0, 8) {\n  if (i != 7) {\n    C[i] = 1f\n  }\n}", 7, "i = 6"),
+    ("for (i, 0, 16) {\n  if ((i + 1) % 4 != 0) {\n    C[i//4*3 + i%4] = 1f\n  }\n}", 12, "i = 14"),
+    ("for (i, 0, 4) {\n  for (j, i, 4 - i) {\n    C[j] = 1f\n  }\n}", 4, "i = 0, j = 3"),
+    (
+        "for (i, 0, 6) {\n  if (i % 3 != 2) {\n"
+        "    C[ramp(i//3*8 + i%3*2, 1, 2)] = broadcast(1f, 2)\n  }\n}",
+        12,
+        "i = 4, lane = 1",
+    ),
+    ("for (i, 0, 10) {\n  C[0] = select(i % 5 != 4, C[i//5*4 + i%5], 0f)\n}", 8, "i = 8"),
+    (
+        "for (i, 0, 4096) {\n  for (j, 0, 2048) {\n    for (w, 0, 5) {\n"
+        "      C[i*12288 + j*6 + w//3*4 + w%3] = 1f\n    }\n  }\n}",
+        4096 * 2048 * 6,
+        "i = 4095, j = 2047, w = 4",
+    ),
+]
+
+
+def _func(body, size):
+    return f"func f(C: float32[{size}]) {{\n{body}\n}}"
+
+
+@pytest.mark.parametrize("body, size, at", EXACT, ids=[b[:30] for b, _, _ in EXACT])
+def test_index_the_intervals_cannot_prove_is_decided_point_by_point(monkeypatch, body, size, at):
+    import tensorsched.ir.parser as parser
+
+    ts.parse_ir(_func(body, size))  # exactly in bounds: accepted
+    with pytest.raises(IndexBoundsError) as info:  # one element short: the last one is caught
+        ts.parse_ir(_func(body, size - 1))
+    exc = info.value
+    assert f"reaches index {size - 1}, past the end of 'C'" in exc.message
+    assert f"when {at};" in exc.message and "guard the access" in exc.message
+    assert exc.counterexample == {k: int(v) for k, v in (x.split(" = ") for x in at.split(", "))}
+    assert exc.line is not None
+    if size < 100 and "ramp" not in body:  # the python target (scalar) agrees
+        ts.build(ts.parse_ir(_func(body, size)), target="python")(np.zeros(size, "float32"))
+        short = ts.build(parse_ir_unchecked(_func(body, size - 1)), target="python")
+        with pytest.raises(ts.RuntimeCallError, match="is outside"):
+            short(np.zeros(size - 1, "float32"))
+    monkeypatch.setattr(parser, "ENUMERATE_LIMIT", 0)  # the intervals alone refuse it
+    with pytest.raises(IndexBoundsError, match="cannot be proven inside 'C'") as info:
+        ts.parse_ir(_func(body, size))
+    assert info.value.counterexample is None
+
+
+def test_index_over_too_many_points_is_refused_until_a_guard_makes_it_provable():
+    """6 million points of (i, j) in one term: more than ENUMERATE_LIMIT, so the interval
+    bounds decide, and they cannot rule out index 6; the guard the message suggests bounds it."""
+    body = "for (i, 0, 3000) {{\n  for (j, 0, 2000) {{\n    {}\n  }}\n}}"
+    with pytest.raises(IndexBoundsError) as info:
+        ts.parse_ir(_func(body.format("C[(i*j) % 7] = 1f"), 6))
+    assert info.value.message == (
+        "C[i*j%7] cannot be proven inside 'C' (float32[6], 6 elements): the loops it depends "
+        "on run more than 4194304 times together, too many to check one by one, and the "
+        "bounds over the loop ranges and guards let it reach 6; guard the access "
+        "(if (0 <= index && index < 6) { ... }) to make it provable"
+    )
+    assert info.value.counterexample is None
+    ts.parse_ir(_func(body.format("if ((i*j) % 7 < 6) {\n      C[(i*j) % 7] = 1f\n    }"), 6))
+
+
+def test_index_read_from_a_buffer_cannot_be_proven():
+    with pytest.raises(IndexBoundsError, match="it depends on values read from a buffer"):
+        ts.parse_ir(_func("for (i, 0, 4) {\n  C[int32(C[i])] = 0f\n}", 4))
+
+
+def test_guard_the_check_cannot_evaluate_keeps_the_others():
+    """`A[i] > 0f` says nothing the check can use; `i < 4` beside it still bounds C[i]."""
+    text = "func f(A: float32[8], C: float32[4]) {\n  for (i, 0, 8) {\n    if (A[i] > 0f && i*i < 16) {\n      C[i] = 1f\n    }\n  }\n}"
+    ts.parse_ir(text)
+    with pytest.raises(IndexBoundsError, match="cannot be proven inside 'C'.*a guard around it"):
+        ts.parse_ir(text.replace("i*i < 16", "i*i < 17"))
+
+
+@st.composite
+def index_programs(draw):
+    """Up to three loops and a store ``C[index]`` under an optional guard, with // and %."""
+    names = ["i", "j", "k"][: draw(st.integers(1, 3))]
+    extents = [draw(st.integers(1, 6)) for _ in names]
+
+    def linear():
+        out = ""
+        for _ in range(draw(st.integers(1, 3))):
+            v = draw(st.sampled_from(names))
+            atom = draw(st.sampled_from([v, f"{v}//{draw(st.integers(2, 4))}", f"({v} + 1)%3"]))
+            out += f" {draw(st.sampled_from('+-'))} {atom}*{draw(st.integers(1, 4))}"
+        const = draw(st.integers(-3, 3))
+        return f"0{out} {'+-'[const < 0]} {abs(const)}"
+
+    index = linear()
+    guard = draw(
+        st.one_of(
+            st.none(),
+            st.tuples(
+                st.just(linear()),
+                st.sampled_from(["<", "<=", ">", ">=", "==", "!="]),
+                st.integers(-4, 8),
+            ),
+        )
+    )
+    store = f"C[{index}] = 1f"
+    if guard is not None:
+        bound = f"({guard[2]})" if guard[2] < 0 else guard[2]  # the text's negative constant
+        store = f"if ({guard[0]} {guard[1]} {bound}) {{\n{store}\n}}"
+    body = store
+    for v, n in reversed(list(zip(names, extents))):
+        body = f"for ({v}, 0, {n}) {{\n{body}\n}}"
+    return body, draw(st.integers(1, 30))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(index_programs())
+def test_index_check_agrees_with_the_python_target(program):
+    """Exact: parse_ir refuses a store exactly when running it indexes outside C, and then
+    names a value outside C with the loop values that reach it."""
+    body, size = program
+    text = _func(body, size)
+    run = ts.build(parse_ir_unchecked(text), target="python")
+    try:
+        run(np.zeros(size, "float32"))
+        outside = False
+    except ts.RuntimeCallError:
+        outside = True
+    try:
+        ts.parse_ir(text)
+        refused = None
+    except IndexBoundsError as exc:
+        refused = exc
+    assert (refused is not None) == outside, text
+    if refused is not None:
+        assert refused.counterexample is not None, refused.message
+        value = int(re.search(r"reaches index (-?\d+)", refused.message).group(1))
+        assert not 0 <= value < size
+
+
+def test_fuzzed_lowering_the_intervals_refused_parses_back():
+    """A fuse + split of 22 elements by 6 reads M[outer*3 + inner//2] under the guard
+    outer*6 + inner < 22: at most 10, though the intervals say 11."""
+    A = ts.placeholder((11, 2), name="A")
+    M = ts.placeholder((11,), name="M")
+    B = ts.compute((11, 2), lambda i, j: A[i, j] - M[i], name="B")
+    s = ts.create_schedule(B.op)
+    fused = s[B].fuse(*B.op.axis)
+    s[B].split(fused, factor=6)
+    func = ts.lower(s, [A, M, B])  # the round-trip hook parses it back with the check on
+    text = func.script()
+    assert "M[i.j.fused.outer*3 + i.j.fused.inner//2]" in text
+    assert structural_equal(ts.parse_ir(text), func)
+    edited = text.replace("i.j.fused.inner//2]", "(i.j.fused.inner + 1)//2]")  # one too far
+    with pytest.raises(IndexBoundsError) as info:
+        ts.parse_ir(edited)
+    assert "reaches index 11, past the end of 'M'" in info.value.message
+    assert info.value.counterexample == {"i.j.fused.outer": 3, "i.j.fused.inner": 3}
+
+
+def test_round_trip_fails_on_a_lowering_parse_ir_cannot_prove(monkeypatch):
+    """No unchecked fallback: refusing a lowering that stays in its buffers is a round-trip
+    failure (here forced by turning the point-by-point check off)."""
+    import tensorsched.ir.parser as parser
+
+    func = ts.parse_ir(_func(EXACT[0][0], 6))
+    monkeypatch.setattr(parser, "ENUMERATE_LIMIT", 0)
+    problem = roundtrip_problem(func)
+    assert problem is not None and "parse_ir refuses the printed IR" in problem
+    assert "cannot be proven" in problem
+
+
 def test_pragmas_and_thread_names_roundtrip():
     A, B, C = gemm(8, 8, 8)
     s = ts.create_schedule(C.op)

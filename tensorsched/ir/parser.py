@@ -939,7 +939,8 @@ def _sum(parts, rest, ranges, facts, why, const=0) -> Reach:
         if n is None or n > ENUMERATE_LIMIT:
             interval += p.terms
             why = why or (
-                f"its loops hold more than {ENUMERATE_LIMIT} points"
+                f"the loops it depends on run more than {ENUMERATE_LIMIT} times together, "
+                "too many to check one by one"
                 if n is not None
                 else "a loop around it has no constant bounds"
             )
