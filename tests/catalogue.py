@@ -918,6 +918,17 @@ def text_parsers():
                 ParseError,
             ),
             (
+                "IR whose index leaves its buffer past // and %",
+                'ts.parse_ir("func f(C: float32[5]) { for (w, 0, 5) { C[w//3*4 + w%3] = 1f } }")',
+                ParseError,
+            ),
+            (
+                "IR whose index takes too many points to prove",
+                'ts.parse_ir("func f(C: float32[6]) { for (i, 0, 3000) { for (j, 0, 2000) '
+                '{ C[(i*j) % 7] = 1f } } }")',
+                ParseError,
+            ),
+            (
                 "a bare IR body without its arguments",
                 'ts.parse_ir("for (i, 0, 4) { C[i] = A[i] }")',
                 ParseError,
