@@ -622,7 +622,8 @@ def _alive(pid):
 
 @pytest.mark.opencl
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc for the worker processes")
-def test_kill_9_midway_then_resume_logs_every_config_once(device, tmp_path):
+@pytest.mark.parametrize("strategy", ["grid", "model"])
+def test_kill_9_midway_then_resume_logs_every_config_once(device, tmp_path, strategy):
     log = tmp_path / "killed.jsonl"
     cmd = [
         sys.executable,
@@ -642,6 +643,8 @@ def test_kill_9_midway_then_resume_logs_every_config_once(device, tmp_path):
         "20",
         "--repeat",
         "2",
+        "--strategy",
+        strategy,
     ]
     proc = subprocess.Popen(
         cmd,

@@ -87,9 +87,10 @@ def device_slug(device: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "device"
 
 
-def shipped_logs(device: str, folder: str = LOGS_DIR) -> list[str]:
+def shipped_logs(device: str, folder: str | None = None) -> list[str]:
     """The package's logs for ``device``: ``logs/<device slug>.jsonl`` and
     ``logs/<device slug>/*.jsonl`` (none are shipped for GPUs yet)."""
+    folder = folder or LOGS_DIR
     slug = device_slug(device)
     out = []
     single = os.path.join(folder, slug + ".jsonl")
