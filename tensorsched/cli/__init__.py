@@ -525,7 +525,7 @@ def make_parser() -> argparse.ArgumentParser:
         help="P:D or part of a device name (default: TS_DEVICE, else the first GPU, else the CPU)",
     )
     pk.add_argument("--repeat", type=positive_int, default=5)
-    tu = sub.add_parser("tune", help="grid-search a template's knobs on the device")
+    tu = sub.add_parser("tune", help="search a template's knobs on the device")
     tu.add_argument("kind", nargs="?", choices=["gemm", "conv2d"])
     tu.add_argument(
         "--shape",

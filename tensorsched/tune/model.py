@@ -285,7 +285,7 @@ class CostModel:
 
     def state(self) -> str:
         if self.cheap is None:
-            return f"model: {len(self.rows)} trials, not fitted yet"
+            return f"model: {len(self.rows)} examples, not fitted yet"
         return f"model: fit on {self.fitted_on} in {self.fit_s * 1e3:.0f} ms"
 
 
