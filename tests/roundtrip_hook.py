@@ -3,7 +3,9 @@
 tests start as subprocesses), so every function that ``ts.lower`` produces while a test runs is
 printed, parsed back with ``ts.parse_ir`` and compared with ``structural_equal`` (the function
 form), and its bare body is reparsed and reprinted to the same text. A failure raises
-``InternalError`` in the test that lowered the function.
+``InternalError`` in the test that lowered the function; so does ``parse_ir`` refusing an
+index it cannot prove inside its buffer (only a lowering that really indexes past a buffer,
+with the loop values that do, is compared unchecked: see ``roundtrip_problem``).
 
 ``tests/conftest.py`` imports the fixture, which is all it takes to apply it everywhere.
 """

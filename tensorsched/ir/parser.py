@@ -13,9 +13,15 @@ Parsing has three steps:
 2. ``_Resolve`` walks the IR top-down with scopes: a loop or ``thread_extent`` binds a new
    ``Var`` for its body, an ``allocate`` line binds its buffer for the rest of its block, the
    signature binds the arguments.
-3. Every index of a buffer is checked: over the loop ranges and under the guards around
-   it, the simplifier's bounds must keep it inside the buffer (``index_bounds``). The bare
-   form takes its arguments from ``args``; it never guesses them.
+3. Every index of a buffer is checked over the loop ranges and under the guards around it:
+   the simplifier's interval bounds prove most at once (``index_bounds``); where they
+   cannot (they lose the link between ``w//3`` and ``w%3``, or between a guard and the
+   index), the index is evaluated at every point of the loops it depends on, with numpy
+   (``index_reach``: parts that share no loop variable apart, each of at most
+   ``ENUMERATE_LIMIT`` points). An index that leaves its buffer is an ``IndexBoundsError``
+   naming the loop values that take it there; one the check cannot decide (a part of more
+   than ``ENUMERATE_LIMIT`` points, an index read from a buffer) is refused with advice to
+   guard it. The bare form takes its arguments from ``args``; it never guesses them.
 
 Text that nests deeper than ``MAX_NESTING`` blocks or ``MAX_EXPR_DEPTH`` operators is refused
 before step 1 builds anything (the passes and code generators recurse on the IR).
@@ -869,7 +875,7 @@ class _Part:
             env = {v: c + lo for v, c, lo in zip(vars_, coords, lows)}
             mask = np.ones(len(flat), dtype=bool)
             for g in self.guards:
-                mask &= np.broadcast_to(_evaluate(g, env), mask.shape)
+                mask &= np.broadcast_to(_evaluate(g, env), mask.shape).astype(bool)
             at = np.flatnonzero(mask)
             if not len(at):
                 continue
@@ -909,13 +915,15 @@ def index_reach(
     The index and the guards are split into parts that share no loop variable (a guard joins
     the variables it mentions); each part of at most ``ENUMERATE_LIMIT`` points is run through
     exactly, the whole index at once where every part is that small, else each term of its
-    linear form (``Simplifier.lin``) on its own. A larger part, a term that reads a buffer and
-    a guard the check cannot evaluate (one that reads a buffer) fall back to the interval
-    bounds (``index_bounds``) and make the answer inexact; ``facts`` are the guards as
-    ``guard_facts`` gives them, for those bounds."""
+    linear form (``Simplifier.lin``) on its own. A larger part, a term that reads a buffer
+    and a guard the check cannot evaluate (one that reads a buffer, a float or a vector) fall
+    back to the interval bounds (``index_bounds``) and make the answer inexact; ``facts`` are
+    the guards as ``guard_facts`` gives them, for those bounds."""
     conds = [c for cond, negated in guards for c in _conjuncts(cond, negated)]
     usable = [c for c in conds if _evaluable(c)]
-    why = "" if len(usable) == len(conds) else "a guard around it reads a buffer"
+    why = (
+        "" if len(usable) == len(conds) else "a guard around it reads a buffer, a float or a vector"
+    )
     if _evaluable(index):
         parts = _connected([(1, index)], usable)
         sizes = [p.size(ranges) for p in parts]
@@ -1294,9 +1302,13 @@ def parse_ir(text: str, filename: str = "<ir>", args=None) -> S.LoweredFunc:
     or a ``(name, shape, dtype)`` triple (``("A", (64, 32), "float32")``); the body indexes
     them flat. A bare body that uses a buffer neither in ``args`` nor allocated is refused.
 
-    Every index is checked against its buffer: it must stay inside over the loop ranges,
-    under the ``if``/``select``/``&&`` guards around it (by the simplifier's bounds), or a
-    ``ParseError`` names the line and the buffer. Text nesting more than ``MAX_NESTING``
+    Every index is checked against its buffer: it must stay inside at every point of the
+    loops around it where the ``if``/``select``/``&&`` guards hold, or an
+    ``IndexBoundsError`` (a ``ParseError``) names the line, the buffer, the index reached
+    and the loop values that reach it. The check is exact for an index whose loops take at
+    most ``ENUMERATE_LIMIT`` points together (after splitting it into terms over disjoint
+    loops); beyond that, and for an index read from a buffer, it is refused unless the
+    simplifier's bounds prove it, with advice to guard it. Text nesting more than ``MAX_NESTING``
     blocks or ``MAX_EXPR_DEPTH`` operators deep is refused with a ``ParseError``.
     """
     return _parse(text, filename, args, check=True)
