@@ -50,6 +50,7 @@ EXHAUSTIVE = 4096  # spaces up to this size are scored whole instead of annealed
 MIN_ROWS = 4  # rows (with at least two distinct labels) before a model is fitted
 NEIGHBOURS = 3  # nearest logged shapes whose best configs are measured first
 SEEDS_PER_SHAPE = 2
+MAX_PAST = 1000  # other shapes' trials learned from (the most recent; each is lowered once)
 LOGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logs")
 PARAMS = {
     "objective": "regression",
@@ -318,7 +319,9 @@ class ModelProposer:
         self.filtered = 0  # candidates the IR proved invalid (never built)
         self._spaces: dict[str, SpaceFeatures | None] = {task.key(): self.sf}
         here = task.key()
-        for r in past:
+        mine = [r for r in past if r.task_key() == here]
+        others = sorted((r for r in past if r.task_key() != here), key=lambda r: -r.timestamp)
+        for r in mine + others[:MAX_PAST]:
             if r.task_key() == here:
                 self.seen.add(r.config_key())
             self._learn(r)
