@@ -33,9 +33,10 @@ from tensorsched.errors import (
     TensorschedError,
 )
 from tensorsched.ops.space import ConfigError
+from tensorsched.ops.templates import TemplateError
 from tensorsched.runtime.device import DeviceError
 from tensorsched.runtime.module import LaunchError
-from tensorsched.tune.log import LogError
+from tensorsched.tune.log import LogBusyError, LogError
 from tensorsched.tune.task import TaskError
 
 # ---------------------------------------------------------------------------- setups
@@ -75,6 +76,14 @@ w = LogWriter(log)
 w.append(Record(task, "cl / dev", {"vec": 4}, "ok", device_ms=1.0, gflops=0.008192))
 w.append(Record(task, "cl / dev", {"vec": 8}, "ok", device_ms=2.0, gflops=0.004096))
 good = open(log, "rb").read()
+""",
+    "device arrays": """\
+import pyopencl as cl
+import pyopencl.array as cla
+A = ts.placeholder((4, 4), name="A")
+B = ts.compute((4, 4), lambda i, j: A[i, j] * 2.0, name="B")
+mod = ts.build(ts.create_schedule(B.op), [A, B], target="opencl")
+x, y = np.arange(16, dtype="float32").reshape(4, 4), np.zeros((4, 4), "float32")
 """,
 }
 
@@ -157,6 +166,7 @@ def _first_line(x, tmp):
     text = str(x).strip().splitlines()
     line = text[0] if text else ""
     line = line.replace(tmp, "<tmp>")
+    line = re.sub(r"\bpid \d+", "pid N", line)  # a lock holder's pid changes every run
     return re.sub(r"0x[0-9a-fA-F]{6,}", "0x...", line)
 
 
@@ -296,6 +306,12 @@ def compute_language():
                 C,
             ),
             ("an integer const that is not whole", 'ts.const(1.5, "int32")', C),
+            ("an integer const that does not fit its dtype", 'ts.const(2**70, "int32")', C),
+            (
+                "a placeholder with more elements than int64 counts",
+                'ts.placeholder((2**32, 2**32), name="A")',
+                C,
+            ),
             ("a const that is not a number", 'ts.const("1.5")', C),
             (
                 "pad with a width per dimension missing",
@@ -366,6 +382,7 @@ def schedule_primitives_gemm():
             ("split a fused axis", "s[C].fuse(i, j)\ns[C].split(j, 3)", S),
             ("split by zero", "s[C].split(i, 0)", S),
             ("split by a float", "s[C].split(i, 2.5)", S),
+            ("split by a factor beyond int64", "s[C].split(i, 2**64)", S),
             ("split with factor and nparts", "s[C].split(i, factor=2, nparts=2)", S),
             ("split with neither factor nor nparts", "s[C].split(i)", S),
             ("split an expression", "s[C].split(i + 1, 2)", S),
@@ -408,6 +425,11 @@ def schedule_primitives_gemm():
                 S,
             ),
             ("an unknown thread tag", 'ts.thread_axis("threadIdx.w")', S),
+            (
+                "thread_axis given a range (TVM's form)",
+                'ts.thread_axis((0, 32), "threadIdx.x")',
+                S,
+            ),
             ("compute_inline an output", "s[C].compute_inline()", S),
             (
                 "compute_at an output",
@@ -666,6 +688,56 @@ def opencl_device():
     )
 
 
+def device_arrays():
+    """Calling a module with device arrays (setup: device arrays)."""
+    return _rows(
+        "calling a module",
+        "device arrays",
+        [
+            (
+                "a transposed pyopencl array",
+                "mod(cla.to_device(mod.device.queue, x).T, y)",
+                R,
+            ),
+            (
+                "a pyopencl array of another context",
+                "q = cl.CommandQueue(cl.Context([mod.device.cl_device]))\n"
+                "mod(cla.to_device(q, x), y)",
+                R,
+            ),
+        ],
+        device=True,
+    )
+
+
+def registering_templates():
+    """Registering templates."""
+    return _rows(
+        "registering templates",
+        "",
+        [
+            (
+                "a template name already registered (a built-in one)",
+                "from tensorsched.tune import register_template\n"
+                'register_template("gemm", "cpu", lambda cfg, M, N, K: None)',
+                TemplateError,
+            ),
+            (
+                "a module path as a template name",
+                "from tensorsched.tune import register_template\n"
+                'register_template("gemm", "os:system", lambda cfg, M, N, K: None)',
+                TemplateError,
+            ),
+            (
+                "a template of an unknown operator",
+                "from tensorsched.tune import register_template\n"
+                'register_template("matmul", "x", lambda cfg: None)',
+                TemplateError,
+            ),
+        ],
+    )
+
+
 def tuner_command_line():
     """Tuner command line."""
     return _rows(
@@ -696,8 +768,8 @@ def tuner_command_line():
                 TaskError,
             ),
             (
-                "a template module that cannot be imported",
-                'cli(["tune", "gemm", "--shape", "16,16,16", "--template", "no_such_module:fn"])',
+                "a module path as --template (never imported)",
+                'cli(["tune", "gemm", "--shape", "16,16,16", "--template", "os:system"])',
                 TaskError,
             ),
             (
@@ -733,6 +805,49 @@ def tuner_command_line():
                 "trials that are not a number",
                 'cli(["tune", "gemm", "--shape", "16,16,16", "--trials", "many"])',
                 SystemExit,
+            ),
+            (
+                "zero trials",
+                'cli(["tune", "gemm", "--shape", "16,16,16", "--template", "cpu", "--trials", "0"])',
+                SystemExit,
+            ),
+            (
+                "a negative --timeout",
+                'cli(["tune", "gemm", "--shape", "16,16,16", "--template", "cpu", "--timeout", '
+                '"-5"])',
+                SystemExit,
+            ),
+            (
+                "a --time of zero",
+                'cli(["tune", "gemm", "--shape", "16,16,16", "--template", "cpu", "--time", "0"])',
+                SystemExit,
+            ),
+            (
+                "an --early-stop of zero",
+                'cli(["tune", "gemm", "--shape", "16,16,16", "--template", "cpu", "--early-stop", '
+                '"0"])',
+                SystemExit,
+            ),
+            (
+                "zero trials through the Python API",
+                "from tensorsched.tune import Task, tune\n"
+                'tune(Task("gemm", "cpu", (16, 16, 16)), tmp + "/t.jsonl", trials=0)',
+                TensorschedError,
+            ),
+            (
+                "a GEMM extent beyond the 32-bit index",
+                'cli(["tune", "gemm", "--shape", "99999999999,16,16", "--template", "cpu"])',
+                TensorschedError,
+            ),
+            (
+                "an ir extent beyond the 32-bit index",
+                'cli(["ir", "--expr", "C[i] = A[i] * 2.0", "--shape", "i=99999999999999"])',
+                TensorschedError,
+            ),
+            (
+                "an --import of a module that does not exist",
+                'cli(["source", "--log", tmp + "/none.jsonl", "--import", "nope"])',
+                TensorschedError,
             ),
             (
                 "a --shapes file that does not exist",
@@ -782,6 +897,17 @@ def tuner_command_line_log():
             ),
         ],
         device=True,
+    ) + _rows(
+        "tuner command line",
+        "log",
+        [
+            (
+                "source --out over files already there, without --force",
+                'cli(["source", "--log", log, "--out", tmp])\n'
+                'cli(["source", "--log", log, "--out", tmp])',
+                TensorschedError,
+            ),
+        ],
     )
 
 
@@ -819,6 +945,40 @@ def tuner_files():
                 '    w.append(Record(task, "cl / dev", {"vec": 16}, "ok", device_ms=3.0))',
                 LogError,
             ),
+            (
+                "a log record whose task is a string",
+                "import json\nbad = json.loads(good.splitlines()[0])\nbad['task'] = 'gemm'\n"
+                'open(log, "a").write(json.dumps(bad) + "\\n")\nassert len(read_log(log)) == 2',
+                UserWarning,
+            ),
+            (
+                "a log record whose device_ms is negative",
+                "import json\nbad = json.loads(good.splitlines()[0])\nbad['device_ms'] = -1\n"
+                'open(log, "a").write(json.dumps(bad) + "\\n")\nassert len(read_log(log)) == 2',
+                UserWarning,
+            ),
+            (
+                "a log record with a knob its template lacks",
+                "import json\nbad = json.loads(good.splitlines()[0])\n"
+                "bad['config'] = {'tile_q': 4}\n"
+                'open(log, "a").write(json.dumps(bad) + "\\n")\nassert len(read_log(log)) == 2',
+                UserWarning,
+            ),
+            (
+                "a log record faster than any device (1e-9 ms for 8192 FLOP)",
+                "import json\nbad = json.loads(good.splitlines()[0])\n"
+                "bad['device_ms'] = 1e-9\ndel bad['gflops']\n"
+                'open(log, "a").write(json.dumps(bad) + "\\n")\nassert len(read_log(log)) == 2',
+                UserWarning,
+            ),
+            (
+                "a log record naming a module path as its template, given to source",
+                "import json\nbad = json.loads(good.splitlines()[0])\n"
+                "bad['task']['template'] = 'os:system'\n"
+                'open(log, "a").write(json.dumps(bad) + "\\n")\n'
+                'cli(["source", "--log", log, "--out", tmp + "/out"])',
+                UserWarning,
+            ),
             ("a log path that is a folder", "read_log(tmp)", LogError),
             (
                 "a config value that is not a candidate of its knob",
@@ -832,6 +992,24 @@ def tuner_files():
                 TaskError,
             ),
         ],
+    )
+
+
+def tuner_files_device():
+    """Tuner files (setup: log; a device: ``tune`` looks its device up before locking)."""
+    return _rows(
+        "tuner files",
+        "log",
+        [
+            (
+                "a second tuner on a log another holds",
+                "from tensorsched.tune import Task, tune\nfrom tensorsched.tune.log import LogLock\n"
+                "with LogLock(log):  # as the first tuner holds it\n"
+                '    tune(Task("gemm", "cpu", (16, 16, 16)), log, strategy="random", resume=True)',
+                LogBusyError,
+            ),
+        ],
+        device=True,
     )
 
 
@@ -1003,10 +1181,13 @@ TOPICS = (
     build_gemm,
     build_chain,
     calling_a_module,
+    device_arrays,
     opencl_device,
+    registering_templates,
     tuner_command_line,
     tuner_command_line_log,
     tuner_files,
+    tuner_files_device,
     text_parsers,
     python_target,
 )
@@ -1030,9 +1211,11 @@ Generated from `tests/catalogue.py` (`CASES`) by
 when this file is out of date. Each input runs after a small setup named in its area's
 heading: *gemm* is `C = A @ B` with A 7x3, B 3x5 and `i, j = s[C].op.axis`, *chain* is
 `A -> B = 2A -> C = B + 1` on 5 elements, *module* a GEMM built for the Python target with
-arrays `a, b, c`, *log* a tuning log `log` of two records written by `LogWriter` `w`, and
-`cli([...])` runs `tensorsched ...`. Rows marked (device) need an OpenCL device; their
-messages come from the machine that generated the file{device}.
+arrays `a, b, c`, *device arrays* `B = 2A` on 4x4 built for OpenCL as `mod` with numpy
+arrays `x, y` (`pyopencl` as `cl`, `pyopencl.array` as `cla`), *log* a tuning log `log` of two
+records written by `LogWriter` `w`, and `cli([...])` runs `tensorsched ...`. Rows marked
+(device) need an OpenCL device; their messages come from the machine that generated the
+file{device}.
 """
 
 
