@@ -348,7 +348,7 @@ def _func(body, size):
 
 @pytest.mark.parametrize("body, size, at", EXACT, ids=[b[:30] for b, _, _ in EXACT])
 def test_index_the_intervals_cannot_prove_is_decided_point_by_point(monkeypatch, body, size, at):
-    import tensorsched.ir.parser as parser
+    import tensorsched.ir.index_check as index_check
 
     ts.parse_ir(_func(body, size))  # exactly in bounds: accepted
     with pytest.raises(IndexBoundsError) as info:  # one element short: the last one is caught
@@ -363,7 +363,7 @@ def test_index_the_intervals_cannot_prove_is_decided_point_by_point(monkeypatch,
         short = ts.build(parse_ir_unchecked(_func(body, size - 1)), target="python")
         with pytest.raises(ts.RuntimeCallError, match="is outside"):
             short(np.zeros(size - 1, "float32"))
-    monkeypatch.setattr(parser, "ENUMERATE_LIMIT", 0)  # the intervals alone refuse it
+    monkeypatch.setattr(index_check, "ENUMERATE_LIMIT", 0)  # the intervals alone refuse it
     with pytest.raises(IndexBoundsError, match="cannot be proven inside 'C'") as info:
         ts.parse_ir(_func(body, size))
     assert info.value.counterexample is None
@@ -482,10 +482,10 @@ def test_fuzzed_lowering_the_intervals_refused_parses_back():
 def test_round_trip_fails_on_a_lowering_parse_ir_cannot_prove(monkeypatch):
     """No unchecked fallback: refusing a lowering that stays in its buffers is a round-trip
     failure (here forced by turning the point-by-point check off)."""
-    import tensorsched.ir.parser as parser
+    import tensorsched.ir.index_check as index_check
 
     func = ts.parse_ir(_func(EXACT[0][0], 6))
-    monkeypatch.setattr(parser, "ENUMERATE_LIMIT", 0)
+    monkeypatch.setattr(index_check, "ENUMERATE_LIMIT", 0)
     problem = roundtrip_problem(func)
     assert problem is not None and "parse_ir refuses the printed IR" in problem
     assert "cannot be proven" in problem

@@ -42,7 +42,8 @@ from ..errors import ComputeError, ParseError
 from . import dtype as dt
 from . import expr as E
 from . import intrin as I
-from .parser import _error_at, _expected, binary_rules, bounds, check_depth, is_dtype
+from .index_check import bounds
+from .parser import _error_at, _expected, binary_rules, check_depth, is_dtype
 from .precedence import BINARY
 from .tensor import compute, placeholder, reduce_axis
 
