@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import glob
 import io
 import json
 import math
@@ -333,12 +334,16 @@ def best_buildable(task, log_path):
 
 
 def tune_tensorsched(task, log_path, opts):
-    """Tune ``opts.trials`` random configs of ``task`` (appended to ``log_path``) and print the
-    tuning throughput."""
+    """Tune ``opts.trials`` configs of ``task`` (at most ``opts.time`` long; appended to
+    ``log_path``) with ``opts.strategy``, the model pre-trained on the other logs of
+    ``opts.transfer``, and print the tuning throughput."""
+    others = [t for t in opts.transfer if os.path.abspath(t) != os.path.abspath(log_path)]
     res = tune(
         task,
         log_path,
-        strategy="random",
+        strategy=opts.strategy,
+        transfer=others if opts.strategy == "model" else (),
+        time_s=opts.time,
         trials=opts.trials,
         resume=True,
         timeout=opts.timeout,
@@ -791,8 +796,22 @@ def parse_args(argv):
         "--trials",
         type=int,
         default=0,
-        help="tune this many random configs where a log has none on this device "
+        help="tune this many configs (--strategy) where a log has none on this device "
         "(default 0: no tuning); ACL-style: its search lists on untuned shapes",
+    )
+    p.add_argument(
+        "--strategy",
+        default="model",
+        choices=("model", "random", "grid"),
+        help="tuning: search strategy (default model)",
+    )
+    p.add_argument("--time", help="tuning: at most this long per workload (e.g. 2m)")
+    p.add_argument(
+        "--transfer",
+        nargs="*",
+        default=sorted(glob.glob(os.path.join(HERE, "logs", "*.jsonl"))),
+        help="tuning logs of other shapes the model learns from first (default: the "
+        "committed benchmarks/gpu/logs/*.jsonl)",
     )
     p.add_argument(
         "--space",
