@@ -131,6 +131,20 @@ def test_ir_features_of_known_configs():
 # ---------------------------------------------------------------------------- search
 
 
+def test_ir_features_of_split_k_describe_each_kernel_on_its_own():
+    """Split-K lowers to two kernels (partial products over blockIdx.z, then their sum): each
+    launches on its own, so neither the work-group limit nor the footprint adds them up (a
+    split-K candidate was once refused as a work-group of 4096 and never measured)."""
+    task = Task("gemm", "gpu_tiled", (784, 512, 4608))
+    limits = DeviceLimits("gpu", 1024, (1024, 1024, 64), 48 * 1024)
+    one, why_one = lower_features(task, {"split_k": 1}, limits)
+    two, why_two = lower_features(task, {"split_k": 2}, limits)
+    assert why_one is None and why_two is None
+    assert one["ir.kernels"] == 1 and two["ir.kernels"] == 2
+    assert two["ir.wg_size"] == one["ir.wg_size"]
+    assert two["ir.log2_work_groups"] == pytest.approx(one["ir.log2_work_groups"] + 1)
+
+
 def test_model_finds_a_planted_optimum_in_far_fewer_trials_than_random():
     task = Task("gemm", "gemm_planted_cost", (256, 256, 16))
     space = task.space()

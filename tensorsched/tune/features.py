@@ -174,14 +174,25 @@ class _Walk(Visitor):
         self.load_bytes = self.store_bytes = 0.0
         self.stores = self.guarded_stores = 0.0
         self.max_lanes, self.trips, self.unrolled = 1, 1.0, 1.0
-        self.threads: dict[str, int] = {}
-        self.kernels = self.depth = 0
-        self.alloc = {"shared": 0, "local": 0}
+        self.kernels: list[dict[str, int]] = []  # each kernel's work-item axes (tag -> extent)
+        self.allocs: list[dict[str, int]] = []  # each kernel's shared/local bytes
+        self.kernel_trips: list[float] = []  # each kernel's most loop trips per work-item
+        self.depth = 0
+
+    @property
+    def alloc(self) -> dict[str, int]:
+        """The largest ``__local`` and private footprint of any one kernel."""
+        return {
+            scope: max((a[scope] for a in self.allocs), default=0) for scope in ("shared", "local")
+        }
 
     def visit_ThreadExtent(self, t: S.ThreadExtent) -> None:
-        if not self.depth:
-            self.kernels += 1
-        self.threads[t.tag] = max(self.threads.get(t.tag, 1), int(t.extent))
+        if not self.depth:  # a root work-item axis starts a kernel
+            self.kernels.append({})
+            self.allocs.append({"shared": 0, "local": 0})
+            self.kernel_trips.append(1.0)
+        axes = self.kernels[-1]
+        axes[t.tag] = max(axes.get(t.tag, 1), int(t.extent))
         self.depth += 1
         self.generic_visit(t)
         self.depth -= 1
@@ -191,6 +202,8 @@ class _Walk(Visitor):
         old = self.weight
         self.weight *= max(ext, 1.0)
         self.trips = max(self.trips, self.weight)
+        if self.kernel_trips:
+            self.kernel_trips[-1] = max(self.kernel_trips[-1], self.weight)
         if f.kind == "unrolled":
             self.unrolled = max(self.unrolled, ext)
         if f.kind == "vectorized":
@@ -204,9 +217,9 @@ class _Walk(Visitor):
         self.guarded -= 1
 
     def visit_Allocate(self, a: S.Allocate) -> None:
-        if a.buffer.scope in self.alloc:
+        if a.buffer.scope in ("shared", "local") and self.allocs:
             size = a.buffer.size * np.dtype(NUMPY[a.buffer.dtype]).itemsize
-            self.alloc[a.buffer.scope] += size
+            self.allocs[-1][a.buffer.scope] += size
         self.generic_visit(a)
 
     def _bytes(self, buf: S.Buffer, index: E.Expr) -> float:
@@ -240,10 +253,20 @@ def ir_features(
     ``__local`` memory, private arrays), why."""
     w = _Walk()
     w.visit(func.body)
-    threads = {t: e for t, e in w.threads.items() if t.startswith("threadIdx")}
-    blocks = {t: e for t, e in w.threads.items() if t.startswith("blockIdx")}
-    wg = math.prod(threads.values()) if threads else 1
-    groups = math.prod(blocks.values()) if blocks else 1
+    # each kernel launches on its own: the features describe the one whose work-items loop
+    # the most (split-K's partial products, not the kernel that sums them); limits hold per
+    # kernel
+    kernels = [
+        (
+            {t: e for t, e in axes.items() if t.startswith("threadIdx")},
+            {t: e for t, e in axes.items() if t.startswith("blockIdx")},
+        )
+        for axes in w.kernels
+    ] or [({}, {})]
+    main = max(range(len(w.kernel_trips)), key=w.kernel_trips.__getitem__, default=0)
+    threads, blocks = kernels[main]
+    wg = math.prod(threads.values())
+    groups = math.prod(blocks.values())
     items = wg * groups
     flop_item = flop / items
     bytes_item = w.load_bytes + w.store_bytes
@@ -255,7 +278,7 @@ def ir_features(
         "ir.wg_size": float(wg),
         "ir.log2_work_groups": _log2(groups),
         "ir.log2_work_items": _log2(items),
-        "ir.kernels": float(max(w.kernels, 1)),
+        "ir.kernels": float(max(len(w.kernels), 1)),
         "ir.log2_loop_trips": _log2(w.trips),
         "ir.log2_unrolled": _log2(w.unrolled),
         "ir.max_lanes": float(w.max_lanes),
@@ -271,12 +294,14 @@ def ir_features(
         "ir.guard_fraction": w.guarded_stores / w.stores if w.stores else 0.0,
     }
     why = None
-    if wg > limits.max_work_group_size:
-        why = f"work-group of {wg} over the device's {limits.max_work_group_size}"
-    for tag, e in threads.items():
-        d = "xyz".index(tag[-1])
-        if d < len(limits.max_work_item_sizes) and e > limits.max_work_item_sizes[d]:
-            why = f"{tag} = {e} over the device's {limits.max_work_item_sizes[d]}"
+    for kernel_threads, _ in kernels:
+        size = math.prod(kernel_threads.values())
+        if size > limits.max_work_group_size:
+            why = f"work-group of {size} over the device's {limits.max_work_group_size}"
+        for tag, e in kernel_threads.items():
+            d = "xyz".index(tag[-1])
+            if d < len(limits.max_work_item_sizes) and e > limits.max_work_item_sizes[d]:
+                why = f"{tag} = {e} over the device's {limits.max_work_item_sizes[d]}"
     if shared > limits.local_mem_size:
         why = f"{shared} bytes of __local memory over the device's {limits.local_mem_size}"
     if private > PRIVATE_BYTES:
