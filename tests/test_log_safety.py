@@ -123,6 +123,12 @@ HOSTILE = [
     ("null", "null"),
     ("deeply nested JSON", "[" * 100000 + "]" * 100000),
     ("not JSON", "import os; os.system('echo pwned')"),
+    # numbers beyond a float: JSON integer literals of 401 digits, either sign
+    ("device_ms a 401-digit integer", line(device_ms=10**400)),
+    ("device_ms a negative 401-digit integer", line(device_ms=-(10**400))),
+    ("host_ms a 401-digit integer", line(host_ms=10**400, device_ms=FAST)),
+    ("gflops a negative 401-digit integer", line(gflops=-(10**400), device_ms=FAST)),
+    ("timestamp a 401-digit integer", line(timestamp=10**400, device_ms=FAST)),
 ]
 
 
@@ -194,6 +200,9 @@ def test_the_reasons_say_what_is_wrong(tmp_path):
         "a shape beyond 32 bits": "shape must be 3 positive ints up to 2147483647",
         "not JSON": "(JSONDecodeError)",
         "deeply nested JSON": "(RecursionError)",
+        "device_ms a 401-digit integer": "device_ms 1000000000000000000000000000000000000000..."
+        " (401 characters) is not a finite non-negative number",
+        "timestamp a 401-digit integer": "timestamp 10000000000000000000000000000000",
     }
     texts = dict(HOSTILE)
     for what, why in cases.items():

@@ -85,10 +85,20 @@ def _number(name: str, value: Any) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RecordError(f"{name} {value!r} is not a number")
-    if not math.isfinite(value) or value < 0:
-        raise RecordError(f"{name} {value!r} is not a finite non-negative number")
-    return float(value)
+        raise RecordError(f"{name} {_shown(value)} is not a number")
+    try:
+        number = float(value)  # an integer literal of 400 digits is beyond a float
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or number < 0:
+        raise RecordError(f"{name} {_shown(value)} is not a finite non-negative number")
+    return number
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a record may hold a number of 400 digits)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class KnobSpaces:
