@@ -125,14 +125,19 @@ def test_tune_api_checks_its_numbers_before_anything_runs(tmp_path):
 # ---------------------------------------------------------------------------- files
 
 
-def _log_line():
+def _log_line(template="cpu", **task_fields):
     import json
 
-    task = {"kind": "gemm", "template": "cpu", "shape": [16, 16, 16], "dtype": "float32"}
+    task = {"kind": "gemm", "template": template, "shape": [16, 16, 16], "dtype": "float32"}
     task.update(epilogue=[], expr="", expr_shapes="")
+    task.update(task_fields)
     config = {"tile_y": [2, 4], "tile_x": [2, 8], "vec": 8, "tile_k": [4]}
+    if task["kind"] == "expr":
+        config = {}
     rec = {"task": task, "device": "cl / dev", "config": config, "status": "ok"}
     rec.update(device_ms=1.0, gflops=2 * 16**3 / 1e6, host_ms=1.0, error="", timestamp=1.0)
+    if task["kind"] == "expr":
+        del rec["gflops"]  # filled in from its own FLOPs
     return json.dumps(rec) + "\n"
 
 
@@ -152,6 +157,46 @@ def test_source_never_overwrites_unless_forced(tmp_path):
     # --out naming a file
     code, err = run(["source", "--log", str(log), "--out", str(log)])
     assert code == 2 and f"--out {log} is a file; give a folder" in err
+
+
+def _kernel_files(out, stdout):
+    """The .cl files ``source`` wrote into ``out``, checked against the paths it printed."""
+    printed = [line.split(" (")[0] for line in stdout.splitlines() if line.strip()]
+    assert len(printed) == len(set(printed)), stdout  # never one path twice
+    assert sorted(printed) == sorted(str(p) for p in out.glob("*.cl"))
+    return sorted(p.name for p in out.glob("*.cl"))
+
+
+def test_source_gives_each_task_its_own_files(tmp_path, capsys):
+    """Two tasks never share a kernel file: expr tasks (the text is no file name) and tasks
+    whose names agree once odd characters are replaced get a digest of the whole task."""
+    from tensorsched.ops.templates import TEMPLATES, register_template
+
+    def dot(cfg, M, N, K, dtype="float32", epilogue=()):
+        return TEMPLATES["gemm"]["cpu"](cfg, M, N, K, dtype=dtype, epilogue=epilogue)
+
+    def dash(cfg, M, N, K, dtype="float32", epilogue=()):
+        return dot(cfg, M, N, K, dtype, epilogue)
+
+    log = tmp_path / "l.jsonl"
+    log.write_text(
+        _log_line("test.name")
+        + _log_line("test-name")
+        + _log_line("cpu")
+        + _log_line("generic", kind="expr", shape=[], expr="B[i] = A[i] * 2.0", expr_shapes="i=16")
+        + _log_line("generic", kind="expr", shape=[], expr="B[i] = A[i] + 1.0", expr_shapes="i=16")
+    )
+    try:
+        register_template("gemm", "test.name", dot)
+        register_template("gemm", "test-name", dash)
+        assert main(["source", "--log", str(log), "--out", str(tmp_path / "out")]) == 0
+    finally:
+        TEMPLATES["gemm"].pop("test.name", None)
+        TEMPLATES["gemm"].pop("test-name", None)
+    names = _kernel_files(tmp_path / "out", capsys.readouterr().out)
+    assert len(names) == 5 and "gemm_cpu_16x16x16.cl" in names, names
+    assert sum(n.startswith("gemm_test_name_16x16x16_") for n in names) == 2, names
+    assert sum(n.startswith("expr_generic_") for n in names) == 2, names
 
 
 @pytest.mark.opencl

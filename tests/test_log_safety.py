@@ -129,6 +129,12 @@ HOSTILE = [
     ("host_ms a 401-digit integer", line(host_ms=10**400, device_ms=FAST)),
     ("gflops a negative 401-digit integer", line(gflops=-(10**400), device_ms=FAST)),
     ("timestamp a 401-digit integer", line(timestamp=10**400, device_ms=FAST)),
+    # fields that do not belong to the task's kind: each would be a task of its own, whose
+    # kernel file name (kind, template, shape, epilogue) is the honest record's
+    ("an expr on a gemm task", line(task=dict(TASK, expr="os:system"), device_ms=FAST)),
+    ("expr_shapes on a gemm task", line(task=dict(TASK, expr_shapes="i=4"), device_ms=FAST)),
+    ("a repeated epilogue", line(task=dict(TASK, epilogue=["bias", "bias"]), device_ms=FAST)),
+    ("an unknown epilogue", line(task=dict(TASK, epilogue=["os:system"]), device_ms=FAST)),
 ]
 
 
@@ -203,6 +209,10 @@ def test_the_reasons_say_what_is_wrong(tmp_path):
         "device_ms a 401-digit integer": "device_ms 1000000000000000000000000000000000000000..."
         " (401 characters) is not a finite non-negative number",
         "timestamp a 401-digit integer": "timestamp 10000000000000000000000000000000",
+        "an expr on a gemm task": "task: a gemm task has no expr",
+        "expr_shapes on a gemm task": "task: a gemm task has no expr_shapes",
+        "a repeated epilogue": "task: epilogue ['bias', 'bias'] names 'bias' twice",
+        "an unknown epilogue": "task: unknown epilogue 'os:system'",
     }
     texts = dict(HOSTILE)
     for what, why in cases.items():

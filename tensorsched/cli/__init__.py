@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import importlib
 import json
 import math
@@ -339,15 +340,34 @@ def cmd_source(args: argparse.Namespace) -> None:
             f"{args.log} has no correct trial"
             f"{' on ' + args.device_name if args.device_name else ''}"
         )
+    # a kernel's files are named after its task: kind, template, shape, epilogue, dtype; an
+    # expr task (whose text cannot be a file name), and tasks whose names agree once odd
+    # characters are replaced (templates 'a-b' and 'a_b'; 'A' and 'a' on a case-insensitive
+    # disk), add a digest of the whole task, so no two tasks share a file
     kernels = []
     for rec in best.values():
         task = Task.from_dict(rec.task)
+        digest = hashlib.sha256(task.key().encode()).hexdigest()[:10]
+        shape = [digest] if task.kind == "expr" else ["x".join(map(str, task.shape))]
         name = "_".join(
-            [task.kind, task.template, "x".join(map(str, task.shape)), *task.epilogue]
+            [task.kind, task.template, *shape, *task.epilogue]
             + ([task.dtype] if task.dtype != "float32" else [])
         )
-        kernels.append((rec, task, re.sub(r"\W", "_", name)))
-    paths = [os.path.join(args.out, n + ext) for _, _, n in kernels for ext in (".cl", ".json")]
+        kernels.append((rec, task, re.sub(r"\W", "_", name), digest))
+    seen = [n.lower() for _, _, n, _ in kernels]
+    kernels = [
+        (rec, task, name if seen.count(name.lower()) == 1 else f"{name}_{digest}", digest)
+        for rec, task, name, digest in kernels
+    ]
+    by_name: dict[str, Task] = {}
+    for _, task, name, _ in kernels:
+        other = by_name.setdefault(name.lower(), task)
+        if other is not task:
+            raise TensorschedError(
+                f"the kernels of {other} and {task} would both be written to "
+                f"{os.path.join(args.out, name)}.cl; nothing was written"
+            )
+    paths = [os.path.join(args.out, n + ext) for _, _, n, _ in kernels for ext in (".cl", ".json")]
     there = [p for p in paths if os.path.exists(p)]
     if there and not args.force:
         raise TensorschedError(
@@ -358,7 +378,7 @@ def cmd_source(args: argparse.Namespace) -> None:
         os.makedirs(args.out, exist_ok=True)
     except OSError as exc:
         raise TensorschedError(f"cannot make --out {args.out}: {exc.strerror or exc}") from None
-    for rec, task, name in kernels:
+    for rec, task, name, _ in kernels:
         s, targs, _ = task.instantiate(rec.config)
         src = emit_opencl(lower(s, targs, name=name))
         cl_path = os.path.join(args.out, name + ".cl")

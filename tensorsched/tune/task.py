@@ -22,6 +22,7 @@ from ..ir.dtype import SCALAR_TYPES
 from ..ir.te_text import parse_expr
 from ..ir.tensor import PlaceholderOp
 from ..ops.conv2d import ConvShape, conv2d_ref
+from ..ops.nn import EPILOGUES
 from ..ops.space import Config
 from ..ops.templates import KINDS, Template, templates_of
 from ..runtime.build import build
@@ -37,6 +38,21 @@ class TaskError(TensorschedError):
 
 def _is_int(x: object) -> bool:
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+EPILOGUE_NAMES = ("bias", *EPILOGUES)  # what ops.nn.epilogue applies
+
+
+def _check_epilogue(epilogue: Any) -> None:
+    """``TaskError`` unless ``epilogue`` is a sequence of known epilogue names, each at most
+    once (a second bias would be a second bias input of the same name)."""
+    if not isinstance(epilogue, (tuple, list)) or not all(isinstance(e, str) for e in epilogue):
+        raise TaskError(f"epilogue must be names ({', '.join(EPILOGUE_NAMES)}), got {epilogue!r}")
+    for e in epilogue:
+        if e not in EPILOGUE_NAMES:
+            raise TaskError(f"unknown epilogue {e[:80]!r}; use {', '.join(EPILOGUE_NAMES)}")
+        if epilogue.count(e) > 1:
+            raise TaskError(f"epilogue {list(epilogue)!r} names {e!r} twice; each applies once")
 
 
 @dataclass(frozen=True)
@@ -68,13 +84,22 @@ class Task:
         if self.kind == "expr":
             if not self.expr:
                 raise TaskError("an expr task needs the expression text (--expr)")
+            for name in ("shape", "epilogue"):  # an expr's text holds both
+                if getattr(self, name):
+                    raise TaskError(
+                        f"an expr task has no {name} (its extents are expr_shapes), "
+                        f"got {getattr(self, name)!r}"
+                    )
             object.__setattr__(self, "shape", ())
             object.__setattr__(self, "epilogue", ())
             return
-        if not isinstance(self.epilogue, (tuple, list)) or not all(
-            isinstance(e, str) for e in self.epilogue
-        ):
-            raise TaskError(f"epilogue must be names (bias, relu, sigmoid), got {self.epilogue!r}")
+        for name in ("expr", "expr_shapes"):  # a field of expr tasks only
+            if getattr(self, name):
+                raise TaskError(
+                    f"a {self.kind} task has no {name} (that is a field of expr tasks), "
+                    f"got {getattr(self, name)[:80]!r}"
+                )
+        _check_epilogue(self.epilogue)
         want = 3 if self.kind == "gemm" else len(ConvShape.__dataclass_fields__)
         shape = tuple(self.shape) if isinstance(self.shape, (tuple, list)) else None
         if (
