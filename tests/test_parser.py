@@ -778,6 +778,9 @@ ERRORS = [
     ("A[0] = rand()", 1, 8, "rand() has no argument to take its dtype from; add dtype=..."),
     ("A[0] = exp(1f, axis=1)", 1, 8, "exp() takes no keyword 'axis'"),
     ("A[0] = int32(1.5)", 1, 8, "int32 is an integer type; 1.5 is not an integer"),
+    # a quoted name is a JSON string (the printer writes it with json.dumps)
+    ('"s-\x01abc" x', 1, 1, "is not a JSON string (it holds a control character)"),
+    ('A[0] = 0f\n"x\\q"[0] = 1f', 2, 1, "is not a JSON string (a backslash starts no JSON"),
 ]
 
 

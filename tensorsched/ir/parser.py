@@ -105,9 +105,25 @@ def ir_parser():
     )
 
 
+class _BadQuotedName(Exception):
+    """A quoted name that is not a JSON string (raised by the lexer, reported by
+    ``_parse_tree`` as a ``ParseError`` at the token)."""
+
+    def __init__(self, token, why):
+        super().__init__(why)
+        self.token, self.why = token, why
+
+
 def _unquote(tok):
-    """``"for"`` (a name the printer quoted) is the name ``for``."""
-    return tok.update(value=json.loads(tok.value)) if tok.value.startswith('"') else tok
+    """``"for"`` (a name the printer quoted, as a JSON string) is the name ``for``."""
+    if not tok.value.startswith('"'):
+        return tok
+    try:
+        return tok.update(value=json.loads(tok.value))
+    except ValueError:
+        raw = any(ord(c) < 0x20 for c in tok.value)
+        why = "it holds a control character" if raw else "a backslash starts no JSON escape"
+        raise _BadQuotedName(tok, why) from None
 
 
 # ---------------------------------------------------------------- errors
@@ -732,6 +748,18 @@ def _parse_tree(text, filename, start="start"):
         tree = ir_parser().parse(text, start=start)
     except UnexpectedInput as exc:
         raise _syntax_error(text, exc, filename) from None
+    except _BadQuotedName as exc:
+        tok = exc.token
+        shown = tok.value if len(tok.value) <= 40 else tok.value[:37] + '..."'
+        raise _error_at(
+            text,
+            f"the quoted name {ascii(shown)} is not a JSON string ({exc.why}); a quoted name "
+            "writes a control character or a backslash as an escape (\\u0001, \\\\)",
+            tok.line,
+            tok.column,
+            len(tok.value),
+            filename,
+        ) from None
     check_depth(tree, text, filename)
     return tree
 
