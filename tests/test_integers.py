@@ -158,6 +158,46 @@ def test_const_beyond_its_dtype_refused():
         ts.const(2**64)
 
 
+@pytest.mark.parametrize(
+    "value, dtype, message",
+    [
+        (
+            10**400,
+            "float32",
+            r"const: 10000000000000000000\.\.\. \(401 characters\) is beyond float32",
+        ),
+        (-(10**400), "float64", "is beyond float64"),
+        (10**39, "float32", "is beyond float32 .* use a smaller value or dtype float64"),
+        (1e300, "float32", "const: 1e\\+300 is beyond float32"),
+        (np.float64(1e39), "float32", "is beyond float32"),
+        (70000.0, "float16", "is beyond float16 \\(largest 65504\\)"),
+    ],
+)
+def test_const_beyond_its_float_dtype_refused(value, dtype, message):
+    """A finite value a float type would round to infinity is refused, never an OverflowError
+    nor a silent inf; inf and nan themselves stay constants."""
+    with pytest.raises(ComputeError, match=message):
+        ts.const(value, dtype)
+
+
+def test_float_const_at_its_limits_and_inf_kept():
+    assert ts.const(3.4e38, "float32").value == 3.4e38
+    assert ts.const(65504, "float16").value == 65504.0
+    assert ts.const(10**300, "float64").value == 1e300
+    assert ts.const(float("inf"), "float32").value == float("inf")
+    assert ts.const(float("-inf"), "float16").value == float("-inf")
+
+
+def test_python_numbers_beyond_a_float_in_expressions_refused():
+    A = ts.placeholder((4,), name="A")
+    with pytest.raises(ComputeError, match="is beyond float32"):
+        A[0] * 10**400
+    with pytest.raises(ComputeError, match="is beyond float32"):
+        ts.compute((4,), lambda i: A[i] + 1e39, name="B")
+    B64 = ts.placeholder((4,), "float64", name="B64")
+    assert "1e+39" in str(B64[0] * 1e39)
+
+
 # ---------------------------------------------------------------- 64-bit indexing
 
 

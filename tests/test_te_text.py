@@ -214,6 +214,12 @@ TE_ERRORS = [
         "an index reads tensor 'B'; indices are arithmetic on index variables",
     ),
     ("C[i, j] = A[i, j]", "C=4x4x4,i=4,j=4", 1, 1, "shapes give 'C' 3 dimensions, the statement 2"),
+    # numbers their type cannot hold: refused, never infinity or an OverflowError
+    ("C[i] = A[i] * 1" + "0" * 400, "i=4", 1, 8, "(401 characters) is beyond float32"),
+    ("C[i] = A[i] * 1e300", "i=4", 1, 8, "const: 1e+300 is beyond float32"),
+    ("C[i] = A[i] * 1e400", "i=4", 1, 15, "the number 1e400 is beyond every type"),
+    ("C[i] = A[i] + 1" + "0" * 5000, "i=4", 1, 15, "(5001 characters) is beyond every type"),
+    ("C[i] = A[i + 1" + "0" * 30 + "]", "i=4", 1, 10, "does not fit in int64"),
 ]
 
 

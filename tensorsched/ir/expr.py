@@ -7,9 +7,10 @@ of the other operand's type. ``//`` and ``%`` are floor division and floor modul
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, SupportsFloat
 
 import numpy as np
 
@@ -284,8 +285,9 @@ class Reduce(Expr):
 
 def const(value: object, dtype: str | None = None) -> Expr:
     """A constant. ``dtype`` defaults to int32 for an integer (Python's or numpy's; int64 when
-    the value does not fit in int32) and float32 for a float. An integer that its dtype cannot
-    hold is refused."""
+    the value does not fit in int32) and float32 for a float. A number that its dtype cannot
+    hold is refused: an integer out of its range, a finite value a float type would round to
+    infinity (``inf`` itself is a float constant)."""
     if isinstance(value, Expr):
         return value
     if isinstance(value, (bool, np.bool_)):
@@ -295,19 +297,43 @@ def const(value: object, dtype: str | None = None) -> Expr:
         if dtype is None:
             dtype = "int32" if dt.fits(n, "int32") else "int64"
         if dt.is_float(dtype):
-            return FloatImm(float(n), dtype)
+            return FloatImm(_float_of(n, dtype), dtype)
         _check_fits(n, dtype, "const")
         return IntImm(n, dtype)
     if not isinstance(value, numbers.Real):
         raise ComputeError(f"const: {value!r} is not a number")
-    number = float(value)
     dtype = dtype or "float32"
+    number = _float_of(value, dtype if dt.is_float(dtype) else "float64")
     if dt.is_float(dtype):
         return FloatImm(number, dtype)
     if not number.is_integer():
         raise ComputeError(f"const: {value} is not an integer but dtype is {dtype}")
     _check_fits(int(number), dtype, "const")
     return IntImm(int(number), dtype)
+
+
+def _float_of(value: SupportsFloat, dtype: str) -> float:
+    """``value`` as a float, or ``ComputeError`` where the float type ``dtype`` cannot hold it:
+    a finite value beyond its largest, which it would round to infinity."""
+    try:
+        number = float(value)
+    except OverflowError:  # an integer (or a Fraction) beyond float64
+        number = math.inf
+    else:
+        if not math.isfinite(number):  # inf or nan as given
+            return number
+        with np.errstate(over="ignore"):
+            if math.isfinite(np.asarray(number, dtype=dt.NUMPY[dt.element(dtype)])):
+                return number
+    shown = repr(value)
+    if len(shown) > 40:
+        shown = f"{shown[:20]}... ({len(shown)} characters)"
+    largest = float(np.finfo(dt.NUMPY[dt.element(dtype)]).max)
+    raise ComputeError(
+        f"const: {shown} is beyond {dtype} (largest {largest:.6g}), which would round it to "
+        "infinity; use a smaller value"
+        + (" or dtype float64" if math.isfinite(number) and dt.element(dtype) != "float64" else "")
+    )
 
 
 def _check_fits(n: int, dtype: str, where: str) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import os
 
 from lark import Lark, Tree
@@ -312,7 +313,17 @@ class _Eval:
 
     def number(self, node, tok):
         text = tok.value
-        return float(text) if any(c in text for c in ".eE") else int(text)
+        try:
+            value = float(text) if any(c in text for c in ".eE") else int(text)
+        except ValueError:  # more digits than Python converts (4300)
+            value = math.inf
+        if value == math.inf:  # 1e400: a literal beyond float64 (the dtype checks the rest)
+            shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+            raise self.prog.error(
+                f"the number {shown} is beyond every type (int64, float64); use a smaller value",
+                node,
+            )
+        return value
 
     def index(self, node, tok):
         if tok.value in self.env:
