@@ -553,7 +553,9 @@ def float_exprs(scope, bufs):
     ints = int_exprs(scope)
     leaves = [
         finite.map(E.FloatImm),
-        finite.map(lambda v: E.FloatImm(v, "float16")),
+        st.floats(allow_nan=False, allow_infinity=False, width=16).map(  # within float16
+            lambda v: E.FloatImm(v, "float16")
+        ),
         st.floats(allow_nan=False, width=64).map(lambda v: E.FloatImm(v, "float64")),
         st.builds(lambda a: E.Cast("float32", a), ints),
         st.builds(E.Load, st.sampled_from(bufs), ints),
@@ -781,6 +783,64 @@ ERRORS = [
     # a quoted name is a JSON string (the printer writes it with json.dumps)
     ('"s-\x01abc" x', 1, 1, "is not a JSON string (it holds a control character)"),
     ('A[0] = 0f\n"x\\q"[0] = 1f', 2, 1, "is not a JSON string (a backslash starts no JSON"),
+    # numbers beyond what their type holds (int64 at most): a ParseError, never an OverflowError
+    (
+        "func f(A: int32[10]) { for (i, 999999999999999999999999999999, 10) { A[i] = 1 } }",
+        1,
+        32,
+        "the integer 999999999999999999999999999999 is beyond int64",
+    ),
+    (
+        "func f(A: int32[10]) {\n  for (i, 9223372036854775808, 10) {\n    A[i] = 1\n  }\n}",
+        2,
+        11,
+        "the integer 9223372036854775808 is beyond int64",
+    ),
+    ("for (i, 0, 99999999999999999999) {\n}", 1, 12, "99999999999999999999 is beyond int64"),
+    (
+        "func f(A: int64[10]) { for (i, 0, 10) { A[i] = 99999999999999999999999999 } }",
+        1,
+        48,
+        "the integer 99999999999999999999999999 is beyond int64",
+    ),
+    ("A[0] = int32(3000000000)", 1, 8, "3000000000 does not fit in int32; write int64(3000000000)"),
+    ("A[0] = int32(-2147483649)", 1, 8, "-2147483649 does not fit in int32"),
+    ("A[0] = int64(9223372036854775808)", 1, 8, "the integer 9223372036854775808 is beyond"),
+    ("A[0] = (-1" + "0" * 5000 + ")", 1, 10, "the integer -10000000000000000000... (5001 digits)"),
+    (
+        "func f(A: float32[99999999999999999999999]) {\n}",
+        1,
+        19,
+        "the integer 99999999999999999999999 is beyond int64",
+    ),
+    (
+        "func f(A: float32[3037000500, 3037000500]) {\n}",
+        1,
+        19,
+        "argument 'A' has 9223372037000250000 elements, more than int64",
+    ),
+    (
+        "allocate X[float32 * 4294967296 * 4294967296], local\nX[0] = 0f",
+        1,
+        22,
+        "'X' has 18446744073709551616 elements, more than int64",
+    ),
+    (
+        "// attr [threadIdx.x] thread_extent = 99999999999999999999\nA[0] = 1f",
+        1,
+        39,
+        "the integer 99999999999999999999 is beyond int64",
+    ),
+    (
+        "for (i, int64(9223372036854775800), 100) {\n}",
+        1,
+        6,
+        "loop 'i' may run up to 9223372036854775899, past int64",
+    ),
+    ("A[0] = 1e39f", 1, 8, "1e39 is beyond float32 (largest 3.40282e+38)"),
+    ("A[0] = (-1e39f)", 1, 10, "-1e39 is beyond float32"),
+    ("A[0] = float16(65536)", 1, 8, "65536 is beyond float16 (largest 65504)"),
+    ("A[0] = float64(1e400)", 1, 8, "1e400 is beyond float64"),
 ]
 
 
@@ -789,6 +849,20 @@ def test_parse_error_message(text, line, column, message):
     e = _error(text)
     assert (e.line, e.column) == (line, column), str(e)
     assert message in e.message, str(e)
+
+
+def test_numbers_at_the_limits_of_their_types_parse():
+    text = (
+        "func f(A: int64[4], B: float32[4], C: float16[4]) {\n"
+        "  A[0] = int64(9223372036854775807)\n"
+        "  A[1] = int64(-9223372036854775808)\n"
+        "  A[2] = 2147483647 + (-2147483648)\n"
+        '  B[0] = 3.4e+38f + (-3.4e+38f) + float32("inf") + float32("-inf")\n'
+        "  C[0] = float16(65504) + float16(-65504)\n"
+        "}"
+    )
+    f = ts.parse_ir(text)
+    assert ts.parse_ir(f.script()).script() == f.script()
 
 
 def test_parse_error_is_a_tensorsched_error_with_position():

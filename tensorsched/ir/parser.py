@@ -34,9 +34,11 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import math
 import operator
 import os
 
+import numpy as np
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 from lark.lexer import PatternStr
@@ -307,6 +309,57 @@ class IRBuilder(Transformer):
         self.where[b] = self._pos(tok)
         return b
 
+    # ---- numbers: each within what its type holds
+
+    def _int(self, tok, text=None, sign=1):
+        """The integer ``tok`` spells (``text``: its digits where ``tok`` holds more), times
+        ``sign``; a ``ParseError`` at ``tok`` where it is beyond int64."""
+        text = tok.value if text is None else text
+        try:
+            n = sign * int(text)
+        except ValueError:  # more digits than Python converts (4300)
+            n = None
+        if n is None or not dt.fits(n, "int64"):
+            shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} digits)"
+            raise self.error(
+                f"the integer {'-' if sign < 0 else ''}{shown} is beyond int64, the widest "
+                f"integer type (up to {dt.INT64_MAX}); use a smaller value",
+                tok,
+            )
+        return n
+
+    def _size(self, toks, what):
+        """The dims ``toks`` of buffer ``what``, their product within int64."""
+        dims = tuple(self._int(d) for d in toks)
+        if math.prod(dims) > dt.INT64_MAX:
+            raise self.error(
+                f"{what} has {math.prod(dims)} elements, more than int64 (the widest index "
+                f"type) can count ({dt.INT64_MAX}); use a smaller shape",
+                toks[0],
+            )
+        return dims
+
+    def _int_imm(self, n, dtype, tok):
+        if not dt.fits(n, dtype):
+            hint = f"; write int64({n})" if dtype == "int32" else ""
+            raise self.error(f"{n} does not fit in {dtype}{hint}", tok)
+        return E.IntImm(n, dtype)
+
+    def _float_imm(self, text, dtype, tok):
+        value = float(text)  # the grammar's digits: always a float (1e400: inf)
+        numpy_type = dt.NUMPY[dt.element(dtype)]
+        with np.errstate(over="ignore"):
+            held = float(np.asarray(value, dtype=numpy_type))
+        if not math.isfinite(held):
+            shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+            raise self.error(
+                f"{shown} is beyond {dt.element(dtype)} (largest "
+                f"{float(np.finfo(numpy_type).max):.6g}), which would round it to infinity; "
+                f'use a smaller value (infinity is {dt.element(dtype)}("inf"))',
+                tok,
+            )
+        return E.FloatImm(value, dtype)
+
     # ---- top level
 
     def start(self, meta, children):
@@ -319,7 +372,7 @@ class IRBuilder(Transformer):
     def param(self, meta, children):
         name, dtype, *rest = children
         flag = rest.pop()
-        dims = tuple(int(d) for d in rest if d is not None)
+        dims = self._size([d for d in rest if d is not None], f"argument '{name.value}'")
         if flag is not None and flag.value != "image":
             raise self.error(f"unknown argument flag '{flag.value}'; the only one is 'image'", flag)
         return S.Buffer(name.value, self._dtype(dtype), dims, "global", flag is not None)
@@ -390,7 +443,9 @@ class IRBuilder(Transformer):
             raise self.error(
                 f"unknown memory scope '{scope_name}'; use one of {', '.join(S.SCOPES)}", scope
             )
-        buf = S.Buffer(name.value, self._dtype(dtype), tuple(int(d) for d in dims), scope_name)
+        buf = S.Buffer(
+            name.value, self._dtype(dtype), self._size(dims, f"'{name.value}'"), scope_name
+        )
         return S.Allocate(buf, body)
 
     def thread_extent(self, meta, children):
@@ -402,7 +457,8 @@ class IRBuilder(Transformer):
                 f"{', '.join(THREAD_TAGS)} (or [name: tag])",
                 tag or name,
             )
-        return S.ThreadExtent(self._placeholder_var(name), tag_name, int(extent), body)
+        n = self._int(extent)
+        return S.ThreadExtent(self._placeholder_var(name), tag_name, n, body)
 
     # ---- expressions
 
@@ -416,33 +472,34 @@ class IRBuilder(Transformer):
     def not_(self, meta, children):
         return E.Not(children[0])
 
-    def int_const(self, meta, children):
-        return E.IntImm(int(children[0]))
+    def int_const(self, meta, children, sign=1):
+        # a bare integer is of the index type: int32, which code generation widens to long
+        # where a loop or buffer passes it (the printer writes an extent of 2^33 bare)
+        (tok,) = children
+        return E.IntImm(self._int(tok, sign=sign))
 
-    def float_const(self, meta, children):
-        return E.FloatImm(float(children[0][:-1]))
+    def float_const(self, meta, children, sign=""):
+        (tok,) = children
+        return self._float_imm(sign + tok.value[:-1], "float32", tok)
 
     def neg_const(self, meta, children):
-        c = (
-            self.int_const(meta, children)
-            if children[0].type == "INT"
-            else self.float_const(meta, children)
-        )
-        return type(c)(-c.value, c.dtype)
+        if children[0].type == "INT":
+            return self.int_const(meta, children, sign=-1)
+        return self.float_const(meta, children, sign="-")
 
     def typed_const(self, meta, children):
         tok = children[0]
         dtype, _, value = tok.value.rstrip(")").partition("(")
         dtype = self._dtype(Token("NAME", dtype, line=tok.line, column=tok.column))
-        value = value.strip().strip('"')
+        value = value.strip()
         if dt.is_float(dtype):
-            return E.FloatImm(float(value), dtype)
-        try:
-            return E.IntImm(int(value), dtype)
-        except ValueError:
-            raise self.error(
-                f"{dtype} is an integer type; {value} is not an integer", tok
-            ) from None
+            if value.startswith('"'):  # float32("inf"), float32("nan")
+                return E.FloatImm(float(value.strip('"')), dtype)
+            return self._float_imm(value, dtype, tok)
+        if not value.lstrip("-").isdigit():
+            raise self.error(f"{dtype} is an integer type; {value} is not an integer", tok)
+        sign = -1 if value.startswith("-") else 1
+        return self._int_imm(self._int(tok, value.lstrip("-"), sign), dtype, tok)
 
     def true(self, meta, children):
         return E.TRUE
@@ -576,6 +633,12 @@ class _Resolve(Mutator):
         lo, ext = self.visit(f.min), self.visit(f.extent)
         (llo, lhi), (_, ehi) = bounds(lo, self.ranges), bounds(ext, self.ranges)
         rng = (llo, None if lhi is None or ehi is None else lhi + ehi - 1)
+        if rng[1] is not None and (ehi or 0) > 0 and not dt.fits(rng[1], "int64"):
+            raise self.error(
+                f"loop '{f.var.name}' may run up to {rng[1]}, past int64 (the widest index "
+                "type); use a smaller min or extent",
+                f.var,
+            )
         constant = isinstance(lo, E.IntImm) and isinstance(ext, E.IntImm)
         var, body = self._bind(
             f.var, rng, lambda: self.visit(f.body), None if constant else (lo, ext)
