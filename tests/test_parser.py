@@ -229,6 +229,8 @@ def test_bare_form_takes_its_arguments_and_never_guesses():
     [
         ([("A", 4)], "args[0] is ('A', 4); give a tensor"),
         ([("A", (0,), "float32")], "positive integer dims"),
+        ([("A", (2**70,), "float32")], "has 1180591620717411303424 elements, more than int64"),
+        ([("A", (2**40, 2**40), "float32")], "elements, more than int64"),
         ([("A", (4,), "floot32")], "a dtype such as 'float32'"),
         ([("A", 4, "float32"), ("A", 4, "float32")], "argument 'A' is declared twice"),
         ([("B", 4, "float32")], "buffer 'A' is neither an argument"),

@@ -862,6 +862,11 @@ def _arg_buffer(k: int, arg) -> S.Buffer:
             f"parse_ir: args[{k}] = {arg!r} is not (name, shape, dtype) with a str name, "
             "positive integer dims and a dtype such as 'float32'"
         )
+    if math.prod(dims) > dt.INT64_MAX:
+        raise ParseError(
+            f"parse_ir: args[{k}] '{name}' has {math.prod(dims)} elements, more than int64 (the "
+            f"widest index type) can count ({dt.INT64_MAX}); use a smaller shape"
+        )
     return S.Buffer(name, dtype, dims)
 
 
