@@ -307,6 +307,12 @@ def compute_language():
             ),
             ("an integer const that is not whole", 'ts.const(1.5, "int32")', C),
             ("an integer const that does not fit its dtype", 'ts.const(2**70, "int32")', C),
+            ("a float const its dtype would round to infinity", 'ts.const(1e39, "float32")', C),
+            (
+                "a Python integer beyond any float in an expression",
+                'A = ts.placeholder((5,), name="A")\nA[0] * 10**400',
+                C,
+            ),
             (
                 "a placeholder with more elements than int64 counts",
                 'ts.placeholder((2**32, 2**32), name="A")',
@@ -776,7 +782,7 @@ def tuner_command_line():
                 "an unknown epilogue",
                 'cli(["tune", "gemm", "--shape", "16,16,16", "--template", '
                 '"cpu", "--epilogue", "gelu"])',
-                ComputeError,
+                TaskError,
             ),
             (
                 "an unknown strategy",
@@ -979,6 +985,19 @@ def tuner_files():
                 'cli(["source", "--log", log, "--out", tmp + "/out"])',
                 UserWarning,
             ),
+            (
+                "a log record whose device_ms is an integer of 401 digits",
+                "import json\nbad = json.loads(good.splitlines()[0])\nbad['device_ms'] = 10**400\n"
+                'open(log, "a").write(json.dumps(bad) + "\\n")\nassert len(read_log(log)) == 2',
+                UserWarning,
+            ),
+            (
+                "a log record of a GEMM task with an expr (a task of its own otherwise)",
+                "import json\nbad = json.loads(good.splitlines()[0])\n"
+                "bad['task']['expr'] = 'os:system'\n"
+                'open(log, "a").write(json.dumps(bad) + "\\n")\nassert len(read_log(log)) == 2',
+                UserWarning,
+            ),
             ("a log path that is a folder", "read_log(tmp)", LogError),
             (
                 "a config value that is not a candidate of its knob",
@@ -989,6 +1008,12 @@ def tuner_files():
             (
                 "a logged task of an unknown template",
                 'from tensorsched.tune import Task\nTask.from_dict(dict(task, template="gone"))',
+                TaskError,
+            ),
+            (
+                "a logged task with an epilogue named twice",
+                "from tensorsched.tune import Task\n"
+                'Task.from_dict(dict(task, epilogue=["bias", "bias"]))',
                 TaskError,
             ),
         ],
@@ -1104,6 +1129,27 @@ def text_parsers():
                 "IR whose index takes too many points to prove",
                 'ts.parse_ir("func f(C: float32[6]) { for (i, 0, 3000) { for (j, 0, 2000) '
                 '{ C[(i*j) % 7] = 1f } } }")',
+                ParseError,
+            ),
+            (
+                "IR with a loop bound beyond int64",
+                'ts.parse_ir("func f(A: int32[10]) { for (i, 9223372036854775808, 10) '
+                '{ A[i] = 1 } }")',
+                ParseError,
+            ),
+            (
+                "IR with a float32 constant beyond float32",
+                'ts.parse_ir("A[0] = 1e39f")',
+                ParseError,
+            ),
+            (
+                "IR with a quoted name that is not a JSON string",
+                "ts.parse_ir('\"s-\\x01\" x')",
+                ParseError,
+            ),
+            (
+                "a tensor expression constant beyond float32",
+                'ts.parse_expr("C[i] = A[i] * 1" + "0" * 400, "i=4")',
                 ParseError,
             ),
             (
