@@ -22,9 +22,10 @@ from numpy.typing import NDArray
 
 from ..errors import TensorschedError
 from ..ops.conv2d import ConvShape
-from ..runtime.build import build
+from ..runtime.module import OpenCLModule
 from ..runtime.numerics import TOL, relative_error
 from ..runtime.table import format_table
+from ..schedules.lower import lower
 from ..tune.dispatch import apply_best, best_config
 from ..tune.task import Task
 from ..tune.tuner import tune
@@ -102,7 +103,7 @@ def compare(
             if cfg is None:
                 raise TensorschedError(f"no correct tensorsched kernel was found for {t}")
             s, args, _ = t.instantiate(cfg)
-            mod = build(s, args, target="opencl", device=device)
+            mod = OpenCLModule(lower(s, args), device=device)
             inputs = t.inputs(args)
             ref = t.reference(inputs)
             out = np.full(args[-1].shape, np.nan, np.float32)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import keyword
 import math
+from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import CodegenError, RuntimeCallError
 from ..ir import dtype as dt
+from ..ir.stmt import LoweredFunc
 from ..ir.visitor import Visitor
 from .c_like import Names
 
@@ -76,7 +78,7 @@ def _ix(i: int, n: int, name: str) -> int:
     )
 
 
-def run_generated(fn, func_name: str, arrays: list) -> None:
+def run_generated(fn: Callable[..., None], func_name: str, arrays: list) -> None:
     """Call the compiled ``fn`` on ``arrays``; what fails inside the generated code is a
     ``RuntimeCallError`` naming the function (or the ``TensorschedError`` it raised)."""
     try:
@@ -96,7 +98,7 @@ def run_generated(fn, func_name: str, arrays: list) -> None:
         ) from exc
 
 
-def run_lockstep(threads):
+def run_lockstep(threads: Iterable[Iterator[None]]) -> None:
     """Advance work-item generators together; each ``yield`` is a barrier."""
     active = list(threads)
     while active:
@@ -116,11 +118,13 @@ def run_lockstep(threads):
 
 
 class PythonEmitter:
-    def __init__(self, func):
+    """Prints a lowered function as Python over flat lists (one method per node kind)."""
+
+    def __init__(self, func: LoweredFunc) -> None:
         self.func = func
-        self.names = Names(keyword.kwlist + ["math", "run_lockstep"])
-        self.lines = []
-        self.sizes = {}
+        self.names = Names([*keyword.kwlist, "math", "run_lockstep"])
+        self.lines: list[str] = []
+        self.sizes: dict = {}
 
     def buf(self, b):
         self.sizes[b] = b.size
@@ -268,7 +272,7 @@ class PythonEmitter:
         loops = " ".join(f"for {self.var(v)} in range({n})" for v, n in threads)
         self.emit(f"run_lockstep([{gen} {loops}])" if loops else f"run_lockstep([{gen}])", ind)
 
-    def source(self):
+    def source(self) -> str:
         f = self.func
         self.stmt(f.body, 1)
         params = [self.buf(b) for b in f.args]
@@ -293,7 +297,7 @@ def _fdiv(a, b):
         return math.copysign(math.inf, a) if a else math.nan
 
 
-def compile_python(func):
+def compile_python(func: LoweredFunc) -> tuple[Callable[..., None], str]:
     """Compile a LoweredFunc to a Python function of flat lists; returns ``(fn, source)``."""
     em = PythonEmitter(func)
     src = em.source()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from ..codegen.python import compile_python, run_generated
 from ..errors import TensorschedError
 from ..ir import dtype as dt
 from ..ir.stmt import LoweredFunc
+from ..ir.tensor import Tensor
 from ..schedules.lower import lower
 from ..schedules.schedule import Schedule
 from .module import OpenCLModule, check_call_args
@@ -18,14 +22,15 @@ TARGETS = ("opencl", "python")
 class PythonModule:
     """A lowered function run by the Python backend (exact and slow: for tests and debugging)."""
 
-    def __init__(self, func):
+    def __init__(self, func: LoweredFunc) -> None:
         self.func = func
         self._fn, self._source = compile_python(func)
 
-    def get_source(self):
+    def get_source(self) -> str:
+        """The Python source the lowered function was compiled to."""
         return self._source
 
-    def __call__(self, *arrays):
+    def __call__(self, *arrays: Any) -> None:
         check_call_args(self.func, arrays)
         flat = [np.asarray(a).ravel().tolist() for a in arrays]
         run_generated(self._fn, self.func.name, flat)
@@ -38,7 +43,13 @@ class PythonModule:
                 )
 
 
-def build(sch, args=None, target="opencl", name="default_function", **options):
+def build(
+    sch: Schedule | LoweredFunc,
+    args: Sequence[Tensor] | None = None,
+    target: str = "opencl",
+    name: str = "default_function",
+    **options: Any,
+) -> PythonModule | OpenCLModule:
     """Compile a schedule with its argument tensors, or a lowered function, for ``target``.
 
     ``target="opencl"`` gives an OpenCL module (see ``tensorsched.runtime``); ``"python"`` runs
