@@ -316,18 +316,20 @@ def run_log_records(quick: bool, tmp: str) -> tuple[dict, list]:
 
     # all variants in one log, after the good record, through `tensorsched source`
     bad = [v for v in variants if not v[2]]  # the controls are valid, and faster: left out
-    for name, chosen in (
-        ("all", bad),
-        (
-            "without those read_log failed on",
-            [v for v in bad if v[0] not in {b[1] for b in bugs if b[0] == "read_log"}],
-        ),
-    ):
+    failed = {b[1] for b in bugs if b[0] == "read_log"}
+    runs = [("all", bad)]
+    if failed:  # past the lines read_log raises on, to see what source does with the rest
+        runs.append(("without those read_log failed on", [v for v in bad if v[0] not in failed]))
+    # valid records of two more tasks whose kernels must not share the good record's files,
+    # nor each other's (an expr task's text is not in a file name)
+    distinct = "3 distinct tasks"
+    runs.append((distinct, [(e, json.dumps(_expr_record(e)), True) for e in EXPR_TASKS]))
+    for k, (name, chosen) in enumerate(runs):
         counts[f"source log ({name}): lines"] = len(chosen) + 1
-        big = os.path.join(tmp, f"all_{len(chosen)}.jsonl")
+        big = os.path.join(tmp, f"all_{k}.jsonl")
         with open(big, "wb") as f:
             f.write(_bytes(good) + b"\n" + b"".join(_bytes(line) + b"\n" for _, line, _ in chosen))
-        out = os.path.join(tmp, f"kernels_{len(chosen)}")
+        out = os.path.join(tmp, f"kernels_{k}")
         p = subprocess.run(
             [
                 os.path.join(os.path.dirname(sys.executable), "tensorsched"),
@@ -361,10 +363,29 @@ def run_log_records(quick: bool, tmp: str) -> tuple[dict, list]:
                 else ""
             )
             bugs.append(("source", name, "", why))
+        if name == distinct and (p.returncode or len(metas) != 1 + len(EXPR_TASKS)):
+            bugs.append(("source", name, "", f"exit {p.returncode}, {len(metas)} kernels"))
         if "Traceback" in p.stderr:
             counts[f"source log ({name}): traceback"] = 1
             bugs.append(("source", name, big, p.stderr[-3000:]))
     return dict(counts), bugs
+
+
+EXPR_TASKS = ("B[i] = A[i] * 2.0", "B[i] = A[i] + 1.0")  # two valid expr tasks at i=16
+
+
+def _expr_record(expr: str) -> dict:
+    """A valid record of an expr task (the generic template's defaults) at i=16."""
+    task = dict(kind="expr", template="generic", shape=[], dtype="float32", epilogue=[])
+    return {
+        "task": dict(task, expr=expr, expr_shapes="i=16"),
+        "device": "cl / dev",
+        "config": {},
+        "status": "ok",
+        "device_ms": GOOD_MS,
+        "error": "",
+        "timestamp": 1.0,
+    }
 
 
 # ---------------------------------------------------------------------------- concurrent tuners

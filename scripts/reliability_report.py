@@ -296,6 +296,7 @@ def hostile_rows(res, cmd):
     g = log.get
     src = "source log (all)"
     rest = "source log (without those read_log failed on)"
+    three = "source log (3 distinct tasks)"
     n_parse = parsers.get("parse_ir inputs", 0) + parsers.get("parse_expr inputs", 0)
     return [
         (
@@ -305,10 +306,15 @@ def hostile_rows(res, cmd):
             "cut lines, garbage bytes)",
             f"{g('tried', 0)} tried: {g('skipped with a warning', 0)} skipped with a warning "
             f"naming the line, {g('uncaught', 0)} uncaught exceptions, {g('accepted', 0)} "
-            f"accepted, {g('winners over the good record', 0)} winners over the good record; "
+            f"accepted ({g('best of a task of their own', 0)} the best of a task of their "
+            f"own), {g('winners over the good record', 0)} winners over the good record; "
             f"{g('controls kept', 0)} of {g('controls', 0)} valid variants kept; "
             f"`tensorsched source` on all of them in one log: exit {g(src + ': exit')}, "
-            f"{g(src + ': kernels', 0)} kernels"
+            f"{g(src + ': kernels', 0)} kernels, {g(src + ': kernels of the good record', 0)} "
+            f"of the good record, {g(src + ': kernels written over another', 0)} written over "
+            f"another; with 2 valid expr tasks beside the good record: "
+            f"{g(three + ': kernels', 0)} kernels, "
+            f"{g(three + ': kernels written over another', 0)} written over another"
             + (
                 f" (without the {g('uncaught')} lines that raise: exit {g(rest + ': exit')}, "
                 f"{g(rest + ': kernels', 0)} kernels, {g(rest + ': kernels of the good record')}"
@@ -383,6 +389,8 @@ def merge(old, rows, fault_rows, hostile, failures, args):
     lines = [ln for ln in lines if not ln.startswith("Rows of the steps ")]
     table = next(k for k, ln in enumerate(lines) if ln.startswith("| measure |"))
     lines[table - 1 : table - 1] = ["", f"Rows of the steps {args.only} rerun on {when}."]
+    # one blank line between paragraphs (the note replaced above leaves its own behind)
+    lines = [ln for k, ln in enumerate(lines) if ln.strip() or not k or lines[k - 1].strip()]
     sections = [s for s in sections if not s.startswith("## FAILURES")]
     if fault_rows is not None:
         sections = [
