@@ -65,6 +65,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -83,6 +84,7 @@ from tensorsched.runtime.device import DeviceLimits, current_device, set_device
 from tensorsched.runtime.numerics import TOL, random_array, relative_error
 from tensorsched.runtime.table import format_table
 from tensorsched.tune.log import read_log
+from tensorsched.tune.model import past_records, predict_config
 from tensorsched.tune.task import Task
 from tensorsched.tune.tuner import tune
 
@@ -370,6 +372,14 @@ def measure_tensorsched(wl, template, log_path, inputs, ref, opts):
     task = wl.task(template)
     rec, s, args, stale = best_buildable(task, log_path)
     stale_note = f" ({stale} faster logged configs no longer fit the template)" if stale else ""
+    label = template
+    if rec is None and opts.predict:  # no tuning: the config the other logs predict
+        device = DeviceLimits.of().name
+        others = [t for t in opts.transfer if os.path.abspath(t) != os.path.abspath(log_path)]
+        config = predict_config(task, past_records(task, device, None, others), DeviceLimits.of())
+        if config is not None:
+            s, args, _ = task.instantiate(config)
+            rec, label = SimpleNamespace(config=config), f"{template} predicted, untuned"
     if rec is None:
         return Result(
             note=f"no correct trial of {template} on this device in "
@@ -381,7 +391,7 @@ def measure_tensorsched(wl, template, log_path, inputs, ref, opts):
     out = np.full(wl.out_shape, np.nan, np.float32)
     mod(*inputs, out)
     res = Result(
-        error=relative_error(out, ref), note=f"{template} {fmt_config(rec.config)}{stale_note}"
+        error=relative_error(out, ref), note=f"{label} {fmt_config(rec.config)}{stale_note}"
     )
     if res.checked:  # time on device arrays: no transfers in the loop
         q = current_device().queue
@@ -804,6 +814,12 @@ def parse_args(argv):
         default="model",
         choices=("model", "random", "grid"),
         help="tuning: search strategy (default model)",
+    )
+    p.add_argument(
+        "--predict",
+        action="store_true",
+        help="where a log has no trial, measure the config that the --transfer logs and the "
+        "shipped logs predict for the shape (ts.tune.instantiate's choice), without tuning",
     )
     p.add_argument("--time", help="tuning: at most this long per workload (e.g. 2m)")
     p.add_argument(

@@ -90,7 +90,7 @@ def device_slug(device: str) -> str:
 
 def shipped_logs(device: str, folder: str | None = None) -> list[str]:
     """The package's logs for ``device``: ``logs/<device slug>.jsonl`` and
-    ``logs/<device slug>/*.jsonl`` (none are shipped for GPUs yet)."""
+    ``logs/<device slug>/*.jsonl`` (the H200 through NVIDIA's OpenCL is shipped)."""
     folder = folder or LOGS_DIR
     slug = device_slug(device)
     out = []
