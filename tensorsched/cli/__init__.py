@@ -24,7 +24,8 @@ from typing import Any
 
 import platformdirs
 
-from ..baselines.compare import compare, plot, print_table
+from ..baselines.compare import compare, plot
+from ..baselines.compare import print_table as print_comparison
 from ..codegen.opencl import emit_opencl
 from ..errors import TensorschedError
 from ..ir.te_text import parse_expr
@@ -33,6 +34,7 @@ from ..ops.space import Config
 from ..ops.templates.generic import generic as generic_template
 from ..runtime.device import all_devices, current_device, find_device
 from ..runtime.peak import measure_bandwidth, measure_compute
+from ..runtime.table import print_table
 from ..schedules.lower import lower
 from ..schedules.schedule import create_schedule
 from ..tune.log import best_records, read_log
@@ -102,7 +104,7 @@ def cmd_devices(args: argparse.Namespace) -> None:
         "images",
         "probe builds",
     ]
-    _table(head, rows)
+    print_table(head, rows)
     print("\nchoose one with TS_DEVICE=<id> or TS_DEVICE=<part of its name>")
 
 
@@ -114,7 +116,7 @@ def cmd_peak(args: argparse.Namespace) -> None:
         measure_bandwidth(dev, repeat=args.repeat)
     ]:
         rows.append([r.what, f"{r.value:.1f} {r.unit}", "ok" if r.checked else "WRONG RESULT"])
-    _table(["kernel", "median", "result check"], rows)
+    print_table(["kernel", "median", "result check"], rows)
 
 
 def _parse_ints(text: str, what: str) -> tuple[int, ...]:
@@ -291,7 +293,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
             f"{res.on_device / res.seconds * 60 if res.seconds else 0:.1f}/min)"
         )
     print()
-    _table(["task", "best GFLOP/s", "device ms", "best config", "trials", "configs/min"], rows)
+    print_table(["task", "best GFLOP/s", "device ms", "best config", "trials", "configs/min"], rows)
     print(f"\nlog: {os.path.abspath(log)}")
 
 
@@ -317,7 +319,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
         acl_config_lists=None if args.acl_full else SMALL_ACL_LISTS,
     )
     dev = find_device(args.device) if args.device else current_device()
-    print_table(rows, dev.name)
+    print_comparison(rows, dev.name)
     print(f"\nlogs: {os.path.abspath(log)} (tensorsched), {os.path.abspath(acl_dir)} (ACL-style)")
     if args.plot:
         plot(rows, args.plot)
@@ -467,15 +469,6 @@ def cmd_ir(args: argparse.Namespace) -> None:
         print(emit_opencl(func).text)
     else:
         print(func.script() if args.func else func)
-
-
-def _table(head: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    fmt = " | ".join(f"{{:<{w}}}" for w in widths)
-    print(fmt.format(*head))
-    print("-+-".join("-" * w for w in widths))
-    for r in rows:
-        print(fmt.format(*r))
 
 
 def positive_int(text: str) -> int:
