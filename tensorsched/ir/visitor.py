@@ -94,11 +94,13 @@ class Visitor(_Dispatch):
 class Mutator(_Dispatch):
     """Rebuilds trees; the default keeps a node when none of its children changed."""
 
+    _children = _CHILDREN  # the fields the default walks, per node class
+
     def generic_visit(self, node: Any) -> Any:
         cls = type(node)
         changes = None
         visit = self.visit
-        for f in _CHILDREN[cls]:
+        for f in self._children[cls]:
             v = getattr(node, f)
             if v.__class__ is tuple:
                 nv = tuple([visit(x) for x in v])
@@ -125,25 +127,7 @@ class StmtMutator(Mutator):
     """A mutator of statements only: its default walks the statements inside a statement and
     never enters an expression (a pass that moves, copies or drops statements)."""
 
-    def generic_visit(self, node: Any) -> Any:
-        cls = type(node)
-        changes = None
-        visit = self.visit
-        for f in _STMT_CHILDREN[cls]:
-            v = getattr(node, f)
-            if v.__class__ is tuple:
-                nv = tuple([visit(x) for x in v])
-                if any(a is not b for a, b in zip(nv, v)):
-                    changes = {**(changes or {}), f: nv}
-            elif v is not None:
-                nv = visit(v)
-                if nv is not v:
-                    changes = {**(changes or {}), f: nv}
-        if changes is None:
-            return node
-        if cls is S.Seq:
-            return S.seq(*changes["stmts"])
-        return cls(*[changes[f] if f in changes else getattr(node, f) for f in _INIT[cls]])
+    _children = _STMT_CHILDREN
 
 
 class Substitute(Mutator):
