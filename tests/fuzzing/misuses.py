@@ -490,14 +490,7 @@ MISUSES = {
 
 def illegal_steps(live):
     """The steps of one misuse, drawn among those that apply (``MISUSES``)."""
-    names = list(MISUSES)
-    while names:
-        name = live.choose(names)
-        steps = MISUSES[name](live)
-        if steps is not None:
-            return steps
-        names.remove(name)
-    return None
+    return legal.draw_steps(live, MISUSES)
 
 
 def random_step(live):

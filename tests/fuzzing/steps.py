@@ -546,16 +546,22 @@ LEGAL_STEPS = {
 }
 
 
-def legal_step(live):
-    """The steps of one legal move, drawn among those that apply (``LEGAL_STEPS``)."""
-    names = list(LEGAL_STEPS)
+def draw_steps(live, table):
+    """The steps of one entry of ``table`` (name -> step function returning steps, or None
+    where it does not apply), drawn among those that apply."""
+    names = list(table)
     while names:
         name = live.choose(names)
-        steps = LEGAL_STEPS[name](live)
+        steps = table[name](live)
         if steps is not None:
             return steps
         names.remove(name)
     return None
+
+
+def legal_step(live):
+    """The steps of one legal move, drawn among those that apply (``LEGAL_STEPS``)."""
+    return draw_steps(live, LEGAL_STEPS)
 
 
 def fill_new_tiles(live):
