@@ -1,14 +1,31 @@
-"""Elementwise epilogues (seed 002): bias add, ReLU, sigmoid. Each is its own compute stage;
-a schedule template fuses it into the GEMM or conv that feeds it."""
+"""Elementwise operators and epilogues, and softmax, with their numpy references.
+
+Elementwise: ``bias_add``, ``relu``, ``relu6`` (clip to 0..6), ``clip(lo, hi)``, ``sigmoid``,
+``add(a, b)`` (numpy broadcasting). ``softmax(data, axis=-1)`` is numerically stable: stages
+``softmax_max`` (the max along ``axis``), ``softmax_exp`` (``exp(x - max)``, meant to be
+inlined), ``softmax_sum`` and the output ``softmax`` (``exp / sum``).
+
+Epilogues (seed 002): ``epilogue(out, kinds, bias_axis)`` applies a chain of elementwise
+stages named by ``EPILOGUE_KINDS`` to the output of a GEMM, conv, depthwise conv or dense and
+returns ``(last stage, [extra inputs in chain order])``: ``"bias"`` adds a 1-d placeholder
+``bias`` along ``bias_axis`` (1 for NCHW and for dense), ``"relu"`` / ``"relu6"`` /
+``"sigmoid"`` apply the function, ``"add"`` adds a placeholder ``residual`` of the output's own
+shape (ResNet's shortcut). Each is its own compute stage; a schedule template inlines the chain
+into the stage that writes the output. ``epilogue_ref`` applies the same chain in numpy.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import ComputeError
 from ..ir import intrin as I
 from ..ir.expr import const
-from ..ir.tensor import Tensor, compute, placeholder
+from ..ir.tensor import Tensor, compute, placeholder, reduce_axis
 
 
 def bias_add(
@@ -37,20 +54,124 @@ def sigmoid(data: Tensor, name: str = "sigmoid") -> Tensor:
     return compute(data.shape, lambda *i: I.sigmoid(data[i]), name=name, tag="elemwise")
 
 
-EPILOGUES = {"relu": relu, "sigmoid": sigmoid}
+def clip(data: Tensor, lo: float, hi: float, name: str = "clip") -> Tensor:
+    """``data`` clamped to ``[lo, hi]`` (ONNX's ``Clip``)."""
+    if not isinstance(data, Tensor):
+        raise ComputeError(f"{name}: expected a tensor, got {data!r}")
+    if not lo <= hi:
+        raise ComputeError(f"{name}: the lower bound {lo} is above the upper bound {hi}")
+    low, high = const(lo, data.dtype), const(hi, data.dtype)
+    return compute(
+        data.shape, lambda *i: I.min(I.max(data[i], low), high), name=name, tag="elemwise"
+    )
+
+
+def relu6(data: Tensor, name: str = "relu6") -> Tensor:
+    """``min(max(data, 0), 6)`` (MobileNet's activation)."""
+    return clip(data, 0.0, 6.0, name=name)
+
+
+def broadcast_shape(a: Sequence[int], b: Sequence[int], where: str = "add") -> tuple[int, ...]:
+    """numpy's broadcast of two shapes, or a ``ComputeError`` naming both."""
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    if any(x != y and 1 not in (x, y) for x, y in zip(pa, pb)):
+        raise ComputeError(
+            f"{where}: shapes {tuple(a)} and {tuple(b)} do not broadcast (numpy's rule)"
+        )
+    return tuple(max(x, y) for x, y in zip(pa, pb))
+
+
+def _broadcast_load(t: Tensor, idx: Sequence[Any]) -> Any:
+    """``t`` read at the output index ``idx``: dims aligned on the right, size-1 dims at 0."""
+    own = idx[len(idx) - t.ndim :]
+    return t[tuple(0 if d == 1 else i for i, d in zip(own, t.shape))]
+
+
+def add(a: Tensor, b: Tensor, name: str = "add") -> Tensor:
+    """``a + b`` with numpy broadcasting."""
+    for t in (a, b):
+        if not isinstance(t, Tensor):
+            raise ComputeError(f"{name}: both operands must be tensors, got {t!r}")
+    shape = broadcast_shape(a.shape, b.shape, name)
+    return compute(
+        shape, lambda *i: _broadcast_load(a, i) + _broadcast_load(b, i), name=name, tag="elemwise"
+    )
+
+
+def softmax(data: Tensor, axis: int = -1, name: str = "softmax") -> Tensor:
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis``."""
+    if not isinstance(data, Tensor):
+        raise ComputeError(f"{name}: expected a tensor, got {data!r}")
+    if not isinstance(axis, int) or not -data.ndim <= axis < data.ndim:
+        raise ComputeError(f"{name}: axis {axis!r} is not an axis of '{data.name}' {data.shape}")
+    axis %= data.ndim
+    rest = data.shape[:axis] + data.shape[axis + 1 :] or (1,)
+    n = data.shape[axis]
+
+    def at(idx: Sequence[Any], k: Any) -> tuple[Any, ...]:
+        return (*idx[:axis], k, *idx[axis:]) if data.ndim > 1 else (k,)
+
+    def row(idx: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(idx[:axis]) + tuple(idx[axis + 1 :]) if data.ndim > 1 else (0,)
+
+    k1 = reduce_axis((0, n), name="k")
+    mx = compute(rest, lambda *i: I.max(data[at(i, k1)], axis=k1), name=f"{name}_max")
+    ex = compute(data.shape, lambda *i: I.exp(data[i] - mx[row(i)]), name=f"{name}_exp")
+    k2 = reduce_axis((0, n), name="k")
+    total = compute(rest, lambda *i: I.sum(ex[at(i, k2)], axis=k2), name=f"{name}_sum")
+    return compute(data.shape, lambda *i: ex[i] / total[row(i)], name=name, tag="softmax")
+
+
+def softmax_ref(x: NDArray[Any], axis: int = -1) -> NDArray[np.float64]:
+    x = np.asarray(x, np.float64)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+EPILOGUES = {"relu": relu, "sigmoid": sigmoid, "relu6": relu6}
+EPILOGUE_KINDS = ("bias", "relu", "sigmoid", "relu6", "add")
 
 
 def epilogue(
     data: Tensor, kinds: Sequence[str], bias_axis: int = -1
 ) -> tuple[Tensor, list[Tensor]]:
-    """Apply a chain like ``("bias", "relu")`` to ``data``; returns ``(out, extra_inputs)``."""
+    """Apply a chain like ``("bias", "relu")`` to ``data``; returns ``(out, extra_inputs)``:
+    a placeholder ``bias`` for ``"bias"``, ``residual`` (``data``'s shape) for ``"add"``."""
     out, extra = data, list[Tensor]()
     for kind in kinds:
         if kind == "bias":
             out, b = bias_add(out, axis=bias_axis)
             extra.append(b)
+        elif kind == "add":
+            r = placeholder(data.shape, data.dtype, name="residual")
+            out = add(out, r, name="residual_add")
+            extra.append(r)
         elif kind in EPILOGUES:
             out = EPILOGUES[kind](out)
         else:
-            raise ComputeError(f"unknown epilogue '{kind}'; use bias, relu or sigmoid")
+            raise ComputeError(f"unknown epilogue '{kind}'; use {', '.join(EPILOGUE_KINDS)}")
     return out, extra
+
+
+def epilogue_ref(
+    ref: NDArray[Any], kinds: Sequence[str], extra: Sequence[NDArray[Any]], bias_axis: int = -1
+) -> NDArray[np.float64]:
+    """``epilogue``'s chain in numpy: ``extra`` holds its inputs in chain order."""
+    out, it = np.asarray(ref, np.float64), iter(extra)
+    for kind in kinds:
+        if kind == "bias":
+            shape = [1] * out.ndim
+            shape[bias_axis] = -1
+            out = out + np.asarray(next(it), np.float64).reshape(shape)
+        elif kind == "add":
+            out = out + np.asarray(next(it), np.float64)
+        elif kind == "relu":
+            out = np.maximum(out, 0)
+        elif kind == "relu6":
+            out = np.clip(out, 0, 6)
+        elif kind == "sigmoid":
+            out = 1 / (1 + np.exp(-out))
+        else:
+            raise ComputeError(f"unknown epilogue '{kind}'; use {', '.join(EPILOGUE_KINDS)}")
+    return out

@@ -22,7 +22,7 @@ from ..ir.dtype import SCALAR_TYPES
 from ..ir.te_text import parse_expr
 from ..ir.tensor import PlaceholderOp
 from ..ops.conv2d import ConvShape, conv2d_ref
-from ..ops.nn import EPILOGUES
+from ..ops.nn import EPILOGUE_KINDS, epilogue_ref
 from ..ops.space import Config
 from ..ops.templates import KINDS, Template, templates_of
 from ..runtime.build import build
@@ -40,7 +40,7 @@ def _is_int(x: object) -> bool:
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
-EPILOGUE_NAMES = ("bias", *EPILOGUES)  # what ops.nn.epilogue applies
+EPILOGUE_NAMES = EPILOGUE_KINDS  # what ops.nn.epilogue applies
 
 
 def _check_epilogue(epilogue: Any) -> None:
@@ -215,18 +215,7 @@ class Task:
         else:
             sh = ConvShape(*self.shape)
             ref, axis = conv2d_ref(x[0], x[1], sh.stride, sh.pad), 1
-        extra = iter(x[2:])
-        for kind in self.epilogue:
-            if kind == "bias":
-                bias = next(extra)
-                shape = [1] * ref.ndim
-                shape[axis] = -1
-                ref = ref + bias.reshape(shape)
-            elif kind == "relu":
-                ref = np.maximum(ref, 0)
-            elif kind == "sigmoid":
-                ref = 1 / (1 + np.exp(-ref))
-        return ref
+        return epilogue_ref(ref, self.epilogue, x[2:], axis)
 
 
 PYTHON_REFERENCE_LIMIT = 2_000_000  # loop iterations the exact Python backend may run
