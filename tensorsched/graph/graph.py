@@ -1,0 +1,592 @@
+"""A network as a graph of operator nodes (networkx ``DiGraph``), built by a small Python API.
+
+A ``Graph`` holds named tensors (``TensorInfo``: shape and dtype), constant tensors (numpy
+arrays, the weights) and ``Node``s, each one operator with its input and output tensor names
+and attributes. The ``DiGraph`` has one vertex per node, keyed by node name, and an edge from
+a node to each node that reads its output (the edge's ``tensor`` says which). Every node's
+output shape is inferred when it is added (``infer_shape``), so a malformed network is refused
+at the node that makes it so.
+
+    g = Graph("tiny")
+    x = g.input("x", (1, 3, 32, 32))
+    y = g.conv2d(x, g.constant("w", w), strides=1, pads=1)
+    y = g.relu(g.batch_norm(y, *bn_params))
+    g.output(g.dense(g.flatten(g.global_avg_pool2d(y)), g.constant("fc", fc)))
+
+Operators (``OPS``): conv2d (with groups), batch_norm, relu, clip, add (numpy broadcasting),
+max_pool2d, avg_pool2d, global_avg_pool2d, dense, flatten, reshape, softmax, concat. After the
+fusion pass a conv2d or dense node also carries an ``epilogue``: a tuple of steps applied to
+its output in order, ``("bias",)``, ``("add",)`` (a residual tensor of the output's shape),
+``("relu",)`` and ``("clip", lo, hi)``; the bias and residual tensors are extra inputs of the
+node, after the weight, in the order their steps come.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from ..errors import TensorschedError
+
+DTYPES = ("float32",)
+MAX_ELEMENTS = 2**31 - 1  # a tensor's elements are indexed with 32-bit int
+MAX_RANK = 8
+
+
+class GraphError(TensorschedError):
+    """A network is malformed: an unknown tensor, a shape that does not fit its operator, a bad
+    attribute. The message names the node and what to change."""
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(self.dtype).itemsize
+
+
+@dataclass
+class Node:
+    """One operator: ``op`` reads ``inputs`` (tensor names) and writes the tensor ``output``."""
+
+    name: str
+    op: str
+    inputs: list[str]
+    output: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def epilogue(self) -> tuple[tuple[Any, ...], ...]:
+        return tuple(self.attrs.get("epilogue", ()))
+
+
+def _pair(v: int | Sequence[int], what: str, node: str) -> tuple[int, int]:
+    t = (v, v) if isinstance(v, (int, np.integer)) else tuple(v)
+    if len(t) != 2 or not all(isinstance(x, (int, np.integer)) for x in t):
+        raise GraphError(f"node '{node}': {what} must be an int or two ints, got {v!r}")
+    return int(t[0]), int(t[1])
+
+
+def _pads(v: int | Sequence[int], node: str) -> tuple[int, int, int, int]:
+    """``(top, left, bottom, right)`` from an int, (h, w) or four ints (ONNX's order)."""
+    if isinstance(v, (int, np.integer)):
+        n = int(v)
+        return (n, n, n, n)
+    t = tuple(int(x) for x in v)
+    if len(t) == 2:
+        return (t[0], t[1], t[0], t[1])
+    if len(t) != 4:
+        raise GraphError(f"node '{node}': pads must be 1, 2 or 4 ints, got {v!r}")
+    return (t[0], t[1], t[2], t[3])
+
+
+def pooled_size(size: int, k: int, s: int, before: int, after: int, ceil: bool = False) -> int:
+    span = size + before + after - k
+    return (-(-span // s) if ceil else span // s) + 1
+
+
+def broadcast_shape(a: Sequence[int], b: Sequence[int], node: str) -> tuple[int, ...]:
+    """numpy's broadcast of two shapes, or a ``GraphError`` naming the node."""
+    try:
+        return tuple(int(x) for x in np.broadcast_shapes(tuple(a), tuple(b)))
+    except ValueError:
+        raise GraphError(
+            f"node '{node}': shapes {tuple(a)} and {tuple(b)} do not broadcast"
+        ) from None
+
+
+class Graph:
+    """A network: tensors, constants and operator nodes (see the module docstring)."""
+
+    def __init__(self, name: str = "net") -> None:
+        self.name = name
+        self.dag = nx.DiGraph()
+        self.nodes: dict[str, Node] = {}  # in insertion order
+        self.tensors: dict[str, TensorInfo] = {}
+        self.constants: dict[str, np.ndarray] = {}
+        self.producer: dict[str, str] = {}  # tensor -> node writing it
+        self.inputs: list[str] = []
+        self.outputs: list[str] = []
+        self.plan: Any = None  # a passes.MemoryPlan once plan_memory has run
+
+    # ---- building
+
+    def _fresh(self, base: str) -> str:
+        name, i = base, 1
+        while name in self.tensors or name in self.nodes:
+            name, i = f"{base}_{i}", i + 1
+        return name
+
+    def _check_new_tensor(self, name: str, shape: Sequence[int], dtype: str) -> TensorInfo:
+        if not isinstance(name, str) or not name:
+            raise GraphError(f"a tensor name must be non-empty text, got {name!r}")
+        if name in self.tensors:
+            raise GraphError(f"tensor '{name}' is defined twice; give each tensor its own name")
+        if dtype not in DTYPES:
+            raise GraphError(f"tensor '{name}': dtype {dtype!r}; supported: {', '.join(DTYPES)}")
+        if len(shape) > MAX_RANK or not all(
+            isinstance(d, (int, np.integer)) and 0 < d <= MAX_ELEMENTS for d in shape
+        ):
+            raise GraphError(
+                f"tensor '{name}': shape {tuple(shape)!r} must be at most {MAX_RANK} positive ints"
+            )
+        info = TensorInfo(tuple(int(d) for d in shape), dtype)
+        if info.size > MAX_ELEMENTS:
+            raise GraphError(
+                f"tensor '{name}': shape {info.shape} has {info.size} elements, more than "
+                f"{MAX_ELEMENTS}"
+            )
+        return info
+
+    def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> str:
+        """Declare a network input; returns its tensor name."""
+        self.tensors[name] = self._check_new_tensor(name, shape, dtype)
+        self.inputs.append(name)
+        return name
+
+    def constant(self, name: str, value: Any) -> str:
+        """A constant tensor (a weight) holding ``value`` as float32; returns its name."""
+        arr = np.ascontiguousarray(np.asarray(value, dtype=np.float32))
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        self.tensors[name] = self._check_new_tensor(name, arr.shape, "float32")
+        self.constants[name] = arr
+        return name
+
+    def output(self, *names: str) -> None:
+        """Mark tensors as the network's outputs."""
+        for n in names:
+            if n not in self.tensors:
+                raise GraphError(f"output '{n}' is not a tensor of the graph")
+            self.outputs.append(n)
+
+    def add_node(
+        self,
+        op: str,
+        inputs: Sequence[str],
+        attrs: dict[str, Any] | None = None,
+        name: str | None = None,
+        output: str | None = None,
+    ) -> str:
+        """Add operator ``op`` reading ``inputs``; its output shape is inferred. Returns the
+        output tensor's name."""
+        if op not in OPS:
+            raise GraphError(f"unknown operator '{op}'; supported: {', '.join(sorted(OPS))}")
+        name = name or self._fresh(op)
+        if name in self.nodes:
+            raise GraphError(f"node '{name}' is defined twice; give each node its own name")
+        for t in inputs:
+            if t not in self.tensors:
+                raise GraphError(f"node '{name}' ({op}) reads '{t}', which no node defines")
+        node = Node(name, op, list(inputs), "", dict(attrs or {}))
+        info = infer_shape(self, node)
+        out = output or self._fresh(name if name not in self.tensors else f"{name}_out")
+        self.tensors[out] = self._check_new_tensor(out, info.shape, info.dtype)
+        node.output = out
+        self._insert(node)
+        return out
+
+    def _insert(self, node: Node) -> None:
+        self.nodes[node.name] = node
+        self.producer[node.output] = node.name
+        self.dag.add_node(node.name)
+        for t in node.inputs:
+            if t in self.producer and self.producer[t] != node.name:
+                self.dag.add_edge(self.producer[t], node.name, tensor=t)
+
+    # the operators, by name
+    def conv2d(
+        self,
+        x: str,
+        w: str,
+        b: str | None = None,
+        strides: int | Sequence[int] = 1,
+        pads: int | Sequence[int] = 0,
+        groups: int = 1,
+        name: str | None = None,
+    ) -> str:
+        attrs = {"strides": strides, "pads": pads, "groups": groups}
+        return self.add_node("conv2d", [x, w] + ([b] if b else []), attrs, name)
+
+    def batch_norm(
+        self,
+        x: str,
+        scale: str,
+        bias: str,
+        mean: str,
+        var: str,
+        epsilon: float = 1e-5,
+        name: str | None = None,
+    ) -> str:
+        return self.add_node("batch_norm", [x, scale, bias, mean, var], {"epsilon": epsilon}, name)
+
+    def relu(self, x: str, name: str | None = None) -> str:
+        return self.add_node("relu", [x], {}, name)
+
+    def clip(self, x: str, lo: float = 0.0, hi: float = 6.0, name: str | None = None) -> str:
+        return self.add_node("clip", [x], {"min": float(lo), "max": float(hi)}, name)
+
+    def add(self, a: str, b: str, name: str | None = None) -> str:
+        return self.add_node("add", [a, b], {}, name)
+
+    def max_pool2d(
+        self, x: str, kernel: int | Sequence[int], strides: int | Sequence[int] = 1,
+        pads: int | Sequence[int] = 0, name: str | None = None,
+    ) -> str:  # fmt: skip
+        return self.add_node(
+            "max_pool2d", [x], {"kernel": kernel, "strides": strides, "pads": pads}, name
+        )
+
+    def avg_pool2d(
+        self, x: str, kernel: int | Sequence[int], strides: int | Sequence[int] = 1,
+        pads: int | Sequence[int] = 0, count_include_pad: bool = False, name: str | None = None,
+    ) -> str:  # fmt: skip
+        attrs = {
+            "kernel": kernel, "strides": strides, "pads": pads,
+            "count_include_pad": bool(count_include_pad),
+        }  # fmt: skip
+        return self.add_node("avg_pool2d", [x], attrs, name)
+
+    def global_avg_pool2d(self, x: str, name: str | None = None) -> str:
+        return self.add_node("global_avg_pool2d", [x], {}, name)
+
+    def dense(self, x: str, w: str, b: str | None = None, name: str | None = None) -> str:
+        """``x @ w.T (+ b)`` with ``x`` (N, K) and ``w`` (O, K)."""
+        return self.add_node("dense", [x, w] + ([b] if b else []), {}, name)
+
+    def flatten(self, x: str, axis: int = 1, name: str | None = None) -> str:
+        return self.add_node("flatten", [x], {"axis": axis}, name)
+
+    def reshape(self, x: str, shape: Sequence[int], name: str | None = None) -> str:
+        return self.add_node("reshape", [x], {"shape": tuple(int(s) for s in shape)}, name)
+
+    def softmax(self, x: str, axis: int = -1, name: str | None = None) -> str:
+        return self.add_node("softmax", [x], {"axis": axis}, name)
+
+    def concat(self, xs: Sequence[str], axis: int = 1, name: str | None = None) -> str:
+        return self.add_node("concat", list(xs), {"axis": axis}, name)
+
+    # ---- reading
+
+    def topo_nodes(self) -> list[Node]:
+        """The nodes in a topological order (insertion order among independent nodes)."""
+        index = {n: i for i, n in enumerate(self.nodes)}
+        return [self.nodes[n] for n in nx.lexicographical_topological_sort(self.dag, key=index.get)]
+
+    def consumers(self, tensor: str) -> list[Node]:
+        return [n for n in self.nodes.values() if tensor in n.inputs]
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.topo_nodes())
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def op_counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for n in self.nodes.values():
+            out[n.op] = out.get(n.op, 0) + 1
+        return out
+
+    # ---- editing (for passes)
+
+    def remove_node(self, name: str) -> None:
+        node = self.nodes.pop(name)
+        self.dag.remove_node(name)
+        if self.producer.get(node.output) == name:
+            del self.producer[node.output]
+
+    def replace_node(self, node: Node) -> None:
+        """Put ``node`` in place of the node of the same name (inputs may have changed)."""
+        self.dag.remove_node(node.name)
+        self.nodes[node.name] = node
+        self.producer[node.output] = node.name
+        self.dag.add_node(node.name)
+        for t in node.inputs:
+            if t in self.producer:
+                self.dag.add_edge(self.producer[t], node.name, tensor=t)
+        for c in self.consumers(node.output):
+            self.dag.add_edge(node.name, c.name, tensor=node.output)
+
+    def rename_uses(self, old: str, new: str) -> None:
+        """Every reader of tensor ``old`` (and the outputs list) reads ``new`` instead."""
+        for n in list(self.nodes.values()):
+            if old in n.inputs:
+                n.inputs = [new if t == old else t for t in n.inputs]
+                self.replace_node(n)
+        self.outputs = [new if t == old else t for t in self.outputs]
+
+    def prune(self) -> None:
+        """Drop nodes and constants that no output depends on."""
+        live = set(self.outputs)
+        for node in reversed(self.topo_nodes()):
+            if node.output in live:
+                live.update(node.inputs)
+            else:
+                self.remove_node(node.name)
+        for t in list(self.tensors):
+            if t not in live and t not in self.inputs and t not in self.producer:
+                self.tensors.pop(t)
+                self.constants.pop(t, None)
+
+    def copy(self) -> Graph:
+        g = Graph(self.name)
+        g.dag = self.dag.copy()
+        g.nodes = {k: Node(n.name, n.op, list(n.inputs), n.output, dict(n.attrs))
+                   for k, n in self.nodes.items()}  # fmt: skip
+        g.tensors = dict(self.tensors)
+        g.constants = dict(self.constants)
+        g.producer = dict(self.producer)
+        g.inputs, g.outputs = list(self.inputs), list(self.outputs)
+        return g
+
+    def summary(self) -> str:
+        lines = [f"graph '{self.name}': {len(self.nodes)} nodes, {len(self.constants)} constants"]
+        for n in self.topo_nodes():
+            ep = "+" + "+".join(s[0] for s in n.epilogue) if n.epilogue else ""
+            lines.append(f"  {n.name}: {n.op}{ep} {self.tensors[n.output].shape}")
+        return "\n".join(lines)
+
+
+# ---- shape inference, one function per operator
+
+
+def _shape(g: Graph, t: str) -> tuple[int, ...]:
+    return g.tensors[t].shape
+
+
+def _arity(node: Node, lo: int, hi: int | None = None) -> None:
+    hi = lo if hi is None else hi
+    if not lo <= len(node.inputs) <= hi:
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise GraphError(
+            f"node '{node.name}' ({node.op}) takes {want} inputs, got {len(node.inputs)}"
+        )
+
+
+def _rank(g: Graph, node: Node, t: str, rank: int, what: str) -> tuple[int, ...]:
+    s = _shape(g, t)
+    if len(s) != rank:
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): {what} '{t}' must have {rank} dims, got shape {s}"
+        )
+    return s
+
+
+def _window(
+    g: Graph, node: Node, kernel: tuple[int, int], ceil: bool = False
+) -> tuple[int, int, int, int, tuple[int, int]]:
+    """Checks strides and pads of a windowed op; returns ``N, C, OH, OW, strides``."""
+    N, C, H, W = _rank(g, node, node.inputs[0], 4, "the input")
+    a = node.attrs
+    strides = _pair(a.get("strides", 1), "strides", node.name)
+    pads = _pads(a.get("pads", 0), node.name)
+    a["strides"], a["pads"] = strides, pads
+    if min(strides) < 1 or min(pads) < 0 or min(kernel) < 1:
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): strides {strides} must be positive, pads {pads} "
+            f"non-negative and the kernel {kernel} positive"
+        )
+    if max(pads) >= max(kernel) + 64 or max(kernel) > 4096 or max(strides) > 4096:
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): kernel {kernel}, strides {strides} or pads "
+            f"{pads} out of range"
+        )
+    OH = pooled_size(H, kernel[0], strides[0], pads[0], pads[2], ceil)
+    OW = pooled_size(W, kernel[1], strides[1], pads[1], pads[3], ceil)
+    if OH < 1 or OW < 1:
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): the {kernel[0]}x{kernel[1]} window does not fit "
+            f"the padded {H}x{W} input (pads {pads})"
+        )
+    return N, C, OH, OW, strides
+
+
+def _infer_conv2d(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 2, 2 + 2 + len(node.epilogue))
+    CO, CIg, KH, KW = _rank(g, node, node.inputs[1], 4, "the weight")
+    groups = node.attrs.setdefault("groups", 1)
+    if not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise GraphError(f"node '{node.name}' (conv2d): groups must be a positive int")
+    N, C, OH, OW, _ = _window(g, node, (KH, KW))
+    if C != CIg * groups or CO % groups:
+        raise GraphError(
+            f"node '{node.name}' (conv2d): the input has {C} channels but the weight "
+            f"{(CO, CIg, KH, KW)} with groups={groups} expects {CIg * groups} (and output "
+            f"channels divisible by groups)"
+        )
+    has_bias = len(node.inputs) - 2 - sum(1 for s in node.epilogue if s[0] in ("bias", "add"))
+    if has_bias not in (0, 1):
+        raise GraphError(f"node '{node.name}' (conv2d): too many inputs")
+    if has_bias and _shape(g, node.inputs[2]) != (CO,):
+        raise GraphError(
+            f"node '{node.name}' (conv2d): bias '{node.inputs[2]}' must have shape ({CO},), "
+            f"got {_shape(g, node.inputs[2])}"
+        )
+    return (N, CO, OH, OW)
+
+
+def _infer_pool(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    kernel = _pair(node.attrs.get("kernel", 1), "kernel", node.name)
+    node.attrs["kernel"] = kernel
+    N, C, OH, OW, _ = _window(g, node, kernel)
+    pads = node.attrs["pads"]
+    if max(pads[0], pads[2]) >= kernel[0] or max(pads[1], pads[3]) >= kernel[1]:
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): pads {pads} must be smaller than the kernel "
+            f"{kernel} (a window of padding only)"
+        )
+    return (N, C, OH, OW)
+
+
+def _infer_dense(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 2, 3 + len(node.epilogue))
+    N, K = _rank(g, node, node.inputs[0], 2, "the input")
+    O, K2 = _rank(g, node, node.inputs[1], 2, "the weight")
+    if K != K2:
+        raise GraphError(
+            f"node '{node.name}' (dense): the input has {K} features but the weight "
+            f"({O}, {K2}) expects {K2}"
+        )
+    extra = len(node.inputs) - 2 - sum(1 for s in node.epilogue if s[0] in ("bias", "add"))
+    if extra == 1 and _shape(g, node.inputs[2]) != (O,):
+        raise GraphError(f"node '{node.name}' (dense): bias must have shape ({O},)")
+    return (N, O)
+
+
+def _infer_batch_norm(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 5)
+    s = _shape(g, node.inputs[0])
+    if len(s) < 2:
+        raise GraphError(f"node '{node.name}' (batch_norm): the input needs a channel axis")
+    for t in node.inputs[1:]:
+        if _shape(g, t) != (s[1],):
+            raise GraphError(
+                f"node '{node.name}' (batch_norm): '{t}' must have shape ({s[1]},), "
+                f"got {_shape(g, t)}"
+            )
+    return s
+
+
+def _infer_same(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    if node.op == "clip" and not node.attrs.get("min", 0.0) <= node.attrs.get("max", 0.0):
+        raise GraphError(f"node '{node.name}' (clip): min {node.attrs['min']} > max")
+    return _shape(g, node.inputs[0])
+
+
+def _axis(node: Node, axis: Any, rank: int, inclusive: bool = False) -> int:
+    top = rank + 1 if inclusive else rank
+    if not isinstance(axis, (int, np.integer)) or not -top <= axis < top:
+        raise GraphError(f"node '{node.name}' ({node.op}): axis {axis!r} out of range")
+    return int(axis) % top
+
+
+def _infer_softmax(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    s = _shape(g, node.inputs[0])
+    node.attrs["axis"] = _axis(node, node.attrs.get("axis", -1), len(s))
+    return s
+
+
+def _infer_add(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 2)
+    return broadcast_shape(_shape(g, node.inputs[0]), _shape(g, node.inputs[1]), node.name)
+
+
+def _infer_flatten(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    s = _shape(g, node.inputs[0])
+    axis = _axis(node, node.attrs.get("axis", 1), len(s), inclusive=True)
+    node.attrs["axis"] = axis
+    return (math.prod(s[:axis]), math.prod(s[axis:]))
+
+
+def _infer_reshape(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    s = _shape(g, node.inputs[0])
+    want = list(node.attrs.get("shape", ()))
+    if len(want) > MAX_RANK or want.count(-1) > 1 or any(d < -1 for d in want):
+        raise GraphError(f"node '{node.name}' (reshape): bad target shape {tuple(want)}")
+    want = [s[i] if d == 0 and i < len(s) else d for i, d in enumerate(want)]  # ONNX's 0: keep
+    known = math.prod(d for d in want if d != -1)
+    if -1 in want:
+        if known == 0 or math.prod(s) % known:
+            raise GraphError(
+                f"node '{node.name}' (reshape): {s} cannot be reshaped to {tuple(want)}"
+            )
+        want[want.index(-1)] = math.prod(s) // known
+    if math.prod(want) != math.prod(s):
+        raise GraphError(f"node '{node.name}' (reshape): {s} cannot be reshaped to {tuple(want)}")
+    node.attrs["shape"] = tuple(want)
+    return tuple(want)
+
+
+def _infer_concat(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1, 1 << 16)
+    shapes = [_shape(g, t) for t in node.inputs]
+    axis = _axis(node, node.attrs.get("axis", 1), len(shapes[0]))
+    node.attrs["axis"] = axis
+    for s in shapes[1:]:
+        if len(s) != len(shapes[0]) or any(
+            a != b for i, (a, b) in enumerate(zip(s, shapes[0])) if i != axis
+        ):
+            raise GraphError(f"node '{node.name}' (concat): shapes {shapes} differ off axis {axis}")
+    out = list(shapes[0])
+    out[axis] = sum(s[axis] for s in shapes)
+    return tuple(out)
+
+
+def _infer_global_pool(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    N, C, _, _ = _rank(g, node, node.inputs[0], 4, "the input")
+    return (N, C, 1, 1)
+
+
+def _infer_scale_shift(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 3)
+    s = _shape(g, node.inputs[0])
+    if len(s) < 2 or _shape(g, node.inputs[1]) != (s[1],) or _shape(g, node.inputs[2]) != (s[1],):
+        raise GraphError(f"node '{node.name}' (scale_shift): per-channel scale and shift needed")
+    return s
+
+
+SHAPE_RULES = {
+    "conv2d": _infer_conv2d,
+    "batch_norm": _infer_batch_norm,
+    "scale_shift": _infer_scale_shift,  # x * scale[c] + shift[c]: a batch norm with no conv
+    "relu": _infer_same,
+    "clip": _infer_same,
+    "add": _infer_add,
+    "max_pool2d": _infer_pool,
+    "avg_pool2d": _infer_pool,
+    "global_avg_pool2d": _infer_global_pool,
+    "dense": _infer_dense,
+    "flatten": _infer_flatten,
+    "reshape": _infer_reshape,
+    "softmax": _infer_softmax,
+    "concat": _infer_concat,
+}
+OPS = tuple(SHAPE_RULES)
+
+
+def infer_shape(g: Graph, node: Node) -> TensorInfo:
+    """The output of ``node`` in ``g`` (its attributes normalised in place: pairs, pads as
+    four ints, axes non-negative), or a ``GraphError`` naming the node."""
+    for t in node.inputs:
+        if g.tensors[t].dtype != "float32":
+            raise GraphError(f"node '{node.name}': input '{t}' is not float32")
+    return TensorInfo(SHAPE_RULES[node.op](g, node))

@@ -1,0 +1,144 @@
+"""numpy evaluation of a graph, node by node: the reference every built network is checked
+against, and what constant folding computes with. Each operator in float64 from its float32
+inputs; results are returned as float32."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..ops.conv2d import conv2d_ref
+from .graph import Graph, GraphError, Node
+
+Array = np.ndarray
+
+
+def _conv2d(node: Node, x: list[Array]) -> Array:
+    a = node.attrs
+    t, l, b, r = a["pads"]
+    data = np.pad(x[0], ((0, 0), (0, 0), (t, b), (l, r)))
+    w, groups = x[1], a["groups"]
+    cig, cog = w.shape[1], w.shape[0] // groups
+    out = np.concatenate(
+        [
+            conv2d_ref(data[:, g * cig : (g + 1) * cig], w[g * cog : (g + 1) * cog], a["strides"])
+            for g in range(groups)
+        ],
+        axis=1,
+    )
+    rest = x[2:]
+    if len(rest) > sum(1 for s in node.epilogue if s[0] in ("bias", "add")):
+        out = out + rest.pop(0).reshape(1, -1, 1, 1)
+    return epilogue(node, out, rest)
+
+
+def epilogue(node: Node, out: Array, extra: list[Array]) -> Array:
+    """Apply ``node``'s fused epilogue steps to ``out``; ``extra`` holds the bias and residual
+    tensors in step order."""
+    it = iter(extra)
+    for step in node.epilogue:
+        if step[0] == "bias":
+            out = out + next(it).reshape((1, -1) + (1,) * (out.ndim - 2))
+        elif step[0] == "add":
+            out = out + next(it)
+        elif step[0] == "relu":
+            out = np.maximum(out, 0)
+        elif step[0] == "clip":
+            out = np.clip(out, step[1], step[2])
+        else:
+            raise GraphError(f"node '{node.name}': unknown epilogue step {step!r}")
+    return out
+
+
+def _pool(node: Node, x: list[Array]) -> Array:
+    a = node.attrs
+    (kh, kw), (sh, sw), (t, l, b, r) = a["kernel"], a["strides"], a["pads"]
+    is_max = node.op == "max_pool2d"
+    fill = -np.inf if is_max else 0.0
+    data = np.pad(x[0], ((0, 0), (0, 0), (t, b), (l, r)), constant_values=fill)
+    ones = np.pad(np.ones(x[0].shape[2:]), ((t, b), (l, r)))
+    N, C, H, W = data.shape
+    OH, OW = (H - kh) // sh + 1, (W - kw) // sw + 1
+    out = np.full((N, C, OH, OW), fill)
+    count = np.zeros((OH, OW))
+    for i in range(kh):
+        for j in range(kw):
+            win = data[:, :, i : i + sh * (OH - 1) + 1 : sh, j : j + sw * (OW - 1) + 1 : sw]
+            out = np.maximum(out, win) if is_max else out + win
+            count += ones[i : i + sh * (OH - 1) + 1 : sh, j : j + sw * (OW - 1) + 1 : sw]
+    if is_max:
+        return out
+    return out / (kh * kw if a.get("count_include_pad") else count)
+
+
+def _dense(node: Node, x: list[Array]) -> Array:
+    out = x[0] @ x[1].T
+    rest = x[2:]
+    if len(rest) > sum(1 for s in node.epilogue if s[0] in ("bias", "add")):
+        out = out + rest.pop(0)
+    return epilogue(node, out, rest)
+
+
+def _batch_norm(node: Node, x: list[Array]) -> Array:
+    d, scale, bias, mean, var = x
+    s = scale / np.sqrt(var + node.attrs["epsilon"])
+    shape = (1, -1) + (1,) * (d.ndim - 2)
+    return (d - mean.reshape(shape)) * s.reshape(shape) + bias.reshape(shape)
+
+
+def _softmax(node: Node, x: list[Array]) -> Array:
+    e = np.exp(x[0] - x[0].max(axis=node.attrs["axis"], keepdims=True))
+    return e / e.sum(axis=node.attrs["axis"], keepdims=True)
+
+
+def _scale_shift(node: Node, x: list[Array]) -> Array:
+    shape = (1, -1) + (1,) * (x[0].ndim - 2)
+    return epilogue(node, x[0] * x[1].reshape(shape) + x[2].reshape(shape), [])
+
+
+REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
+    "conv2d": _conv2d,
+    "batch_norm": _batch_norm,
+    "scale_shift": _scale_shift,
+    "relu": lambda n, x: np.maximum(x[0], 0),
+    "clip": lambda n, x: np.clip(x[0], n.attrs["min"], n.attrs["max"]),
+    "add": lambda n, x: x[0] + x[1],
+    "max_pool2d": _pool,
+    "avg_pool2d": _pool,
+    "global_avg_pool2d": lambda n, x: x[0].mean(axis=(2, 3), keepdims=True),
+    "dense": _dense,
+    "flatten": lambda n, x: x[0].reshape(int(np.prod(x[0].shape[: n.attrs["axis"]])), -1),
+    "reshape": lambda n, x: x[0].reshape(n.attrs["shape"]),
+    "softmax": _softmax,
+    "concat": lambda n, x: np.concatenate(x, axis=n.attrs["axis"]),
+}
+
+
+def eval_node(node: Node, inputs: list[Array]) -> Array:
+    """``node``'s output from its input arrays, as float32."""
+    x = [np.asarray(a, dtype=np.float64) for a in inputs]
+    return np.ascontiguousarray(REFERENCE[node.op](node, x), dtype=np.float32)
+
+
+def run_reference(g: Graph, feeds: Mapping[str, Any] | Any, keep: bool = False) -> dict[str, Array]:
+    """Evaluate ``g`` with numpy. ``feeds``: ``{input name: array}`` or one array for a graph
+    with one input. Returns ``{output name: array}`` (every tensor with ``keep=True``)."""
+    if not isinstance(feeds, Mapping):
+        if len(g.inputs) != 1:
+            raise GraphError(f"graph '{g.name}' has inputs {g.inputs}; pass a dict of arrays")
+        feeds = {g.inputs[0]: feeds}
+    values: dict[str, Array] = dict(g.constants)
+    for name in g.inputs:
+        if name not in feeds:
+            raise GraphError(f"graph '{g.name}': no array given for input '{name}'")
+        arr = np.asarray(feeds[name], dtype=np.float32)
+        if arr.shape != g.tensors[name].shape:
+            raise GraphError(
+                f"input '{name}' has shape {arr.shape}, expected {g.tensors[name].shape}"
+            )
+        values[name] = arr
+    for node in g.topo_nodes():
+        values[node.output] = eval_node(node, [values[t] for t in node.inputs])
+    return values if keep else {t: values[t] for t in g.outputs}
