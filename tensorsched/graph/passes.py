@@ -118,9 +118,10 @@ def fold_batch_norm(g: Graph) -> Graph:
 
 def fuse_epilogues(g: Graph) -> Graph:
     """Requires: batch norms folded. Guarantees: TVM's fusion rule for these operators: an
-    elementwise consumer (bias, relu, clip, a residual add of the output's own shape) of a
-    conv2d or dense whose output nothing else reads is part of that node's ``epilogue``;
-    each fused node's bias input is its first epilogue step."""
+    elementwise consumer (bias, relu, relu6 -- a clip to 0..6 --, a residual add of the
+    output's own shape) of a conv2d or dense whose output nothing else reads is part of that
+    node's ``epilogue`` (each kind of step at most once); each fused node's bias input is its
+    first epilogue step."""
     g = g.copy()
     for node in g.topo_nodes():
         if node.op not in ("conv2d", "dense") or node.name not in g.nodes:
@@ -134,8 +135,8 @@ def fuse_epilogues(g: Graph) -> Graph:
             extra: list[str] = []
             if user.op == "relu":
                 step = ("relu",)
-            elif user.op == "clip":
-                step = ("clip", user.attrs["min"], user.attrs["max"])
+            elif user.op == "clip" and (user.attrs["min"], user.attrs["max"]) == (0.0, 6.0):
+                step = ("clip", 0.0, 6.0)  # ReLU6, the one clip the kernels fuse
             elif user.op == "add":
                 other = user.inputs[1] if user.inputs[0] == node.output else user.inputs[0]
                 shape = g.tensors[node.output].shape
@@ -150,8 +151,8 @@ def fuse_epilogues(g: Graph) -> Graph:
                 ):
                     flat = g.constant(g._fresh(other + "_vec"), g.constants[other].reshape(-1))
                     step, extra = ("bias",), [flat]
-            if step is None:
-                break
+            if step is None or step[0] in {s[0] for s in node.epilogue}:
+                break  # each step kind at most once (the kernels' epilogue inputs are named)
             g.remove_node(user.name)
             g.tensors.pop(node.output)
             node.attrs["epilogue"] = node.epilogue + (step,)

@@ -1,0 +1,191 @@
+"""What each graph node compiles to: its tuning task (a registered template at its workload,
+with its fused epilogue) for conv2d, depthwise / grouped conv2d, dense and pooling, or a plain
+elementwise kernel for the rest; and ``extract_tasks``, the distinct tunable workloads of a
+network (deduplicated), which ``tensorsched net tune`` tunes one by one.
+
+Template choice per conv (the layout): the GPU's ``implicit_gemm`` (one kernel, tiles read
+straight from the NCHW image) or the CPU's ``spatial_pack`` (seed 003's packed layout), unless
+a tuning log has a faster record of another template of the same workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..ir.tensor import Tensor, compute, placeholder
+from ..ops import nn
+from ..ops.space import Config
+from ..ops.templates import templates_of
+from ..ops.templates.injective import schedule_injective
+from ..ops.transform import concat
+from ..schedules.schedule import Schedule, create_schedule
+from ..tune.dispatch import best_config, predicted_config
+from ..tune.record import Record
+from ..tune.task import Task
+from .graph import Graph, GraphError, Node
+
+# (kind, {device class: templates in order of preference}) per tunable operator
+TEMPLATE_CHOICE: dict[str, dict[str, tuple[str, ...]]] = {
+    "conv2d": {"gpu": ("implicit_gemm", "im2col_gpu"), "cpu": ("spatial_pack", "im2col")},
+    "group_conv2d": {"gpu": ("direct",), "cpu": ("direct_cpu", "direct")},
+    "dense": {"gpu": ("gpu",), "cpu": ("cpu",)},
+    "pool2d": {"gpu": ("direct",), "cpu": ("direct",)},
+    "softmax": {"gpu": ("rows",), "cpu": ("rows",)},
+}
+TUNABLE = ("conv2d", "group_conv2d", "dense")  # what ``net tune`` tunes
+
+
+def epilogue_kinds(node: Node) -> tuple[str, ...]:
+    """The node's fused steps as ``ops.nn.epilogue`` names (a clip to 0..6 is ``relu6``)."""
+    out = []
+    for step in node.epilogue:
+        if step[0] == "clip":
+            if (step[1], step[2]) != (0.0, 6.0):
+                raise GraphError(f"node '{node.name}': only a clip to 0..6 fuses (relu6)")
+            out.append("relu6")
+        else:
+            out.append(step[0])
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A node's tunable operator: the task kind and its shape (plain ints)."""
+
+    kind: str
+    shape: tuple[int, ...]
+    flop: int
+
+
+def workload(g: Graph, node: Node) -> Workload | None:
+    """The tunable workload of ``node`` (``None`` for an elementwise or view node)."""
+    a = node.attrs
+    if node.op == "conv2d":
+        N, CI, IH, IW = g.tensors[node.inputs[0]].shape
+        CO, _, KH, KW = g.tensors[node.inputs[1]].shape
+        _, _, OH, OW = g.tensors[node.output].shape
+        (sh, sw), (t, l, b, r), groups = a["strides"], a["pads"], a["groups"]
+        flop = 2 * N * CO * OH * OW * (CI // groups) * KH * KW
+        if groups == 1 and sh == sw and t == l == b == r:
+            return Workload("conv2d", (N, CI, IH, IW, CO, KH, KW, sh, t), flop)
+        shape = (N, CI, IH, IW, CO, KH, KW, groups, sh, sw, t, l, b, r, 1, 1)
+        return Workload("group_conv2d", shape, flop)
+    if node.op == "dense":
+        N, K = g.tensors[node.inputs[0]].shape
+        O = g.tensors[node.inputs[1]].shape[0]
+        return Workload("dense", (N, O, K), 2 * N * O * K)
+    if node.op in ("max_pool2d", "avg_pool2d", "global_avg_pool2d"):
+        N, C, IH, IW = g.tensors[node.inputs[0]].shape
+        if node.op == "global_avg_pool2d":
+            kh, kw, sh, sw, pads, mode = IH, IW, 1, 1, (0, 0, 0, 0), 1
+        else:
+            (kh, kw), (sh, sw), pads = a["kernel"], a["strides"], a["pads"]
+            mode = 0 if node.op == "max_pool2d" else (2 if a.get("count_include_pad") else 1)
+        _, _, OH, OW = g.tensors[node.output].shape
+        return Workload(
+            "pool2d", (N, C, IH, IW, kh, kw, sh, sw, *pads, mode), N * C * OH * OW * kh * kw
+        )
+    if node.op == "softmax" and node.attrs["axis"] == len(g.tensors[node.output].shape) - 1:
+        out = g.tensors[node.output]
+        rows = out.size // out.shape[-1]
+        return Workload("softmax", (rows, out.shape[-1]), 4 * out.size)
+    return None
+
+
+def choose_template(kind: str, shape: tuple[int, ...], epilogue: Sequence[str], gpu: bool,
+                    records: Sequence[Record] = ()) -> str:  # fmt: skip
+    """The template for a workload: the fastest one in ``records`` (a tuning log's, of this
+    kind, shape and epilogue), else the first registered one of ``TEMPLATE_CHOICE``."""
+    table = templates_of(kind)
+    best: tuple[float, str] | None = None
+    for r in records:
+        t = r.task
+        if r.status != "ok" or r.device_ms is None or not isinstance(t, dict):
+            continue
+        same = (t.get("kind"), tuple(t.get("shape", ())), tuple(t.get("epilogue", ())))
+        name = t.get("template")
+        if same == (kind, shape, tuple(epilogue)) and name in table:
+            if best is None or r.device_ms < best[0]:
+                best = (r.device_ms, str(name))
+    if best is not None:
+        return best[1]
+    for name in TEMPLATE_CHOICE[kind]["gpu" if gpu else "cpu"]:
+        if name in table:
+            return name
+    return next(iter(table))
+
+
+def node_task(g: Graph, node: Node, gpu: bool, records: Sequence[Record] = ()) -> Task | None:
+    """The tuning task of ``node`` (``None`` for nodes built without a template)."""
+    w = workload(g, node)
+    if w is None:
+        return None
+    ep = epilogue_kinds(node)
+    return Task(w.kind, choose_template(w.kind, w.shape, ep, gpu, records), w.shape, "float32", ep)
+
+
+def task_config(task: Task) -> dict | None:
+    """The best logged config of ``task`` (inside ``apply_best``), else the predicted one."""
+    config = best_config(task)
+    return config if config is not None else predicted_config(task)
+
+
+def elementwise_kernel(g: Graph, node: Node) -> tuple[Schedule, list[Tensor]]:
+    """``(schedule, [*inputs, output])`` of a node without a template: add, relu, clip,
+    scale_shift, concat and softmax (along any axis), each one flat kernel (softmax: its max
+    and sum reductions stay kernels of their own)."""
+    ins = [
+        placeholder(g.tensors[t].shape, "float32", name=f"in{i}") for i, t in enumerate(node.inputs)
+    ]
+    a = node.attrs
+    out: Tensor
+    if node.op == "add":
+        out = nn.add(ins[0], ins[1])
+    elif node.op == "relu":
+        out = nn.relu(ins[0])
+    elif node.op == "clip":
+        out = nn.clip(ins[0], a["min"], a["max"])
+    elif node.op == "concat":
+        out = concat(ins, a["axis"])
+    elif node.op == "scale_shift":
+        x, sc, sh = ins
+        out = compute(x.shape, lambda *i: x[i] * sc[i[1]] + sh[i[1]], name="scale_shift")
+    elif node.op == "softmax":
+        out = nn.softmax(ins[0], a["axis"])
+    else:
+        raise GraphError(f"node '{node.name}': no kernel for operator '{node.op}'")
+    s = create_schedule(out.op)
+    if node.op == "softmax":
+        stages = [t for t in _stages(out) if t.op.reduce_axis]
+        for t in _stages(out):
+            if t.name.endswith("_exp"):
+                s[t].compute_inline()
+        for t in stages:
+            schedule_injective(Config({}), s, t)
+    schedule_injective(Config({}), s, out)
+    return s, [*ins, out]
+
+
+def _stages(out: Tensor) -> list[Tensor]:
+    seen: dict[str, Tensor] = {}
+    todo = [out]
+    while todo:
+        t = todo.pop()
+        if t.name not in seen and hasattr(t.op, "body"):
+            seen[t.name] = t
+            todo += list(t.op.input_tensors)
+    return list(seen.values())
+
+
+def extract_tasks(g: Graph, gpu: bool, records: Sequence[Record] = ()) -> list[tuple[Task, int]]:
+    """The distinct tunable tasks of an optimized graph (conv2d, grouped conv2d, dense), each
+    with how many nodes share it, in first-use order."""
+    found: dict[str, tuple[Task, int]] = {}
+    for node in g.topo_nodes():
+        task = node_task(g, node, gpu, records)
+        if task is None or task.kind not in TUNABLE:
+            continue
+        k = task.key()
+        found[k] = (task, found[k][1] + 1) if k in found else (task, 1)
+    return list(found.values())
