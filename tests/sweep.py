@@ -21,6 +21,13 @@ from tensorsched.runtime.numerics import NumericsMismatch, compare, poisoned
 GEMM_SHAPE = (9, 8, 5)  # M, N, K (N a multiple of 4 for adreno)
 CONV_SHAPE = ConvShape(1, 2, 5, 6, 3, 3, 3, 1, 1)
 EPILOGUES = ((), ("bias", "relu"), ("sigmoid",))
+NETWORK_SHAPES = {  # the fields of templates.SHAPES[kind]
+    "depthwise_conv2d": (1, 3, 5, 6, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),
+    "group_conv2d": (1, 4, 5, 6, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1),
+    "dense": (1, 7, 13),
+    "pool": (1, 2, 5, 6, 3, 3, 2, 2, 1, 1, 1, 1, 0),
+    "softmax": (2, 9),
+}
 
 
 @dataclass
@@ -55,6 +62,8 @@ def template_points(kind, name, k=2, seed=0):
 
 
 def _shape(kind):
+    if kind in NETWORK_SHAPES:
+        return NETWORK_SHAPES[kind]
     return GEMM_SHAPE if kind == "gemm" else tuple(CONV_SHAPE.__dict__.values())
 
 

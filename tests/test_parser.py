@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sweep import NETWORK_SHAPES
 from ts_check import gemm
 
 import tensorsched as ts
@@ -34,7 +35,7 @@ from tensorsched.ir.printer import print_expr, print_stmt
 from tensorsched.ir.structural import structural_equal
 from tensorsched.ops.conv2d import ConvShape
 from tensorsched.ops.space import Config
-from tensorsched.ops.templates import TEMPLATES
+from tensorsched.ops.templates import SHAPES, TEMPLATES
 
 
 def assert_roundtrip(func):
@@ -104,6 +105,8 @@ def test_template_ir_roundtrips(kind, name):
     from tensorsched.codegen.opencl import prepare, split_kernels
 
     shape = GEMM_SHAPE if kind == "gemm" else (CONV_SHAPE,)
+    if kind in SHAPES:  # a network operator's shape object
+        shape = (SHAPES[kind](*NETWORK_SHAPES[kind]),)
     s, args = TEMPLATES[kind][name](Config(), *shape)
     func = ts.lower(s, args, name=f"{kind}_{name}")
     assert_roundtrip(func)

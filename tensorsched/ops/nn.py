@@ -17,6 +17,7 @@ into the stage that writes the output. ``epilogue_ref`` applies the same chain i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -121,6 +122,21 @@ def softmax(data: Tensor, axis: int = -1, name: str = "softmax") -> Tensor:
     k2 = reduce_axis((0, n), name="k")
     total = compute(rest, lambda *i: I.sum(ex[at(i, k2)], axis=k2), name=f"{name}_sum")
     return compute(data.shape, lambda *i: ex[i] / total[row(i)], name=name, tag="softmax")
+
+
+@dataclass(frozen=True)
+class SoftmaxShape:
+    """A softmax along the last axis of a ``rows x cols`` tensor (a tuning task's shape)."""
+
+    rows: int
+    cols: int
+
+    @property
+    def flop(self) -> int:
+        return 4 * self.rows * self.cols
+
+    def astuple(self) -> tuple[int, ...]:
+        return (self.rows, self.cols)
 
 
 def softmax_ref(x: NDArray[Any], axis: int = -1) -> NDArray[np.float64]:

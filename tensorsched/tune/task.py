@@ -17,14 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TensorschedError
+from ..errors import ComputeError, TensorschedError
 from ..ir.dtype import SCALAR_TYPES
 from ..ir.te_text import parse_expr
 from ..ir.tensor import PlaceholderOp
 from ..ops.conv2d import ConvShape, conv2d_ref
-from ..ops.nn import EPILOGUE_KINDS, epilogue_ref
+from ..ops.dense import dense_ref
+from ..ops.depthwise import group_conv2d_ref
+from ..ops.nn import EPILOGUE_KINDS, epilogue_ref, softmax_ref
+from ..ops.pool import MODES, pool2d_ref
 from ..ops.space import Config
-from ..ops.templates import KINDS, Template, templates_of
+from ..ops.templates import KINDS, SHAPES, Template, templates_of
 from ..runtime.build import build
 from ..runtime.numerics import random_array
 from ..schedules.schedule import create_schedule
@@ -57,9 +60,9 @@ def _check_epilogue(epilogue: Any) -> None:
 
 @dataclass(frozen=True)
 class Task:
-    kind: str  # "gemm", "conv2d" or "expr"
+    kind: str  # "gemm", "conv2d", "expr" or a network operator's (templates.SHAPES)
     template: str  # the name of a registered template of this kind
-    shape: tuple  # (M, N, K) or the ConvShape fields
+    shape: tuple  # (M, N, K), the ConvShape fields, or those of the kind's SHAPES class
     dtype: str = "float32"
     epilogue: tuple = field(default=())
     expr: str = ""  # kind "expr": statements as text (ts.parse_expr) ...
@@ -100,6 +103,9 @@ class Task:
                     f"got {getattr(self, name)[:80]!r}"
                 )
         _check_epilogue(self.epilogue)
+        if self.kind in SHAPES:
+            self._check_network_shape()
+            return
         want = 3 if self.kind == "gemm" else len(ConvShape.__dataclass_fields__)
         shape = tuple(self.shape) if isinstance(self.shape, (tuple, list)) else None
         if (
@@ -113,6 +119,34 @@ class Task:
                 f"{self.kind} shape must be {want} {what} up to {INDEX_MAX}, got {self.shape!r}"
             )
         object.__setattr__(self, "shape", tuple(int(x) for x in shape))
+        object.__setattr__(self, "epilogue", tuple(self.epilogue))
+
+    def _check_network_shape(self) -> None:
+        """A network operator's shape: the fields of its ``SHAPES`` class, ints, positive but
+        for the paddings and the pooling mode, and a workload its declaration accepts."""
+        cls = SHAPES[self.kind]
+        names = [f.name for f in fields(cls)]
+        shape = tuple(self.shape) if isinstance(self.shape, (tuple, list)) else None
+        may_be_zero = {n for n in names if n.startswith("pad_") or n == "mode"}
+        if (
+            shape is None
+            or len(shape) != len(names)
+            or not all(_is_int(x) and 0 <= x <= INDEX_MAX for x in shape)
+            or any(x == 0 and n not in may_be_zero for n, x in zip(names, shape))
+        ):
+            zero = f" but for {', '.join(sorted(may_be_zero))}" if may_be_zero else ""
+            raise TaskError(
+                f"{self.kind} shape must be {len(names)} ints up to {INDEX_MAX} "
+                f"({', '.join(names)}; positive{zero}), got {self.shape!r}"
+            )
+        shape = tuple(int(x) for x in shape)
+        try:
+            obj = cls(*shape)
+            if hasattr(obj, "check"):
+                obj.check()
+        except ComputeError as exc:
+            raise TaskError(f"{self.kind} shape {shape}: {exc}") from None
+        object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "epilogue", tuple(self.epilogue))
 
     # ---- identity
@@ -167,6 +201,8 @@ class Task:
     def shape_args(self) -> tuple:
         if self.kind == "expr":
             return (self.expr, self.expr_shapes)
+        if self.kind in SHAPES:
+            return (SHAPES[self.kind](*self.shape),)
         return self.shape if self.kind == "gemm" else (ConvShape(*self.shape),)
 
     def _call(self, cfg: Config) -> tuple:
@@ -192,6 +228,8 @@ class Task:
         if self.kind == "gemm":
             M, N, K = self.shape
             return 2 * M * N * K
+        if self.kind in SHAPES:
+            return int(SHAPES[self.kind](*self.shape).flop)
         return ConvShape(*self.shape).flop
 
     # ---- checking
@@ -207,6 +245,8 @@ class Task:
         if self.kind == "expr":
             return _expr_reference(self, inputs)
         x = [np.asarray(a, dtype=np.float64) for a in inputs]
+        if self.kind in SHAPES:
+            return self._network_reference(x)
         if self.kind == "gemm":
             a, b = x[0], x[1]
             if getattr(self.function, "b_transposed", False):
@@ -216,6 +256,19 @@ class Task:
             sh = ConvShape(*self.shape)
             ref, axis = conv2d_ref(x[0], x[1], sh.stride, sh.pad), 1
         return epilogue_ref(ref, self.epilogue, x[2:], axis)
+
+    def _network_reference(self, x: list[np.ndarray]) -> np.ndarray:
+        sh = self.shape_args()[0]
+        if self.kind == "softmax":
+            return softmax_ref(x[0])
+        if self.kind == "pool":
+            ref = pool2d_ref(x[0], (sh.KH, sh.KW), sh.stride, sh.pads, MODES[sh.mode])
+            return epilogue_ref(ref, self.epilogue, x[1:], 1)
+        if self.kind == "dense":
+            ref = dense_ref(x[0], x[1])
+        else:
+            ref = group_conv2d_ref(x[0], x[1], sh.stride, sh.pads, sh.groups, sh.dilation)
+        return epilogue_ref(ref, self.epilogue, x[2:], 1)
 
 
 PYTHON_REFERENCE_LIMIT = 2_000_000  # loop iterations the exact Python backend may run

@@ -2,9 +2,19 @@
 ``(schedule, args)``, written with the public schedule API only. Copy one to start your own.
 
 GEMM templates take ``(cfg, M, N, K)``; conv2d templates take ``(cfg, ConvShape)``; templates of
-text expressions (kind ``expr``) take ``(cfg, expr_text, shapes)``.
-``args`` is ``[A, B, *epilogue inputs, C]`` (``gemm_vec_dot`` takes B transposed, N x K) or
-``[data, kernel, *epilogue inputs, output]``.
+text expressions (kind ``expr``) take ``(cfg, expr_text, shapes)``. The network operators' take
+one shape object: ``depthwise_conv2d`` and ``group_conv2d`` a ``GroupConvShape``, ``dense`` a
+``DenseShape``, ``pool`` a ``PoolShape``, ``softmax`` a ``SoftmaxShape`` (``SHAPES[kind]``).
+``args`` is ``[A, B, *epilogue inputs, C]`` (``gemm_vec_dot`` takes B transposed, N x K),
+``[data, kernel, *epilogue inputs, output]`` (``[data, weight, ...]`` for dense, ``[data,
+*epilogue inputs, output]`` for pooling and softmax).
+
+Epilogues: every template takes ``epilogue=(...)``, names from
+``ops.nn.EPILOGUE_KINDS`` applied in order to the operator's output and inlined into the stage
+that writes it: ``"bias"`` (a 1-d input along the channels / dense outputs), ``"relu"``,
+``"relu6"``, ``"sigmoid"``, ``"add"`` (an input of the output's shape, a residual). Their
+inputs come in ``args`` in the chain's order, between the operator's inputs and its output.
+``injective.schedule_injective(cfg, s, out)`` schedules any elementwise or injective stage.
 
 Templates are found by name only: ``TEMPLATES[kind][name]`` (``EXPR_TEMPLATES[name]`` for kind
 ``expr``). A tuning log names a template, never a module, so reading a log imports nothing.
@@ -25,12 +35,20 @@ from functools import partial
 from typing import Any
 
 from ...errors import TensorschedError
+from ..dense import DenseShape
+from ..depthwise import GroupConvShape
+from ..nn import SoftmaxShape
+from ..pool import PoolShape
 from ..space import Config
 from .conv2d import conv2d_im2col, conv2d_implicit_gemm, conv2d_spatial_pack
+from .dense import dense_cpu, dense_gpu
+from .depthwise import conv_direct, conv_direct_cpu
 from .gemm_cpu import gemm_cpu
 from .gemm_gpu import gemm_gpu_tiled
 from .gemm_mobile import gemm_adreno, gemm_block2x2, gemm_vec_dot
 from .generic import generic
+from .injective import schedule_injective
+from .pool import pool_direct, softmax_rows
 
 Template = Callable[..., Any]
 
@@ -48,9 +66,27 @@ TEMPLATES: dict[str, dict[str, Template]] = {
         "im2col_gpu": partial(conv2d_im2col, gemm="gpu"),  # ... by the GPU template
         "implicit_gemm": conv2d_implicit_gemm,  # desktop GPU: one kernel, tiles from the image
     },
+    "depthwise_conv2d": {
+        "direct": conv_direct,  # register patches, work-groups over (h, w); GPU defaults
+        "cpu": conv_direct_cpu,  # the same, CPU defaults: padded input first, vector rows
+    },
+    "group_conv2d": {"direct": conv_direct, "cpu": conv_direct_cpu},
+    "dense": {
+        "cpu": dense_cpu,  # vectors of partial sums along K
+        "gpu": dense_gpu,  # split-K: coalesced partial sums, then their total
+    },
+    "pool": {"direct": pool_direct},  # max / average / global average
+    "softmax": {"rows": softmax_rows},  # one work-item per row, or three kernels
 }
 EXPR_TEMPLATES: dict[str, Template] = {"generic": generic}  # kind "expr": text expressions
-KINDS = ("gemm", "conv2d", "expr")
+KINDS = ("gemm", "conv2d", "expr", "depthwise_conv2d", "group_conv2d", "dense", "pool", "softmax")
+SHAPES: dict[str, type] = {  # the shape object a network operator's templates take
+    "depthwise_conv2d": GroupConvShape,
+    "group_conv2d": GroupConvShape,
+    "dense": DenseShape,
+    "pool": PoolShape,
+    "softmax": SoftmaxShape,
+}
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 _BUILTIN = {(k, n) for k in TEMPLATES for n in TEMPLATES[k]} | {("expr", "generic")}
@@ -62,7 +98,7 @@ class TemplateError(TensorschedError):
 
 
 def templates_of(kind: str) -> dict[str, Template]:
-    """The registered templates of ``kind`` (``gemm``, ``conv2d`` or ``expr``), by name."""
+    """The registered templates of ``kind`` (one of ``KINDS``), by name."""
     if kind == "expr":
         return EXPR_TEMPLATES
     if kind not in TEMPLATES:
@@ -148,4 +184,12 @@ __all__ = [
     "conv2d_im2col",
     "conv2d_implicit_gemm",
     "generic",
+    "SHAPES",
+    "conv_direct",
+    "conv_direct_cpu",
+    "dense_cpu",
+    "dense_gpu",
+    "pool_direct",
+    "softmax_rows",
+    "schedule_injective",
 ]

@@ -1,0 +1,82 @@
+"""The generic schedule of an elementwise / injective stage, and what the network templates
+share: inlining a chain of elementwise stages, and declaring an operator with its epilogue.
+
+``schedule_injective(cfg, s, out)`` schedules any stage whose body has no reduction (``add``,
+``relu6``, ``clip``, ``flatten``, ``reshape``, ``concat``, a bias ...): every elementwise or
+injective stage feeding ``out`` is inlined into it, its axes are fused into one, split into
+(work-groups, work-items, outputs per work-item) and bound. Knobs: ``threads`` (work-items per
+work-group), ``per_item`` (consecutive outputs per work-item, unrolled). Reductions feeding
+``out`` are left alone (each stays a stage of its own, which the caller schedules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...ir.tensor import ComputeOp, Tensor, thread_axis
+from ...schedules.schedule import Schedule, create_schedule
+from ..nn import epilogue as make_epilogue
+from ..space import Config
+
+THREADS = (64, 32, 128, 256, 16, 1)
+
+
+def inline_injective(s: Schedule, out: Tensor) -> None:
+    """Inline every stage without a reduction that feeds ``out`` (``out`` excepted), up to
+    the reductions and placeholders."""
+    seen, todo = set[int](), list(out.op.input_tensors)
+    while todo:
+        t = todo.pop()
+        if id(t.op) in seen or not isinstance(t.op, ComputeOp) or t.op.reduce_axis:
+            continue
+        seen.add(id(t.op))
+        s[t].compute_inline()
+        todo += t.op.input_tensors
+
+
+def schedule_injective(cfg: Config, s: Schedule, out: Tensor) -> None:
+    """Schedule ``out`` (a stage without reduction) as one flat NDRange; see the module."""
+    threads = cfg.define_knob("threads", THREADS)
+    per_item = cfg.define_knob("per_item", (1, 2, 4))
+    limit = cfg.limits.max_work_group_size
+    cfg.constrain(threads <= limit, f"work-group over the device's {limit} work-items")
+    inline_injective(s, out)
+    bind_flat(s, out, threads, per_item)
+
+
+def bind_flat(s: Schedule, out: Tensor, threads: int = 64, per_item: int = 1) -> None:
+    """``out``'s axes fused, split into (work-groups, ``threads`` work-items, ``per_item``
+    outputs each, unrolled) and bound: a stage of its own kernel, without knobs."""
+    axes = list(s[out].op.axis)
+    f = s[out].fuse(*axes) if len(axes) > 1 else axes[0]
+    fo, fi = s[out].split(f, per_item)
+    bx, tx = s[out].split(fo, threads)
+    s[out].bind(bx, thread_axis("blockIdx.x"))
+    s[out].bind(tx, thread_axis("threadIdx.x"))
+    if per_item > 1:
+        s[out].unroll(fi)
+
+
+def padding_stage(out: Tensor) -> Tensor | None:
+    """The padded input an operator reads (its stage named ``data_pad`` or ``pool_pad``)."""
+    for t in out.op.input_tensors:
+        if isinstance(t.op, ComputeOp) and t.name in ("data_pad", "pool_pad"):
+            return t
+    return None
+
+
+def with_epilogue(
+    out: Tensor, epilogue: Sequence[str], inputs: Sequence[Tensor], inline_pad: bool = True
+) -> tuple[Schedule, Tensor, list[Tensor]]:
+    """``(schedule, O, [*inputs, *epilogue inputs, O])``: ``out`` followed by the elementwise
+    ``epilogue`` (bias along axis 1) whose last stage is ``O``; the operator's padding stage is
+    inlined, or with ``inline_pad=False`` made a kernel of its own (``bind_flat``)."""
+    O, extra = make_epilogue(out, epilogue, bias_axis=1)
+    s = create_schedule(O.op)
+    padded = padding_stage(out)
+    if padded is not None:
+        if inline_pad:
+            s[padded].compute_inline()
+        else:
+            bind_flat(s, padded)
+    return s, O, [*inputs, *extra, O]
