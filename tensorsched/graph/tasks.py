@@ -28,12 +28,13 @@ from .graph import Graph, GraphError, Node
 # (kind, {device class: templates in order of preference}) per tunable operator
 TEMPLATE_CHOICE: dict[str, dict[str, tuple[str, ...]]] = {
     "conv2d": {"gpu": ("implicit_gemm", "im2col_gpu"), "cpu": ("spatial_pack", "im2col")},
-    "group_conv2d": {"gpu": ("direct",), "cpu": ("direct_cpu", "direct")},
+    "depthwise_conv2d": {"gpu": ("direct",), "cpu": ("cpu", "direct")},
+    "group_conv2d": {"gpu": ("direct",), "cpu": ("cpu", "direct")},
     "dense": {"gpu": ("gpu",), "cpu": ("cpu",)},
-    "pool2d": {"gpu": ("direct",), "cpu": ("direct",)},
+    "pool": {"gpu": ("direct",), "cpu": ("direct",)},
     "softmax": {"gpu": ("rows",), "cpu": ("rows",)},
 }
-TUNABLE = ("conv2d", "group_conv2d", "dense")  # what ``net tune`` tunes
+TUNABLE = ("conv2d", "depthwise_conv2d", "group_conv2d", "dense")  # what ``net tune`` tunes
 
 
 def epilogue_kinds(node: Node) -> tuple[str, ...]:
@@ -70,7 +71,7 @@ def workload(g: Graph, node: Node) -> Workload | None:
         if groups == 1 and sh == sw and t == l == b == r:
             return Workload("conv2d", (N, CI, IH, IW, CO, KH, KW, sh, t), flop)
         shape = (N, CI, IH, IW, CO, KH, KW, groups, sh, sw, t, l, b, r, 1, 1)
-        return Workload("group_conv2d", shape, flop)
+        return Workload("depthwise_conv2d" if groups == CI else "group_conv2d", shape, flop)
     if node.op == "dense":
         N, K = g.tensors[node.inputs[0]].shape
         O = g.tensors[node.inputs[1]].shape[0]
@@ -84,7 +85,7 @@ def workload(g: Graph, node: Node) -> Workload | None:
             mode = 0 if node.op == "max_pool2d" else (2 if a.get("count_include_pad") else 1)
         _, _, OH, OW = g.tensors[node.output].shape
         return Workload(
-            "pool2d", (N, C, IH, IW, kh, kw, sh, sw, *pads, mode), N * C * OH * OW * kh * kw
+            "pool", (N, C, IH, IW, kh, kw, sh, sw, *pads, mode), N * C * OH * OW * kh * kw
         )
     if node.op == "softmax" and node.attrs["axis"] == len(g.tensors[node.output].shape) - 1:
         out = g.tensors[node.output]
@@ -179,7 +180,8 @@ def _stages(out: Tensor) -> list[Tensor]:
 
 
 def extract_tasks(g: Graph, gpu: bool, records: Sequence[Record] = ()) -> list[tuple[Task, int]]:
-    """The distinct tunable tasks of an optimized graph (conv2d, grouped conv2d, dense), each
+    """The distinct tunable tasks of an optimized graph (conv2d, depthwise and grouped conv2d,
+    dense), each
     with how many nodes share it, in first-use order."""
     found: dict[str, tuple[Task, int]] = {}
     for node in g.topo_nodes():
