@@ -40,6 +40,7 @@ from ..schedules.schedule import create_schedule
 from ..tune.log import best_records, read_log
 from ..tune.task import INDEX_MAX, Task
 from ..tune.tuner import parse_duration, tune
+from .net import add_net_parser, cmd_net
 
 # a small ACL-style search list (``compare`` without ``--acl-full``): one config per strategy
 # family that the full lists of ``baselines/data`` hold, so that ``compare`` finishes in about a
@@ -661,6 +662,7 @@ def make_parser() -> argparse.ArgumentParser:
     so.add_argument("--force", action="store_true", help="overwrite files already in --out")
     so.add_argument("--device-name", help="only records of this device (as logged)")
     _add_import(so)
+    add_net_parser(sub)
     return p
 
 
@@ -671,6 +673,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
     "compare": cmd_compare,
     "source": cmd_source,
     "ir": cmd_ir,
+    "net": cmd_net,
 }
 
 
