@@ -4,7 +4,12 @@ Declare a computation with ``placeholder`` / ``compute``, schedule it with ``cre
 and the stage primitives, read ``lower(...)``, and ``build`` it.
 """
 
-from . import tune  # noqa: E402  (ts.tune.apply_best, ts.tune.Task ...)
+from . import (  # ts.graph.build, ts.frontend.from_onnx, ts.nets.resnet18
+    frontend,
+    graph,
+    nets,
+    tune,  # noqa: E402  (ts.tune.apply_best, ts.tune.Task ...)
+)
 from .errors import (
     BuildError,
     CodegenError,
@@ -68,6 +73,9 @@ __all__ = [
     "parse_ir",
     "parse_expr",
     "tune",
+    "graph",
+    "frontend",
+    "nets",
     "TensorschedError",
     "ComputeError",
     "ScheduleError",
