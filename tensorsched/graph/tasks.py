@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..ir import intrin as I
+from ..ir.expr import const
 from ..ir.tensor import Tensor, compute, placeholder
 from ..ops import nn
 from ..ops.space import Config
@@ -38,8 +40,13 @@ TUNABLE = ("conv2d", "depthwise_conv2d", "group_conv2d", "dense")  # what ``net 
 
 
 def epilogue_kinds(node: Node) -> tuple[str, ...]:
-    """The node's fused steps as ``ops.nn.epilogue`` names (a clip to 0..6 is ``relu6``)."""
+    """The node's fused steps as ``ops.nn.epilogue`` names (a clip to 0..6 is ``relu6``); a
+    conv or dense node's own bias input comes first as ``bias``."""
     out = []
+    if node.op in ("conv2d", "dense"):
+        extra = sum(1 for s in node.epilogue if s[0] in ("bias", "add"))
+        if len(node.inputs) - 2 > extra:  # its own bias input, not fused yet
+            out.append("bias")
     for step in node.epilogue:
         if step[0] == "clip":
             if (step[1], step[2]) != (0.0, 6.0):
@@ -134,8 +141,8 @@ def task_config(task: Task) -> dict | None:
 
 def elementwise_kernel(g: Graph, node: Node) -> tuple[Schedule, list[Tensor]]:
     """``(schedule, [*inputs, output])`` of a node without a template: add, relu, clip,
-    scale_shift, concat and softmax (along any axis), each one flat kernel (softmax: its max
-    and sum reductions stay kernels of their own)."""
+    scale_shift, batch_norm, concat and softmax (along any axis), each one flat kernel
+    (softmax: its max and sum reductions stay kernels of their own)."""
     ins = [
         placeholder(g.tensors[t].shape, "float32", name=f"in{i}") for i, t in enumerate(node.inputs)
     ]
@@ -152,6 +159,14 @@ def elementwise_kernel(g: Graph, node: Node) -> tuple[Schedule, list[Tensor]]:
     elif node.op == "scale_shift":
         x, sc, sh = ins
         out = compute(x.shape, lambda *i: x[i] * sc[i[1]] + sh[i[1]], name="scale_shift")
+    elif node.op == "batch_norm":  # one left unfolded (passes.fold_batch_norm not run)
+        x, gamma, beta, mean, var = ins
+        eps = const(float(a["epsilon"]), "float32")
+        out = compute(
+            x.shape,
+            lambda *i: (x[i] - mean[i[1]]) * (gamma[i[1]] / I.sqrt(var[i[1]] + eps)) + beta[i[1]],
+            name="batch_norm",
+        )
     elif node.op == "softmax":
         out = nn.softmax(ins[0], a["axis"])
     else:
