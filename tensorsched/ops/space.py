@@ -211,11 +211,14 @@ class Config:
         return f"Config({self.values})"
 
 
-def split_axis(stage: Any, axis: Any, factors: Any) -> list[Any]:
+def split_axis(stage: Any, axis: Any, factors: Any, tail: str = "guard") -> list[Any]:
     """Split ``axis`` of ``stage`` into ``len(factors) + 1`` loops whose inner extents are
-    ``factors`` (outermost first); returns the loops, outermost first."""
+    ``factors`` (outermost first); returns the loops, outermost first. ``tail`` is the first
+    split's tail strategy (``Stage.split``): the later splits divide their parent exactly."""
     parts, rest = [], axis
     for k in range(len(factors)):
-        outer, rest = stage.split(rest, factor=math.prod(factors[k:]))
+        outer, rest = stage.split(
+            rest, factor=math.prod(factors[k:]), tail=tail if k == 0 else "guard"
+        )
         parts.append(outer)
     return parts + [rest]

@@ -17,6 +17,14 @@ if TYPE_CHECKING:  # only for the annotations: schedule.py imports this module
     from .schedule import Stage
 
 
+# What a split does with the iterations past its parent's extent when the factor does not
+# divide it (Halide's tail strategies): "guard" skips them with an if; "shift" moves the last
+# tile inwards so that it ends at the extent (its first elements are computed twice, so the
+# tile is guard-free); "peel" runs the last outer iteration as its own copy of the body, so the
+# others are guard-free (the ``peel_tail`` pass does it; the split only marks the outer loop).
+TAILS = ("guard", "shift", "peel")
+
+
 @dataclass(frozen=True, eq=False)
 class Split:
     parent: IterVar
@@ -24,6 +32,7 @@ class Split:
     inner: IterVar
     factor: int | None
     nparts: int | None
+    tail: str = "guard"
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,7 +91,9 @@ def pass_up(
     """Values of all iter vars in terms of the leaf vars, and the guards uneven splits need.
 
     Returns ``(values, guards)``: ``values[iv]`` is an expression of leaf variables in
-    ``[0, ext[iv])`` when the guards hold; each guard is ``(parent, value < extent)``.
+    ``[0, ext[iv])`` when the guards hold; each guard is ``(parent, value < extent)``. A split
+    with ``tail="shift"`` over a parent at least as long as its inner loop needs no guard: its
+    last tile starts at ``extent - inner`` instead (``shift_is_safe`` says when that is legal).
     """
     values: dict[IterVar, E.Expr] = {
         iv: (leaf_value(iv) if leaf_value else iv.var) for iv in stage.leaf_iter_vars
@@ -90,10 +101,56 @@ def pass_up(
     guards: list[tuple[IterVar, E.Expr]] = []
     for rel in reversed(stage.relations):
         if isinstance(rel, Split):
-            values[rel.parent] = values[rel.outer] * ext[rel.inner] + values[rel.inner]
-            if ext[rel.outer] * ext[rel.inner] != ext[rel.parent]:
-                guards.append((rel.parent, values[rel.parent] < ext[rel.parent]))
+            f, n = ext[rel.inner], ext[rel.parent]
+            uneven = ext[rel.outer] * f != n
+            start = values[rel.outer] * f
+            if uneven and rel.tail == "shift" and n >= f:
+                shift_is_safe(stage, rel)
+                start = E.BinOp("min", start, E.IntImm(n - f))
+                uneven = False
+            values[rel.parent] = start + values[rel.inner]
+            if uneven:
+                guards.append((rel.parent, values[rel.parent] < n))
         elif isinstance(rel, Fuse):
             values[rel.outer] = values[rel.fused] // ext[rel.inner]
             values[rel.inner] = values[rel.fused] % ext[rel.inner]
     return values, guards[::-1]
+
+
+def shift_is_safe(stage: Stage, rel: Split) -> None:
+    """Raise unless shifting ``rel``'s last tile inwards recomputes whole output points: the
+    overlap is computed twice, which is harmless only when each computation starts from the
+    reduction's init, i.e. no reduction loop runs outside the split's outer loop."""
+    leaves = stage.leaf_iter_vars
+    outer = _outermost_leaf(stage, rel.outer)
+    attrs = stage.attrs.get(outer)
+    if attrs is not None and attrs.bind is not None:
+        return  # a work-item index: outside every loop of the kernel
+    before = leaves[: leaves.index(outer)]
+    red = [iv for iv in before if iv.kind == "reduce"]
+    if red:
+        raise ScheduleError(
+            "split",
+            stage,
+            f"tail='shift' on '{rel.parent.var.name}' needs its outer loop outside every "
+            f"reduction loop, but '{red[0].var.name}' runs outside it, so the shifted tile's "
+            "overlap would be accumulated twice; reorder the reduction inside, or use "
+            "tail='peel' or 'guard'",
+            rel.outer,
+        )
+
+
+def _outermost_leaf(stage: Stage, iv: IterVar) -> IterVar:
+    """The leaf that ``iv``'s loop became (itself, or the outermost part of its splits and
+    fuses)."""
+    while iv not in stage.leaf_iter_vars:
+        for rel in stage.relations:
+            if isinstance(rel, Split) and rel.parent is iv:
+                iv = rel.outer
+                break
+            if isinstance(rel, Fuse) and iv in (rel.outer, rel.inner):
+                iv = rel.fused
+                break
+        else:  # pragma: no cover - every iter var reaches a leaf
+            raise AssertionError(iv)
+    return iv

@@ -18,7 +18,8 @@ from ..ir import expr as E
 from ..ir.stmt import SCOPES
 from ..ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor, tensors_read
 from ..ir.visitor import Mutator, substitute
-from .relations import Fuse, Split, pass_down, pass_up
+from ..passes.peel_tail import PEEL_PRAGMA
+from .relations import TAILS, Fuse, Split, pass_down, pass_up
 
 
 @dataclass
@@ -132,14 +133,35 @@ class Stage:
         parent: IterVar,
         factor: SupportsIndex | None = None,
         nparts: SupportsIndex | None = None,
+        tail: str = "guard",
     ) -> tuple[IterVar, IterVar]:
         """Split ``parent`` into ``(outer, inner)``; ``inner`` has ``factor`` iterations (or
-        ``outer`` has ``nparts``). A factor that does not divide the extent is legal."""
+        ``outer`` has ``nparts``). A factor that does not divide the extent is legal; ``tail``
+        says what becomes of the last, partial tile:
+
+        - ``"guard"`` (TVM's way): every element of every tile is checked against the extent;
+        - ``"shift"``: the last tile moves inwards to end at the extent, so no tile needs a
+          check (the overlap is computed twice: data axes only, with the outer loop outside the
+          stage's reduction loops; an extent shorter than the tile falls back to ``"guard"``);
+        - ``"peel"``: the last iteration of the outer loop is written out after the loop, which
+          runs guard-free (the outer loop must stay a serial loop of this stage).
+        """
         self._check_not_inline("split")
         self._check_leaf("split", parent)
         self._check_plain("split", parent)
         if (factor is None) == (nparts is None):
             raise self._error("split", "give exactly one of factor= or nparts=", parent)
+        if tail not in TAILS:
+            raise self._error(
+                "split", f"tail must be one of {', '.join(map(repr, TAILS))}, got {tail!r}", parent
+            )
+        if tail == "shift" and parent.kind == "reduce":
+            raise self._error(
+                "split",
+                f"'{parent.var.name}' is a reduction axis: a shifted last tile would add its "
+                "overlap twice; use tail='peel' or tail='guard'",
+                parent,
+            )
         what = "factor" if factor is not None else "nparts"
         n = dt.to_int(factor if factor is not None else nparts)
         if n is None or n <= 0:
@@ -158,9 +180,10 @@ class Stage:
         kind = parent.kind
         outer = IterVar(E.Var(parent.var.name + ".outer"), None, kind)
         inner = IterVar(E.Var(parent.var.name + ".inner"), None, kind)
-        self.relations.append(
-            Split(parent, outer, inner, *((n, None) if factor is not None else (None, n)))
-        )
+        f, p = (n, None) if factor is not None else (None, n)
+        self.relations.append(Split(parent, outer, inner, f, p, tail))
+        if tail == "peel":
+            self._attr(outer).pragmas.append((PEEL_PRAGMA, 1))
         self.all_iter_vars += [outer, inner]
         pos = self.leaf_iter_vars.index(parent)
         self.leaf_iter_vars[pos : pos + 1] = [outer, inner]

@@ -2,7 +2,10 @@
 no ``__local`` staging (a CPU's caches do that job).
 
 Knobs: ``tile_y`` / ``tile_x`` = (work-items, outputs per work-item), ``vec`` (vector width of
-the columns), ``tile_k`` (K step, unrolled).
+the columns), ``tile_k`` (K step, unrolled), and the tail strategies of splits that do not divide
+the shape: ``tail`` for M and N ("shift": the last work-group's tile moves inwards, so the
+register tile stays guard-free), ``tail_k`` for K ("peel": the last K step is written out after
+the loop). "guard" is TVM's per-element check.
 """
 
 from __future__ import annotations
@@ -51,12 +54,22 @@ def schedule_gemm_cpu(cfg: Config, s: Schedule, O: Tensor, M: int, N: int, K: in
     (kstep,) = cfg.define_split(
         "tile_k", K, 2, policy="candidates", default=(4,), candidates=[(k,) for k in (1, 2, 4, 8)]
     )
+    tail = cfg.define_knob("tail", ("guard", "shift"))
+    tail_k = cfg.define_knob("tail_k", ("guard", "peel"))
     cfg.constrain(wx % vec == 0, "columns per work-item not a multiple of the vector width")
+    cfg.constrain(
+        tail == "guard" or M % (ty * wy) != 0 or N % (tx * wx) != 0,
+        "the tiles divide M and N: tail='shift' is the same kernel as 'guard'",
+    )
+    cfg.constrain(
+        tail_k == "guard" or K % kstep != 0,
+        "the K step divides K: tail_k='peel' is the same kernel as 'guard'",
+    )
 
     comp, out = reduction_and_epilogue(s, O)
     i, j = s[out].op.axis
-    by, tyy, wyy = split_axis(s[out], i, (ty, wy))
-    bx, txx, wxx = split_axis(s[out], j, (tx, wx))
+    by, tyy, wyy = split_axis(s[out], i, (ty, wy), tail)
+    bx, txx, wxx = split_axis(s[out], j, (tx, wx), tail)
     s[out].reorder(by, bx, tyy, txx, wyy, wxx)
     bind_2d(s, out, by, bx, tyy, txx)
     xo, xv = s[out].split(wxx, vec)
@@ -65,7 +78,7 @@ def schedule_gemm_cpu(cfg: Config, s: Schedule, O: Tensor, M: int, N: int, K: in
     s[comp].compute_at(s[out], txx)
     ci, cj = s[comp].op.axis
     (ck,) = s[comp].op.reduce_axis
-    ko, ki = s[comp].split(ck, kstep)
+    ko, ki = s[comp].split(ck, kstep, tail=tail_k)
     cjo, cjv = s[comp].split(cj, vec)
     s[comp].reorder(ko, ki, ci, cjo, cjv)
     s[comp].unroll(ki)

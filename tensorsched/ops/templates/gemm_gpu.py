@@ -20,6 +20,9 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
 - ``split_k``: split the reduction into that many slices computed by separate work-groups
   (``rfactor``; ``blockIdx.z``), then add the partial products in a second kernel: more
   work-groups for a small M x N with a long K.
+- ``tail``: what the work-group tiles do where M or N is not a multiple of them (``split``'s
+  tail strategy): ``"guard"`` checks every element, ``"shift"`` moves the last row (column) of
+  work-groups inwards so that every tile is whole and guard-free.
 - ``reg_fetch``: copy each K step's slices of the ``__local`` tiles into registers first
   (``cache_read(..., "local")``), as vector loads, before the multiply-adds.
 """
@@ -90,6 +93,7 @@ def schedule_gemm_gpu(
     fetch_vec = cfg.define_knob("fetch_vec", (4, 1), default=1)
     reg_fetch = cfg.define_knob("reg_fetch", (1, 0))
     dbuf = cfg.define_knob("double_buffer", ("none", "shared", "local", "both"), default="both")
+    tail = cfg.define_knob("tail", ("guard", "shift"))
     bm, bn = vy * ty * wy, vx * tx * wx
     threads = tx * ty
     a_rows = bm + (a_pad if a_layout == "col" else 0)
@@ -109,6 +113,10 @@ def schedule_gemm_gpu(
     )
     cfg.constrain(a_pad == 0 or a_layout == "col", "a_pad pads the column-major tile only")
     cfg.constrain(split_k == 1 or K // split_k >= kstep, "K split finer than the K step")
+    cfg.constrain(
+        tail == "guard" or M % bm != 0 or N % bn != 0,
+        "the work-group tiles divide M and N: tail='shift' is the same kernel as 'guard'",
+    )
 
     R = O if is_reduction(O) else inline_epilogue(s, O)
     if split_k > 1:
@@ -127,8 +135,8 @@ def schedule_gemm_gpu(
     AA = s.cache_read(A, "shared", [comp])
     BB = s.cache_read(B, "shared", [comp])
 
-    by, vyy, tyy, wyy = split_axis(s[out], i, (vy, ty, wy))
-    bx, vxx, txx, wxx = split_axis(s[out], j, (vx, tx, wx))
+    by, vyy, tyy, wyy = split_axis(s[out], i, (vy, ty, wy), tail)
+    bx, vxx, txx, wxx = split_axis(s[out], j, (vx, tx, wx), tail)
     s[out].reorder(*outer, by, bx, vyy, vxx, tyy, txx, wyy, wxx)
     bind_2d(s, out, by, bx, tyy, txx)
     if outer:

@@ -1,0 +1,122 @@
+"""Tail strategies of ``Stage.split`` (``tail="guard" | "shift" | "peel"``): what the lowered
+IR looks like, that every strategy computes the same numbers at sizes no factor divides, and
+the mistakes a user can make with them."""
+
+import numpy as np
+import pytest
+
+import tensorsched as ts
+from tensorsched.runtime.numerics import random_array
+from tensorsched.tune.task import Task
+
+
+def matmul(n, m, kk):
+    A = ts.placeholder((n, kk), name="A")
+    B = ts.placeholder((kk, m), name="B")
+    k = ts.reduce_axis((0, kk), name="k")
+    C = ts.compute((n, m), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return A, B, C
+
+
+def tiled(n, m, kk, tail_ij, tail_k, factors=(8, 4, 4)):
+    A, B, C = matmul(n, m, kk)
+    s = ts.create_schedule(C.op)
+    i, j = C.op.axis
+    io, ii = s[C].split(i, factors[0], tail=tail_ij)
+    jo, ji = s[C].split(j, factors[1], tail=tail_ij)
+    ko, ki = s[C].split(C.op.reduce_axis[0], factors[2], tail=tail_k)
+    s[C].reorder(io, jo, ko, ii, ji, ki)
+    s[C].unroll(ki)
+    return s, [A, B, C]
+
+
+def run(s, args, target):
+    A, B, C = args
+    rng = np.random.default_rng(0)
+    a, b = random_array(A.shape, "float32", rng), random_array(B.shape, "float32", rng)
+    c = np.full(C.shape, np.nan, np.float32)
+    ts.build(s, args, target=target)(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_shift_moves_the_last_tile_inwards_and_drops_the_guards():
+    s, args = tiled(37, 29, 24, "shift", "guard")
+    ir = str(ts.lower(s, args))
+    assert "min(i.outer*8, 29)" in ir and "min(j.outer*4, 25)" in ir
+    assert "if (" not in ir  # 4 divides K: no guard at all
+
+
+def test_peel_writes_the_last_iteration_out_and_the_loop_runs_guard_free():
+    s, args = tiled(32, 32, 23, "guard", "peel")
+    ir = str(ts.lower(s, args))
+    main, last = ir.split("for (k.outer, 0, 5)")[1].split("if (", 1)
+    assert "if (" not in main  # the first 5 K steps are whole
+    assert "k.inner + 20 < 23" in last  # the 6th has 3 of its 4 elements
+    src = ts.build(s, args, target="opencl").get_source()
+    assert "if (" not in src  # unrolled, the peeled copy's guards fold away
+
+
+@pytest.mark.parametrize(
+    "tail_ij,tail_k", [("guard", "guard"), ("shift", "peel"), ("shift", "guard")]
+)
+@pytest.mark.parametrize("shape", [(37, 29, 23), (5, 3, 2), (64, 33, 17)])
+def test_every_tail_strategy_computes_the_same_product(tail_ij, tail_k, shape):
+    s, args = tiled(*shape, tail_ij, tail_k)
+    run(s, args, "python")
+
+
+@pytest.mark.opencl
+def test_tail_strategies_on_the_device():
+    for tail_ij, tail_k in (("shift", "peel"), ("guard", "guard")):
+        s, args = tiled(37, 29, 23, tail_ij, tail_k)
+        run(s, args, "opencl")
+
+
+def test_shift_falls_back_to_a_guard_when_the_axis_is_shorter_than_the_tile():
+    s, args = tiled(5, 3, 2, "shift", "peel")
+    ir = str(ts.lower(s, args))
+    assert "min(" not in ir and "if (" in ir
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize(
+    "template,tiles",
+    [
+        ("cpu", {"tile_y": (2, 8), "tile_x": (1, 16), "tail_k": "peel", "tile_k": (8,)}),
+        ("gpu_tiled", {"tile_y": (1, 8, 4), "tile_x": (1, 8, 4), "double_buffer": "none"}),
+    ],
+)
+def test_gemm_templates_with_shift_check_no_element_against_m_or_n(template, tiles):
+    M, N, K = 67, 45, 37
+    s, args, cfg = Task("gemm", template, (M, N, K)).instantiate({"tail": "shift", **tiles})
+    assert cfg.valid
+    src = ts.build(s, args, target="opencl").get_source()
+    guards = [line for line in src.splitlines() if "if (" in line]
+    assert not [g for g in guards if f"< {M})" in g or f"< {N})" in g]
+    assert len(guards) == (0 if template == "cpu" else len(guards))  # cpu: K peeled too
+    run(s, args, "opencl")
+
+
+def test_shift_on_a_reduction_axis_is_refused():
+    A, B, C = matmul(8, 8, 9)
+    s = ts.create_schedule(C.op)
+    with pytest.raises(ts.ScheduleError, match="reduction axis.*tail='peel'"):
+        s[C].split(C.op.reduce_axis[0], 4, tail="shift")
+
+
+def test_shift_outside_a_reduction_loop_is_refused_at_lowering():
+    A, B, C = matmul(10, 8, 9)
+    s = ts.create_schedule(C.op)
+    i, j = C.op.axis
+    (k,) = C.op.reduce_axis
+    io, ii = s[C].split(i, 4, tail="shift")
+    s[C].reorder(k, io, ii, j)  # the shifted tile's overlap would be accumulated twice
+    with pytest.raises(ts.ScheduleError, match="accumulated twice"):
+        ts.lower(s, [A, B, C])
+
+
+def test_an_unknown_tail_is_refused():
+    A, B, C = matmul(8, 8, 8)
+    s = ts.create_schedule(C.op)
+    with pytest.raises(ts.ScheduleError, match="tail must be one of 'guard', 'shift', 'peel'"):
+        s[C].split(C.op.axis[0], 4, tail="pad")
