@@ -284,3 +284,15 @@ def test_bad_task_shapes_are_task_errors():
         Task("depthwise_conv2d", "cpu", (1, 4, 9, 7, 6, 3, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1))
     with pytest.raises(TaskError, match="dense shape must be 3 ints"):
         Task("dense", "cpu", (1, 0, 3))
+
+
+CONV = (1, 3, 7, 9, 5, 3, 3, 1, 1)
+
+
+@pytest.mark.parametrize("target", ["python", pytest.param("opencl", marks=pytest.mark.opencl)])
+@pytest.mark.parametrize("name", ["spatial_pack", "im2col", "implicit_gemm"])
+def test_conv2d_templates_fuse_bias_residual_add_and_relu6(request, target, name):
+    """The graph's fusion hands conv2d templates the new epilogue steps too."""
+    if target == "opencl":
+        request.getfixturevalue("device")
+    _check_task(Task("conv2d", name, CONV, epilogue=("bias", "add", "relu6")), {}, target)
