@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import BuildError, TensorschedError
 from ..ir.dtype import NUMPY
+from ..ops.space import Config
 from ..runtime.device import DeviceLimits, current_device
 from ..runtime.module import ModuleArtifact, OpenCLModule, caches_source_builds
 from ..schedules.lower import lower
@@ -99,14 +100,16 @@ def _np_dtype(dtype: str) -> str:
 
 
 def build_candidate(
-    task_dict: dict, config: dict, limits: DeviceLimits | None = None
+    task_dict: dict, config: dict, limits: DeviceLimits | None = None, compile: bool = True
 ) -> tuple[str, str, ModuleArtifact | None, OpenCLModule | None]:
     """``(status, error, artifact, module)`` of one candidate, built in this process:
-    instantiated, lowered, its code generated, filtered by the device's ``limits`` and its
-    program built. ``artifact`` and ``module`` are ``None`` unless the status is ``ok``."""
+    instantiated (for the device of ``limits``, default: this process's device), lowered, its
+    code generated, filtered by the device's ``limits`` and, with ``compile``, its program
+    built. ``artifact`` is ``None`` unless the status is ``ok``; so is ``module``, which is
+    ``None`` without ``compile`` too (a build worker of a cluster without the device)."""
     task = Task.from_dict(task_dict)
     try:
-        s, args, cfg = task.instantiate(config)
+        s, args, cfg = task.instantiate(Config(config, limits=limits))
         if not cfg.valid:
             return "invalid", "; ".join(cfg.constraints) or "constraint", None, None
         func = lower(s, args, name=f"{task.kind}_{task.template}")
@@ -114,6 +117,8 @@ def build_candidate(
         why = check_limits(func, art.source, limits) if limits is not None else None
         if why is not None:
             return "invalid", why, None, None
+        if not compile:
+            return "ok", "", art, None
         mod = OpenCLModule.from_artifact(art, cache=False)
     except BuildError as exc:
         return "build_error", str(exc)[:2000], None, None
@@ -128,15 +133,21 @@ def prebuild(
     device: str | None,
     limits: DeviceLimits | None = None,
     binary: bool | None = None,
+    compile: bool = True,
 ) -> tuple[str, str, bytes | None]:
     """Build one candidate (in a pool worker); returns ``(status, error, artifact)`` with the
     artifact as ``ModuleArtifact.dumps()`` bytes (``None`` unless ``ok``). ``binary``: ship
-    the program binary (default: where the driver keeps no cache of source builds)."""
-    _select_device(device)
+    the program binary (default: where the driver keeps no cache of source builds). Without
+    ``compile`` (a worker that does not hold the device), the artifact is the source only and
+    the measuring worker builds it."""
+    if compile:
+        _select_device(device)
     if _IMPORT_ERROR:
         return "error", _IMPORT_ERROR[0], None
     try:
-        status, error, art, mod = build_candidate(task_dict, config, limits)
+        status, error, art, mod = build_candidate(task_dict, config, limits, compile)
+        if art is not None and mod is None and not compile:
+            return status, error, art.dumps()
         if mod is None or art is None:
             return status, error, None
         if binary is None:

@@ -6,6 +6,7 @@ is kept only when every field has its type and range:
 
 - ``task``: a task of a registered template (``Task.from_dict``);
 - ``device`` a name, ``status`` one of ``STATUSES``, ``error`` text, ``timestamp`` a time;
+  ``host`` (optional) the name of the machine that measured it (a cluster's worker's host);
 - ``config``: knobs of that template's space at that shape, each with one of its candidates
   (a JSON list for a split's tuple);
 - ``device_ms``, ``host_ms``, ``gflops``: absent or finite and non-negative; an ``ok`` record
@@ -46,6 +47,7 @@ class Record:
     gflops: float | None = None
     error: str = ""
     timestamp: float = field(default_factory=time.time)
+    host: str = ""  # the machine that measured it ("" in logs written before hosts were kept)
 
     def config_key(self) -> str:
         return config_key(self.config)
@@ -144,7 +146,7 @@ def check_record(d: Any, spaces: KnobSpaces) -> Record:
         task = Task.from_dict(d["task"])
     except TensorschedError as exc:
         raise RecordError(f"task: {exc}") from None
-    for name in ("device", "status", "error"):
+    for name in ("device", "status", "error", "host"):
         if name in d and not isinstance(d[name], str):
             raise RecordError(f"{name} {d[name]!r} is not text")
     if not d["device"]:
@@ -195,4 +197,5 @@ def check_record(d: Any, spaces: KnobSpaces) -> Record:
         gflops=gflops,
         error=d.get("error", ""),
         timestamp=timestamp if timestamp is not None else 0.0,
+        host=d.get("host", ""),
     )

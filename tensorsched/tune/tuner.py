@@ -9,6 +9,10 @@ as it ends, in the search's order.
 
 Budgets: ``trials``, ``time_s`` (seconds of tuning) and ``early_stop`` (trials without a
 better best), whichever ends first.
+
+On a Dask cluster (``cluster=``, the ``distributed`` extra; see ``distributed.py``) the same
+search runs as ``ClusterSearch``: builds go to any worker, measurements to the workers holding
+the device, new candidates are sent as results land, and this process alone writes the log.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ import multiprocessing as mp
 import numbers
 import os
 import re
+import socket
 import sys
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
@@ -33,7 +39,8 @@ from tqdm import tqdm
 from ..errors import TensorschedError
 from ..ops.space import Config
 from ..ops.templates import template_module
-from ..runtime.device import DeviceLimits, current_device
+from ..runtime.device import DeviceError, DeviceLimits, current_device
+from .distributed import Cluster, cluster_of
 from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
 from .log import LogLock, LogWriter, Record, best_records, config_key, read_log
 from .measure import TIME_BUDGET_MS, Runner, init_worker, prebuild, signature
@@ -43,6 +50,10 @@ from .task import Task, TaskError
 STRATEGIES = ("model", "grid", "random")
 MEASURED = ("ok", "wrong", "timeout", "crash", "error")  # statuses that reached the runner
 LOAD_AHEAD = 2  # built candidates the runner loads while one runs
+HOST = socket.gethostname()  # the host of the single-process tuner's records
+DEVICE_FAILURES = ("crash", "error")  # statuses that may be the device's fault, not the kernel's
+MAX_FAILURES = 4  # a cluster device failing this many trials in a row is taken out of the pool
+RETRIES = 3  # times a cluster trial whose task was lost is sent again
 
 
 @dataclass
@@ -146,6 +157,7 @@ def tune(
     time_s: float | str | None = None,
     early_stop: int | None = None,
     transfer: Sequence[str] = (),
+    cluster: str | Cluster | None = None,
 ) -> TuneResult:
     """Tune ``task``: measure up to ``trials`` candidates (all by default) and log each one.
 
@@ -175,6 +187,15 @@ def tune(
     ``stats``, seconds spent waiting for builds (``wait_build_s``), in the runner
     (``runner_s``: loading ``load_s``, check ``check_s``, timing ``time_s``) and logging
     (``log_s``), the inputs made on the device (``uploads``) and the runner's restarts.
+
+    ``cluster``: tune on a Dask cluster instead (the ``distributed`` extra): a scheduler's
+    address (``"tcp://host:8786"``), ``"local"`` (a cluster of this host's cores, started and
+    stopped here) or a ``distributed.Cluster`` (kept open, for several tasks). ``device`` then
+    names a device the cluster's workers hold (part of its name; default: the only kind they
+    hold, else this host's); builds go to any worker, measurements one at a time to each
+    worker device of that kind, and this process writes the log. A device that fails
+    ``MAX_FAILURES`` trials in a row is taken out (its trials go to the others); trials a dying
+    worker had are run again elsewhere, and each is logged once.
     """
     t0 = time.time()
     _check_options(strategy, trials, timeout, repeat, n_build, ahead, budget_ms)
@@ -192,46 +213,63 @@ def tune(
     if strategy == "model":
         require_lightgbm()
     modules = worker_modules(task)
-    limits = DeviceLimits.of(device)
-    if not device:  # the workers use this process's device (set_device() included)
-        dev = current_device()
-        device = f"{dev.platform_index}:{dev.device_index}"
-    space = task.space()
-    if restrict:
-        space.restrict(restrict)
-    with LogLock(log_path):
-        done = _logged_configs(task, log_path, limits.name, resume)
-        proposer: Any
-        if strategy == "model":
-            past = past_records(task, limits.name, log_path, transfer)
-            proposer = ModelProposer(task, space, limits, past, seed)
+    pool, close = cluster_of(cluster) if cluster is not None else (None, None)
+    try:
+        resource = ""
+        if pool is not None:
+            resource, limits = pool.target(device, None if device else _local_device_name())
         else:
-            proposer = OrderProposer(space, candidate_order(task, strategy, seed))
-        search = Search(
-            task,
-            space,
-            proposer,
-            done,
-            LogWriter(log_path),
-            Runner(device, timeout, asdict(task), _specs(task), limits, modules),
-            BuildPool(n_build or max(1, os.cpu_count() or 2), device, limits, modules),
-            limits,
-        )
-        search.run(
-            budget=trials if trials is not None else space.size(),
-            ahead=ahead,
-            repeat=repeat,
-            budget_ms=budget_ms,
-            progress=progress,
-            deadline=t0 + seconds if seconds is not None else None,
-            early_stop=early_stop,
-        )
-        if strategy == "model":
-            search.counts["skipped"] = len(done)
-            if proposer.filtered:
-                search.stats["filtered_by_ir"] = proposer.filtered
-        search.counts = {k: v for k, v in search.counts.items() if v}
-        all_best = best_records(read_log(log_path), task.key(), limits.name)
+            limits = DeviceLimits.of(device)
+            if not device:  # the workers use this process's device (set_device() included)
+                dev = current_device()
+                device = f"{dev.platform_index}:{dev.device_index}"
+        on = device or ""
+        space = task.space()
+        if restrict:
+            space.restrict(restrict)
+        with LogLock(log_path):
+            done = _logged_configs(task, log_path, limits.name, resume)
+            proposer: Any
+            if strategy == "model":
+                past = past_records(task, limits.name, log_path, transfer)
+                proposer = ModelProposer(task, space, limits, past, seed)
+            else:
+                proposer = OrderProposer(space, candidate_order(task, strategy, seed))
+            search: Trials
+            if pool is not None:
+                writer = LogWriter(log_path)
+                search = ClusterSearch(
+                    task, space, proposer, done, writer, limits, pool, resource, modules, timeout
+                )
+            else:
+                search = Search(
+                    task,
+                    space,
+                    proposer,
+                    done,
+                    LogWriter(log_path),
+                    Runner(on, timeout, asdict(task), _specs(task), limits, modules),
+                    BuildPool(n_build or max(1, os.cpu_count() or 2), on, limits, modules),
+                    limits,
+                )
+            search.run(
+                budget=trials if trials is not None else space.size(),
+                ahead=ahead,
+                repeat=repeat,
+                budget_ms=budget_ms,
+                progress=progress,
+                deadline=t0 + seconds if seconds is not None else None,
+                early_stop=early_stop,
+            )
+            if strategy == "model":
+                search.counts["skipped"] = len(done)
+                if proposer.filtered:
+                    search.stats["filtered_by_ir"] = proposer.filtered
+            search.counts = {k: v for k, v in search.counts.items() if v}
+            all_best = best_records(read_log(log_path), task.key(), limits.name)
+    finally:
+        if close is not None:
+            close()
     return TuneResult(
         task,
         log_path,
@@ -240,6 +278,14 @@ def tune(
         time.time() - t0,
         dict(search.stats),
     )
+
+
+def _local_device_name() -> str | None:
+    """This host's device name, if it has one (the default device to tune on a cluster)."""
+    try:
+        return current_device().name
+    except (DeviceError, ImportError):
+        return None
 
 
 def _check_options(
@@ -356,7 +402,98 @@ class Pending:
     generation: int
 
 
-class Search:
+class Trials:
+    """What every search keeps: the proposer, the configs logged already, the counts and
+    stats, the best record so far, and the log it appends each trial to (``_log``)."""
+
+    def __init__(
+        self,
+        task: Task,
+        space: Config,
+        proposer: Any,
+        done: set[str],
+        writer: LogWriter,
+        limits: DeviceLimits,
+    ):
+        self.task, self.task_dict, self.space = task, asdict(task), space
+        self.proposer, self.done = proposer, done
+        self.writer, self.limits = writer, limits
+        self.submitted = 0
+        self.counts: dict[str, int] = {}
+        self.stats: dict[str, float] = collections.defaultdict(float)
+        self.best: Record | None = None
+        self.uploads: dict[Any, int] = {}  # runner process -> task inputs it made on the device
+        self.bar: Any = None
+        self.since_best = 0  # trials logged since the best last improved
+        self.deadline: float | None = None
+        self.stopped = ""  # why the search stopped before its trials: "time", "early stop"
+
+    def run(
+        self,
+        budget: int,
+        ahead: int | None,
+        repeat: int,
+        budget_ms: float | None,
+        progress: bool,
+        deadline: float | None = None,
+        early_stop: int | None = None,
+    ) -> None:
+        raise NotImplementedError  # Search and ClusterSearch run
+
+    def _should_stop(self, early_stop: int | None) -> bool:
+        if self.deadline is not None and time.time() >= self.deadline:
+            self.stopped = "time"
+        elif early_stop is not None and self.since_best >= early_stop:
+            self.stopped = "early stop"
+        return bool(self.stopped)
+
+    def _next_config(self) -> dict | None:
+        """The next point of the order not in the log yet (counting those skipped)."""
+        while True:
+            config = self.proposer.next()
+            if config is None:
+                return None
+            if config_key(config) in self.done:
+                self.counts["skipped"] = self.counts.get("skipped", 0) + 1
+                continue
+            return config
+
+    def _account(self, res: dict) -> None:
+        """Add a measurement's own figures to the stats."""
+        for k in ("load", "prepare", "check", "time"):
+            self.stats[f"{k}_s"] += res.get(f"_{k}_s", 0.0)
+        self.stats["repeats"] += res.get("_repeats", 0)
+        if "_uploads" in res:
+            self.uploads[(res.get("_host", HOST), res["_pid"])] = res["_uploads"]
+
+    def _log(self, config: dict, res: dict) -> None:
+        t = time.perf_counter()
+        rec = Record(
+            task=self.task_dict,
+            device=self.limits.name,
+            config=config,
+            status=res["status"],
+            device_ms=res.get("device_ms"),
+            host_ms=res.get("host_ms"),
+            gflops=res.get("gflops"),
+            error=res.get("error", ""),
+            host=res.get("_host", HOST),
+        )
+        self.writer.append(rec)
+        self.counts[rec.status] = self.counts.get(rec.status, 0) + 1
+        self.proposer.observe(config, rec.status, rec.gflops)
+        self.since_best += 1
+        if rec.status == "ok" and (self.best is None or _faster(rec, self.best)):
+            self.best, self.since_best = rec, 0
+        self.bar.update(1)
+        best = self.best
+        text = f"best {best.gflops:.1f} GFLOP/s" if best else "no valid kernel yet"
+        state = self.proposer.state()
+        self.bar.set_postfix_str(f"{text}; {state}" if state else text)
+        self.stats["log_s"] += time.perf_counter() - t
+
+
+class Search(Trials):
     """One tuning run: candidates in the search's order, built ahead by the ``BuildPool``,
     measured one at a time by the ``Runner`` and logged as each ends (``run``)."""
 
@@ -371,19 +508,9 @@ class Search:
         builds: BuildPool,
         limits: DeviceLimits,
     ):
-        self.task, self.task_dict, self.space = task, asdict(task), space
-        self.proposer, self.done = proposer, done
-        self.writer, self.runner, self.builds, self.limits = writer, runner, builds, limits
+        super().__init__(task, space, proposer, done, writer, limits)
+        self.runner, self.builds = runner, builds
         self.pending: collections.deque[Pending] = collections.deque()
-        self.submitted = 0
-        self.counts: dict[str, int] = {}
-        self.stats: dict[str, float] = collections.defaultdict(float)
-        self.best: Record | None = None
-        self.uploads: dict[int, int] = {}  # runner process -> task inputs it made on the device
-        self.bar: Any = None
-        self.since_best = 0  # trials logged since the best last improved
-        self.deadline: float | None = None
-        self.stopped = ""  # why the search stopped before its trials: "time", "early stop"
 
     def run(
         self,
@@ -405,11 +532,7 @@ class Search:
             self._top_up(budget, ahead)
             self.runner.start()  # it starts up while the pool builds the first ones
             while self.pending:
-                if deadline is not None and time.time() >= deadline:
-                    self.stopped = "time"
-                elif early_stop is not None and self.since_best >= early_stop:
-                    self.stopped = "early stop"
-                if self.stopped:
+                if self._should_stop(early_stop):
                     self.pending.clear()
                     break
                 cand = self.pending.popleft()
@@ -425,17 +548,6 @@ class Search:
             self.builds.close()
         self.stats["restarts"] = self.runner.restarts
         self.stats["uploads"] = sum(self.uploads.values())
-
-    def _next_config(self) -> dict | None:
-        """The next point of the order not in the log yet (counting those skipped)."""
-        while True:
-            config = self.proposer.next()
-            if config is None:
-                return None
-            if config_key(config) in self.done:
-                self.counts["skipped"] = self.counts.get("skipped", 0) + 1
-                continue
-            return config
 
     def _top_up(self, budget: int, ahead: int) -> None:
         while len(self.pending) < ahead and self.submitted < budget:
@@ -471,39 +583,182 @@ class Search:
         upcoming = _built(self.pending, LOAD_AHEAD) if artifact is not None else ()
         res = self.runner.measure(self.task_dict, config, repeat, artifact, budget_ms, upcoming)
         self.stats["runner_s"] += time.perf_counter() - t
-        for k in ("load", "prepare", "check", "time"):
-            self.stats[f"{k}_s"] += res.get(f"_{k}_s", 0.0)
-        self.stats["repeats"] += res.get("_repeats", 0)
-        if "_uploads" in res:
-            self.uploads[res["_pid"]] = res["_uploads"]
+        self._account(res)
         if artifact is None:
             self.stats["built_by_runner"] += 1
         return res
 
-    def _log(self, config: dict, res: dict) -> None:
-        t = time.perf_counter()
-        rec = Record(
-            task=self.task_dict,
-            device=self.limits.name,
-            config=config,
-            status=res["status"],
-            device_ms=res.get("device_ms"),
-            host_ms=res.get("host_ms"),
-            gflops=res.get("gflops"),
-            error=res.get("error", ""),
+
+@dataclass
+class Flight:
+    """A candidate in flight on a cluster: being built, then measured."""
+
+    config: dict
+    stage: str = "build"  # or "measure"
+    artifact: bytes | None = None
+    tries: int = 0  # times its task was lost and sent again
+    failed_on: set[str] = field(default_factory=set)  # devices taken out while it failed there
+
+
+class ClusterSearch(Trials):
+    """One tuning run on a Dask cluster (``distributed.Cluster``): each candidate is built on
+    any worker, then measured on a worker holding the device (``resource``); new candidates
+    are sent as results land, so every device stays busy, and each trial is logged here, once,
+    as it ends. Dask runs a task again when its worker dies; a task that was lost is sent
+    again (``RETRIES``); a device whose trials fail ``MAX_FAILURES`` times in a row (crash,
+    error) is taken out of the pool, and those trials are measured on the other devices (one
+    that fails there too is logged as it failed)."""
+
+    def __init__(
+        self,
+        task: Task,
+        space: Config,
+        proposer: Any,
+        done: set[str],
+        writer: LogWriter,
+        limits: DeviceLimits,
+        cluster: Cluster,
+        resource: str,
+        modules: tuple[str, ...],
+        timeout: float,
+    ):
+        super().__init__(task, space, proposer, done, writer, limits)
+        self.cluster, self.resource, self.modules, self.timeout = (
+            cluster,
+            resource,
+            modules,
+            timeout,
         )
-        self.writer.append(rec)
-        self.counts[rec.status] = self.counts.get(rec.status, 0) + 1
-        self.proposer.observe(config, rec.status, rec.gflops)
-        self.since_best += 1
-        if rec.status == "ok" and (self.best is None or _faster(rec, self.best)):
-            self.best, self.since_best = rec, 0
-        self.bar.update(1)
-        best = self.best
-        text = f"best {best.gflops:.1f} GFLOP/s" if best else "no valid kernel yet"
-        state = self.proposer.state()
-        self.bar.set_postfix_str(f"{text}; {state}" if state else text)
-        self.stats["log_s"] += time.perf_counter() - t
+        self.specs = _specs(task)
+        self.flights: dict[Any, Flight] = {}  # future -> its candidate
+        self.streaks: dict[str, list[tuple[Flight, dict]]] = {}  # device -> failures held back
+        self.taken_out: set[str] = set()
+        self.repeat = 5
+        self.budget_ms: float | None = None
+
+    def run(
+        self,
+        budget: int,
+        ahead: int | None,
+        repeat: int,
+        budget_ms: float | None,
+        progress: bool,
+        deadline: float | None = None,
+        early_stop: int | None = None,
+    ) -> None:
+        """Measure up to ``budget`` new candidates with ``ahead`` in flight (default: two per
+        worker thread of the cluster, and two), as ``Search.run``."""
+        ahead = ahead or 2 * self.cluster.slots() + 2
+        self.deadline, self.repeat, self.budget_ms = deadline, repeat, budget_ms
+        self.bar = _progress(budget, str(self.task), progress)
+        waiting_since, checked = time.time(), 0.0
+        try:
+            self._top_up(budget, ahead)
+            while self.flights:
+                if self._should_stop(early_stop):
+                    break
+                for fut in self.cluster.wait(self.flights, 0.5):
+                    self._landed(fut, self.flights.pop(fut))
+                    waiting_since = time.time()
+                self._top_up(budget, ahead)
+                if self.flights and time.time() - checked > 2.0:  # a device left to measure on?
+                    self.cluster.check_holders(self.resource, waiting_since)
+                    checked = time.time()
+        finally:
+            self.cluster.cancel(self.flights)  # built or measured, never logged: dropped
+            self.flights.clear()
+            for slot in list(self.streaks):  # failures of a device still in the pool
+                for fl, res in self.streaks.pop(slot):
+                    self._log(fl.config, res)
+            self.bar.close()
+        self.stats["uploads"] = sum(self.uploads.values())
+
+    def _top_up(self, budget: int, ahead: int) -> None:
+        while len(self.flights) < ahead and self.submitted < budget:
+            if self.deadline is not None and time.time() >= self.deadline:
+                return
+            config = self._next_config()
+            if config is None:
+                return
+            self._send(Flight(config))
+            self.submitted += 1
+
+    def _send(self, fl: Flight) -> None:
+        if fl.stage == "build":
+            fut = self.cluster.build(self.task_dict, fl.config, self.limits, self.modules)
+        else:
+            fut = self.cluster.measure(
+                self.resource,
+                self.task_dict,
+                fl.config,
+                fl.artifact,
+                self.repeat,
+                self.budget_ms,
+                self.timeout,
+                self.limits,
+                self.modules,
+                self.specs,
+            )
+        self.flights[fut] = fl
+
+    def _landed(self, fut: Any, fl: Flight) -> None:
+        kind, value = self.cluster.outcome(fut)
+        if kind == "lost" and fl.tries < RETRIES:  # its worker vanished: send it again
+            fl.tries += 1
+            self.stats["requeued"] += 1
+            self._send(fl)
+        elif fl.stage == "build":
+            # a build that failed as a task (not as a candidate) is left to the runner, which
+            # builds it with the timeout, as in a single process
+            status, error, artifact = value if kind == "ok" else ("ok", "", None)
+            if status != "ok":
+                self._log(fl.config, {"status": status, "error": error})
+                return
+            if artifact is None:
+                self.stats["built_by_runner"] += 1
+            fl.stage, fl.artifact = "measure", artifact
+            self._send(fl)
+        elif kind == "ok":
+            self._measured(fl, value)
+        else:
+            status = "crash" if kind == "killed" else "error"
+            self._log(fl.config, {"status": status, "error": f"measuring: {value}"})
+
+    def _measured(self, fl: Flight, res: dict) -> None:
+        """Log a measurement, holding back a device's failures while they come in a row:
+        the device's next success shows they were the kernels' own."""
+        self._account(res)
+        self.stats["measured"] += 1
+        slot = res.get("_slot", "")
+        if res["status"] in DEVICE_FAILURES:
+            if fl.failed_on:  # it failed on a device taken out, and here too: its own fault
+                self._log(fl.config, res)
+                return
+            streak = self.streaks.setdefault(slot, [])
+            streak.append((fl, res))
+            if len(streak) >= MAX_FAILURES:
+                self._take_out(slot, res.get("_worker", ""))
+            return
+        for held, held_res in self.streaks.pop(slot, []):
+            self._log(held.config, held_res)
+        self._log(fl.config, res)
+
+    def _take_out(self, slot: str, worker: str) -> None:
+        streak = self.streaks.pop(slot)
+        self.taken_out.add(slot)
+        self.stats["taken_out"] += 1
+        self.cluster.take_out(self.resource, worker, slot)
+        why = streak[-1][1].get("error", "").strip().splitlines()
+        warnings.warn(
+            f"tensorsched: device {self.limits.name} of {slot} (worker {worker}) failed "
+            f"{len(streak)} trials in a row (the last: {why[-1][:200] if why else '?'}): it is "
+            "taken out of the pool and its trials go to the other devices; restart its "
+            "worker to bring it back",
+            stacklevel=2,
+        )
+        for fl, _ in streak:
+            fl.failed_on.add(slot)
+            self._send(fl)
 
 
 def _faster(a: Record, b: Record) -> bool:
