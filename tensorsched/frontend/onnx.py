@@ -235,6 +235,8 @@ class _Reader:
         outs = list(node.output)
         if len(outs) < 1 or not outs[0]:
             raise OnnxImportError(f"{where}: no output")
+        if any(outs[1:]):
+            raise UnsupportedOperatorError(f"{where}: only the first output is supported")
         try:
             CONVERTERS[op](self, name, where, a, ins, outs[0])
         except GraphError as exc:

@@ -489,10 +489,11 @@ def _infer_same(g: Graph, node: Node) -> tuple[int, ...]:
 
 
 def _axis(node: Node, axis: Any, rank: int, inclusive: bool = False) -> int:
+    """``axis`` in ``-rank .. rank - 1`` (``.. rank`` when ``inclusive``), made non-negative."""
     top = rank + 1 if inclusive else rank
-    if not isinstance(axis, (int, np.integer)) or not -top <= axis < top:
+    if not isinstance(axis, (int, np.integer)) or not -rank <= axis < top:
         raise GraphError(f"node '{node.name}' ({node.op}): axis {axis!r} out of range")
-    return int(axis) % top
+    return int(axis) + rank if axis < 0 else int(axis)
 
 
 def _infer_softmax(g: Graph, node: Node) -> tuple[int, ...]:
