@@ -1,0 +1,192 @@
+"""The built-in networks (their layers, their ONNX form against onnxruntime, ResNet-18 at a
+reduced resolution, 32x32, on the CPU OpenCL device) and the ``tensorsched net`` command.
+
+Tolerance: max |out - ref| / max |ref| under 1e-5 against onnxruntime (float32 both); the
+networks' outputs are their softmax, compared with the logits before it too."""
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+
+import numpy as np
+import pytest
+
+from tensorsched import TensorschedError
+from tensorsched.cli import main
+from tensorsched.frontend import from_onnx, to_onnx
+from tensorsched.graph import Graph, build, optimize, run_reference
+from tensorsched.nets import NETS, mobilenet_v1, resnet18, vgg16
+
+ort = pytest.importorskip("onnxruntime")
+
+TOL = 1e-5
+
+
+def rel_err(out, ref):
+    return float(np.max(np.abs(np.asarray(out, np.float64) - ref)) / np.max(np.abs(ref)))
+
+
+def ort_run(g, x, outputs=None):
+    model = to_onnx(g)
+    if outputs:  # expose inner tensors too
+        from onnx import TensorProto, helper
+
+        for t in outputs:
+            model.graph.output.append(
+                helper.make_tensor_value_info(t, TensorProto.FLOAT, list(g.tensors[t].shape))
+            )
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return sess.run(None, {g.inputs[0]: x})
+
+
+@pytest.fixture(scope="module")
+def device():
+    from tensorsched.runtime.device import DeviceError, current_device
+
+    try:
+        return current_device()
+    except (DeviceError, ImportError) as exc:
+        pytest.skip(f"no OpenCL device: {exc}")
+
+
+def test_layers_of_the_networks():
+    r = optimize(resnet18())
+    m = optimize(mobilenet_v1())
+    v = optimize(vgg16(image_size=32))  # 224 would make a 400 MB first dense layer
+    assert r.op_counts()["conv2d"] == 20 and r.tensors[r.outputs[0]].shape == (1, 1000)
+    assert m.op_counts()["conv2d"] == 27 and m.tensors[m.outputs[0]].shape == (1, 1000)
+    assert v.op_counts()["conv2d"] == 13 and v.op_counts()["dense"] == 3
+    dw = [n for n in m.topo_nodes() if n.op == "conv2d" and n.attrs["groups"] > 1]
+    assert len(dw) == 13 and {n.attrs["strides"] for n in dw} == {(1, 1), (2, 2)}
+    params = sum(a.size for a in resnet18().constants.values())
+    assert 11.6e6 < params < 11.8e6  # torchvision's ResNet-18 has 11.69 M (with BN's 4 per channel)
+    assert all(n.epilogue for n in r.topo_nodes() if n.op == "conv2d")  # BN folded, bias fused
+
+
+@pytest.mark.parametrize("name", list(NETS))
+def test_network_onnx_matches_onnxruntime(name):
+    g = NETS[name](image_size=32, classes=10)
+    x = np.random.default_rng(0).standard_normal(g.tensors["data"].shape).astype(np.float32)
+    logits = [n.inputs[0] for n in g.topo_nodes() if n.op == "softmax"][0]
+    prob, ref_logits = ort_run(g, x, [logits])
+    ours = run_reference(g, x, keep=True)
+    assert rel_err(ours[g.outputs[0]], prob) < TOL
+    assert rel_err(ours[logits], ref_logits) < TOL
+    if name != "vgg16":  # read back (VGG's 70 MB of weights would take seconds): the same net
+        back = from_onnx(to_onnx(g))
+        assert rel_err(run_reference(back, x)[g.outputs[0]], prob) < TOL
+
+
+@pytest.mark.opencl
+def test_resnet18_on_the_device_matches_onnxruntime(device):
+    g = resnet18(image_size=32, classes=10)
+    x = np.random.default_rng(0).standard_normal(g.tensors["data"].shape).astype(np.float32)
+    logits = [n.inputs[0] for n in g.topo_nodes() if n.op == "softmax"][0]
+    g.output(logits)  # the logits too, less flattened than the softmax
+    ref_prob, ref_logits = ort_run(g, x)
+    net = build(g, device=device)
+    prob, out_logits = net(x)
+    err, err_logits = rel_err(prob, ref_prob), rel_err(out_logits, ref_logits)
+    print(f"ResNet-18 32x32 on {device.name}: max relative error against onnxruntime "
+          f"{err:.2e} (softmax), {err_logits:.2e} (logits); tolerance {TOL}")  # fmt: skip
+    assert err < TOL and err_logits < TOL
+    # 20 convs with BN folded and their epilogues fused: no kernel of a BN, ReLU or add
+    assert {layer.node.op for layer in net.layers} == {
+        "conv2d", "max_pool2d", "global_avg_pool2d", "dense", "softmax",
+    }  # fmt: skip
+    assert len(net.layers) == 24
+
+
+# ---- the command line
+
+
+def run_cli(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def tiny_onnx(path):
+    rng = np.random.default_rng(3)
+    g = Graph("tiny")
+    x = g.input("data", (1, 3, 9, 9))
+    y = g.relu(g.conv2d(x, g.constant("w", rng.standard_normal((4, 3, 3, 3))), pads=1))
+    g.output(g.softmax(g.flatten(g.global_avg_pool2d(y))))
+    to_onnx(g, path)
+    return g
+
+
+@pytest.mark.opencl
+def test_net_run_checks_against_numpy(device, tmp_path):
+    path = str(tmp_path / "tiny.onnx")
+    tiny_onnx(path)
+    np.save(tmp_path / "x.npy", np.ones((1, 3, 9, 9), np.float32))
+    code, out, err = run_cli(
+        ["net", "run", path, "--input", str(tmp_path / "x.npy"), "--check", "--profile",
+         "--repeat", "2", "--output", str(tmp_path / "y.npy")]
+    )  # fmt: skip
+    assert code == 0, err
+    assert "max relative error against numpy" in out and "GFLOP/s" in out
+    assert np.load(tmp_path / "y.npy").shape == (1, 4)
+
+
+@pytest.mark.opencl
+def test_net_bench_prints_the_table(device, tmp_path):
+    path = str(tmp_path / "tiny.onnx")
+    tiny_onnx(path)
+    code, out, err = run_cli(["net", "bench", path, "--repeat", "2"])
+    assert code == 0, err
+    assert "tensorsched" in out and "onnxruntime" in out and "median ms" in out
+
+
+@pytest.mark.opencl
+def test_net_tune_writes_one_log(device, tmp_path):
+    path = str(tmp_path / "tiny.onnx")
+    tiny_onnx(path)
+    log = tmp_path / "net.jsonl"
+    code, out, err = run_cli(
+        ["net", "tune", path, "--log", str(log), "--trials", "1", "--strategy", "random",
+         "--quiet", "--timeout", "60"]
+    )  # fmt: skip
+    assert code == 0, err
+    assert "1 distinct tasks" in out
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == 1 and {r["task"]["kind"] for r in records} == {"conv2d"}
+    code, out, err = run_cli(["net", "run", path, "--log", str(log), "--check"])
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["net", "run", "alexnet"], "unknown model 'alexnet'"),
+        (["net", "tune", "resnet18"], "needs --log"),
+        (["net", "export", "resnet18"], "needs --out"),
+        (["net", "run", "resnet18", "--image-size", "8"], "at least 32"),
+    ],
+)
+def test_net_mistakes_exit_2(argv, message):
+    code, _, err = run_cli(argv)
+    assert code == 2 and message in err
+
+
+def test_net_export_writes_onnx(tmp_path):
+    path = tmp_path / "m.onnx"
+    code, _, err = run_cli(
+        ["net", "export", "mobilenet_v1", "--image-size", "32", "--out", str(path)]
+    )
+    assert code == 0, err
+    assert from_onnx(str(path)).op_counts()["conv2d"] == 27
+    code, _, err = run_cli(["net", "export", "mobilenet_v1", "--out", str(path)])
+    assert code == 2 and "--force" in err
+
+
+def test_unknown_input_is_an_error(tmp_path):
+    with pytest.raises(TensorschedError):
+        from_onnx(str(tmp_path / "missing.onnx"))
