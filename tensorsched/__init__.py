@@ -28,18 +28,24 @@ from .ir.intrin import (
     exp,
     fabs,
     if_then_else,
+    indexdiv,
+    indexmod,
     log,
     max,
+    max_value,
     min,
+    min_value,
     power,
     sigmoid,
     sqrt,
     sum,
     tanh,
+    truncdiv,
+    truncmod,
 )
 from .ir.parser import parse_ir
 from .ir.te_text import parse_expr
-from .ir.tensor import compute, placeholder, reduce_axis, thread_axis
+from .ir.tensor import compute, placeholder, reduce_axis, size_var, thread_axis, var
 from .ops.pad import pad
 from .runtime.build import build
 from .schedules.lower import lower
@@ -52,6 +58,8 @@ __all__ = [
     "compute",
     "reduce_axis",
     "thread_axis",
+    "var",
+    "size_var",
     "sum",
     "max",
     "min",
@@ -66,6 +74,12 @@ __all__ = [
     "sigmoid",
     "fabs",
     "power",
+    "indexdiv",
+    "indexmod",
+    "truncdiv",
+    "truncmod",
+    "min_value",
+    "max_value",
     "pad",
     "create_schedule",
     "lower",

@@ -214,7 +214,7 @@ def compute_language():
         "",
         [
             ("placeholder with a zero extent", 'ts.placeholder((5, 0), name="A")', C),
-            ("placeholder with a float extent", 'ts.placeholder((2.0,), name="A")', C),
+            ("placeholder with a non-integral float extent", 'ts.placeholder((2.5,), name="A")', C),
             (
                 "placeholder of an unknown dtype",
                 'ts.placeholder((5,), dtype="float8", name="A")',
@@ -432,8 +432,8 @@ def schedule_primitives_gemm():
             ),
             ("an unknown thread tag", 'ts.thread_axis("threadIdx.w")', S),
             (
-                "thread_axis given a range (TVM's form)",
-                'ts.thread_axis((0, 32), "threadIdx.x")',
+                "thread_axis given a range that does not start at 0",
+                'ts.thread_axis((1, 32), "threadIdx.x")',
                 S,
             ),
             ("compute_inline an output", "s[C].compute_inline()", S),

@@ -80,7 +80,7 @@ def test_split_factor_not_a_positive_int(bad):
         s[B].split(B.op.axis[0], bad)
 
 
-@pytest.mark.parametrize("bad", [np.float64(4.0), 4.0, True, 0])
+@pytest.mark.parametrize("bad", [np.float64(4.5), 4.5, True, 0])
 def test_shape_not_positive_ints(bad):
     with pytest.raises(ComputeError, match="shape must be positive ints"):
         ts.placeholder((bad, 3))
@@ -88,12 +88,14 @@ def test_shape_not_positive_ints(bad):
 
 def test_reduce_axis_not_ints():
     with pytest.raises(ComputeError, match="dom must be"):
-        ts.reduce_axis((0, np.float64(4.0)))
+        ts.reduce_axis((0, np.float64(4.5)))
 
 
-def test_thread_axis_with_a_range_explained():
-    with pytest.raises(ScheduleError, match="a range as in TVM's thread_axis"):
-        ts.thread_axis((0, np.int64(64)), "threadIdx.x")
+def test_thread_axis_with_a_range_of_numpy_ints():
+    tx = ts.thread_axis((0, np.int64(64)), "threadIdx.x")
+    assert tx.dom is not None and tx.dom.extent == 64 and type(tx.dom.extent) is int
+    with pytest.raises(ScheduleError, match="must be \\(0, n\\)"):
+        ts.thread_axis((np.int64(1), 64), "threadIdx.x")
 
 
 # ---------------------------------------------------------------- what the index type holds

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import CodegenError
 from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.precedence import ATOM
-from ..ir.simplify import Simplifier
+from ..ir.simplify import Extent, Simplifier, ext_equal, ext_mul, extent_upper, size_vars
 from ..ir.visitor import StmtMutator, Visitor
 from ..passes import PREPARE, run_phase
 from .c_like import CStyleEmitter, Names
@@ -92,13 +93,17 @@ the wide form on small kernels.)"""
 
 @dataclass(frozen=True)
 class KernelInfo:
-    """One ``__kernel``: its name, buffer parameters in order, and its NDRange."""
+    """One ``__kernel``: its name, buffer parameters in order, and its NDRange; with symbolic
+    sizes, ``scalars`` are the size variables passed after the buffers (as ``int`` or
+    ``long``), and the NDRange may be expressions of them, evaluated at each launch."""
 
     name: str
     params: tuple[S.Buffer, ...]
     writes: frozenset[S.Buffer]
-    global_size: tuple[int, ...]
-    local_size: tuple[int, ...]
+    global_size: tuple[Any, ...]  # ints, or Extent expressions (Any: int-only consumers)
+    local_size: tuple[Any, ...]
+    scalars: tuple[E.Var, ...] = ()
+    index_type: str = "int"  # of loop variables and work-item indices: int or long
 
 
 @dataclass(frozen=True)
@@ -214,7 +219,8 @@ class OpenCLEmitter(CStyleEmitter):
 
     def s_ThreadExtent(self, t: S.ThreadExtent, ind: int) -> None:
         # work-item indices are declared at the top of the kernel
-        self._ranged(t.var, 0, t.extent - 1, lambda: self.stmt(t.body, ind))
+        hi = extent_upper(t.extent)
+        self._ranged(t.var, 0, None if hi is None else hi - 1, lambda: self.stmt(t.body, ind))
 
     def s_Barrier(self, b: S.Barrier, ind: int) -> None:
         self.emit(self.barrier_call, ind)
@@ -222,13 +228,14 @@ class OpenCLEmitter(CStyleEmitter):
     def s_Allocate(self, a: S.Allocate, ind: int) -> None:
         b = a.buffer
         if b.scope == "local":
+            size = constant_size(b)
             lanes = _vector_register_lanes(a)
             if lanes:
                 self.vector_regs[b] = lanes
                 vt = self.ctype(dt.with_lanes(b.dtype, lanes))
-                self.emit(f"{vt} {self.buf(b)}[{b.size // lanes}];", ind)
+                self.emit(f"{vt} {self.buf(b)}[{size // lanes}];", ind)
             else:
-                self.emit(f"{self.ctype(b.dtype)} {self.buf(b)}[{b.size}];", ind)
+                self.emit(f"{self.ctype(b.dtype)} {self.buf(b)}[{size}];", ind)
         elif b.scope != "shared":
             raise CodegenError(
                 f"buffer '{b.name}' of scope {b.scope} cannot be allocated inside "
@@ -236,6 +243,9 @@ class OpenCLEmitter(CStyleEmitter):
                 "'shared' or 'local'"
             )
         self.stmt(a.body, ind)
+
+    def scalar_param(self, v: E.Var) -> str:
+        return f"const {self.ctype(v.dtype)} {self.var(v)}"
 
     def param(self, b: S.Buffer, written: bool) -> str:
         if b.image:
@@ -246,6 +256,17 @@ class OpenCLEmitter(CStyleEmitter):
 
 
 _SIMP = Simplifier()
+
+
+def constant_size(b: S.Buffer) -> int:
+    """The element count of a buffer allocated inside a kernel, which must be constant."""
+    if not isinstance(b.size, int):
+        raise CodegenError(
+            f"buffer '{b.name}' ({b.scope}) has the symbolic size {b.size}, but memory "
+            "inside a kernel is allocated with a constant size; split the axes it is "
+            "computed at by constant factors so that its region is constant"
+        )
+    return b.size
 
 
 def _vector_register_lanes(alloc: S.Allocate) -> int | None:
@@ -269,7 +290,7 @@ def _vector_register_lanes(alloc: S.Allocate) -> int | None:
     if len(lanes) != 1:
         return None
     n = lanes.pop()
-    return n if n and buf.size % n == 0 else None
+    return n if n and isinstance(buf.size, int) and buf.size % n == 0 else None
 
 
 def _aligned_lanes(idx: E.Expr) -> int | None:
@@ -282,14 +303,20 @@ class _Collect(Visitor):
     """Thread extents, global buffers read/written, and allocations inside one kernel."""
 
     def __init__(self) -> None:
-        self.launch: dict[str, tuple[E.Var, int]] = {}  # tag -> (variable, extent)
+        self.launch: dict[str, tuple[E.Var, Extent]] = {}  # tag -> (variable, extent)
         self.reads: dict[S.Buffer, None] = {}
         self.writes: dict[S.Buffer, None] = {}
         self.allocs: dict[S.Buffer, None] = {}
         self.longest_loop = 0  # the largest end (min + extent) of a constant loop
+        self.vars: dict[E.Var, None] = {}  # every variable used
+        self.bound: set[E.Var] = set()  # loop variables and work-item indices
+
+    def visit_Var(self, v: E.Var) -> None:
+        self.vars[v] = None
 
     def visit_ThreadExtent(self, t: S.ThreadExtent) -> None:
-        if t.tag in self.launch and self.launch[t.tag][1] != t.extent:
+        self.bound.add(t.var)
+        if t.tag in self.launch and not ext_equal(self.launch[t.tag][1], t.extent):
             raise CodegenError(
                 f"{t.tag} is bound with extents {self.launch[t.tag][1]} and "
                 f"{t.extent} in one kernel; use the same split factor"
@@ -298,6 +325,7 @@ class _Collect(Visitor):
         self.generic_visit(t)
 
     def visit_For(self, f: S.For) -> None:
+        self.bound.add(f.var)
         if isinstance(f.min, E.IntImm) and isinstance(f.extent, E.IntImm):
             self.longest_loop = max(self.longest_loop, f.min.value + f.extent.value)
         self.generic_visit(f)
@@ -399,11 +427,13 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
                 "argument nor allocated"
             )
         gsize, lsize = _ndrange(col.launch)
+        scalars = _scalars(func, col, kname)
         em = OpenCLEmitter(Names(KEYWORDS), fp16)
-        em.index_type = _index_type(col, [*order, *col.allocs], gsize)
+        em.index_type = _index_type(col, [*order, *col.allocs], gsize, scalars)
         params = [em.param(b, b in col.writes) for b in order]
+        params += [em.scalar_param(v) for v in scalars]
         lines = []
-        if col.launch:
+        if col.launch and all(isinstance(n, int) for n in lsize):
             wg = tuple(list(lsize) + [1] * (3 - len(lsize)))
             attr = f"__attribute__((reqd_work_group_size({wg[0]}, {wg[1]}, {wg[2]}))) "
         else:
@@ -415,7 +445,7 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
         for b in col.allocs:
             if b.scope == "shared":
                 lines.append(
-                    f"  {em.local_qualifier} {em.ctype(b.dtype)} {em.buf(b)}[{b.size}] "
+                    f"  {em.local_qualifier} {em.ctype(b.dtype)} {em.buf(b)}[{constant_size(b)}] "
                     "__attribute__((aligned(16)));"
                 )  # lets vector loads merge
         em.stmt(stmt, 1)
@@ -424,7 +454,11 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
         helpers |= em.helpers
         uses_half = uses_half or em.uses_half
         texts.append("\n".join(lines))
-        kernels.append(KernelInfo(kname, tuple(order), frozenset(col.writes), gsize, lsize))
+        kernels.append(
+            KernelInfo(
+                kname, tuple(order), frozenset(col.writes), gsize, lsize, scalars, em.index_type
+            )
+        )
     head = [f"// {func.name}: generated by tensorsched"]
     if any(dt.element(b.dtype) == "float64" for b in list(func.args) + temps):
         head.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
@@ -437,24 +471,49 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
     return KernelSource(func.name, text, tuple(kernels), tuple(temps))
 
 
-def _index_type(col: _Collect, buffers: Sequence[S.Buffer], global_size: Sequence[int]) -> str:
+def _scalars(func: S.LoweredFunc, col: _Collect, kname: str) -> tuple[E.Var, ...]:
+    """The size variables kernel ``kname`` reads (free variables of its statement), in the
+    order the function's arguments' shapes name them."""
+    free = [v for v in col.vars if v not in col.bound]
+    known = size_vars(tuple(b.shape for b in func.args))
+    stray = [v for v in free if v not in known]
+    if stray:
+        raise CodegenError(
+            f"kernel {kname} uses the variable '{stray[0].name}', which is neither a loop "
+            "variable nor a size in the shape of an argument; every symbolic size must appear "
+            "in the shape of an argument (so that a call can bind it)"
+        )
+    return tuple(v for v in known if v in col.vars)
+
+
+def _index_type(
+    col: _Collect,
+    buffers: Sequence[S.Buffer],
+    global_size: Sequence[Extent],
+    scalars: Sequence[E.Var] = (),
+) -> str:
     """``"long"`` when a buffer, a loop or the NDRange of the kernel goes past ``INDEX_LIMIT``
-    (then some index arithmetic could overflow ``int``), else ``"int"``."""
-    largest = max([col.longest_loop, *global_size, *(b.size for b in buffers)])
-    return "long" if largest > INDEX_LIMIT else "int"
+    (then some index arithmetic could overflow ``int``), or an int64 size is passed, else
+    ``"int"``. A kernel with symbolic sizes is checked at each call instead: the runtime
+    refuses sizes that take an ``int`` kernel past ``INDEX_LIMIT``."""
+    sizes = [col.longest_loop, *global_size, *(b.size for b in buffers)]
+    largest = max(n for n in sizes if isinstance(n, int))
+    wide = largest > INDEX_LIMIT or any(v.dtype == "int64" for v in scalars)
+    return "long" if wide else "int"
 
 
 def _ndrange(
-    launch: Mapping[str, tuple[E.Var, int]],
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    launch: Mapping[str, tuple[E.Var, Extent]],
+) -> tuple[tuple[Extent, ...], tuple[Extent, ...]]:
     if not launch:
         return (1,), (1,)
     dims = 1 + max(DIM[tag[-1]] for tag in launch)
-    gsize, lsize = [], []
+    gsize: list[Extent] = []
+    lsize: list[Extent] = []
     for d in "xyz"[:dims]:
         blocks = launch.get(f"blockIdx.{d}", (None, 1))[1]
         threads = launch.get(f"threadIdx.{d}", (None, 1))[1]
-        gsize.append(blocks * threads)
+        gsize.append(ext_mul(blocks, threads))
         lsize.append(threads)
     return tuple(gsize), tuple(lsize)
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import CodegenError, RuntimeCallError
 from ..ir import dtype as dt
+from ..ir.simplify import size_vars
 from ..ir.stmt import LoweredFunc
 from ..ir.visitor import Visitor
 from .c_like import Names
@@ -130,6 +131,10 @@ class PythonEmitter:
         self.sizes[b] = b.size
         return self.names(b, "b_" + b.name)
 
+    def size(self, n):
+        """An extent or element count: an int, or an expression of size variables."""
+        return str(n) if isinstance(n, int) else self.expr(n)
+
     def var(self, v):
         return self.names(v, v.name)
 
@@ -190,7 +195,8 @@ class PythonEmitter:
         if dt.lanes(e.index.dtype) != 1:
             raise CodegenError("python backend: vector loads are not supported")
         b = self.buf(e.buffer)
-        return f"{b}[_ix({self.expr(e.index)}, {e.buffer.size}, {e.buffer.name!r})]"
+        size = self.size(e.buffer.size)
+        return f"{b}[_ix({self.expr(e.index)}, {size}, {e.buffer.name!r})]"
 
     # ---- statements
 
@@ -210,7 +216,7 @@ class PythonEmitter:
     def s_Store(self, s, ind):
         b = self.buf(s.buffer)
         self.emit(
-            f"{b}[_ix({self.expr(s.index)}, {s.buffer.size}, {s.buffer.name!r})] = "
+            f"{b}[_ix({self.expr(s.index)}, {self.size(s.buffer.size)}, {s.buffer.name!r})] = "
             f"{self.expr(s.value)}",
             ind,
         )
@@ -237,9 +243,9 @@ class PythonEmitter:
         name = self.buf(b)
         if b.scope == "shared":
             # keyed by the buffer's unique identifier: two stages may share a name
-            self.emit(f"{name} = _shared.setdefault({name!r}, [{fill}] * {b.size})", ind)
+            self.emit(f"{name} = _shared.setdefault({name!r}, [{fill}] * {self.size(b.size)})", ind)
         else:
-            self.emit(f"{name} = [{fill}] * {b.size}", ind)
+            self.emit(f"{name} = [{fill}] * {self.size(b.size)}", ind)
         self.stmt(a.body, ind)
 
     def s_Barrier(self, b, ind):
@@ -265,17 +271,18 @@ class PythonEmitter:
         self.emit("yield", ind + 2)
         self.stmt(_strip_thread_extents(t), ind + 1)
         for v, n in blocks:
-            self.emit(f"for {self.var(v)} in range({n}):", ind)
+            self.emit(f"for {self.var(v)} in range({self.size(n)}):", ind)
             ind += 1
         self.emit("_shared = {}", ind)
         gen = f"{fn}({params}{', ' if params else ''}_shared)"
-        loops = " ".join(f"for {self.var(v)} in range({n})" for v, n in threads)
+        loops = " ".join(f"for {self.var(v)} in range({self.size(n)})" for v, n in threads)
         self.emit(f"run_lockstep([{gen} {loops}])" if loops else f"run_lockstep([{gen}])", ind)
 
     def source(self) -> str:
         f = self.func
         self.stmt(f.body, 1)
         params = [self.buf(b) for b in f.args]
+        params += [self.var(v) for v in size_vars(tuple(b.shape for b in f.args))]
         head = f"def {self.names(f, f.name)}({', '.join(params)}):"
         return "\n".join([head] + self.lines) + "\n"
 

@@ -140,10 +140,13 @@ class FloatImm(Expr):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Var(Expr):
-    """A variable: two ``Var`` objects are different even when they share a name."""
+    """A variable: two ``Var`` objects are different even when they share a name.
+
+    ``nonneg``: the variable is known to be at least 0 (``ts.size_var``, a symbolic size)."""
 
     name: str
     dtype: str = "int32"
+    nonneg: bool = field(default=False, repr=False)
 
     def __repr__(self) -> str:
         return f"Var({self.name})"
@@ -367,7 +370,7 @@ def _number(x: object, other: Expr) -> Expr:
     return as_expr(x, target)
 
 
-def _unify(x: object, y: object) -> tuple[Expr, Expr]:
+def unify(x: object, y: object) -> tuple[Expr, Expr]:
     """Turn both operands into expressions of one dtype (numbers take the other's dtype)."""
     x_num, y_num = not isinstance(x, ExprOps), not isinstance(y, ExprOps)
     if x_num and not y_num:
@@ -389,7 +392,7 @@ def _unify(x: object, y: object) -> tuple[Expr, Expr]:
 
 
 def binop(op: str, x: object, y: object) -> BinOp:
-    a, b = _unify(x, y)
+    a, b = unify(x, y)
     if op == "/" and dt.is_int(a.dtype):
         raise ComputeError(
             "'/' on integer expressions is ambiguous; write '//' for floor "
@@ -401,7 +404,7 @@ def binop(op: str, x: object, y: object) -> BinOp:
 
 
 def cmp(op: str, x: object, y: object) -> Cmp:
-    a, b = _unify(x, y)
+    a, b = unify(x, y)
     return Cmp(op, a, b)
 
 

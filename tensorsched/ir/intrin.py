@@ -89,7 +89,7 @@ def if_then_else(cond: E.ExprLike, t: E.ExprLike, f: E.ExprLike) -> E.Select:
     c = _condition(cond, "if_then_else")
     if not dt.is_bool(c.dtype):
         raise ComputeError(f"if_then_else: the condition must be a comparison, got {c.dtype}")
-    a, b = E._unify(t, f)
+    a, b = E.unify(t, f)
     return E.Select(c, a, b)
 
 
@@ -146,7 +146,7 @@ def fabs(x: E.ExprLike) -> E.Call:
 
 
 def power(x: E.ExprLike, y: E.ExprLike) -> E.Call:
-    a, b = E._unify(x, y)
+    a, b = E.unify(x, y)
     if not dt.is_float(a.dtype):
         raise ComputeError(f"ts.power needs float arguments, got {a.dtype}")
     return E.Call("pow", (a, b), a.dtype)
@@ -158,3 +158,59 @@ def const(value: object, dtype: str | None = None) -> E.Expr:
     if dtype is not None:
         dt.check_dtype(dtype, "const")
     return E.const(value, dtype)
+
+
+def min_value(dtype: str) -> E.Expr:
+    """The lowest value of ``dtype`` as a constant (for floats the most negative finite one)."""
+    dt.check_dtype(dtype, "min_value")
+    return identity_value("max", dtype)
+
+
+def max_value(dtype: str) -> E.Expr:
+    """The highest value of ``dtype`` as a constant (for floats the largest finite one)."""
+    dt.check_dtype(dtype, "max_value")
+    return identity_value("min", dtype)
+
+
+def _int_operands(a: E.ExprLike, b: E.ExprLike, what: str) -> tuple[E.Expr, E.Expr]:
+    x, y = E.unify(a, b)  # one integer dtype for both
+    if not dt.is_int(x.dtype):
+        raise ComputeError(f"ts.{what} needs integer operands, got {x.dtype}")
+    return x, y
+
+
+def indexdiv(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
+    """``a // b`` rounded toward minus infinity (tensorsched's ``//``; TVM's indexdiv)."""
+    x, y = _int_operands(a, b, "indexdiv")
+    return E.BinOp("//", x, y)
+
+
+def indexmod(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
+    """``a % b`` with the sign of ``b`` (tensorsched's ``%``; TVM's indexmod)."""
+    x, y = _int_operands(a, b, "indexmod")
+    return E.BinOp("%", x, y)
+
+
+def truncdiv(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
+    """``a / b`` rounded toward zero, as C's integer ``/``: the floor quotient, plus one where
+    the division is inexact and the operands' signs differ (for non-negative ``a`` and
+    positive ``b``, as index arithmetic has, the simplifier reduces it to ``a // b``)."""
+    x, y = _int_operands(a, b, "truncdiv")
+    q = E.BinOp("//", x, y)
+    inexact = E.Cmp("!=", E.BinOp("%", x, y), E.IntImm(0, x.dtype))
+    return E.Select(E.And(inexact, _signs_differ(x, y)), q + 1, q)
+
+
+def truncmod(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
+    """The remainder of ``truncdiv``, with the sign of ``a`` (C's integer ``%``)."""
+    x, y = _int_operands(a, b, "truncmod")
+    r = E.BinOp("%", x, y)
+    inexact = E.Cmp("!=", r, E.IntImm(0, x.dtype))
+    return E.Select(E.And(inexact, _signs_differ(x, y)), r - y, r)
+
+
+def _signs_differ(x: E.Expr, y: E.Expr) -> E.Expr:
+    """``x`` and ``y`` of opposite signs (both non-zero)."""
+    zero = E.IntImm(0, x.dtype)
+    lt, gt = (lambda e: E.Cmp("<", e, zero)), (lambda e: E.Cmp(">", e, zero))
+    return E.Or(E.And(lt(x), gt(y)), E.And(gt(x), lt(y)))

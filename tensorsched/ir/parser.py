@@ -57,6 +57,7 @@ from .index_check import (
 )
 from .precedence import BINARY, FUNCTION_STYLE
 from .printer import print_stmt
+from .simplify import size_vars
 from .structural import structural_equal
 from .tensor import Tensor
 from .visitor import Mutator, Visitor
@@ -329,15 +330,29 @@ class IRBuilder(Transformer):
         return n
 
     def _size(self, toks, what):
-        """The dims ``toks`` of buffer ``what``, their product within int64."""
-        dims = tuple(self._int(d) for d in toks)
-        if math.prod(dims) > dt.INT64_MAX:
+        """The dims ``toks`` of buffer ``what`` (integers, or expressions of size variables),
+        the product of the integers within int64."""
+        dims = tuple(self._dim(d) for d in toks)
+        ints = [d for d in dims if isinstance(d, int)]
+        if math.prod(ints) > dt.INT64_MAX:
             raise self.error(
-                f"{what} has {math.prod(dims)} elements, more than int64 (the widest index "
+                f"{what} has {math.prod(ints)} elements, more than int64 (the widest index "
                 f"type) can count ({dt.INT64_MAX}); use a smaller shape",
-                toks[0],
+                next(t for t in toks if isinstance(t, Token)),
             )
         return dims
+
+    def _dim(self, tok):
+        """A dimension or an extent: an INT token or constant, or an expression of size
+        variables."""
+        if isinstance(tok, Token):
+            return self._int(tok)
+        if isinstance(tok, E.IntImm) and dt.is_int(tok.dtype):
+            return tok.value
+        return tok
+
+    def dim_var(self, meta, children):
+        return self._placeholder_var(children[0])
 
     def _int_imm(self, n, dtype, tok):
         if not dt.fits(n, dtype):
@@ -457,7 +472,7 @@ class IRBuilder(Transformer):
                 f"{', '.join(THREAD_TAGS)} (or [name: tag])",
                 tag or name,
             )
-        n = self._int(extent)
+        n = self._dim(extent)
         return S.ThreadExtent(self._placeholder_var(name), tag_name, n, body)
 
     # ---- expressions
@@ -591,6 +606,8 @@ class _Resolve(Mutator):
         self.dead = 0  # > 0 inside a loop that never runs
         self.free = {}  # name -> Var, free variables
         self.undeclared = {}  # name -> the first placeholder of an undeclared buffer
+        # name -> Var: the size variables of the arguments' shapes, defined everywhere
+        self.sizes = {v.name: v for v in size_vars(tuple(b.shape for b in args))}
 
     def error(self, message, placeholder):
         line, col, width = self.b.where[placeholder]
@@ -646,8 +663,10 @@ class _Resolve(Mutator):
         return S.For(var, lo, ext, f.kind, body, f.pragmas)
 
     def visit_ThreadExtent(self, t):
-        var, body = self._bind(t.var, (0, t.extent - 1), lambda: self.visit(t.body))
-        return S.ThreadExtent(var, t.tag, t.extent, body)
+        extent = t.extent if isinstance(t.extent, int) else self.visit(t.extent)
+        hi = extent - 1 if isinstance(extent, int) else bounds(extent, self.ranges)[1]
+        var, body = self._bind(t.var, (0, hi), lambda: self.visit(t.body))
+        return S.ThreadExtent(var, t.tag, extent, body)
 
     def visit_IfThenElse(self, s):
         cond = self.visit(s.cond)
@@ -669,16 +688,22 @@ class _Resolve(Mutator):
         return E.Or(a, self._guarded(a, True, lambda: self.visit(e.b)))
 
     def visit_Allocate(self, a):
-        self.bufs.setdefault(a.buffer.name, []).append(a.buffer)
+        buf = a.buffer
+        if not all(isinstance(d, int) for d in buf.shape):
+            shape = tuple(d if isinstance(d, int) else self.visit(d) for d in buf.shape)
+            buf = S.Buffer(buf.name, buf.dtype, shape, buf.scope, buf.image)
+        self.bufs.setdefault(buf.name, []).append(buf)
         try:
-            return S.Allocate(a.buffer, self.visit(a.body))
+            return S.Allocate(buf, self.visit(a.body))
         finally:
-            self.bufs[a.buffer.name].pop()
+            self.bufs[buf.name].pop()
 
     def visit_Var(self, v):
         stack = self.vars.get(v.name)
         if stack:
             return stack[-1]
+        if v.name in self.sizes:
+            return self.sizes[v.name]
         if not self.free_vars:
             raise self.error(
                 f"variable '{v.name}' is not defined by an enclosing loop or "
@@ -709,6 +734,8 @@ class _Resolve(Mutator):
         """An ``IndexBoundsError`` unless ``index`` stays in ``buf`` at every point of the
         loops around it where its guards hold: the interval bounds (``index_bounds``) prove
         most indices at once; the others are decided point by point (``index_reach``)."""
+        if not isinstance(buf.size, int):
+            return  # a buffer of symbolic size: its indices are checked when the code runs
         ranges = dict(self.ranges)
         scalar = Lanes(ranges).visit(index)
         lo, hi = index_bounds(scalar, ranges, self.facts)
@@ -888,12 +915,41 @@ def _parse(text, filename, args, check):
             _missing_args(builder, body)
             args = ()
         params = tuple(_arg_buffer(k, a) for k, a in enumerate(args))
+    params = _shared_sizes(params)
     names = [b.name for b in params]
     twice = next((n for k, n in enumerate(names) if n in names[:k]), None)
     if twice is not None:
         raise _error_at(text, f"argument '{twice}' is declared twice", 1, 1, filename=filename)
     body = _Resolve(builder, params, declared_only=True, check=check).visit(body)
     return S.LoweredFunc(name, params, body, _stored(body, params))
+
+
+class _SizesByName(Mutator):
+    """The size variables of a signature, one ``Var`` per name."""
+
+    def __init__(self):
+        self.sizes = {}
+
+    def visit_Var(self, v):
+        return self.sizes.setdefault(v.name, E.Var(v.name, v.dtype))
+
+
+def _shared_sizes(params):
+    """``params`` with each size variable of their shapes one object per name (the parser
+    makes a placeholder per use)."""
+    if all(isinstance(d, int) for b in params for d in b.shape):
+        return params
+    by_name = _SizesByName()
+    return tuple(
+        S.Buffer(
+            b.name,
+            b.dtype,
+            tuple(d if isinstance(d, int) else by_name.visit(d) for d in b.shape),
+            b.scope,
+            b.image,
+        )
+        for b in params
+    )
 
 
 def _missing_args(builder, body):

@@ -76,6 +76,17 @@ class Printer:
     def expr(self, e: E.Expr) -> str:
         return self._expr(e)[0]
 
+    def extent(self, d: int | E.Expr) -> str:
+        """An extent or a dimension: an int, or an expression of size variables."""
+        return str(d) if isinstance(d, int) else self.expr(d)
+
+    def dim(self, d: int | E.Expr) -> str:
+        """A dimension of a buffer: an int, a size variable, or ``(expression)``."""
+        if isinstance(d, int):
+            return str(d)
+        text, prec = self._expr(d)
+        return text if prec == ATOM else f"({text})"
+
     def _expr(self, e):
         m = getattr(self, "e_" + type(e).__name__, None)
         if m is None:
@@ -193,12 +204,12 @@ class Printer:
         elif isinstance(s, S.ThreadExtent):
             name = ident(self.bind(s.var))
             tag = "" if name == s.tag else f": {s.tag}"
-            out.append(f"{pad}// attr [{name}{tag}] thread_extent = {s.extent}")
+            out.append(f"{pad}// attr [{name}{tag}] thread_extent = {self.extent(s.extent)}")
             self._stmt(s.body, ind, out)
             self.unbind(s.var)
         elif isinstance(s, S.Allocate):
             b = s.buffer
-            dims = "".join(f" * {d}" for d in b.shape)
+            dims = "".join(f" * {self.dim(d)}" for d in b.shape)
             out.append(f"{pad}allocate {ident(b.name)}[{b.dtype}{dims}], {b.scope}")
             self._stmt(s.body, ind, out)
         elif isinstance(s, S.AttrStmt):
@@ -230,8 +241,9 @@ def print_stmt(s: S.Stmt) -> str:
 
 
 def print_func(f: S.LoweredFunc) -> str:
+    p = Printer()
     args = ", ".join(
-        f"{ident(b.name)}: {b.dtype}[{', '.join(map(str, b.shape))}]{' image' if b.image else ''}"
+        f"{ident(b.name)}: {b.dtype}[{', '.join(map(p.dim, b.shape))}]{' image' if b.image else ''}"
         for b in f.args
     )
     return f"func {ident(f.name)}({args}) {{\n{Printer().stmt(f.body, 1)}\n}}"

@@ -24,11 +24,13 @@ from typing import Any, TypeVar
 from . import dtype as dt
 from . import expr as E
 from . import stmt as S
-from .visitor import Mutator, NodeT
+from .visitor import Mutator, NodeT, substitute
 
 T = TypeVar("T")
 Bound = tuple[int | None, int | None]  # inclusive (lo, hi); None: unknown
 Ranges = Mapping[E.Var, Bound]
+_UNKNOWN: Bound = (None, None)
+_NONNEG: Bound = (0, None)  # a size variable's range when nothing narrows it
 
 # ---------------------------------------------------------------- canonical linear form
 
@@ -103,7 +105,7 @@ class Simplifier(Mutator):
         if isinstance(e, E.IntImm):
             return e.value, e.value
         if isinstance(e, E.Var):
-            return self.ranges.get(e, (None, None))
+            return self.ranges.get(e, _NONNEG if e.nonneg else _UNKNOWN)
         if isinstance(e, E.BinOp):
             if e.op in ("+", "-"):
                 return self.bound(self.lin(e))
@@ -171,6 +173,9 @@ class Simplifier(Mutator):
         if isinstance(e, E.Var):
             lo, hi = self.ranges.get(e, (None, None))
             return Lin(const=lo) if lo is not None and lo == hi else Lin({e: 1})
+        if isinstance(e, E.Select):
+            out = self.visit_Select(e)
+            return self._atom(out) if isinstance(out, E.Select) else self.lin(out)
         return self._atom(
             self.generic_visit(e)
             if not isinstance(e, E.BinOp)
@@ -502,7 +507,8 @@ class Simplifier(Mutator):
         return dataclasses.replace(f, min=mn, extent=ext, body=body)
 
     def visit_ThreadExtent(self, t: S.ThreadExtent) -> S.Stmt:
-        body = self.with_range(t.var, 0, t.extent - 1, lambda: self.visit(t.body))
+        hi = extent_upper(t.extent)
+        body = self.with_range(t.var, 0, None if hi is None else hi - 1, lambda: self.visit(t.body))
         return t if body is t.body else dataclasses.replace(t, body=body)
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
@@ -559,3 +565,97 @@ def const_bound(e: E.Expr, ranges: Ranges) -> Bound:
     """Inclusive integer bounds (lo, hi) of ``e`` under ``ranges``; None where unknown."""
     s = Simplifier(ranges)
     return s.bound(s.lin(e))
+
+
+# ---------------------------------------------------------------- extents
+
+Extent = int | E.Expr
+"""The length of a loop or a dimension: an int, or an integer expression of size variables
+(``ts.var`` / ``ts.size_var``). Constant extents stay Python ints, so that the integer path
+computes exactly what it did before symbolic sizes existed."""
+
+
+def extent_of(e: Extent) -> Extent:
+    """``e`` simplified: an int where it is constant, else the simplified expression."""
+    if isinstance(e, int):
+        return e
+    out = simplify(e)
+    return out.value if isinstance(out, E.IntImm) else out
+
+
+def extent_expr(e: Extent) -> E.Expr:
+    """An extent as an expression (an int becomes an ``IntImm``)."""
+    return E.IntImm(e) if isinstance(e, int) else e
+
+
+def ext_mul(a: Extent, b: Extent) -> Extent:
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    return extent_of(E.as_expr(a) * E.as_expr(b))
+
+
+def ext_ceil_div(a: Extent, b: Extent) -> Extent:
+    """``ceil(a / b)`` for ``a >= 0`` and ``b > 0``."""
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return extent_of((E.as_expr(a) + (E.as_expr(b) - 1)) // E.as_expr(b))
+
+
+def ext_min(a: Extent, b: Extent) -> Extent:
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    return extent_of(E.BinOp("min", *E.unify(a, b)))
+
+
+def ext_equal(a: Extent, b: Extent) -> bool:
+    """Whether ``a == b`` holds for every value of the size variables (provably)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return extent_of(E.as_expr(a) - E.as_expr(b)) == 0
+
+
+def extent_upper(e: Extent) -> int | None:
+    """The largest value ``e`` can take, or None where it is not bounded by a constant."""
+    if isinstance(e, int):
+        return e
+    if isinstance(e, E.IntImm):
+        return e.value
+    return const_bound(e, {})[1]
+
+
+def size_vars(node: object) -> list[E.Var]:
+    """The variables in the extent (or tuple of extents) ``node``, in first-use order."""
+    found: dict[E.Var, None] = {}
+
+    def walk(x: object) -> None:
+        if isinstance(x, E.Var):
+            found[x] = None
+        elif isinstance(x, (tuple, list)):
+            for y in x:
+                walk(y)
+        elif isinstance(x, E.Expr):
+            for name in ("a", "b", "value", "cond", "t", "f"):
+                child = getattr(x, name, None)
+                if child is not None:
+                    walk(child)
+            if isinstance(x, E.Call):
+                walk(x.args)
+
+    walk(node)
+    return list(found)
+
+
+def evaluate_extent(e: Extent, values: Mapping[E.Var, int]) -> int:
+    """The value of the extent ``e`` with its size variables set to ``values``; ``KeyError``
+    names a variable that ``values`` lacks."""
+    if isinstance(e, int):
+        return e
+    if isinstance(e, E.IntImm):
+        return e.value
+    missing = [v for v in size_vars(e) if v not in values]
+    if missing:
+        raise KeyError(missing[0].name)
+    out = simplify(substitute(e, {v: E.IntImm(values[v], v.dtype) for v in size_vars(e)}))
+    if not isinstance(out, E.IntImm):
+        raise ValueError(f"{e} does not evaluate to an integer")
+    return out.value

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from ..errors import InternalError
 from .expr import Expr, Var
 
 LOOP_KINDS = ("serial", "unrolled", "vectorized", "parallel")  # in lowered IR
@@ -15,7 +16,8 @@ SCOPES = ("global", "shared", "local")
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Buffer:
-    """A flat memory region. ``shape`` is the logical shape; ``scope`` is global/shared/local."""
+    """A flat memory region. ``shape`` is the logical shape (ints, or expressions of size
+    variables for an argument of symbolic shape); ``scope`` is global/shared/local."""
 
     name: str
     dtype: str
@@ -24,10 +26,25 @@ class Buffer:
     image: bool = False  # read through an image2d_t (codegen picks read_imagef)
 
     @property
-    def size(self) -> int:
-        n = 1
+    def size(self) -> Any:
+        """The element count: an int, or the product expression of a symbolic shape (typed
+        ``Any``, as ``tensor.Shape`` is, for the many integer-only callers)."""
+        n, symbolic = 1, None
         for d in self.shape:
-            n *= d
+            if isinstance(d, int):
+                n *= d
+            else:
+                symbolic = d if symbolic is None else symbolic * d
+        if symbolic is None:
+            return n
+        return symbolic if n == 1 else symbolic * n
+
+    @property
+    def const_size(self) -> int:
+        """The element count of a buffer of constant shape (``InternalError`` otherwise)."""
+        n = self.size
+        if not isinstance(n, int):
+            raise InternalError(f"buffer '{self.name}' has the symbolic size {n}")
         return n
 
     def __repr__(self) -> str:
@@ -60,11 +77,13 @@ class For(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class ThreadExtent(Stmt):
-    """The body runs once per work-item index ``var`` (bound to ``tag``) in ``[0, extent)``."""
+    """The body runs once per work-item index ``var`` (bound to ``tag``) in ``[0, extent)``;
+    ``extent`` is an int, or an expression of size variables (typed ``Any``: most passes see
+    ints only)."""
 
     var: Var
     tag: str
-    extent: int
+    extent: Any
     body: Stmt
 
 

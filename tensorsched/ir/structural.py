@@ -28,13 +28,12 @@ class _Equal:
                 return self.vmap[a] is b
             return a.name == b.name and a.dtype == b.dtype
         if isinstance(a, S.Buffer):
-            return (a.name, a.dtype, a.shape, a.scope, a.image) == (
+            return (a.name, a.dtype, a.scope, a.image) == (
                 b.name,
                 b.dtype,
-                b.shape,
                 b.scope,
                 b.image,
-            )
+            ) and (a.shape == b.shape or self.eq(tuple(a.shape), tuple(b.shape)))
         if isinstance(a, (list, tuple)):
             return len(a) == len(b) and all(self.eq(x, y) for x, y in zip(a, b))
         if isinstance(a, (S.For, S.ThreadExtent)):

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import ComputeError, InternalError, ScheduleError
 from . import dtype as dt
 from . import expr as E
+from .simplify import Extent, extent_of
 from .visitor import Visitor
 
 THREAD_TAGS = (
@@ -27,8 +28,52 @@ THREAD_TAGS = (
 
 @dataclass(frozen=True)
 class Range:
-    min: int
-    extent: int
+    """``[min, min + extent)``; each an int, or an expression of size variables (an
+    ``Extent``; typed ``Any``, as ``Shape`` is, for the integer-only callers)."""
+
+    min: Any
+    extent: Any
+
+
+Shape = tuple[Any, ...]
+"""A tensor's dimensions: ints, or (with symbolic sizes) ``Extent`` expressions. Typed ``Any``
+per dimension so that the many integer-shape callers (operators, templates) need no casts."""
+
+
+def var(name: str = "tindex", dtype: str = "int32") -> E.Var:
+    """A symbolic integer (TVM's ``te.var``): use it in shapes, extents and split factors; a
+    kernel built with it takes its value at each call from the arrays' shapes."""
+    _check_var(name, dtype, "var")
+    return E.Var(name, dtype)
+
+
+def size_var(name: str = "size", dtype: str = "int32") -> E.Var:
+    """A symbolic size known to be non-negative (TVM's ``te.size_var``)."""
+    _check_var(name, dtype, "size_var")
+    return E.Var(name, dtype, nonneg=True)
+
+
+def _check_var(name: object, dtype: str, what: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise ComputeError(f"{what}: the name must be a non-empty str, got {name!r}")
+    if dtype not in ("int32", "int64"):
+        raise ComputeError(f"{what} '{name}': dtype must be int32 or int64, got {dtype!r}")
+
+
+def as_extent(value: object, what: str) -> Extent | None:
+    """A size given by the user as an extent: an integer (Python's or numpy's), a float of
+    integral value (``N / bn``), or an integer expression of symbolic sizes; None otherwise."""
+    n = dt.to_int(value)
+    if n is not None:
+        return n
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, E.ExprOps):
+        e = value.as_expr()
+        if dt.is_int(e.dtype) and dt.lanes(e.dtype) == 1 and not isinstance(e, E.TensorLoad):
+            return extent_of(e)
+        raise ComputeError(f"{what}: a size must be an integer expression, got {e.dtype} {e}")
+    return None
 
 
 @dataclass(eq=False)
@@ -62,14 +107,21 @@ class IterVar(E.ExprOps):
         return id(self)
 
 
-def reduce_axis(dom: tuple[int, int] | list[int] | int, name: str = "k") -> IterVar:
+def reduce_axis(dom: Any, name: str = "k") -> IterVar:
     """A reduction axis over ``dom`` = ``(min, max)`` (half-open, TVM style) or an extent;
-    the bounds may be Python or numpy integers, and the extent must fit in int64."""
-    pair = (0, dom) if dt.to_int(dom) is not None else dom
-    bounds = [dt.to_int(d) for d in pair] if isinstance(pair, (tuple, list)) else []
+    the bounds may be Python or numpy integers or expressions of symbolic sizes, and the
+    extent must fit in int64."""
+    what = f"reduce_axis '{name}'"
+    pair = dom if isinstance(dom, (tuple, list)) else (0, dom)
+    bounds = [as_extent(d, what) for d in pair] if len(pair) == 2 else []
     if len(bounds) != 2 or bounds[0] is None or bounds[1] is None:
-        raise ComputeError(f"reduce_axis '{name}': dom must be (begin, end) of ints, got {dom!r}")
+        raise ComputeError(f"{what}: dom must be (begin, end) of ints, got {dom!r}")
     lo, hi = bounds[0], bounds[1]
+    if not isinstance(lo, int) or not isinstance(hi, int):
+        ext = extent_of(E.as_expr(hi) - E.as_expr(lo))
+        if isinstance(ext, int) and ext <= 0:
+            raise ComputeError(f"{what}: empty range ({lo}, {hi})")
+        return IterVar(E.Var(name), Range(lo, ext), "reduce")
     if hi <= lo:
         raise ComputeError(f"reduce_axis '{name}': empty range ({lo}, {hi})")
     if not all(dt.fits(n, "int64") for n in (lo, hi, hi - lo)):
@@ -80,31 +132,55 @@ def reduce_axis(dom: tuple[int, int] | list[int] | int, name: str = "k") -> Iter
     return IterVar(E.Var(name), Range(lo, hi - lo), "reduce")
 
 
-def thread_axis(tag: str, name: str | None = None) -> IterVar:
+def thread_axis(dom: Any = None, tag: str = "", name: str | None = None) -> IterVar:
     """The work-item index named by ``tag`` (``blockIdx.x`` ... ``threadIdx.z``), or a virtual
     thread (``"vthread"``): a loop whose iterations the compiler interleaves inside one work-item,
     sharing the work-group's ``"shared"`` tiles, so that each work-item's outputs can be spread
-    at a stride over the tile (``ts.thread_axis("vthread", name="vx")``; several may be bound)."""
-    if not isinstance(tag, str):
+    at a stride over the tile (``ts.thread_axis("vthread", name="vx")``; several may be bound).
+
+    As in TVM, the tag may come first (``thread_axis("threadIdx.x")``) or after a range
+    (``thread_axis((0, 32), "threadIdx.x")``): the kernel then runs that many work-items along
+    the tag, and an axis bound to it with a shorter extent is guarded."""
+    if isinstance(dom, str):
+        if tag and tag not in THREAD_TAGS and name is None:
+            name = tag  # thread_axis(tag, name), tensorsched's older positional form
+        tag, dom = dom, None
+    if not isinstance(tag, str) or not tag:
         raise ScheduleError(
             "thread_axis",
             None,
-            f"the first argument is the thread tag (ts.thread_axis('threadIdx.x')), got "
-            f"{tag!r}; a range as in TVM's thread_axis((0, n), tag) is not taken: the extent "
-            "is that of the axis bound to it",
+            f"give the thread tag (ts.thread_axis('threadIdx.x') or "
+            f"ts.thread_axis((0, 32), 'threadIdx.x')), got {dom!r}, {tag!r}",
         )
     if tag not in THREAD_TAGS:
         raise ScheduleError(
             "thread_axis", None, f"unknown thread tag '{tag}'; use one of {', '.join(THREAD_TAGS)}"
         )
-    return IterVar(E.Var(name or tag), None, "thread", tag)
+    rng = None
+    if dom is not None and tag != "vthread":
+        rng = _thread_range(dom, tag)
+    return IterVar(E.Var(name or tag), rng, "thread", tag)
+
+
+def _thread_range(dom: Any, tag: str) -> Range:
+    """The range ``(0, n)`` (or a ``Range``, or ``n``) of a thread axis of ``tag``."""
+    pair = (dom.min, dom.min + dom.extent) if isinstance(dom, Range) else dom
+    pair = pair if isinstance(pair, (tuple, list)) else (0, pair)
+    bounds = [as_extent(d, f"thread_axis '{tag}'") for d in pair] if len(pair) == 2 else []
+    if len(bounds) != 2 or bounds[0] != 0 or bounds[1] is None:
+        raise ScheduleError(
+            "thread_axis", None, f"the range of '{tag}' must be (0, n), got {dom!r}"
+        )
+    if isinstance(bounds[1], int) and bounds[1] <= 0:
+        raise ScheduleError("thread_axis", None, f"the range of '{tag}' is empty: {dom!r}")
+    return Range(0, bounds[1])
 
 
 class Operation:
     """What produces a tensor: a placeholder (an input) or a compute."""
 
     name: str
-    shape: tuple[int, ...]
+    shape: Shape
     dtype: str
     _out: Tensor
     axis: tuple[IterVar, ...] = ()  # a placeholder has no loops
@@ -121,7 +197,7 @@ class Operation:
 
 
 class PlaceholderOp(Operation):
-    def __init__(self, name: str, shape: tuple[int, ...], dtype: str) -> None:
+    def __init__(self, name: str, shape: Shape, dtype: str) -> None:
         self.name, self.shape, self.dtype = name, shape, dtype
         self._out = Tensor(self, shape, dtype, name)
 
@@ -143,7 +219,7 @@ class ComputeOp(Operation):
         self.reduce_axis: tuple[IterVar, ...] = (
             tuple(body.axis) if isinstance(body, E.Reduce) else ()
         )
-        self.shape = tuple(iv.dom.extent for iv in self.axis if iv.dom is not None)
+        self.shape: Shape = tuple(iv.dom.extent for iv in self.axis if iv.dom is not None)
         self.dtype = body.dtype
         self._out = Tensor(self, self.shape, self.dtype, name)
 
@@ -158,7 +234,7 @@ class ComputeOp(Operation):
 class Tensor:
     """The output of an operation; index it with ``T[i, j]`` or ``T[i][j]``."""
 
-    def __init__(self, op: Operation, shape: Sequence[int], dtype: str, name: str) -> None:
+    def __init__(self, op: Operation, shape: Shape, dtype: str, name: str) -> None:
         self.op, self.shape, self.dtype, self.name = op, tuple(shape), dtype, name
 
     @property
@@ -168,6 +244,17 @@ class Tensor:
     def __getitem__(self, idx: Any) -> E.TensorLoad | _Slice:
         idx = idx if isinstance(idx, tuple) else (idx,)
         return _Slice(self, ())[idx]
+
+    def __call__(self, *indices: Any) -> E.TensorLoad:
+        """``A(i, j)`` is ``A[i, j]`` (TVM's call syntax); ``A()`` reads a rank-0 tensor."""
+        if len(indices) != self.ndim:
+            raise ComputeError(
+                f"tensor '{self.name}' has {self.ndim} dimensions but was called with "
+                f"{len(indices)} indices"
+            )
+        load = _Slice(self, ())[indices] if indices else E.TensorLoad(self, ())
+        assert isinstance(load, E.TensorLoad)  # as many indices as dimensions
+        return load
 
     def __iter__(self) -> Any:
         # without this, iteration would call __getitem__(0), (1), ... for ever
@@ -226,32 +313,32 @@ class _Slice(E.ExprOps):
         self.as_expr()
 
 
-def _check_shape(shape: Sequence[int] | int, what: str) -> tuple[int, ...]:
-    """The dimensions as Python ints: each a positive integer (Python's or numpy's), and the
-    element count within int64, the widest index type."""
+def _check_shape(shape: Any, what: str) -> Shape:
+    """The dimensions as Python ints (each positive: Python's or numpy's integers, floats of
+    integral value) or integer expressions of symbolic sizes, and the element count within
+    int64, the widest index type."""
     dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    ints = [dt.to_int(d) for d in dims]
-    if not all(n is not None and n > 0 for n in ints):
+    exts = [as_extent(d, what) for d in dims]
+    if not all(n is not None and (not isinstance(n, int) or n > 0) for n in exts):
         raise ComputeError(f"{what}: shape must be positive ints, got {dims!r}")
-    out = tuple(n for n in ints if n is not None)
-    if math.prod(out) > dt.INT64_MAX:
+    out = tuple(n for n in exts if n is not None)
+    ints = [n for n in out if isinstance(n, int)]
+    if math.prod(ints) > dt.INT64_MAX:
         raise ComputeError(
-            f"{what}: shape {out} has {math.prod(out)} elements, more than int64 "
+            f"{what}: shape {out} has {math.prod(ints)} elements, more than int64 "
             f"(the widest index type) can count ({dt.INT64_MAX}); use a smaller shape"
         )
     return out
 
 
-def placeholder(
-    shape: Sequence[int] | int, dtype: str = "float32", name: str = "placeholder"
-) -> Tensor:
+def placeholder(shape: Any, dtype: str = "float32", name: str = "placeholder") -> Tensor:
     """An input tensor."""
     dims = _check_shape(shape, f"placeholder '{name}'")
     return PlaceholderOp(name, dims, dt.check_dtype(dtype, f"placeholder '{name}'")).output(0)
 
 
 def compute(
-    shape: Sequence[int] | int,
+    shape: Any,
     fcompute: Callable[..., Any],
     name: str = "compute",
     tag: str = "",

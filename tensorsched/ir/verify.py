@@ -10,6 +10,7 @@ from ..errors import InternalError
 from . import dtype as dt
 from . import stmt as S
 from .printer import print_stmt
+from .simplify import size_vars
 from .visitor import Visitor
 
 
@@ -19,7 +20,10 @@ class VerifyError(InternalError):
 
 class _Verify(Visitor):
     def __init__(self, args):
-        self.vars, self.bufs, self.errors = set(), set(args), []
+        args = tuple(args)
+        # the size variables of the arguments' shapes are defined everywhere
+        self.vars = set(size_vars(tuple(b.shape for b in args)))
+        self.bufs, self.errors = set(args), []
 
     def _scoped(self, var, body):
         self.vars.add(var)

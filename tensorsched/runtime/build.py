@@ -10,6 +10,7 @@ import numpy as np
 from ..codegen.python import compile_python, run_generated
 from ..errors import TensorschedError
 from ..ir import dtype as dt
+from ..ir.simplify import size_vars
 from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
 from ..schedules.lower import lower
@@ -31,9 +32,10 @@ class PythonModule:
         return self._source
 
     def __call__(self, *arrays: Any) -> None:
-        check_call_args(self.func, arrays)
+        sizes = check_call_args(self.func, arrays)
         flat = [np.asarray(a).ravel().tolist() for a in arrays]
-        run_generated(self._fn, self.func.name, flat)
+        scalars = [sizes[v] for v in size_vars(tuple(b.shape for b in self.func.args))]
+        run_generated(self._fn, self.func.name, flat + scalars)
         for a, b, values in zip(arrays, self.func.args, flat):
             if b in self.func.outputs:
                 a[...] = (

@@ -24,9 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from ..codegen.opencl import KernelSource, emit_opencl
+from ..codegen.opencl import INDEX_LIMIT, KernelInfo, KernelSource, emit_opencl
 from ..errors import BuildError, RuntimeCallError, TensorschedError
 from ..ir import dtype as dt
+from ..ir import expr as E
+from ..ir.simplify import evaluate_extent
 from ..ir.stmt import Buffer, LoweredFunc
 from .device import Device, resolve_device
 
@@ -41,8 +43,11 @@ Array = Any
 CopyBack = list[tuple[Array, Any]]
 
 
-def check_call_args(func: LoweredFunc | ModuleArtifact, arrays: Sequence[Array]) -> None:
-    """Check a call's arrays against the function's arguments before anything runs."""
+def check_call_args(
+    func: LoweredFunc | ModuleArtifact, arrays: Sequence[Array]
+) -> dict[E.Var, int]:
+    """Check a call's arrays against the function's arguments before anything runs; returns
+    the value of each size variable of a symbolic shape, bound from the arrays' shapes."""
     if len(arrays) != len(func.args):
         names = ", ".join(b.name for b in func.args)
         raise RuntimeCallError(
@@ -54,10 +59,12 @@ def check_call_args(func: LoweredFunc | ModuleArtifact, arrays: Sequence[Array])
             raise RuntimeCallError(
                 f"{func.name}: argument '{b.name}' must be an array, got {type(a).__name__}"
             )
-        if tuple(shape) != tuple(b.shape):
+        if len(tuple(shape)) != len(b.shape) or (
+            all(isinstance(d, int) for d in b.shape) and tuple(shape) != tuple(b.shape)
+        ):
             raise RuntimeCallError(
                 f"{func.name}: argument '{b.name}' has shape {tuple(shape)}, "
-                f"expected {tuple(b.shape)}"
+                f"expected {_shape_text(b.shape)}"
             )
         if np.dtype(dtype) != np.dtype(dt.NUMPY[b.dtype]):
             raise RuntimeCallError(
@@ -68,6 +75,47 @@ def check_call_args(func: LoweredFunc | ModuleArtifact, arrays: Sequence[Array])
                 f"{func.name}: output '{b.name}' is a read-only array; pass a "
                 "writeable one (np.empty(...)) to receive the result"
             )
+    return bind_sizes(func, arrays)
+
+
+def _shape_text(shape: Sequence[Any]) -> str:
+    return f"({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
+
+
+def bind_sizes(func: LoweredFunc | ModuleArtifact, arrays: Sequence[Array]) -> dict[E.Var, int]:
+    """The size variables of the arguments' symbolic shapes, bound to the arrays' shapes: a
+    dimension that is a size variable takes the array's length there (the first argument that
+    has it decides); every dimension must then equal its expression, or ``RuntimeCallError``."""
+    values: dict[E.Var, int] = {}
+    first: dict[E.Var, str] = {}
+    if all(isinstance(d, int) for b in func.args for d in b.shape):
+        return values
+    for a, b in zip(arrays, func.args):
+        for d, n in zip(b.shape, a.shape):
+            if isinstance(d, E.Var) and d not in values:
+                values[d], first[d] = int(n), b.name
+    for a, b in zip(arrays, func.args):
+        try:
+            expected = tuple(evaluate_extent(d, values) for d in b.shape)
+        except KeyError as exc:
+            raise RuntimeCallError(
+                f"{func.name}: argument '{b.name}' has shape {_shape_text(b.shape)}, and no "
+                f"argument's dimension is the size {exc.args[0]} alone, which the call "
+                "could bind it to; give some tensor a dimension of just that size"
+            ) from None
+        if expected != tuple(a.shape):
+            bound = ", ".join(f"{v.name} = {values[v]} (from '{first[v]}')" for v in values)
+            raise RuntimeCallError(
+                f"{func.name}: argument '{b.name}' has shape {tuple(a.shape)}, expected "
+                f"{_shape_text(b.shape)} = {expected} with {bound}"
+            )
+    for v, n in values.items():
+        if not dt.fits(n, v.dtype):
+            raise RuntimeCallError(
+                f"{func.name}: size {v.name} = {n} does not fit its dtype {v.dtype}; declare "
+                f"it with ts.var('{v.name}', dtype='int64')"
+            )
+    return values
 
 
 DEFAULT_OPTIONS: tuple[str, ...] = ("-cl-std=CL1.2",)
@@ -324,6 +372,7 @@ class OpenCLModule:
 
         self.kernels = [cl.Kernel(self.program, k.name) for k in self.source.kernels]
         self._temps: dict[Buffer, Any] | None = None
+        self._temps_key: tuple[tuple[str, int], ...] = ()
 
     def export(self, binary: bool = False) -> ModuleArtifact:
         """This module as a ``ModuleArtifact``; ``binary=True`` adds the program binary of this
@@ -360,24 +409,31 @@ class OpenCLModule:
                         f"{dev.cl_device.image2d_max_height}; drop use_image"
                     )
         for k in self.source.kernels:
-            size = int(np.prod(k.local_size))
-            dims = ", ".join(f"threadIdx.{'xyz'[d]}={n}" for d, n in enumerate(k.local_size))
-            if size > dev.max_work_group_size:
+            if all(isinstance(n, int) for n in k.local_size):
+                self._check_work_group(k.name, k.local_size)
+
+    def _check_work_group(self, name: str, local_size: Sequence[int]) -> None:
+        dev = self.device
+        size = int(np.prod(local_size))
+        dims = ", ".join(f"threadIdx.{'xyz'[d]}={n}" for d, n in enumerate(local_size))
+        if size > dev.max_work_group_size:
+            raise LaunchError(
+                f"kernel {name}: the work-group ({dims}) has {size} "
+                f"work-items but '{dev.name}' allows at most "
+                f"{dev.max_work_group_size}; split the threadIdx axes smaller"
+            )
+        for d, n in enumerate(local_size):
+            if n > dev.max_work_item_sizes[d]:
                 raise LaunchError(
-                    f"kernel {k.name}: the work-group ({dims}) has {size} "
-                    f"work-items but '{dev.name}' allows at most "
-                    f"{dev.max_work_group_size}; split the threadIdx axes smaller"
+                    f"kernel {name}: threadIdx.{'xyz'[d]} has extent {n} but "
+                    f"'{dev.name}' allows at most {dev.max_work_item_sizes[d]}"
                 )
-            for d, n in enumerate(k.local_size):
-                if n > dev.max_work_item_sizes[d]:
-                    raise LaunchError(
-                        f"kernel {k.name}: threadIdx.{'xyz'[d]} has extent {n} but "
-                        f"'{dev.name}' allows at most {dev.max_work_item_sizes[d]}"
-                    )
 
     # ---- running
 
-    def _device_args(self, arrays: Sequence[Array]) -> tuple[dict[Buffer, Any], CopyBack]:
+    def _device_args(
+        self, arrays: Sequence[Array], sizes: Mapping[E.Var, int] | None = None
+    ) -> tuple[dict[Buffer, Any], CopyBack]:
         import pyopencl as cl
         import pyopencl.array as cla
 
@@ -394,9 +450,13 @@ class OpenCLModule:
                 bufs[b] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
                 if b in self.func.outputs:
                     copies.append((a, bufs[b]))
-        if self._temps is None:
+        key = tuple(sorted((v.name, n) for v, n in (sizes or {}).items()))
+        if self._temps is None or self._temps_key != key:
+            self._temps_key = key
             self._temps = {
-                t: cl.Buffer(ctx, mf.READ_WRITE, max(4, t.size * _itemsize(t)))
+                t: cl.Buffer(
+                    ctx, mf.READ_WRITE, max(4, evaluate_extent(t.size, sizes or {}) * _itemsize(t))
+                )
                 for t in self.source.temps
             }
         bufs.update(self._temps)
@@ -432,14 +492,47 @@ class OpenCLModule:
             copies.append((a, buf))
         return buf
 
-    def _launch(self, bufs: Mapping[Buffer, Any]) -> list[Any]:
+    def _launch(
+        self, bufs: Mapping[Buffer, Any], sizes: Mapping[E.Var, int] | None = None
+    ) -> list[Any]:
         q = self.device.queue
         events = []
         for kern, info in zip(self.kernels, self.source.kernels):
-            events.append(
-                kern(q, info.global_size, info.local_size, *[bufs[b] for b in info.params])
-            )
+            args = [bufs[b] for b in info.params]
+            if not info.scalars and sizes is None:
+                events.append(kern(q, info.global_size, info.local_size, *args))
+                continue
+            values = sizes or {}
+            ndrange = self._ndrange(info, values)
+            if ndrange is None:
+                continue  # a size of 0: nothing to compute
+            args += [np.dtype(dt.NUMPY[v.dtype]).type(values[v]) for v in info.scalars]
+            events.append(kern(q, ndrange[0], ndrange[1], *args))
         return events
+
+    def _ndrange(
+        self, info: KernelInfo, sizes: Mapping[E.Var, int]
+    ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The NDRange of ``info`` at these sizes (None when it is empty); an ``int``-indexed
+        kernel whose sizes would pass ``INDEX_LIMIT`` is refused."""
+        gsize = tuple(evaluate_extent(n, sizes) for n in info.global_size)
+        lsize = tuple(evaluate_extent(n, sizes) for n in info.local_size)
+        if min(gsize) <= 0:
+            return None
+        if not all(isinstance(n, int) for n in info.local_size):
+            self._check_work_group(info.name, lsize)
+        if info.index_type == "int":
+            largest = max(
+                [*gsize, *(evaluate_extent(b.size, sizes) for b in info.params)], default=0
+            )
+            if largest > INDEX_LIMIT:
+                raise RuntimeCallError(
+                    f"kernel {info.name} indexes with int, but at these sizes "
+                    f"({', '.join(f'{v.name} = {n}' for v, n in sizes.items())}) a buffer "
+                    f"or the NDRange has {largest} elements, past {INDEX_LIMIT}; declare the "
+                    "sizes with ts.var(name, dtype='int64') for a long-indexed kernel"
+                )
+        return gsize, lsize
 
     def _finish(self, copies: CopyBack) -> None:
         import pyopencl as cl
@@ -456,9 +549,9 @@ class OpenCLModule:
         q.finish()
 
     def __call__(self, *arrays: Array) -> None:
-        check_call_args(self.func, arrays)
-        bufs, copies = self._device_args(arrays)
-        self._launch(bufs)
+        sizes = check_call_args(self.func, arrays)
+        bufs, copies = self._device_args(arrays, sizes)
+        self._launch(bufs, sizes or None)
         self._finish(copies)
 
     def time_evaluator(
@@ -479,7 +572,7 @@ class OpenCLModule:
         out) on every run, which the host times then include."""
 
         def run(*arrays: Array) -> Timing:
-            check_call_args(self.func, arrays)
+            sizes = check_call_args(self.func, arrays)
             for _ in range(warmup):
                 self(*arrays)
             runs: list[tuple[float, dict[str, float], float]] = []
@@ -491,8 +584,8 @@ class OpenCLModule:
                 d, per = 0.0, dict[str, float]()
                 t0 = time.perf_counter()
                 for _ in range(number):
-                    bufs, copies = self._device_args(arrays)
-                    events = self._launch(bufs)
+                    bufs, copies = self._device_args(arrays, sizes)
+                    events = self._launch(bufs, sizes or None)
                     self._finish(copies)
                     names = [k.name for k in self.source.kernels]
                     total, kernels = event_times(list(zip(names, events)))

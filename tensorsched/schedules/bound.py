@@ -23,7 +23,14 @@ import networkx as nx
 from ..errors import LoweringError, ScheduleError
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.simplify import Simplifier, const_bound, simplify
+from ..ir.simplify import (
+    Extent,
+    Simplifier,
+    const_bound,
+    ext_mul,
+    extent_upper,
+    simplify,
+)
 from ..ir.tensor import IterVar, PlaceholderOp, Tensor, tensors_read
 from ..ir.visitor import Mutator, Visitor, free_vars, substitute
 from .relations import pass_down, pass_up
@@ -33,7 +40,7 @@ __all__ = ["Bounds", "infer_bound", "pass_down", "pass_up"]
 
 SCOPE_RANK = {"global": 0, "shared": 1, "local": 2}
 
-Region = tuple[tuple[E.Expr, int], ...]  # (min, extent) per dimension
+Region = tuple[tuple[E.Expr, Extent], ...]  # (min, extent) per dimension
 
 
 def tag_rank(tag: str) -> int:
@@ -56,8 +63,8 @@ class Bounds:
     body: Mapping[Stage, E.Expr]
     scope: Mapping[Stage, str]
     region: Mapping[Stage, Region]
-    ext: Mapping[Stage, Mapping[IterVar, int]]
-    strides: Mapping[Stage, tuple[int, ...]]
+    ext: Mapping[Stage, Mapping[IterVar, Extent]]
+    strides: Mapping[Stage, tuple[Extent, ...]]
     buffer: Mapping[Stage, S.Buffer]
     placeholder_buffer: Mapping[PlaceholderOp, S.Buffer]
 
@@ -109,11 +116,11 @@ class _Inference:
         self.body: dict[Stage, E.Expr] = {}
         self.region: dict[Stage, Region] = {}
         self.buffer: dict[Stage, S.Buffer] = {}
-        self.ext: dict[Stage, dict[IterVar, int]] = {}
+        self.ext: dict[Stage, dict[IterVar, Extent]] = {}
         self.scope: dict[Stage, str] = {}
-        self.strides: dict[Stage, tuple[int, ...]] = {}
-        # every leaf Var -> (0, extent-1), for the simplifier
-        self.var_ranges: dict[E.Var, tuple[int, int]] = {}
+        self.strides: dict[Stage, tuple[Extent, ...]] = {}
+        # every leaf Var -> (0, extent-1), for the simplifier (None: a symbolic extent)
+        self.var_ranges: dict[E.Var, tuple[int, int | None]] = {}
         inline = _Inline(self)
         for st in order:
             self.body[st] = inline.visit(st.op.body)
@@ -153,7 +160,8 @@ class _Inference:
             root_ext.update({iv: iv.domain.extent for iv in st.op.reduce_axis})
             self.ext[st] = pass_down(st, root_ext)
             for iv in st.leaf_iter_vars:
-                self.var_ranges[iv.var] = (0, self.ext[st][iv] - 1)
+                hi = extent_upper(self.ext[st][iv])
+                self.var_ranges[iv.var] = (0, None if hi is None else hi - 1)
             scope = self.scope[st] if not st.is_output else "global"
             strides, shape = storage_layout(st, [e for _, e in self.region[st]])
             self.strides[st] = tuple(strides)
@@ -230,11 +238,11 @@ def _infer_scope(st: Stage) -> str:
 
 def _attached_region(
     ctx: _Inference, st: Stage, readers: Sequence[tuple[Stage, Tensor]]
-) -> list[tuple[E.Expr, int]]:
+) -> list[tuple[E.Expr, Extent]]:
     parent, ax = ancestors(st)[0]  # st is attached (compute_at)
     ax_pos = parent.leaf_iter_vars.index(ax)
     rank = SCOPE_RANK[ctx.scope[st]]
-    relaxed: dict[E.Var, int] = {}
+    relaxed: dict[E.Var, Extent] = {}
     for iv in parent.leaf_iter_vars[ax_pos + 1 :]:
         relaxed[iv.var] = ctx.ext[parent][iv]
     # work-item indices around the attach point that the whole tile must cover
@@ -306,7 +314,7 @@ class _Inline(Mutator):
         return E.TensorLoad(t.tensor, idx)
 
 
-def storage_layout(st: Stage, extents: Sequence[int]) -> tuple[list[int], tuple[int, ...]]:
+def storage_layout(st: Stage, extents: Sequence[Extent]) -> tuple[list[Extent], tuple[Extent, ...]]:
     """``(strides, shape)`` of stage ``st``'s buffer over a region of ``extents``: row-major in
     the dimension order of ``transform_layout`` (default: the axis order), each dimension's
     stride raised to ``k*factor + offset`` where ``storage_align`` asks. ``strides`` is in the
@@ -321,30 +329,53 @@ def storage_layout(st: Stage, extents: Sequence[int]) -> tuple[list[int], tuple[
             "(storage_align(op.axis[k], ...) pads the stride of dimension k)"
         )
     ext = [extents[p] for p in perm]
+    sizes = [e for e in ext if isinstance(e, int)]
+    if len(sizes) != n:
+        return _symbolic_layout(st, ext, perm)
     strides = [1] * n
     for d in range(n - 1, -1, -1):
         if d < n - 1:
-            strides[d] = strides[d + 1] * ext[d + 1]
+            strides[d] = strides[d + 1] * sizes[d + 1]
         if perm[d] in st.align:
             factor, offset = st.align[perm[d]]
             strides[d] += (offset - strides[d]) % factor
-    if all(strides[d] == strides[d + 1] * ext[d + 1] for d in range(n - 1)):
-        shape = tuple(ext)
+    shape: tuple[Extent, ...]
+    if all(strides[d] == strides[d + 1] * sizes[d + 1] for d in range(n - 1)):
+        shape = tuple(sizes)
     elif all(strides[d] % strides[d + 1] == 0 for d in range(n - 1)):
-        shape = (ext[0],) + tuple(strides[d] // strides[d + 1] for d in range(n - 1))
+        shape = (sizes[0],) + tuple(strides[d] // strides[d + 1] for d in range(n - 1))
     else:
-        shape = (strides[0] * ext[0],) if n else ()
-    by_axis = [0] * n
+        shape = (strides[0] * sizes[0],) if n else ()
+    by_axis: list[Extent] = [0] * n
     for d, p in enumerate(perm):
         by_axis[p] = strides[d]
     return by_axis, shape
+
+
+def _symbolic_layout(
+    st: Stage, ext: Sequence[Extent], perm: Sequence[int]
+) -> tuple[list[Extent], tuple[Extent, ...]]:
+    """``storage_layout`` over symbolic extents: row-major in storage order, no padding."""
+    if st.align:
+        raise LoweringError(
+            f"stage '{st.name}': storage_align needs constant extents, but its region is "
+            f"{', '.join(map(str, ext))}; align a stage whose region is constant"
+        )
+    n = len(ext)
+    strides: list[Extent] = [1] * n
+    for d in range(n - 2, -1, -1):
+        strides[d] = ext_mul(strides[d + 1], ext[d + 1])
+    by_axis: list[Extent] = [0] * n
+    for d, p in enumerate(perm):
+        by_axis[p] = strides[d]
+    return by_axis, tuple(ext)
 
 
 class Interval:
     """Evaluate symbolic bounds ``(lo, hi)`` of integer expressions where some variables are
     relaxed over ``[0, extent)`` and the others stay as themselves."""
 
-    def __init__(self, relaxed: Mapping[E.Var, int]) -> None:
+    def __init__(self, relaxed: Mapping[E.Var, Extent]) -> None:
         self.relaxed = relaxed  # Var -> extent
         self.simp = Simplifier()
 
@@ -368,7 +399,9 @@ class Interval:
     def _atom(self, a: E.Expr) -> tuple[E.Expr, E.Expr] | None:
         if isinstance(a, E.Var):
             if a in self.relaxed:
-                return E.IntImm(0), E.IntImm(self.relaxed[a] - 1)
+                ext = self.relaxed[a]
+                last = E.IntImm(ext - 1) if isinstance(ext, int) else simplify(ext - 1)
+                return E.IntImm(0), last
             return a, a
         if not self._has_relaxed(a):
             return a, a
@@ -398,20 +431,21 @@ def union_bound(a: E.Expr, b: E.Expr, op: str) -> E.Expr:
 
 
 def infer_region(
-    producer_shape: Sequence[int],
+    producer_shape: Sequence[Extent],
     accesses: Sequence[Sequence[E.Expr]],
-    relaxed: Mapping[E.Var, int],
-    var_ranges: Mapping[E.Var, tuple[int, int]],
+    relaxed: Mapping[E.Var, Extent],
+    var_ranges: Mapping[E.Var, tuple[int, int | None]],
     name: str,
-) -> list[tuple[E.Expr, int]]:
+) -> list[tuple[E.Expr, Extent]]:
     """The region ``[(min_expr, extent)]`` of a producer covering all ``accesses`` (lists of
     index expressions) with ``relaxed`` variables spanning their ranges.
 
     A dimension whose bounds cannot be derived, or whose extent is not bounded by a constant,
-    falls back to the whole dimension (correct, just less local).
+    falls back to the whole dimension (correct, just less local). Over a symbolic dimension,
+    a constant extent is kept (the stage's domain guards skip what lies past the dimension).
     """
     iv = Interval(relaxed)
-    region: list[tuple[E.Expr, int]] = []
+    region: list[tuple[E.Expr, Extent]] = []
     for d, dim in enumerate(producer_shape):
         lo: E.Expr | None = None
         hi: E.Expr | None = None
@@ -432,7 +466,7 @@ def infer_region(
                 region.append((E.IntImm(0), dim))
                 continue
             ext = E.IntImm(ub)
-        if ext.value >= dim:
+        if isinstance(dim, int) and ext.value >= dim:
             region.append((E.IntImm(0), dim))
         elif ext.value <= 0:
             raise LoweringError(

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 
 from ..config import config
 from ..errors import LoweringError
-from ..ir.expr import Load
+from ..ir.expr import Load, Var
 from ..ir.parser import check_roundtrip
-from ..ir.stmt import Allocate, Buffer, LoweredFunc, Stmt
+from ..ir.simplify import size_vars
+from ..ir.stmt import Allocate, Buffer, For, LoweredFunc, Stmt, ThreadExtent
 from ..ir.tensor import Tensor
 from ..ir.visitor import Visitor
 from ..passes import LOWER, run_phase
@@ -82,12 +83,47 @@ def lower(
                 "double_buffer applies to work-group tiles filled in a "
                 "loop: cache_read(..., 'shared') + compute_at"
             )
+    _check_sizes(stmt, bufs)
     stmt = run_phase(stmt, LOWER, bufs)
     outputs = tuple(b for b, a in zip(bufs, args) if ctx.stage_of(a) is not None)
     func = LoweredFunc(name, tuple(bufs), stmt, outputs)
     if config.roundtrip:  # TS_ROUNDTRIP=1: print, parse, compare
         check_roundtrip(func)
     return func
+
+
+def _check_sizes(stmt: Stmt, bufs: Sequence[Buffer]) -> None:
+    """Every size variable the loops use must be a dimension of an argument's shape: a call
+    binds the sizes from its arrays' shapes."""
+    known = set(size_vars(tuple(b.shape for b in bufs)))
+    used: dict[Var, None] = {}
+    bound: set[Var] = set()
+
+    class _V(Visitor):
+        def visit_Var(self, v: Var) -> None:
+            used[v] = None
+
+        def visit_For(self, f: For) -> None:
+            bound.add(f.var)
+            self.generic_visit(f)
+
+        def visit_ThreadExtent(self, t: ThreadExtent) -> None:
+            bound.add(t.var)
+            used.update(dict.fromkeys(size_vars(t.extent)))
+            self.generic_visit(t)
+
+        def visit_Allocate(self, a: Allocate) -> None:
+            used.update(dict.fromkeys(size_vars(a.buffer.shape)))
+            self.generic_visit(a)
+
+    _V().visit(stmt)
+    stray = [v for v in used if v not in bound and v not in known]
+    if stray:
+        raise LoweringError(
+            f"lower: the size '{stray[0].name}' is used by the loops but is no dimension of "
+            "an argument's shape; a call binds every size from its arrays' shapes, so give "
+            f"some argument (a placeholder or an output) a dimension of '{stray[0].name}'"
+        )
 
 
 def _placeholders_used(stmt: Stmt) -> list[Buffer]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.dtype import INT32_MAX, INT64_MAX
+from ..ir.simplify import Extent, ext_ceil_div, ext_equal, ext_mul
 from ..ir.tensor import IterVar
 
 if TYPE_CHECKING:  # only for the annotations: schedule.py imports this module
@@ -30,8 +31,8 @@ class Split:
     parent: IterVar
     outer: IterVar
     inner: IterVar
-    factor: int | None
-    nparts: int | None
+    factor: Extent | None  # an int, or an expression of size variables
+    nparts: Extent | None
     tail: str = "guard"
 
 
@@ -46,13 +47,14 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def pass_down(stage: Stage, root_extents: Mapping[IterVar, int]) -> dict[IterVar, int]:
+def pass_down(stage: Stage, root_extents: Mapping[IterVar, Extent]) -> dict[IterVar, Extent]:
     """Extents of every iter var of ``stage`` from the extents of its root axes.
 
     A split's factor (or nparts) larger than its parent's extent keeps TVM's meaning: the
     inner (outer) loop has that many iterations and the split's guard skips the extra ones, a
     shape that templates rely on (fixed work-group sizes, vector widths). Beyond ``INT32_MAX``
     it is the parent's extent instead: such a loop would only spin through guarded iterations.
+    Extents may be symbolic (expressions of size variables).
     """
     ext = dict(root_extents)
     for rel in stage.relations:
@@ -60,14 +62,14 @@ def pass_down(stage: Stage, root_extents: Mapping[IterVar, int]) -> dict[IterVar
             e = ext[rel.parent]
             if rel.factor is not None:
                 inner = _clamped(rel.factor, e)
-                ext[rel.inner], ext[rel.outer] = inner, ceil_div(e, inner)
+                ext[rel.inner], ext[rel.outer] = inner, ext_ceil_div(e, inner)
             else:
                 assert rel.nparts is not None
                 outer = _clamped(rel.nparts, e)
-                ext[rel.outer], ext[rel.inner] = outer, ceil_div(e, outer)
+                ext[rel.outer], ext[rel.inner] = outer, ext_ceil_div(e, outer)
         elif isinstance(rel, Fuse):
-            ext[rel.fused] = ext[rel.outer] * ext[rel.inner]
-            if ext[rel.fused] > INT64_MAX:
+            fused = ext[rel.fused] = ext_mul(ext[rel.outer], ext[rel.inner])
+            if isinstance(fused, int) and fused > INT64_MAX:
                 raise ScheduleError(
                     "fuse",
                     stage,
@@ -78,14 +80,16 @@ def pass_down(stage: Stage, root_extents: Mapping[IterVar, int]) -> dict[IterVar
     return ext
 
 
-def _clamped(n: int, extent: int) -> int:
+def _clamped(n: Extent, extent: Extent) -> Extent:
     """A split's factor or nparts ``n`` over a parent of ``extent`` (see ``pass_down``)."""
-    return min(n, extent) if n > INT32_MAX else n
+    if isinstance(n, int) and isinstance(extent, int) and n > INT32_MAX:
+        return min(n, extent)
+    return n
 
 
 def pass_up(
     stage: Stage,
-    ext: Mapping[IterVar, int],
+    ext: Mapping[IterVar, Extent],
     leaf_value: Callable[[IterVar], E.Expr] | None = None,
 ) -> tuple[dict[IterVar, E.Expr], list[tuple[IterVar, E.Expr]]]:
     """Values of all iter vars in terms of the leaf vars, and the guards uneven splits need.
@@ -102,9 +106,10 @@ def pass_up(
     for rel in reversed(stage.relations):
         if isinstance(rel, Split):
             f, n = ext[rel.inner], ext[rel.parent]
-            uneven = ext[rel.outer] * f != n
+            uneven = not ext_equal(ext_mul(ext[rel.outer], f), n)
             start = values[rel.outer] * f
-            if uneven and rel.tail == "shift" and n >= f:
+            if uneven and rel.tail == "shift" and _fits(f, n):
+                assert isinstance(n, int) and isinstance(f, int)  # _fits says so
                 shift_is_safe(stage, rel)
                 start = E.BinOp("min", start, E.IntImm(n - f))
                 uneven = False
@@ -115,6 +120,11 @@ def pass_up(
             values[rel.outer] = values[rel.fused] // ext[rel.inner]
             values[rel.inner] = values[rel.fused] % ext[rel.inner]
     return values, guards[::-1]
+
+
+def _fits(f: Extent, n: Extent) -> bool:
+    """Whether a tile of ``f`` fits in an extent ``n`` (both constant)."""
+    return isinstance(n, int) and isinstance(f, int) and n >= f
 
 
 def shift_is_safe(stage: Stage, rel: Split) -> None:

@@ -15,6 +15,7 @@ import networkx as nx
 from ..errors import ScheduleError
 from ..ir import dtype as dt
 from ..ir import expr as E
+from ..ir.simplify import Extent, extent_of
 from ..ir.stmt import SCOPES
 from ..ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor, tensors_read
 from ..ir.visitor import Mutator, substitute
@@ -131,8 +132,8 @@ class Stage:
     def split(
         self,
         parent: IterVar,
-        factor: SupportsIndex | None = None,
-        nparts: SupportsIndex | None = None,
+        factor: SupportsIndex | E.Expr | None = None,
+        nparts: SupportsIndex | E.Expr | None = None,
         tail: str = "guard",
     ) -> tuple[IterVar, IterVar]:
         """Split ``parent`` into ``(outer, inner)``; ``inner`` has ``factor`` iterations (or
@@ -163,14 +164,17 @@ class Stage:
                 parent,
             )
         what = "factor" if factor is not None else "nparts"
-        n = dt.to_int(factor if factor is not None else nparts)
-        if n is None or n <= 0:
+        given = factor if factor is not None else nparts
+        n: Extent | None = dt.to_int(given)
+        if isinstance(given, E.Expr) and dt.is_int(given.dtype) and dt.lanes(given.dtype) == 1:
+            n = extent_of(given)  # a symbolic factor, an expression of size variables
+        if n is None or (isinstance(n, int) and n <= 0):
             raise self._error(
                 "split",
                 f"the {what} must be a positive int, got {factor if nparts is None else nparts!r}",
                 parent,
             )
-        if n > dt.INT64_MAX:
+        if isinstance(n, int) and n > dt.INT64_MAX:
             raise self._error(
                 "split",
                 f"the {what} {n} does not fit in int64, the widest index type; pass at "
@@ -193,8 +197,8 @@ class Stage:
         self,
         x_parent: IterVar,
         y_parent: IterVar,
-        x_factor: SupportsIndex,
-        y_factor: SupportsIndex,
+        x_factor: SupportsIndex | E.Expr,
+        y_factor: SupportsIndex | E.Expr,
     ) -> tuple[IterVar, IterVar, IterVar, IterVar]:
         """Split two axes and order the result ``xo, yo, xi, yi``."""
         xo, xi = self.split(x_parent, x_factor)

@@ -13,6 +13,7 @@ from ..errors import LoweringError, ScheduleError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.intrin import identity_value
+from ..ir.simplify import Extent, ext_equal, extent_expr
 from ..ir.tensor import IterVar, Tensor, tensors_read
 from ..ir.visitor import Mutator, substitute
 from .bound import (
@@ -28,7 +29,7 @@ from .bound import (
 )
 from .schedule import Schedule, Stage
 
-Env = dict[str, tuple[E.Var, int]]  # thread tag bound around a statement -> (variable, extent)
+Env = dict[str, tuple[E.Var, Extent]]  # thread tag bound around a statement -> (variable, extent)
 
 
 class _Flatten(Mutator):
@@ -47,7 +48,7 @@ class _Flatten(Mutator):
         return E.Load(buf, strided_index(rel, self.ctx.strides[st]))
 
 
-def flat_index(indices: Sequence[E.Expr], extents: Sequence[int]) -> E.Expr:
+def flat_index(indices: Sequence[E.Expr], extents: Sequence[Extent]) -> E.Expr:
     """The row-major offset of ``indices`` in a region of ``extents``."""
     out: E.Expr | None = None
     for i, e in zip(indices, extents):
@@ -55,7 +56,7 @@ def flat_index(indices: Sequence[E.Expr], extents: Sequence[int]) -> E.Expr:
     return out if out is not None else E.IntImm(0)
 
 
-def strided_index(indices: Sequence[E.Expr], strides: Sequence[int]) -> E.Expr:
+def strided_index(indices: Sequence[E.Expr], strides: Sequence[Extent]) -> E.Expr:
     """The offset of ``indices`` in a buffer of ``strides``."""
     out: E.Expr | None = None
     for i, s in zip(indices, strides):
@@ -77,7 +78,7 @@ class _Builder:
         self.stage_of, self.storage = bounds.stage_of, bounds.storage
         self.thread_vars: dict[str, E.Var] = {}
         # tag -> (extent, stage, axis) in the kernel being built
-        self.kernel_extents: dict[str, tuple[int, Stage, IterVar]] = {}
+        self.kernel_extents: dict[str, tuple[Extent, Stage, IterVar]] = {}
         self.bound_vars: dict[E.Var, E.Var] = {}  # leaf Var -> thread Var
         self.arg_tensors = args
 
@@ -161,7 +162,7 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         envs.append(dict(cur))
         tag = bound_tag(st, iv)
         if tag and tag != "vthread" and tag not in cur:
-            cur[tag] = (ctx.thread_var(tag), ext[iv])
+            cur[tag] = (ctx.thread_var(tag), launch_extent(st, iv, ext[iv]))
     inner_env = cur
 
     attached: dict[IterVar, list[Stage]] = {}
@@ -197,9 +198,15 @@ def _private_reads_only(ctx, st):
         p = ctx.stage_of(t)
         if p is None or ctx.scope.get(p, "global") == "global":
             return False
-        if any(e >= dim for (_, e), dim in zip(ctx.region[p], p.op.shape)):
+        if any(_clipped(e, dim) for (_, e), dim in zip(ctx.region[p], p.op.shape)):
             return False
     return True
+
+
+def _clipped(extent: Extent, dim: Extent) -> bool:
+    """Whether a tile of ``extent`` over a dimension ``dim`` may be clipped to the dimension
+    (always assumed where either is symbolic)."""
+    return not isinstance(extent, int) or not isinstance(dim, int) or extent >= dim
 
 
 def _leader_tags(ctx, st, env):
@@ -226,7 +233,7 @@ def _leader_tags(ctx, st, env):
             var, extent = env[tag]
             out.append((tag, var, extent, True))
         else:
-            var, extent = ctx.thread_var(tag), ctx.ext[root][iv]
+            var, extent = ctx.thread_var(tag), launch_extent(root, iv, ctx.ext[root][iv])
             out.append((tag, var, extent, False))
     return out
 
@@ -256,10 +263,21 @@ def _loop(ctx, st, iv, extent, body, env):
     attr = st.attrs.get(iv)
     tag = attr.bind.tag if attr is not None and attr.bind is not None else None
     if tag == "vthread":  # interleaved by the inject_virtual_threads pass
-        return S.For(iv.var, E.IntImm(0), E.IntImm(extent), "vthread", body)
+        return S.For(iv.var, E.IntImm(0), extent_expr(extent), "vthread", body)
     if tag:
         if tag in env:
             var, outer_ext = env[tag]
+            symbolic = not isinstance(extent, int) or not isinstance(outer_ext, int)
+            if symbolic and not ext_equal(extent, outer_ext):
+                raise LoweringError(
+                    f"stage '{st.name}': axis '{iv.var.name}' is bound to {tag} with extent "
+                    f"{extent}, but the enclosing kernel runs {outer_ext} work-items along "
+                    f"{tag}; with symbolic sizes the two must be the same expression: split "
+                    "both by the same factor"
+                )
+            if symbolic:
+                ctx.bound_vars[iv.var] = var
+                return body
             if extent > outer_ext:
                 raise LoweringError(
                     f"stage '{st.name}': axis '{iv.var.name}' is bound to {tag} "
@@ -283,8 +301,9 @@ def _loop(ctx, st, iv, extent, body, env):
                 "as well",
                 iv,
             )
-        prev = ctx.kernel_extents.setdefault(tag, (extent, st, iv))
-        if prev[0] != extent:
+        launch = launch_extent(st, iv, extent)
+        prev = ctx.kernel_extents.setdefault(tag, (launch, st, iv))
+        if not ext_equal(prev[0], launch):
             pe, pst, piv = prev
             raise LoweringError(
                 f"stage '{st.name}': axis '{iv.var.name}' is bound to {tag} with "
@@ -295,10 +314,32 @@ def _loop(ctx, st, iv, extent, body, env):
             )
         var = ctx.thread_var(tag)
         ctx.bound_vars[iv.var] = var
-        return S.ThreadExtent(var, tag, extent, body)
+        if not ext_equal(launch, extent):  # a thread_axis((0, n), tag) longer than the axis
+            body = S.IfThenElse(var < extent, body)
+        return S.ThreadExtent(var, tag, launch, body)
     kind = attr.kind if attr else "serial"
     pragmas = tuple(attr.pragmas) if attr else ()
-    return S.For(iv.var, E.IntImm(0), E.IntImm(extent), kind, body, pragmas)
+    return S.For(iv.var, E.IntImm(0), extent_expr(extent), kind, body, pragmas)
+
+
+def launch_extent(st: Stage, iv: IterVar, extent: Extent) -> Extent:
+    """How many work-items run along the tag that ``iv`` (of ``extent`` iterations) is bound
+    to: ``extent``, or the range of a ``thread_axis((0, n), tag)``, which must not be shorter."""
+    a = st.attrs.get(iv)
+    thread = a.bind if a is not None else None
+    if thread is None or thread.dom is None:
+        return extent
+    launch = thread.dom.extent
+    if isinstance(extent, int) and isinstance(launch, int) and extent > launch:
+        raise ScheduleError(
+            "bind",
+            st,
+            f"axis '{iv.var.name}' has {extent} iterations but is bound to "
+            f"thread_axis((0, {launch}), '{thread.tag}'), which runs {launch} work-items; "
+            f"split it by {launch} first and bind the inner part",
+            iv,
+        )
+    return launch
 
 
 def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, identity):
@@ -321,7 +362,7 @@ def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, identity):
         attr = st.attrs.get(iv)
         kind = attr.kind if attr else "serial"
         v = fresh[iv.var]
-        stmt = S.For(v, E.IntImm(0), E.IntImm(ctx.ext[st][iv]), kind, stmt)
+        stmt = S.For(v, E.IntImm(0), extent_expr(ctx.ext[st][iv]), kind, stmt)
     return stmt
 
 
