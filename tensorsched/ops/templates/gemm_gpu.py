@@ -42,7 +42,7 @@ THREADS = (8, 16, 32)
 PER_ITEM = (1, 2, 4, 8)
 K_STEPS = (4, 8, 16, 32)
 MAX_ACCUMULATORS = 128  # floats of register tile per work-item (spills beyond)
-SPLIT_K = (1, 2, 4)
+SPLIT_K = (1, 2, 4, 8, 16)
 SUM_THREADS = 256
 
 
