@@ -1,5 +1,5 @@
-"""The ``tensorsched`` command line: ``devices``, ``peak``, ``tune``, ``compare``, ``ir`` and
-``source``.
+"""The ``tensorsched`` command line: ``devices``, ``peak``, ``tune``, ``compare``, ``ir``,
+``source`` and ``worker``.
 
 Files are written only where ``--log``, ``--acl-dir`` and ``--out`` say; without them, ``tune``
 and ``compare`` write under the user's cache folder (printed). Every number is checked before
@@ -37,10 +37,12 @@ from ..runtime.peak import measure_bandwidth, measure_compute
 from ..runtime.table import print_table
 from ..schedules.lower import lower
 from ..schedules.schedule import create_schedule
+from ..tune.distributed import Cluster
 from ..tune.log import best_records, read_log
 from ..tune.task import INDEX_MAX, Task
 from ..tune.tuner import parse_duration, tune
 from .net import add_net_parser, cmd_net
+from .worker import add_worker_parser, cmd_worker
 
 # a small ACL-style search list (``compare`` without ``--acl-full``): one config per strategy
 # family that the full lists of ``baselines/data`` hold, so that ``compare`` finishes in about a
@@ -259,6 +261,25 @@ def cmd_tune(args: argparse.Namespace) -> None:
     tasks = _tasks(args)
     restrict = _restrict(args.knob)
     log = args.log or cache_path("tensorsched_tune.jsonl")
+    cluster = Cluster(args.cluster) if args.cluster else None  # one for all the tasks
+    try:
+        rows = _tune_tasks(args, tasks, restrict, log, cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
+    print()
+    print_table(["task", "best GFLOP/s", "device ms", "best config", "trials", "configs/min"], rows)
+    print(f"\nlog: {os.path.abspath(log)}")
+
+
+def _tune_tasks(
+    args: argparse.Namespace,
+    tasks: list[Task],
+    restrict: dict[str, list],
+    log: str,
+    cluster: Cluster | None,
+) -> list[list[str]]:
+    """Tune each task (on ``cluster`` if given); the summary table's rows."""
     rows = []
     for task in tasks:
         res = tune(
@@ -275,6 +296,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
             time_s=args.time,
             early_stop=args.early_stop,
             transfer=args.transfer or (),
+            cluster=cluster,
         )
         b = res.best
         counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
@@ -293,9 +315,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
             f"configs/min ({res.on_device} run on the device: "
             f"{res.on_device / res.seconds * 60 if res.seconds else 0:.1f}/min)"
         )
-    print()
-    print_table(["task", "best GFLOP/s", "device ms", "best config", "trials", "configs/min"], rows)
-    print(f"\nlog: {os.path.abspath(log)}")
+    return rows
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
@@ -620,6 +640,13 @@ def make_parser() -> argparse.ArgumentParser:
         "it stops after 3 once they took 50 ms on the device",
     )
     tu.add_argument("--seed", type=seed_int, default=0)
+    tu.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="tune on a Dask cluster (the distributed extra): a scheduler's address "
+        "(tcp://HOST:8786, workers started with 'tensorsched worker ADDRESS'), or 'local' "
+        "for this host's cores; --device then names a device the workers hold",
+    )
     co = sub.add_parser("compare", help="tensorsched against the tuned ACL-style GEMM baseline")
     co.add_argument("kind", choices=["gemm", "conv2d"])
     co.add_argument("--shape", help="as for tune")
@@ -663,6 +690,7 @@ def make_parser() -> argparse.ArgumentParser:
     so.add_argument("--device-name", help="only records of this device (as logged)")
     _add_import(so)
     add_net_parser(sub)
+    add_worker_parser(sub)
     return p
 
 
@@ -674,6 +702,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
     "source": cmd_source,
     "ir": cmd_ir,
     "net": cmd_net,
+    "worker": cmd_worker,
 }
 
 

@@ -147,8 +147,8 @@ def remote_measure(
     resource: str,
 ) -> dict[str, Any]:
     """On a worker holding ``resource``: measure one candidate on an idle device of it, in that
-    device's ``Runner`` (kept from one trial to the next); the result says where
-    (``_host``, ``_slot``, ``_worker``)."""
+    device's ``Runner`` (kept from one trial to the next); the result says where: ``_host``,
+    ``_worker`` (its address) and ``_device`` (``P:D`` there)."""
     from distributed import get_worker
 
     free = _slots(resource)
@@ -165,8 +165,7 @@ def remote_measure(
     finally:
         if slot not in _TAKEN_OUT:
             free.put(slot)
-    host = socket.gethostname()
-    res.update(_host=host, _slot=f"{host} {slot}", _worker=get_worker().address)
+    res.update(_host=socket.gethostname(), _device=slot, _worker=get_worker().address)
     return res
 
 
@@ -361,9 +360,8 @@ class Cluster:
         if futures:
             self.client.cancel(futures)
 
-    def take_out(self, resource: str, worker: str, slot: str) -> None:
-        """Stop measuring on one device (``slot``: ``"host P:D"``) of the worker ``worker``."""
-        pd = slot.rsplit(" ", 1)[-1]
+    def take_out(self, resource: str, worker: str, pd: str) -> None:
+        """Stop measuring on the device ``pd`` (``P:D``) of the worker ``worker``."""
         try:
             self.client.run(_take_out, resource, pd, workers=[worker], on_error="ignore")
         except (OSError, TimeoutError):

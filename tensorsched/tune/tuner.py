@@ -40,7 +40,7 @@ from ..errors import TensorschedError
 from ..ops.space import Config
 from ..ops.templates import template_module
 from ..runtime.device import DeviceError, DeviceLimits, current_device
-from .distributed import Cluster, cluster_of
+from .distributed import Cluster, ClusterError, cluster_of
 from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
 from .log import LogLock, LogWriter, Record, best_records, config_key, read_log
 from .measure import TIME_BUDGET_MS, Runner, init_worker, prebuild, signature
@@ -729,33 +729,43 @@ class ClusterSearch(Trials):
         the device's next success shows they were the kernels' own."""
         self._account(res)
         self.stats["measured"] += 1
-        slot = res.get("_slot", "")
+        slot = f"{res.get('_device', '')} of {res.get('_worker', '')} ({res.get('_host', '')})"
         if res["status"] in DEVICE_FAILURES:
+            if slot in self.taken_out:  # it ran on a device as that device was taken out
+                fl.failed_on.add(slot)
+                self._send(fl)
+                return
             if fl.failed_on:  # it failed on a device taken out, and here too: its own fault
                 self._log(fl.config, res)
                 return
             streak = self.streaks.setdefault(slot, [])
             streak.append((fl, res))
             if len(streak) >= MAX_FAILURES:
-                self._take_out(slot, res.get("_worker", ""))
+                self._take_out(slot, res.get("_worker", ""), res.get("_device", ""))
             return
         for held, held_res in self.streaks.pop(slot, []):
             self._log(held.config, held_res)
         self._log(fl.config, res)
 
-    def _take_out(self, slot: str, worker: str) -> None:
+    def _take_out(self, slot: str, worker: str, pd: str) -> None:
         streak = self.streaks.pop(slot)
         self.taken_out.add(slot)
         self.stats["taken_out"] += 1
-        self.cluster.take_out(self.resource, worker, slot)
+        self.cluster.take_out(self.resource, worker, pd)
         why = streak[-1][1].get("error", "").strip().splitlines()
         warnings.warn(
-            f"tensorsched: device {self.limits.name} of {slot} (worker {worker}) failed "
-            f"{len(streak)} trials in a row (the last: {why[-1][:200] if why else '?'}): it is "
-            "taken out of the pool and its trials go to the other devices; restart its "
+            f"tensorsched: device {pd} ({self.limits.name}) of worker {slot.split(' of ')[-1]} "
+            f"failed {len(streak)} trials in a row (the last: {why[-1][:200] if why else '?'}): "
+            "it is taken out of the pool and its trials go to the other devices; restart that "
             "worker to bring it back",
             stacklevel=2,
         )
+        if self.resource not in self.cluster.holders():
+            raise ClusterError(
+                f"every device {self.limits.name} of the cluster at {self.cluster.address} was "
+                "taken out after failing trials in a row; the trials logged so far are kept: "
+                "fix the devices (or start workers on other hosts) and rerun with --resume"
+            )
         for fl, _ in streak:
             fl.failed_on.add(slot)
             self._send(fl)
