@@ -115,14 +115,20 @@ def test_huge_split_factor_gets_the_extent():
     assert "for (int i_outer = 0; i_outer < 100; ++i_outer)" in src
 
 
-def test_factor_larger_than_extent_keeps_its_meaning():
-    """Below int32, a factor larger than the extent is legal and kept (TVM's meaning): the
-    extra iterations are guarded. Templates rely on it for work-group shapes."""
+def test_factor_larger_than_extent_as_tvm_infers_it():
+    """As TVM's bound inference does, a factor larger than the extent gives the inner loop the
+    extent, unless the inner loop is bound to a thread: a work-group keeps the size it was
+    split for and the extra work-items are guarded (templates rely on it)."""
     A, B = elementwise(10)
     s = ts.create_schedule(B.op)
     s[B].split(B.op.axis[0], 16)
     text = plain(s, [A, B])
-    assert "for (i.inner, 0, 16)" in text and "if (i.inner < 10)" in text
+    assert "for (i.inner, 0, 10)" in text and "if" not in text
+    s = ts.create_schedule(B.op)
+    _, xi = s[B].split(B.op.axis[0], 16)
+    s[B].bind(xi, ts.thread_axis("threadIdx.x"))
+    text = plain(s, [A, B])
+    assert "thread_extent = 16" in text and "if (threadIdx.x < 10)" in text
 
 
 @pytest.mark.parametrize("kw", ["factor", "nparts"])

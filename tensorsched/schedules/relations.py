@@ -37,6 +37,13 @@ class Split:
 
 
 @dataclass(frozen=True, eq=False)
+class Singleton:
+    """A loop of one iteration (``fuse()`` of no axes), outside the others."""
+
+    iv: IterVar
+
+
+@dataclass(frozen=True, eq=False)
 class Fuse:
     outer: IterVar
     inner: IterVar
@@ -47,26 +54,40 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def pass_down(stage: Stage, root_extents: Mapping[IterVar, Extent]) -> dict[IterVar, Extent]:
+def _ceil_div(a: Extent, b: Extent) -> Extent:
+    """``ceil(a / b)`` of extents: ``ceil_div`` on ints, else the simplified expression."""
+    if isinstance(a, int) and isinstance(b, int):
+        return ceil_div(a, b)
+    return ext_ceil_div(a, b)
+
+
+def pass_down(
+    stage: Stage, root_extents: Mapping[IterVar, Extent], tighten: bool = True
+) -> dict[IterVar, Extent]:
     """Extents of every iter var of ``stage`` from the extents of its root axes.
 
-    A split's factor (or nparts) larger than its parent's extent keeps TVM's meaning: the
-    inner (outer) loop has that many iterations and the split's guard skips the extra ones, a
-    shape that templates rely on (fixed work-group sizes, vector widths). Beyond ``INT32_MAX``
-    it is the parent's extent instead: such a loop would only spin through guarded iterations.
-    Extents may be symbolic (expressions of size variables).
+    As TVM's bound inference does, a split's factor (or nparts) larger than its parent's
+    extent gives the inner (outer) loop the parent's extent, unless that loop (or a loop split
+    or fused from it) is bound to a thread: a work-group keeps the size it was split for (the
+    split's guard skips the extra work-items). A bound factor beyond ``INT32_MAX`` is the
+    parent's extent too: such a loop would only spin through guarded iterations. Extents may
+    be symbolic (expressions of size variables); a symbolic extent is never tightened.
+    ``tighten=False`` keeps every factor as given (for a primitive that runs before the
+    stage's bindings are known: ``rfactor``).
     """
     ext = dict(root_extents)
     for rel in stage.relations:
         if isinstance(rel, Split):
             e = ext[rel.parent]
             if rel.factor is not None:
-                inner = _clamped(rel.factor, e)
-                ext[rel.inner], ext[rel.outer] = inner, ext_ceil_div(e, inner)
+                inner = _clamped(rel.factor, e, not tighten or _bound_to_thread(stage, rel.inner))
+                ext[rel.inner], ext[rel.outer] = inner, _ceil_div(e, inner)
             else:
                 assert rel.nparts is not None
-                outer = _clamped(rel.nparts, e)
-                ext[rel.outer], ext[rel.inner] = outer, ext_ceil_div(e, outer)
+                outer = _clamped(rel.nparts, e, not tighten or _bound_to_thread(stage, rel.outer))
+                ext[rel.outer], ext[rel.inner] = outer, _ceil_div(e, outer)
+        elif isinstance(rel, Singleton):
+            ext[rel.iv] = 1
         elif isinstance(rel, Fuse):
             fused = ext[rel.fused] = ext_mul(ext[rel.outer], ext[rel.inner])
             if isinstance(fused, int) and fused > INT64_MAX:
@@ -80,11 +101,30 @@ def pass_down(stage: Stage, root_extents: Mapping[IterVar, Extent]) -> dict[Iter
     return ext
 
 
-def _clamped(n: Extent, extent: Extent) -> Extent:
+def _clamped(n: Extent, extent: Extent, bound: bool) -> Extent:
     """A split's factor or nparts ``n`` over a parent of ``extent`` (see ``pass_down``)."""
-    if isinstance(n, int) and isinstance(extent, int) and n > INT32_MAX:
+    if isinstance(n, int) and isinstance(extent, int) and (n > INT32_MAX or not bound):
         return min(n, extent)
     return n
+
+
+def _bound_to_thread(stage: Stage, iv: IterVar) -> bool:
+    """Whether ``iv``, or a loop split or fused from it, is bound to a thread axis."""
+    todo, seen = [iv], set()
+    while todo:
+        x = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        a = stage.attrs.get(x)
+        if a is not None and a.bind is not None:
+            return True
+        for rel in stage.relations:
+            if isinstance(rel, Split) and rel.parent is x:
+                todo += [rel.outer, rel.inner]
+            elif isinstance(rel, Fuse) and x in (rel.outer, rel.inner):
+                todo.append(rel.fused)
+    return False
 
 
 def pass_up(

@@ -20,7 +20,7 @@ from ..ir.stmt import SCOPES
 from ..ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor, tensors_read
 from ..ir.visitor import Mutator, substitute
 from ..passes.peel_tail import PEEL_PRAGMA
-from .relations import TAILS, Fuse, Split, pass_down, pass_up
+from .relations import TAILS, Fuse, Singleton, Split, pass_down, pass_up
 
 
 @dataclass
@@ -37,7 +37,7 @@ class Stage:
         self.op, self.origin_op, self.schedule = op, op, schedule
         self.all_iter_vars: list[IterVar] = list(op.axis) + list(op.reduce_axis)
         self.leaf_iter_vars: list[IterVar] = list(self.all_iter_vars)
-        self.relations: list[Split | Fuse] = []
+        self.relations: list[Split | Fuse | Singleton] = []
         self.attrs: dict[IterVar, IterAttr] = {}
         self.attach_type = "root"  # root / inline / scope
         self.attach_stage: Stage | None = None
@@ -207,9 +207,16 @@ class Stage:
         return xo, yo, xi, yi
 
     def fuse(self, *args: IterVar | Sequence[IterVar]) -> IterVar:
-        """Fuse adjacent axes (outermost first) into one."""
+        """Fuse adjacent axes (outermost first) into one. With no axes, as in TVM, a new loop
+        of one iteration outside all the others (to bind or attach at)."""
         self._check_not_inline("fuse")
         given = _one_list(args)
+        if not given:
+            single = IterVar(E.Var("singleton"), None, "data")
+            self.relations.append(Singleton(single))
+            self.all_iter_vars.append(single)
+            self.leaf_iter_vars.insert(0, single)
+            return single
         if len(given) < 2:
             raise self._error("fuse", "give at least two axes to fuse")
         axes = []
@@ -545,6 +552,12 @@ class Schedule:
     def stage_of(self, tensor: Tensor) -> Stage | None:
         return self.stage_map.get(tensor.op)
 
+    def normalize(self) -> Schedule:
+        """TVM's ``s.normalize()``: rebase every loop to start at 0. tensorsched's loops always
+        do (a reduce axis over ``(lo, hi)`` runs from 0 and reads ``k + lo``), so the schedule
+        is returned as it is."""
+        return self
+
     def _owner(self, iv: IterVar) -> Stage | None:
         for st in self.stages:
             if iv in st.all_iter_vars:
@@ -690,7 +703,7 @@ class Schedule:
                 "data axes; only its reduction axes may be split",
                 axis,
             )
-        ext = pass_down(st, {iv: iv.domain.extent for iv in st.op.reduce_axis})
+        ext = pass_down(st, {iv: iv.domain.extent for iv in st.op.reduce_axis}, tighten=False)
         red_leaves = [iv for iv in st.leaf_iter_vars if iv.kind == "reduce"]
         new_data = [IterVar(E.Var(iv.var.name), iv.dom, "data") for iv in st.op.axis]
         fvar = IterVar(E.Var(axis.var.name), Range(0, ext[axis]), "data")

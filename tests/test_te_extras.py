@@ -1,0 +1,172 @@
+"""The rest of classic te (issue 17, part 1, step 2), written from TVM's documentation:
+calling a tensor, indexdiv/indexmod/truncdiv/truncmod, thread_axis with a range,
+min_value/max_value, fuse() of no axes, s.normalize(), float extents of integral value, and a
+split factor (nparts) larger than the extent as TVM's bound inference treats it."""
+
+import numpy as np
+import pytest
+from ts_check import check
+
+import tensorsched as ts
+
+
+def plain(s, args):
+    return str(ts.lower(s, args))
+
+
+def test_calling_a_tensor_is_indexing_it():
+    A = ts.placeholder((4, 5), name="A")
+    S = ts.placeholder((), name="S")  # rank 0: A() reads it
+    idx = (1, 2)
+    B = ts.compute((4, 5), lambda i, j: A(i, j) * S() + A(*idx), name="B")
+    s = ts.create_schedule(B.op)
+    check(s, [A, S, B], lambda a, sc: a * sc + a[1, 2])
+    with pytest.raises(ts.ComputeError, match="has 2 dimensions but was called with 1"):
+        A(0)
+
+
+def test_rank_0_compute():
+    A = ts.placeholder((3,), name="A")
+    R = ts.compute((), lambda: A[0] + A[2], name="R")
+    s = ts.create_schedule(R.op)
+    check(s, [A, R], lambda a: a[0] + a[2])
+
+
+@pytest.mark.parametrize("d", [3, -3])
+def test_index_division_functions(d):
+    A = ts.placeholder((12,), name="A", dtype="int32")
+    B = ts.compute(
+        (12, 4),
+        lambda i, f: ts.if_then_else(
+            f.equal(0),
+            ts.indexdiv(A[i], d),
+            ts.if_then_else(
+                f.equal(1),
+                ts.indexmod(A[i], d),
+                ts.if_then_else(f.equal(2), ts.truncdiv(A[i], d), ts.truncmod(A[i], d)),
+            ),
+        ),
+        name="B",
+    )
+    s = ts.create_schedule(B.op)
+    a = np.arange(-6, 6, dtype="int32")
+    trunc = np.trunc(a / d).astype("int32")
+    ref = np.stack([a // d, a % d, trunc, a - trunc * d], axis=1)
+    check(s, [A, B], lambda x: ref, inputs={A: a})
+
+
+def test_truncdiv_of_indices_is_floor_division():
+    A = ts.placeholder((16,), name="A")
+    B = ts.compute((8,), lambda i: A[ts.truncdiv(i * 4, 2) + ts.truncmod(i, 2)], name="B")
+    text = plain(ts.create_schedule(B.op), [A, B])
+    assert "select" not in text  # i >= 0: the simplifier drops the sign correction
+
+
+def test_min_value_and_max_value():
+    assert ts.min_value("float32").value == -np.finfo(np.float32).max
+    assert ts.max_value("int32").value == np.iinfo(np.int32).max
+    assert ts.min_value("int64").dtype == "int64"
+    A = ts.placeholder((6,), name="A")
+    k = ts.reduce_axis((0, 6), name="k")
+    B = ts.compute((1,), lambda i: ts.max(A[k], axis=k), name="B")
+    C = ts.compute(
+        (6,), lambda i: ts.if_then_else(A[i] > 0.0, A[i], ts.min_value("float32")), name="C"
+    )
+    check(ts.create_schedule(B.op), [A, B], lambda a: a.max(keepdims=True))
+    lowest = float(-np.finfo(np.float32).max)
+    check(ts.create_schedule(C.op), [A, C], lambda a: np.where(a > 0, a, lowest))
+
+
+def test_thread_axis_with_a_range_guards_a_shorter_axis():
+    A = ts.placeholder((50,), name="A")
+    B = ts.compute((50,), lambda i: A[i] + 1.0, name="B")
+    s = ts.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=30)
+    s[B].bind(xo, ts.thread_axis("blockIdx.x"))
+    s[B].bind(xi, ts.thread_axis((0, 32), "threadIdx.x"))
+    text = plain(s, [A, B])
+    assert "// attr [threadIdx.x] thread_extent = 32" in text and "if (threadIdx.x < 30)" in text
+    check(s, [A, B], lambda a: a + 1)
+    tx = ts.thread_axis((0, 16), "threadIdx.x")
+    s = ts.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=30)
+    s[B].bind(xo, ts.thread_axis("blockIdx.x"))
+    s[B].bind(xi, tx)
+    with pytest.raises(ts.ScheduleError, match="has 30 iterations but is bound to"):
+        ts.lower(s, [A, B])
+
+
+def test_thread_axis_forms():
+    assert ts.thread_axis("threadIdx.x").dom is None
+    assert ts.thread_axis(tag="blockIdx.y").tag == "blockIdx.y"
+    assert ts.thread_axis("vthread", "vx").var.name == "vx"  # tensorsched's (tag, name) form
+    assert ts.thread_axis((0, 8), "threadIdx.y", name="ty").var.name == "ty"
+
+
+def test_fuse_of_no_axes_is_a_singleton_to_bind():
+    A = ts.placeholder((7,), name="A")
+    k = ts.reduce_axis((0, 7), name="k")
+    B = ts.compute((1,), lambda i: ts.sum(A[k], axis=k), name="B")
+    s = ts.create_schedule(B.op)
+    one = s[B].fuse()
+    assert s[B].leaf_iter_vars[0] is one
+    text = plain(s, [A, B])
+    assert "singleton" not in text  # a loop of one iteration goes
+    s[B].bind(one, ts.thread_axis("blockIdx.x"))
+    text = plain(s, [A, B])
+    assert "// attr [blockIdx.x] thread_extent = 1" in text
+    check(s, [A, B], lambda a: a.sum(keepdims=True))
+
+
+def test_normalize_returns_the_schedule():
+    A = ts.placeholder((8,), name="A")
+    k = ts.reduce_axis((2, 8), name="k")
+    B = ts.compute((1,), lambda i: ts.sum(A[k], axis=k), name="B")
+    s = ts.create_schedule(B.op)
+    assert s.normalize() is s
+    check(s, [A, B], lambda a: a[2:].sum(keepdims=True))
+
+
+def test_float_extents_of_integral_value():
+    N, bn = 64, 32
+    A = ts.placeholder((N / bn, bn), name="A")  # TVM's opt_gemm packs with N / bn
+    k = ts.reduce_axis((0.0, N / bn), name="k")
+    B = ts.compute((bn,), lambda j: ts.sum(A[k, j], axis=k), name="B")
+    assert A.shape == (2, 32) and type(A.shape[0]) is int
+    check(ts.create_schedule(B.op), [A, B], lambda a: a.sum(axis=0))
+    with pytest.raises(ts.ComputeError, match="positive ints"):
+        ts.placeholder((2.5,), name="X")
+
+
+def test_split_larger_than_the_extent_takes_the_extent():
+    A = ts.placeholder((10, 6), name="A")
+    B = ts.compute((10, 6), lambda i, j: A[i, j] * 2.0, name="B")
+    s = ts.create_schedule(B.op)
+    io, ii = s[B].split(B.op.axis[0], factor=16)
+    jo, ji = s[B].split(B.op.axis[1], nparts=8)
+    text = plain(s, [A, B])
+    assert "for (j.outer, 0, 6)" in text and "if" not in text
+    check(s, [A, B], lambda a: 2 * a)
+    # bound to a thread: the work-group keeps the size asked for, the extra items are guarded
+    s = ts.create_schedule(B.op)
+    io, ii = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(ii, ts.thread_axis("threadIdx.x"))
+    text = plain(s, [A, B])
+    assert "thread_extent = 16" in text and "if (threadIdx.x < 10)" in text
+    check(s, [A, B], lambda a: 2 * a)
+
+
+@pytest.mark.parametrize("nn", [1, 7, 40])
+def test_split_by_a_symbolic_factor(nn):
+    n, f = ts.size_var("n"), ts.size_var("f")
+    A = ts.placeholder((n,), name="A")
+    F = ts.placeholder((f,), name="F")  # binds f
+    B = ts.compute((n,), lambda i: A[i] + F[0], name="B")
+    s = ts.create_schedule(B.op)
+    s[B].split(B.op.axis[0], factor=f)
+    mod = ts.build(s, [A, F, B], target="python")
+    for ff in (1, 3, 64):
+        a, fv = np.random.rand(nn).astype("float32"), np.random.rand(ff).astype("float32")
+        b = np.full(nn, np.nan, "float32")
+        mod(a, fv, b)
+        np.testing.assert_allclose(b, a + fv[0], rtol=1e-6)
