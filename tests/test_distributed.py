@@ -176,6 +176,16 @@ def test_resume_from_a_log_written_by_a_distributed_run(cluster, tmp_path):
     assert sorted(keys) == sorted(config_key(p) for p in task.space().points())
 
 
+def test_a_hanging_kernel_is_killed_by_the_workers_own_timeout(cluster, tmp_path):
+    log = tmp_path / "hang.jsonl"
+    t0 = time.time()
+    res = run(Task("gemm", "gemm_planted_hang", SHAPE), log, trials=2, timeout=3.0, cluster=cluster)
+    by_hang = {r.config["hang"]: r for r in records(log)}
+    assert by_hang[0].status == "ok" and by_hang[1].status == "timeout"
+    assert "no result within 3 s" in by_hang[1].error
+    assert res.counts == {"ok": 1, "timeout": 1} and time.time() - t0 < 40
+
+
 def test_worker_command_and_tune_cluster_on_the_command_line(cluster, tmp_path):
     """A scheduler, ``tensorsched worker`` and ``tensorsched tune --cluster`` as separate
     processes, as a user starts them on several hosts."""
@@ -232,3 +242,7 @@ def test_a_failing_device_is_taken_out_and_its_trials_measured_elsewhere(cluster
     assert all(r.status == "ok" for r in recs), [(r.status, r.error) for r in recs]
     assert res.stats["taken_out"] == 1
     assert len(cluster.holders()) == 1  # the other worker still measures
+    # a heterogeneous pool now: trials go only to the worker that holds the device (the
+    # other one would fail them)
+    again = run(Task("gemm", "gemm_flaky", (16, 16, 8)), tmp_path / "flaky2.jsonl", cluster=cluster)
+    assert again.counts == {"ok": 8} and "taken_out" not in again.stats

@@ -169,7 +169,7 @@ def remote_measure(
     return res
 
 
-async def _take_out(dask_worker: Any, resource: str, slot: str) -> float:
+async def _take_out(resource: str, slot: str, dask_worker: Any = None) -> float:
     """On a worker: stop measuring on device ``slot`` (``P:D``): one unit less of
     ``resource``. Returns what is left of it."""
     free = _slots(resource)
@@ -360,12 +360,15 @@ class Cluster:
         if futures:
             self.client.cancel(futures)
 
-    def take_out(self, resource: str, worker: str, pd: str) -> None:
-        """Stop measuring on the device ``pd`` (``P:D``) of the worker ``worker``."""
+    def take_out(self, resource: str, worker: str, pd: str) -> set[str]:
+        """Stop measuring on the device ``pd`` (``P:D``) of the worker ``worker``; returns the
+        keys of the tasks the scheduler had sent it already (they wait there for the device
+        now: send them again)."""
         try:
-            self.client.run(_take_out, resource, pd, workers=[worker], on_error="ignore")
-        except (OSError, TimeoutError):
-            pass  # the worker is gone already
+            self.client.run(_take_out, resource, pd, workers=[worker])
+            return set(self.client.processing([worker]).get(worker, ()))
+        except (OSError, TimeoutError, KeyError, ValueError):
+            return set()  # the worker is gone already: the scheduler sends its tasks elsewhere
 
 
 def _start_local(workers: int | None, device_workers: int, devices: Iterable[str]) -> Any:

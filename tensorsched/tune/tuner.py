@@ -748,11 +748,12 @@ class ClusterSearch(Trials):
         self._log(fl.config, res)
 
     def _take_out(self, slot: str, worker: str, pd: str) -> None:
-        streak = self.streaks.pop(slot)
+        """Take the device ``slot`` out of the pool; measure its held-back trials, and those
+        the scheduler had sent it already, on the others."""
+        streak = [fl for fl, _ in self.streaks[slot]]
+        why = self.streaks.pop(slot)[-1][1].get("error", "").strip().splitlines()
         self.taken_out.add(slot)
         self.stats["taken_out"] += 1
-        self.cluster.take_out(self.resource, worker, pd)
-        why = streak[-1][1].get("error", "").strip().splitlines()
         warnings.warn(
             f"tensorsched: device {pd} ({self.limits.name}) of worker {slot.split(' of ')[-1]} "
             f"failed {len(streak)} trials in a row (the last: {why[-1][:200] if why else '?'}): "
@@ -760,13 +761,19 @@ class ClusterSearch(Trials):
             "worker to bring it back",
             stacklevel=2,
         )
+        stuck = self.cluster.take_out(self.resource, worker, pd)
+        for fut, fl in list(self.flights.items()):
+            if fl.stage == "measure" and fut.key in stuck:
+                del self.flights[fut]
+                self.cluster.cancel([fut])
+                streak.append(fl)
         if self.resource not in self.cluster.holders():
             raise ClusterError(
                 f"every device {self.limits.name} of the cluster at {self.cluster.address} was "
                 "taken out after failing trials in a row; the trials logged so far are kept: "
                 "fix the devices (or start workers on other hosts) and rerun with --resume"
             )
-        for fl, _ in streak:
+        for fl in streak:
             fl.failed_on.add(slot)
             self._send(fl)
 
