@@ -140,6 +140,7 @@ def _tune(args: argparse.Namespace) -> None:
             early_stop=args.early_stop,
             transfer=args.transfer or (),
             progress=not args.quiet,
+            cluster=args.cluster,
         )
         b = res.best
         best = [f"{b.device_ms:.3f}", f"{b.gflops:.1f}"] if b else ["-", "-"]
@@ -248,6 +249,9 @@ def add_net_parser(sub: Any) -> None:
     p.add_argument("--transfer", action="append", metavar="LOG")
     p.add_argument("--timeout", type=float, default=60.0, help="tune: seconds per candidate")
     p.add_argument("--quiet", action="store_true", help="tune: no progress bars")
+    p.add_argument(
+        "--cluster", metavar="ADDRESS", help="tune: measure on a Dask cluster (or 'local')"
+    )
     p.add_argument("--out", help="export: the .onnx file to write")
     p.add_argument("--force", action="store_true", help="export: overwrite --out")
 
