@@ -279,6 +279,44 @@ def test_hostile_model_is_refused(model, message):
         from_onnx(model())
 
 
+def _bn_model(var):
+    c = [init(n, np.ones(3, np.float32)) for n in ("s", "b", "m")] + [init("v", var)]
+    graph = helper.make_graph(
+        [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], "bn")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], c,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_more_hostile_models_are_refused():
+    with pytest.raises(OnnxImportError, match="variance plus epsilon must be positive"):
+        from_onnx(_bn_model(np.array([1, -1, 1], np.float32)))
+    m = _one_conv()
+    m.graph.node[0].input[0] = "nowhere"
+    with pytest.raises(OnnxImportError, match="reads 'nowhere', which no earlier node defines"):
+        from_onnx(m)
+
+
+def test_mutated_bytes_never_raise_anything_but_a_tensorsched_error():
+    import random
+
+    data = all_ops_model(np.random.default_rng(0)).SerializeToString()
+    rng, read = random.Random(7), 0
+    for _ in range(150):
+        d = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            d[rng.randrange(len(d))] = rng.randrange(256)
+        try:
+            g = from_onnx(bytes(d))
+        except TensorschedError:
+            continue
+        with np.errstate(all="ignore"):
+            run_reference(g, {t: np.ones(g.tensors[t].shape, np.float32) for t in g.inputs})
+        read += 1
+    assert read > 20  # many mutations only change weights
+
+
 def test_external_weights_are_not_read(tmp_path):
     m = _one_conv()
     t = m.graph.initializer[0]

@@ -78,6 +78,18 @@ def _load(model_or_path: Any) -> Any:
     return model
 
 
+def _check_names(model: Any, where: str) -> None:
+    """Every name the reader uses is text (protobuf hands over bytes where a string field
+    does not hold UTF-8)."""
+    g = model.graph
+    names: list[Any] = [g.name]
+    for n in g.node:
+        names += [n.name, n.op_type, n.domain, *n.input, *n.output]
+    names += [t.name for t in g.initializer] + [v.name for v in (*g.input, *g.output)]
+    if not all(isinstance(x, str) for x in names):
+        raise OnnxImportError(f"{where}: a node or tensor name is not UTF-8 text")
+
+
 def _dims(dims: Sequence[int], what: str) -> tuple[int, ...]:
     if len(dims) > MAX_RANK or any(d <= 0 or d > MAX_ELEMENTS for d in dims):
         raise OnnxImportError(
@@ -232,6 +244,9 @@ class _Reader:
             )
         a = _attrs(node, where)
         ins = [self.name(t) for t in node.input]
+        for t in ins:
+            if t and t not in self.g.tensors and t not in self.ints:
+                raise OnnxImportError(f"{where} reads '{t}', which no earlier node defines")
         outs = list(node.output)
         if len(outs) < 1 or not outs[0]:
             raise OnnxImportError(f"{where}: no output")
@@ -321,7 +336,10 @@ def _batch_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out:
         raise UnsupportedOperatorError(f"{where}: training_mode=1 (inference only)")
     if len(ins) != 5:
         raise OnnxImportError(f"{where}: BatchNormalization takes 5 inputs, got {len(ins)}")
-    r.g.batch_norm(ins[0], ins[1], ins[2], ins[3], ins[4], a.get("epsilon", 1e-5), name=name)
+    eps = a.get("epsilon", 1e-5)
+    if ins[4] in r.g.constants and not np.all(r.g.constants[ins[4]] + eps > 0):
+        raise OnnxImportError(f"{where}: the variance plus epsilon must be positive")
+    r.g.batch_norm(ins[0], ins[1], ins[2], ins[3], ins[4], eps, name=name)
     _rename_output(r, name, out)
 
 
@@ -468,7 +486,9 @@ def from_onnx(model_or_path: Any, shapes: Mapping[str, Sequence[int]] | None = N
     """The ``Graph`` of an ONNX model (an ``onnx.ModelProto``, a path or the file's bytes).
     ``shapes`` gives input shapes where the model leaves a dimension symbolic. Raises
     ``OnnxImportError`` (``UnsupportedOperatorError`` for an operator not supported)."""
-    return _Reader(_load(model_or_path), shapes or {}).read()
+    model = _load(model_or_path)
+    _check_names(model, "the model")
+    return _Reader(model, shapes or {}).read()
 
 
 # ---- writing
