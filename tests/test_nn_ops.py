@@ -296,3 +296,28 @@ def test_conv2d_templates_fuse_bias_residual_add_and_relu6(request, target, name
     if target == "opencl":
         request.getfixturevalue("device")
     _check_task(Task("conv2d", name, CONV, epilogue=("bias", "add", "relu6")), {}, target)
+
+
+KERNELS = {  # (kind, template) -> __kernel functions at the default config
+    ("depthwise_conv2d", "direct"): 1,
+    ("depthwise_conv2d", "cpu"): 2,  # the padded input first
+    ("group_conv2d", "direct"): 1,
+    ("group_conv2d", "cpu"): 2,
+    ("dense", "cpu"): 1,
+    ("dense", "gpu"): 2,  # partial sums, then their total
+    ("pool", "direct"): 1,
+    ("softmax", "rows"): 1,
+}
+
+
+@pytest.mark.parametrize("kind,name,shape,epilogue,other", TEMPLATE_CASES, ids=IDS)
+def test_templates_launch_their_kernels_in_parallel(kind, name, shape, epilogue, other):
+    """The default config gives the expected kernels, each over more than one work-item where
+    the output has more than one element (no stage left serial at the root)."""
+    from tensorsched.codegen.opencl import emit_opencl
+
+    s, args, _ = Task(kind, name, shape, epilogue=epilogue).instantiate()
+    kernels = emit_opencl(ts.lower(s, args)).kernels
+    assert len(kernels) == KERNELS[kind, name]
+    for k in kernels:
+        assert np.prod(k.global_size) > 1, f"{k.name} runs on one work-item"

@@ -104,6 +104,14 @@ def _shape(
     return shape
 
 
+def _padded(data: Tensor, p: PoolShape, value: float) -> Tensor:
+    """``data`` padded by ``value`` (a stage named ``pool_pad``), or itself without padding."""
+    if not any(p.pads):
+        return data
+    top, left, bottom, right = p.pads
+    return pad(data, [0, 0, top, left], [0, 0, bottom, right], value, "pool_pad")
+
+
 def _pool(data: Tensor, p: PoolShape, name: str | None) -> Tensor:
     OH, OW = p.out_hw
     (sh, sw), (top, left, _, _) = p.stride, p.pads
@@ -111,14 +119,14 @@ def _pool(data: Tensor, p: PoolShape, name: str | None) -> Tensor:
     kw = reduce_axis((0, p.KW), name="kw")
     if p.mode == 0:
         low = float(np.finfo(data.dtype).min)  # padding never wins a max
-        dp = pad(data, [0, 0, top, left], [0, 0, p.pad_bottom, p.pad_right], low, "pool_pad")
+        dp = _padded(data, p, low)
         return compute(
             (p.N, p.C, OH, OW),
             lambda n, c, h, w: I.max(dp[n, c, h * sh + kh, w * sw + kw], axis=[kh, kw]),
             name=name or "max_pool2d",
             tag="pool_max",
         )
-    dp = pad(data, [0, 0, top, left], [0, 0, p.pad_bottom, p.pad_right], 0.0, "pool_pad")
+    dp = _padded(data, p, 0.0)
     total = compute(
         (p.N, p.C, OH, OW),
         lambda n, c, h, w: I.sum(dp[n, c, h * sh + kh, w * sw + kw], axis=[kh, kw]),

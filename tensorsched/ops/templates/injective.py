@@ -58,10 +58,17 @@ def bind_flat(s: Schedule, out: Tensor, threads: int = 64, per_item: int = 1) ->
 
 
 def padding_stage(out: Tensor) -> Tensor | None:
-    """The padded input an operator reads (its stage named ``data_pad`` or ``pool_pad``)."""
-    for t in out.op.input_tensors:
-        if isinstance(t.op, ComputeOp) and t.name in ("data_pad", "pool_pad"):
+    """The padded input an operator reads (its stage named ``data_pad`` or ``pool_pad``),
+    found through the stages that feed ``out``."""
+    todo, seen = [out], set[int]()
+    while todo:
+        t = todo.pop()
+        if id(t.op) in seen or not isinstance(t.op, ComputeOp):
+            continue
+        seen.add(id(t.op))
+        if t.name in ("data_pad", "pool_pad"):
             return t
+        todo += t.op.input_tensors
     return None
 
 
