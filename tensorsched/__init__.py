@@ -24,6 +24,7 @@ from .errors import (
 from .ir.intrin import (
     all,
     any,
+    comm_reducer,
     const,
     exp,
     fabs,
@@ -80,6 +81,7 @@ __all__ = [
     "truncmod",
     "min_value",
     "max_value",
+    "comm_reducer",
     "pad",
     "create_schedule",
     "lower",

@@ -170,3 +170,75 @@ def test_split_by_a_symbolic_factor(nn):
         b = np.full(nn, np.nan, "float32")
         mod(a, fv, b)
         np.testing.assert_allclose(b, a + fv[0], rtol=1e-6)
+
+
+def lower_triangle_sum(N):
+    A = ts.placeholder((N, N), name="A")
+
+    def row(i):
+        k = ts.reduce_axis((0, i + 1), "k")  # the range depends on the outer index
+        return ts.sum(A[i, k], axis=k)
+
+    return A, ts.compute((N,), row, name="B")
+
+
+@pytest.mark.parametrize("target", ["python", "opencl"])
+def test_triangular_reduction(target):
+    n = ts.size_var("n")
+    A, B = lower_triangle_sum(n)
+    s = ts.create_schedule(B.op)
+    s[B].split(B.op.axis[0], factor=4)
+    s[B].split(B.op.reduce_axis[0], factor=2)
+    assert "for (k.outer, 0, i.outer*2 + i.inner//2 + 1)" in plain(s, [A, B])
+    if target == "opencl":
+        pytest.importorskip("pyopencl")
+    mod = ts.build(s, [A, B], target=target)
+    for nn in (1, 5, 8):
+        a = np.random.default_rng(nn).random((nn, nn), dtype=np.float32)
+        b = np.full(nn, np.nan, "float32")
+        mod(a, b)
+        np.testing.assert_allclose(b, np.tril(a).sum(axis=1), rtol=1e-5)
+
+
+def test_triangular_reduction_outside_its_index_is_refused():
+    A, B = lower_triangle_sum(6)
+    s = ts.create_schedule(B.op)
+    s[B].reorder(B.op.reduce_axis[0], B.op.axis[0])
+    with pytest.raises(ts.LoweringError, match="loop variable 'i' is used outside its loop"):
+        ts.lower(s, [A, B])
+
+
+@pytest.mark.parametrize("target", ["python", "opencl"])
+def test_comm_reducer_product(target):
+    product = ts.comm_reducer(lambda x, y: x * y, lambda t: ts.const(1, dtype=t), name="product")
+    n, m = ts.size_var("n"), ts.size_var("m")
+    A = ts.placeholder((n, m), name="A")
+    k = ts.reduce_axis((0, m), "k")
+    B = ts.compute((n,), lambda i: product(A[i, k], axis=k), name="B")
+    s = ts.create_schedule(B.op)
+    s[B].split(k, factor=3)
+    text = plain(s, [A, B])
+    assert "B[i] = 1f" in text and "B[i] = B[i]*A[" in text
+    if target == "opencl":
+        pytest.importorskip("pyopencl")
+    mod = ts.build(s, [A, B], target=target)
+    for nn, mm in ((4, 7), (2, 3)):
+        a = np.random.default_rng(mm).uniform(0.5, 1.5, (nn, mm)).astype("float32")
+        b = np.full(nn, np.nan, "float32")
+        mod(a, b)
+        np.testing.assert_allclose(b, a.prod(axis=1), rtol=1e-5)
+
+
+def test_comm_reducer_with_where_and_its_errors():
+    absmax = ts.comm_reducer(
+        lambda x, y: ts.max(ts.fabs(x), ts.fabs(y)), lambda t: ts.const(0, t), name="absmax"
+    )
+    A = ts.placeholder((4, 7), name="A")
+    k = ts.reduce_axis((0, 7), "k")
+    C = ts.compute((4,), lambda i: absmax(A[i, k], axis=k, where=k > 0), name="C")
+    check(ts.create_schedule(C.op), [A, C], lambda a: np.abs(a[:, 1:]).max(axis=1))
+    with pytest.raises(ts.ComputeError, match="a reduction of a tuple"):
+        absmax((A[0, k], A[1, k]), axis=k)
+    bad = ts.comm_reducer(lambda x, y: x < y, lambda t: ts.const(0, t), name="bad")
+    with pytest.raises(ts.ComputeError, match="must keep the type"):
+        bad(A[0, k], axis=k)

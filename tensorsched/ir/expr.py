@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, SupportsFloat
 
@@ -274,13 +275,40 @@ class Broadcast(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Reduce(Expr):
-    """A reduction (combiner in sum/max/min) of ``source`` over ``axis``, where ``condition``."""
+    """A reduction (combiner in sum/max/min, or the name of a ``reducer``) of ``source`` over
+    ``axis``, where ``condition``."""
 
     combiner: str
     source: Expr
     axis: tuple[IterVar, ...]
     condition: Expr | None = None
     dtype: str = field(default="float32")
+    reducer: CommReducer | None = None  # a user's reduction (ts.comm_reducer)
+
+
+@dataclass(frozen=True, eq=False)
+class CommReducer:
+    """A commutative reduction of a user's (TVM's ``comm_reducer``): ``fcombine(x, y)`` of two
+    expressions and ``fidentity(dtype)``, the identity element as a constant."""
+
+    fcombine: Callable[[Expr, Expr], ExprLike]
+    fidentity: Callable[[str], ExprLike]
+    name: str = "reduce"
+
+    def combine(self, x: Expr, y: Expr) -> Expr:
+        out = as_expr(self.fcombine(x, y))
+        if out.dtype != x.dtype:
+            raise ComputeError(
+                f"comm_reducer '{self.name}': fcombine of two {x.dtype} values gave a "
+                f"{out.dtype} value; it must keep the type"
+            )
+        return out
+
+    def identity(self, dtype: str) -> Expr:
+        out = as_expr(self.fidentity(dtype), dtype)
+        if out.dtype != dtype:
+            out = Cast(dtype, out)
+        return out
 
 
 # ---------------------------------------------------------------- construction helpers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 
 import numpy as np
 
@@ -214,3 +215,38 @@ def _signs_differ(x: E.Expr, y: E.Expr) -> E.Expr:
     zero = E.IntImm(0, x.dtype)
     lt, gt = (lambda e: E.Cmp("<", e, zero)), (lambda e: E.Cmp(">", e, zero))
     return E.Or(E.And(lt(x), gt(y)), E.And(gt(x), lt(y)))
+
+
+def comm_reducer(
+    fcombine: Callable[[E.Expr, E.Expr], E.ExprLike],
+    fidentity: Callable[[str], E.ExprLike],
+    name: str = "reduce",
+) -> Callable[..., E.Reduce]:
+    """A commutative reduction of your own (TVM's ``te.comm_reducer``): ``fcombine(x, y)``
+    combines two values, ``fidentity(dtype)`` is its identity element. The result is used as
+    ``ts.sum`` is: ``product(A[i, k], axis=k)`` (``where=`` too). A tuple of values (argmax
+    over ``(index, value)``) is not supported: a compute has one output in tensorsched."""
+    if not callable(fcombine) or not callable(fidentity):
+        raise ComputeError("comm_reducer: give two functions, fcombine(x, y) and fidentity(dtype)")
+    reducer = E.CommReducer(fcombine, fidentity, name)
+
+    def reduce(
+        expr: E.ExprLike | tuple[E.ExprLike, ...],
+        axis: Axes,
+        where: E.ExprLike | None = None,
+    ) -> E.Reduce:
+        if isinstance(expr, (tuple, list)):
+            raise ComputeError(
+                f"comm_reducer '{name}': a reduction of a tuple ({len(expr)} values, as "
+                "TVM's argmax) is not supported: a compute has one output in tensorsched; "
+                "reduce each value in its own compute"
+            )
+        src = E.as_expr(expr)
+        x, y = E.Var("x", src.dtype), E.Var("y", src.dtype)
+        reducer.combine(x, y)  # fcombine and fidentity must work on this type
+        reducer.identity(src.dtype)
+        cond = None if where is None else E.as_expr(where)
+        axes = _axes(axis, f"comm_reducer '{name}'")
+        return E.Reduce(name, src, axes, cond, src.dtype, reducer)
+
+    return reduce

@@ -93,37 +93,56 @@ def lower(
 
 
 def _check_sizes(stmt: Stmt, bufs: Sequence[Buffer]) -> None:
-    """Every size variable the loops use must be a dimension of an argument's shape: a call
-    binds the sizes from its arrays' shapes."""
+    """Every variable the loops use is defined where it is used: a loop variable inside its
+    loop (a reduce axis whose range depends on an index, ``reduce_axis((0, i + 1))``, must
+    stay inside the loops of that index), anything else a dimension of an argument's shape (a
+    call binds every size from its arrays' shapes)."""
     known = set(size_vars(tuple(b.shape for b in bufs)))
-    used: dict[Var, None] = {}
-    bound: set[Var] = set()
+    scope: set[Var] = set()
+    loops: set[Var] = set()
+    stray: list[Var] = []
 
     class _V(Visitor):
         def visit_Var(self, v: Var) -> None:
-            used[v] = None
+            if v not in scope and v not in known:
+                stray.append(v)
+
+        def _scoped(self, var: Var, body: Stmt) -> None:
+            scope.add(var)
+            loops.add(var)
+            self.visit(body)
+            scope.discard(var)
 
         def visit_For(self, f: For) -> None:
-            bound.add(f.var)
-            self.generic_visit(f)
+            self.visit(f.min)
+            self.visit(f.extent)
+            self._scoped(f.var, f.body)
 
         def visit_ThreadExtent(self, t: ThreadExtent) -> None:
-            bound.add(t.var)
-            used.update(dict.fromkeys(size_vars(t.extent)))
-            self.generic_visit(t)
+            for v in size_vars(t.extent):
+                self.visit_Var(v)
+            self._scoped(t.var, t.body)
 
         def visit_Allocate(self, a: Allocate) -> None:
-            used.update(dict.fromkeys(size_vars(a.buffer.shape)))
+            for v in size_vars(a.buffer.shape):
+                self.visit_Var(v)
             self.generic_visit(a)
 
     _V().visit(stmt)
-    stray = [v for v in used if v not in bound and v not in known]
-    if stray:
+    if not stray:
+        return
+    v = stray[0]
+    if v in loops:
         raise LoweringError(
-            f"lower: the size '{stray[0].name}' is used by the loops but is no dimension of "
-            "an argument's shape; a call binds every size from its arrays' shapes, so give "
-            f"some argument (a placeholder or an output) a dimension of '{stray[0].name}'"
+            f"lower: the loop variable '{v.name}' is used outside its loop: a reduce axis whose "
+            f"range depends on an index runs outside that index's loop '{v.name}'; reorder "
+            "the reduce axis inside it"
         )
+    raise LoweringError(
+        f"lower: the size '{v.name}' is used by the loops but is no dimension of an "
+        "argument's shape; a call binds every size from its arrays' shapes, so give some "
+        f"argument (a placeholder or an output) a dimension of '{v.name}'"
+    )
 
 
 def _placeholders_used(stmt: Stmt) -> list[Buffer]:

@@ -7,13 +7,13 @@ in leaf order, with its ``compute_at`` producers placed inside the loop they are
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..errors import LoweringError, ScheduleError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.intrin import identity_value
-from ..ir.simplify import Extent, ext_equal, extent_expr
+from ..ir.simplify import Extent, ext_equal, extent_expr, extent_of
 from ..ir.tensor import IterVar, Tensor, tensors_read
 from ..ir.visitor import Mutator, substitute
 from .bound import (
@@ -95,10 +95,10 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
     """The statement computing stage ``st``; ``env`` maps thread tags bound around it to
     ``(var, extent)``."""
     leaves = st.leaf_iter_vars
-    ext = ctx.ext[st]
+    root = root_values(ctx.bounds, st)
+    ext = _outer_index_extents(st, ctx.ext[st], root)
     values, split_guards = pass_up(st, ext)
     region = ctx.region[st]
-    root = root_values(ctx.bounds, st)
     vmap = {iv.var: root[iv] for iv in list(st.op.axis) + list(st.op.reduce_axis)}
     buf = ctx.buffer[st]
     out_index = strided_index([values[iv] for iv in st.op.axis], ctx.strides[st])
@@ -135,7 +135,12 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
     if isinstance(body, E.Reduce):
         src = flat.visit(substitute(body.source, vmap))
         old = E.Load(buf, out_index)
-        upd = E.BinOp("+", old, src) if body.combiner == "sum" else E.BinOp(body.combiner, old, src)
+        if body.reducer is not None:
+            upd = body.reducer.combine(old, src)
+        elif body.combiner == "sum":
+            upd = E.BinOp("+", old, src)
+        else:
+            upd = E.BinOp(body.combiner, old, src)
         conds = list(all_guards)
         if body.condition is not None:
             conds.append(flat.visit(substitute(body.condition, vmap)))
@@ -147,7 +152,9 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
             leaves[first_reduce:],
             out_index,
             data_guards,
-            identity_value(body.combiner, body.dtype),
+            body.reducer.identity(body.dtype)
+            if body.reducer is not None
+            else identity_value(body.combiner, body.dtype),
         )
     else:
         value = flat.visit(substitute(body, vmap))
@@ -184,6 +191,20 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         if not enclosing:  # the guard's work-item index, outside the kernel's loop
             stmt = S.ThreadExtent(var, tag, extent, stmt)
     return S.Produce(st.name, stmt)
+
+
+def _outer_index_extents(
+    st: Stage, ext: Mapping[IterVar, Extent], root: Mapping[IterVar, E.Expr]
+) -> Mapping[IterVar, Extent]:
+    """``ext`` with the stage's own index variables in the extents of its reduce loops (a
+    triangular ``reduce_axis((0, i + 1))``) replaced by their values in the loops."""
+    if all(isinstance(e, int) for e in ext.values()):
+        return ext
+    data = {iv.var: root[iv] for iv in st.op.axis}
+    out: dict[IterVar, Extent] = {}
+    for iv, e in ext.items():
+        out[iv] = e if isinstance(e, int) else extent_of(substitute(e, data))
+    return out
 
 
 def _private_reads_only(ctx, st):
