@@ -97,6 +97,7 @@ def test_resnet18_on_the_device_matches_onnxruntime(device):
         "conv2d", "max_pool2d", "global_avg_pool2d", "dense", "softmax",
     }  # fmt: skip
     assert len(net.layers) == 24
+    assert len({id(layer.module) for layer in net.layers}) == 19  # same task, one program
 
 
 # ---- the command line

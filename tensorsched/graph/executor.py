@@ -13,7 +13,8 @@ exact Python backend on numpy arrays (slow; for small networks in tests).
 
 Each conv2d, grouped conv2d, dense and pooling node is built from its template (``tasks.py``)
 with the best config of the tuning ``log`` when given, else the config predicted from the
-logs of other shapes, else the template's defaults.
+logs of other shapes, else the template's defaults; layers of the same task (workload and
+epilogue) share one compiled program, each with its own kernel objects.
 """
 
 from __future__ import annotations
@@ -300,7 +301,8 @@ def _attach(net: Net, layer: Layer, device: Device) -> None:
     dynamic = {b for b, t in zip(mod.func.args, tensors) if t not in constants}
     layer.buffers = bufs  # pyopencl's set_args keeps no reference to them
     q = device.queue
-    for kern, info in zip(mod.kernels, mod.source.kernels):
+    for info in mod.source.kernels:
+        kern = cl.Kernel(mod.program, info.name)  # its own: a module may serve several layers
         reads = set(info.params) - set(info.writes)
         kern.set_args(*[bufs[b] for b in info.params])
         static = not (reads & dynamic) and not (set(info.writes) & set(mod.func.outputs))
@@ -313,15 +315,31 @@ def _attach(net: Net, layer: Layer, device: Device) -> None:
     q.finish()
 
 
-def _schedule(
-    g: Graph, node: Node, gpu: bool, records: Sequence[Any]
-) -> tuple[Any, list, Task | None]:
+def _compile(
+    g: Graph,
+    node: Node,
+    name: str,
+    gpu: bool,
+    records: Sequence[Any],
+    target: str,
+    dev: Device | None,
+    modules: dict[str, Any],
+) -> tuple[Any, Task | None]:
+    """``(module, task)`` of ``node``; layers of the same task share one module."""
     task = node_task(g, node, gpu, records)
+    if task is not None and task.key() in modules:
+        return modules[task.key()], task
     if task is not None:
         s, args, _ = task.instantiate(task_config(task))
-        return s, args, task
-    s, args = elementwise_kernel(g, node)
-    return s, args, None
+    else:
+        s, args = elementwise_kernel(g, node)
+    func = lower(s, args, name=name)
+    mod = (
+        build_module(func, target=target, device=dev) if dev else build_module(func, target=target)
+    )
+    if task is not None:
+        modules[task.key()] = mod
+    return mod, task
 
 
 def build(
@@ -345,19 +363,14 @@ def build(
     if dev is not None:
         _allocate(net, g, dev)
     ctx = apply_best(log, dev.name if dev else None) if log else contextlib.nullcontext()
+    modules: dict[str, Any] = {}
     with ctx:
         for i, node in enumerate(g.topo_nodes()):
             if node.op in VIEWS:
                 continue
-            s, args, task = _schedule(g, node, gpu, records)
-            func = lower(s, args, name=_cname(i, node.name))
+            mod, task = _compile(g, node, _cname(i, node.name), gpu, records, target, dev, modules)
             w = workload(g, node)
             flop = w.flop if w is not None else g.tensors[node.output].size
-            mod = (
-                build_module(func, target=target, device=dev)
-                if dev
-                else build_module(func, target=target)
-            )
             layer = Layer(node, task, mod, flop, g.tensors[node.output].shape)
             if dev is not None:
                 _attach(net, layer, dev)
