@@ -94,10 +94,11 @@ def test_dense_with_and_without_bias():
     check(ts.create_schedule(out.op), [x, w, b, out], dense_ref)
 
 
+@pytest.mark.parametrize("parts", [1, 4])
 @pytest.mark.parametrize("shape,axis", [((13,), -1), ((3, 11), -1), ((2, 3, 5), 1), ((2, 3, 5), 0)])
-def test_softmax_matches_numpy(shape, axis):
+def test_softmax_matches_numpy(shape, axis, parts):
     d = _ph(shape, "data")
-    out = nn.softmax(d, axis)
+    out = nn.softmax(d, axis, parts=parts)
     check(ts.create_schedule(out.op), [d, out], lambda a: nn.softmax_ref(a, axis))
 
 
@@ -195,6 +196,7 @@ TEMPLATE_CASES = [  # (kind, template, shape, epilogue, another config)
     ("pool", "direct", (1, 2, 5, 7, 3, 3, 2, 2, 1, 1, 1, 1, 2), (), {"threads": 32}),
     ("pool", "direct", (1, 5, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1), (), {"threads": 1}),  # global
     ("softmax", "rows", (3, 17), (), {"one_kernel": 0, "threads": 16}),
+    ("softmax", "rows_gpu", (2, 37), ("relu",), {"row_threads": 32}),
 ]
 IDS = [f"{k}-{n}-{'x'.join(map(str, s[:8]))}-{'+'.join(e)}" for k, n, s, e, _ in TEMPLATE_CASES]
 
@@ -307,6 +309,7 @@ KERNELS = {  # (kind, template) -> __kernel functions at the default config
     ("dense", "gpu"): 2,  # partial sums, then their total
     ("pool", "direct"): 1,
     ("softmax", "rows"): 1,
+    ("softmax", "rows_gpu"): 1,  # a work-group per row, its parts in __local memory
 }
 
 

@@ -100,12 +100,19 @@ def add(a: Tensor, b: Tensor, name: str = "add") -> Tensor:
     )
 
 
-def softmax(data: Tensor, axis: int = -1, name: str = "softmax") -> Tensor:
-    """``exp(x - max) / sum(exp(x - max))`` along ``axis``."""
+def softmax(data: Tensor, axis: int = -1, name: str = "softmax", parts: int = 1) -> Tensor:
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis``.
+
+    With ``parts > 1`` the max and the sum are each two reductions: ``parts`` partial ones
+    (stages ``softmax_max_part`` and ``softmax_sum_part``, the part index their last axis; part
+    ``j`` takes elements ``j, j + parts, ...``), then over the parts, so that a schedule can
+    give each part its own work-item."""
     if not isinstance(data, Tensor):
         raise ComputeError(f"{name}: expected a tensor, got {data!r}")
     if not isinstance(axis, int) or not -data.ndim <= axis < data.ndim:
         raise ComputeError(f"{name}: axis {axis!r} is not an axis of '{data.name}' {data.shape}")
+    if not isinstance(parts, int) or parts < 1:
+        raise ComputeError(f"{name}: parts must be a positive int, got {parts!r}")
     axis %= data.ndim
     rest = data.shape[:axis] + data.shape[axis + 1 :] or (1,)
     n = data.shape[axis]
@@ -116,11 +123,31 @@ def softmax(data: Tensor, axis: int = -1, name: str = "softmax") -> Tensor:
     def row(idx: Sequence[Any]) -> tuple[Any, ...]:
         return tuple(idx[:axis]) + tuple(idx[axis + 1 :]) if data.ndim > 1 else (0,)
 
-    k1 = reduce_axis((0, n), name="k")
-    mx = compute(rest, lambda *i: I.max(data[at(i, k1)], axis=k1), name=f"{name}_max")
+    def reduce(what: str, value: Any) -> Tensor:
+        """``what`` (max or sum) of ``value(index along axis)`` per row, in one or two steps."""
+        if parts == 1:
+            k = reduce_axis((0, n), name="k")
+            fn = I.max if what == "max" else I.sum
+            return compute(rest, lambda *i: fn(value(i, k), axis=k), name=f"{name}_{what}")
+        steps = -(-n // parts)
+        k = reduce_axis((0, steps), name="k")
+
+        def part(*i: Any) -> Any:
+            j, idx = i[-1], i[:-1]
+            at_k = I.min(k * parts + j, n - 1)  # a repeated last element leaves a max alone
+            if what == "max":
+                return I.max(value(idx, at_k), axis=k)
+            inside = k * parts + j < n
+            return I.sum(I.if_then_else(inside, value(idx, at_k), const(0, data.dtype)), axis=k)
+
+        p = compute((*rest, parts), part, name=f"{name}_{what}_part")
+        j = reduce_axis((0, parts), name="j")
+        fn = I.max if what == "max" else I.sum
+        return compute(rest, lambda *i: fn(p[(*i, j)], axis=j), name=f"{name}_{what}")
+
+    mx = reduce("max", lambda i, k: data[at(i, k)])
     ex = compute(data.shape, lambda *i: I.exp(data[i] - mx[row(i)]), name=f"{name}_exp")
-    k2 = reduce_axis((0, n), name="k")
-    total = compute(rest, lambda *i: I.sum(ex[at(i, k2)], axis=k2), name=f"{name}_sum")
+    total = reduce("sum", lambda i, k: ex[at(i, k)])
     return compute(data.shape, lambda *i: ex[i] / total[row(i)], name=name, tag="softmax")
 
 

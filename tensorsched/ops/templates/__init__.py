@@ -48,7 +48,7 @@ from .gemm_gpu import gemm_gpu_tiled
 from .gemm_mobile import gemm_adreno, gemm_block2x2, gemm_vec_dot
 from .generic import generic
 from .injective import schedule_injective
-from .pool import pool_direct, softmax_rows
+from .pool import pool_direct, softmax_rows, softmax_rows_gpu
 
 Template = Callable[..., Any]
 
@@ -76,7 +76,10 @@ TEMPLATES: dict[str, dict[str, Template]] = {
         "gpu": dense_gpu,  # split-K: coalesced partial sums, then their total
     },
     "pool": {"direct": pool_direct},  # max / average / global average
-    "softmax": {"rows": softmax_rows},  # one work-item per row, or three kernels
+    "softmax": {
+        "rows": softmax_rows,  # one work-item per row, or a work-group, or three kernels
+        "rows_gpu": softmax_rows_gpu,  # the same, a work-group per row by default
+    },
 }
 EXPR_TEMPLATES: dict[str, Template] = {"generic": generic}  # kind "expr": text expressions
 KINDS = ("gemm", "conv2d", "expr", "depthwise_conv2d", "group_conv2d", "dense", "pool", "softmax")
@@ -191,5 +194,6 @@ __all__ = [
     "dense_gpu",
     "pool_direct",
     "softmax_rows",
+    "softmax_rows_gpu",
     "schedule_injective",
 ]

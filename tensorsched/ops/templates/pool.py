@@ -7,16 +7,20 @@ split over work-items (knobs ``threads``, ``per_item``, as ``schedule_injective`
 
 ``softmax_rows(cfg, shape, dtype, epilogue)`` takes a ``SoftmaxShape`` (rows x cols, softmax
 along each row) and returns ``(schedule, [data, *epilogue inputs, output])``.
-``one_kernel=1``: one work-item per row computes its max, its sum and its outputs (one kernel);
-``0``: the max, the sum and the division are three kernels, the last one over every element.
-Knobs: ``threads``, ``one_kernel``.
+``one_kernel=1`` with ``row_threads=1``: one work-item per row computes its max, its sum and
+its outputs (one kernel); with ``row_threads > 1``: a work-group per row, each work-item a part
+of the max and of the sum in ``__local`` memory, then the totals, then the outputs (one kernel);
+``one_kernel=0``: the max, the sum and the division are three kernels, the last one over every
+element. Knobs: ``row_threads``, ``one_kernel``, ``threads`` (work-items per work-group where a
+work-item has a row or an element). ``softmax_rows_gpu``: the same, a work-group per row by
+default.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...ir.tensor import Tensor, placeholder
+from ...ir.tensor import Tensor, placeholder, thread_axis
 from ...schedules.schedule import Schedule, create_schedule
 from ..conv2d import stages_by_name
 from ..nn import SoftmaxShape, softmax
@@ -49,30 +53,60 @@ def pool_direct(
     return s, args
 
 
+ROWS_DEFAULTS = {"row_threads": 1, "one_kernel": 1, "threads": 64}
+ROWS_GPU_DEFAULTS = {"row_threads": 128, "one_kernel": 1, "threads": 64}
+
+
 def softmax_rows(
-    cfg: Config, shape: SoftmaxShape, dtype: str = "float32", epilogue: Sequence[str] = ()
+    cfg: Config,
+    shape: SoftmaxShape,
+    dtype: str = "float32",
+    epilogue: Sequence[str] = (),
+    defaults: dict[str, int] | None = None,
 ) -> tuple[Schedule, list[Tensor]]:
+    defaults = defaults or ROWS_DEFAULTS
+    row_threads = cfg.define_knob("row_threads", (1, 32, 64, 128, 256), defaults["row_threads"])
+    one_kernel = cfg.define_knob("one_kernel", (1, 0), defaults["one_kernel"])
+    threads = cfg.define_knob("threads", THREADS, defaults["threads"])
+    limit = cfg.limits.max_work_group_size
+    cfg.constrain(max(threads, row_threads) <= limit, f"work-group over the device's {limit}")
+    cfg.constrain(one_kernel or row_threads == 1, "work-items per row need one kernel")
+    parts = row_threads if one_kernel else 1
+
     data = placeholder((shape.rows, shape.cols), dtype, name="data")
-    out = softmax(data)
+    out = softmax(data, parts=parts)
     O, extra = make_epilogue(out, epilogue, bias_axis=1)
     s = create_schedule(O.op)
-    threads = cfg.define_knob("threads", THREADS)
-    one_kernel = cfg.define_knob("one_kernel", (1, 0))
-    limit = cfg.limits.max_work_group_size
-    cfg.constrain(threads <= limit, f"work-group over the device's {limit} work-items")
-
     st = stages_by_name(out)
     mx, ex, sm = st["softmax_max"], st["softmax_exp"], st["softmax_sum"]
     s[ex].compute_inline()
     if O is not out:
         inline_injective(s, O)  # the division and the epilogue's inner stages
-    if one_kernel:
+    if not one_kernel:
+        for t in (mx, sm):
+            bind_1d(s, t, s[t].op.axis[0], threads)
+        bind_1d(s, O, s[O].fuse(*s[O].op.axis), threads)
+    elif parts == 1:  # a work-item per row: its max, its sum, its outputs
         r, _ = s[O].op.axis
         _, ri = bind_1d(s, O, r, threads)
         s[mx].compute_at(s[O], ri)
         s[sm].compute_at(s[O], ri)
-    else:
-        for t in (mx, sm):
-            bind_1d(s, t, s[t].op.axis[0], threads)
-        bind_1d(s, O, s[O].fuse(*s[O].op.axis), threads)
+    else:  # a work-group per row: a part per work-item in __local memory, then the total
+        r, c = s[O].op.axis
+        co, ci = s[O].split(c, parts)
+        s[O].reorder(r, ci, co)
+        s[O].bind(r, thread_axis("blockIdx.x"))
+        s[O].bind(ci, thread_axis("threadIdx.x"))
+        for total in (mx, sm):
+            (part,) = total.op.input_tensors
+            s[part].set_scope("shared")
+            s[part].compute_at(s[O], r)
+            s[part].bind(s[part].op.axis[-1], thread_axis("threadIdx.x"))
+            s[total].compute_at(s[O], r)
     return s, [data, *extra, O]
+
+
+def softmax_rows_gpu(
+    cfg: Config, shape: SoftmaxShape, dtype: str = "float32", epilogue: Sequence[str] = ()
+) -> tuple[Schedule, list[Tensor]]:
+    return softmax_rows(cfg, shape, dtype, epilogue, ROWS_GPU_DEFAULTS)
