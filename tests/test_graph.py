@@ -204,3 +204,37 @@ def test_net_input_checked(device):
     net = build(g, device=device)
     with pytest.raises(GraphError, match="has shape"):
         net(x[:, :2])
+
+
+def pooled_residual():
+    rng = np.random.default_rng(5)
+    g = Graph("pools")
+    x = g.input("x", (1, 3, 9, 9))
+    a = g.conv2d(x, g.constant("wa", rng.standard_normal((4, 3, 3, 3))), pads=1)
+    b = g.conv2d(x, g.constant("wb", rng.standard_normal((4, 3, 1, 1))))
+    y = g.max_pool2d(a, 3, 2, 1)
+    z = g.avg_pool2d(b, 3, 2, 1)
+    out = g.relu(g.add(y, z))
+    g.output(
+        g.relu(g.add(g.global_avg_pool2d(out), g.constant("c", rng.standard_normal((1, 4, 1, 1)))))
+    )
+    return g, rng.standard_normal((1, 3, 9, 9)).astype(np.float32)
+
+
+def test_pools_take_elementwise_epilogues():
+    g, x = pooled_residual()
+    o = optimize(g)
+    eps = {n.op: tuple(s[0] for s in n.epilogue) for n in o.topo_nodes()}
+    assert eps["max_pool2d"] == ("add", "relu") and eps["global_avg_pool2d"] == ("add", "relu")
+    assert "add" not in eps and "relu" not in eps
+    ref = run_reference(g, x)[g.outputs[0]]
+    assert rel_err(run_reference(o, x)[o.outputs[0]], ref) < TOL
+    assert rel_err(build(g, target="python")(x), ref) < TOL
+
+
+@pytest.mark.opencl
+def test_pools_with_epilogues_on_the_device(device):
+    g, x = pooled_residual()
+    net = build(g, device=device)
+    assert rel_err(net(x), run_reference(g, x)[g.outputs[0]]) < TOL
+    assert len(net.layers) == 5  # two convs, three pools: the adds and ReLUs are inside

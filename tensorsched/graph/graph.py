@@ -15,10 +15,10 @@ at the node that makes it so.
 
 Operators (``OPS``): conv2d (with groups), batch_norm, relu, clip, add (numpy broadcasting),
 max_pool2d, avg_pool2d, global_avg_pool2d, dense, flatten, reshape, softmax, concat. After the
-fusion pass a conv2d or dense node also carries an ``epilogue``: a tuple of steps applied to
-its output in order, ``("bias",)``, ``("add",)`` (a residual tensor of the output's shape),
-``("relu",)`` and ``("clip", lo, hi)``; the bias and residual tensors are extra inputs of the
-node, after the weight, in the order their steps come.
+fusion pass a conv2d, dense or pooling node also carries an ``epilogue``: a tuple of steps
+applied to its output in order, ``("bias",)``, ``("add",)`` (a residual tensor of the output's
+shape), ``("relu",)`` and ``("clip", lo, hi)``; the bias and residual tensors are extra inputs
+of the node, after its own (data, weight), in the order their steps come.
 """
 
 from __future__ import annotations
@@ -438,11 +438,21 @@ def _infer_conv2d(g: Graph, node: Node) -> tuple[int, ...]:
     return (N, CO, OH, OW)
 
 
+def _epilogue_inputs(g: Graph, node: Node, shape: tuple[int, ...]) -> None:
+    """A fused pool's extra inputs: one per bias (its channels) or add (the output's shape)."""
+    steps = [s for s in node.epilogue if s[0] in ("bias", "add")]
+    _arity(node, 1 + len(steps))
+    for step, t in zip(steps, node.inputs[1:]):
+        want = (shape[1],) if step[0] == "bias" else shape
+        if _shape(g, t) != want:
+            raise GraphError(f"node '{node.name}': epilogue input '{t}' must have shape {want}")
+
+
 def _infer_pool(g: Graph, node: Node) -> tuple[int, ...]:
-    _arity(node, 1)
     kernel = _pair(node.attrs.get("kernel", 1), "kernel", node.name)
     node.attrs["kernel"] = kernel
     N, C, OH, OW, _ = _window(g, node, kernel)
+    _epilogue_inputs(g, node, (N, C, OH, OW))
     pads = node.attrs["pads"]
     if max(pads[0], pads[2]) >= kernel[0] or max(pads[1], pads[3]) >= kernel[1]:
         raise GraphError(
@@ -552,8 +562,8 @@ def _infer_concat(g: Graph, node: Node) -> tuple[int, ...]:
 
 
 def _infer_global_pool(g: Graph, node: Node) -> tuple[int, ...]:
-    _arity(node, 1)
     N, C, _, _ = _rank(g, node, node.inputs[0], 4, "the input")
+    _epilogue_inputs(g, node, (N, C, 1, 1))
     return (N, C, 1, 1)
 
 

@@ -6,7 +6,7 @@ pass requires and guarantees is in its docstring. ``optimize`` runs them in orde
 1. ``fold_constants``  -- a node whose inputs are all constants becomes a constant
 2. ``fold_batch_norm`` -- a batch norm after a conv goes into the conv's weights and bias; any
    other one becomes a per-channel ``scale_shift``
-3. ``fuse_epilogues``  -- bias, residual add, relu and clip after a conv or dense join it
+3. ``fuse_epilogues``  -- bias, residual add, relu and relu6 after a conv, dense or pool join it
 4. ``plan_memory``     -- intermediate tensors share buffers by liveness (``Graph.plan``)
 
 Weight pre-packing happens at build time (``executor.build``): each conv's weight-only
@@ -47,6 +47,8 @@ class MemoryPlan:
 
 
 VIEWS = ("reshape", "flatten")  # ops that only rename a contiguous buffer
+# TVM's "out-elementwise-fusable" operators: an elementwise consumer joins their kernel
+FUSING = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d")
 
 
 def fold_constants(g: Graph) -> Graph:
@@ -119,14 +121,15 @@ def fold_batch_norm(g: Graph) -> Graph:
 def fuse_epilogues(g: Graph) -> Graph:
     """Requires: batch norms folded. Guarantees: TVM's fusion rule for these operators: an
     elementwise consumer (bias, relu, relu6 -- a clip to 0..6 --, a residual add of the
-    output's own shape) of a conv2d or dense whose output nothing else reads is part of that
-    node's ``epilogue`` (each kind of step at most once); each fused node's bias input is its
-    first epilogue step."""
+    output's own shape) of a conv2d, dense or pooling node whose output nothing else reads is
+    part of that node's ``epilogue`` (each kind of step at most once); a conv or dense node's
+    bias input is its first epilogue step."""
     g = g.copy()
     for node in g.topo_nodes():
-        if node.op not in ("conv2d", "dense") or node.name not in g.nodes:
+        if node.op not in FUSING or node.name not in g.nodes:
             continue
-        _bias_to_epilogue(g, node)
+        if node.op in ("conv2d", "dense"):
+            _bias_to_epilogue(g, node)
         while True:
             user = _single_use(g, node.output)
             if user is None:

@@ -68,9 +68,9 @@ def _pool(node: Node, x: list[Array]) -> Array:
             win = data[:, :, i : i + sh * (OH - 1) + 1 : sh, j : j + sw * (OW - 1) + 1 : sw]
             out = np.maximum(out, win) if is_max else out + win
             count += ones[i : i + sh * (OH - 1) + 1 : sh, j : j + sw * (OW - 1) + 1 : sw]
-    if is_max:
-        return out
-    return out / (kh * kw if a.get("count_include_pad") else count)
+    if not is_max:
+        out = out / (kh * kw if a.get("count_include_pad") else count)
+    return epilogue(node, out, x[1:])
 
 
 def _dense(node: Node, x: list[Array]) -> Array:
@@ -107,7 +107,7 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     "add": lambda n, x: x[0] + x[1],
     "max_pool2d": _pool,
     "avg_pool2d": _pool,
-    "global_avg_pool2d": lambda n, x: x[0].mean(axis=(2, 3), keepdims=True),
+    "global_avg_pool2d": lambda n, x: epilogue(n, x[0].mean(axis=(2, 3), keepdims=True), x[1:]),
     "dense": _dense,
     "flatten": lambda n, x: x[0].reshape(int(np.prod(x[0].shape[: n.attrs["axis"]])), -1),
     "reshape": lambda n, x: x[0].reshape(n.attrs["shape"]),
