@@ -399,8 +399,10 @@ def _gemm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
                 f"{where}: C of shape {C.shape} (only a bias of ({W.shape[0]},) or (1, "
                 f"{W.shape[0]}) is supported)"
             )
-        b = r.g.constant(r.g._fresh(name + "_bias"), np.broadcast_to(C.reshape(-1), W.shape[:1]))
-    r.g.dense(ins[0], r.g.constant(r.g._fresh(name + "_weight"), W), b, name=name)
+        b = r.g.constant(
+            r.g.fresh_name(name + "_bias"), np.broadcast_to(C.reshape(-1), W.shape[:1])
+        )
+    r.g.dense(ins[0], r.g.constant(r.g.fresh_name(name + "_weight"), W), b, name=name)
     _rename_output(r, name, out)
 
 
@@ -410,7 +412,7 @@ def _matmul(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
     B = r.const(ins[1], where)
     if B.ndim != 2:
         raise UnsupportedOperatorError(f"{where}: only a 2-d constant B is supported")
-    r.g.dense(ins[0], r.g.constant(r.g._fresh(name + "_weight"), B.T), name=name)
+    r.g.dense(ins[0], r.g.constant(r.g.fresh_name(name + "_weight"), B.T), name=name)
     _rename_output(r, name, out)
 
 

@@ -123,7 +123,8 @@ class Graph:
 
     # ---- building
 
-    def _fresh(self, base: str) -> str:
+    def fresh_name(self, base: str) -> str:
+        """``base``, or ``base_1``, ``base_2`` ...: the first that names no tensor or node."""
         name, i = base, 1
         while name in self.tensors or name in self.nodes:
             name, i = f"{base}_{i}", i + 1
@@ -184,7 +185,7 @@ class Graph:
         output tensor's name."""
         if op not in OPS:
             raise GraphError(f"unknown operator '{op}'; supported: {', '.join(sorted(OPS))}")
-        name = name or self._fresh(op)
+        name = name or self.fresh_name(op)
         if name in self.nodes:
             raise GraphError(f"node '{name}' is defined twice; give each node its own name")
         for t in inputs:
@@ -192,7 +193,7 @@ class Graph:
                 raise GraphError(f"node '{name}' ({op}) reads '{t}', which no node defines")
         node = Node(name, op, list(inputs), "", dict(attrs or {}))
         info = infer_shape(self, node)
-        out = output or self._fresh(name if name not in self.tensors else f"{name}_out")
+        out = output or self.fresh_name(name if name not in self.tensors else f"{name}_out")
         self.tensors[out] = self._check_new_tensor(out, info.shape, info.dtype)
         node.output = out
         self._insert(node)

@@ -102,16 +102,16 @@ def fold_batch_norm(g: Graph) -> Graph:
         ):
             w = g.constants[conv.inputs[1]].astype(np.float64)
             b = g.constants[conv.inputs[2]] if len(conv.inputs) > 2 else np.zeros(len(s))
-            w_name = g.constant(g._fresh(conv.inputs[1] + "_bn"), w * s.reshape(-1, 1, 1, 1))
-            b_name = g.constant(g._fresh(conv.name + "_bias_bn"), b * s + shift)
+            w_name = g.constant(g.fresh_name(conv.inputs[1] + "_bn"), w * s.reshape(-1, 1, 1, 1))
+            b_name = g.constant(g.fresh_name(conv.name + "_bias_bn"), b * s + shift)
             g.remove_node(bn.name)
             g.tensors.pop(conv.output)
             conv.inputs = [conv.inputs[0], w_name, b_name]
             conv.output = bn.output
             g.replace_node(conv)
         else:
-            s_name = g.constant(g._fresh(bn.name + "_scale"), s)
-            t_name = g.constant(g._fresh(bn.name + "_shift"), shift)
+            s_name = g.constant(g.fresh_name(bn.name + "_scale"), s)
+            t_name = g.constant(g.fresh_name(bn.name + "_shift"), shift)
             node = Node(bn.name, "scale_shift", [bn.inputs[0], s_name, t_name], bn.output)
             g.replace_node(node)
     g.prune()
@@ -152,7 +152,7 @@ def fuse_epilogues(g: Graph) -> Graph:
                         g.tensors[other].shape in ((shape[1],), (1, shape[1], 1, 1), (1, shape[1]))
                     )
                 ):
-                    flat = g.constant(g._fresh(other + "_vec"), g.constants[other].reshape(-1))
+                    flat = g.constant(g.fresh_name(other + "_vec"), g.constants[other].reshape(-1))
                     step, extra = ("bias",), [flat]
             if step is None or step[0] in {s[0] for s in node.epilogue}:
                 break  # each step kind at most once (the kernels' epilogue inputs are named)
