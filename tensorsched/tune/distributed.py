@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import TensorschedError
-from ..runtime.device import CHECKING_PLATFORMS, DeviceLimits, all_devices
+from ..runtime.device import CHECKING_PLATFORMS, Device, DeviceLimits, all_devices, find_device
 from .measure import Runner, import_modules, prebuild
 
 RESOURCE_PREFIX = "opencl:"
@@ -80,9 +80,14 @@ def _host_table() -> tuple[tuple[str, str, str], ...]:
 
 
 @functools.cache
+def _host_device(pd: str) -> Device:
+    """This host's device ``pd`` (``P:D``), one per process (it holds the device's context)."""
+    return find_device(pd)
+
+
 def _limits_name(pd: str) -> str:
     """The device name a log records (``DeviceLimits.name``) of this host's device ``pd``."""
-    return DeviceLimits.of(pd).name
+    return DeviceLimits.of(_host_device(pd)).name
 
 
 def device_resources(devices: Iterable[tuple[str, str]]) -> dict[str, float]:
@@ -116,7 +121,7 @@ def remote_limits(resource: str) -> DeviceLimits:
     """On a worker: the limits of its device that ``resource`` stands for."""
     for pd, name in host_devices():
         if resource_name(name) == resource:
-            return DeviceLimits.of(pd)
+            return DeviceLimits.of(_host_device(pd))
     raise ClusterError(f"worker on {socket.gethostname()} holds no device {resource}")
 
 
@@ -130,7 +135,7 @@ def remote_build(
         import_modules(modules)
     except Exception as exc:  # noqa: BLE001
         return "error", f"worker on {socket.gethostname()}: {type(exc).__name__}: {exc}", None
-    here = [pd for pd, _ in host_devices() if _limits_name(pd) == limits.name]
+    here = [_host_device(pd) for pd, _ in host_devices() if _limits_name(pd) == limits.name]
     return prebuild(task_dict, config, here[0] if here else None, limits, compile=bool(here))
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import BuildError, TensorschedError
 from ..ir.dtype import NUMPY
 from ..ops.space import Config
-from ..runtime.device import DeviceLimits, current_device
+from ..runtime.device import Device, DeviceLimits, current_device
 from ..runtime.module import ModuleArtifact, OpenCLModule, caches_source_builds
 from ..schedules.lower import lower
 from .check import RTOL, OutputCheck, poison  # noqa: F401  (RTOL: the tolerances, re-exported)
@@ -100,13 +100,18 @@ def _np_dtype(dtype: str) -> str:
 
 
 def build_candidate(
-    task_dict: dict, config: dict, limits: DeviceLimits | None = None, compile: bool = True
+    task_dict: dict,
+    config: dict,
+    limits: DeviceLimits | None = None,
+    compile: bool = True,
+    device: Device | None = None,
 ) -> tuple[str, str, ModuleArtifact | None, OpenCLModule | None]:
     """``(status, error, artifact, module)`` of one candidate, built in this process:
     instantiated (for the device of ``limits``, default: this process's device), lowered, its
     code generated, filtered by the device's ``limits`` and, with ``compile``, its program
-    built. ``artifact`` is ``None`` unless the status is ``ok``; so is ``module``, which is
-    ``None`` without ``compile`` too (a build worker of a cluster without the device)."""
+    built on ``device`` (default: this process's). ``artifact`` is ``None`` unless the status
+    is ``ok``; so is ``module``, which is ``None`` without ``compile`` too (a build worker of a
+    cluster without the device)."""
     task = Task.from_dict(task_dict)
     try:
         s, args, cfg = task.instantiate(Config(config, limits=limits))
@@ -119,7 +124,7 @@ def build_candidate(
             return "invalid", why, None, None
         if not compile:
             return "ok", "", art, None
-        mod = OpenCLModule.from_artifact(art, cache=False)
+        mod = OpenCLModule.from_artifact(art, device, cache=False)
     except BuildError as exc:
         return "build_error", str(exc)[:2000], None, None
     except TensorschedError as exc:
@@ -130,22 +135,24 @@ def build_candidate(
 def prebuild(
     task_dict: dict,
     config: dict,
-    device: str | None,
+    device: str | Device | None,
     limits: DeviceLimits | None = None,
     binary: bool | None = None,
     compile: bool = True,
 ) -> tuple[str, str, bytes | None]:
-    """Build one candidate (in a pool worker); returns ``(status, error, artifact)`` with the
-    artifact as ``ModuleArtifact.dumps()`` bytes (``None`` unless ``ok``). ``binary``: ship
-    the program binary (default: where the driver keeps no cache of source builds). Without
-    ``compile`` (a worker that does not hold the device), the artifact is the source only and
-    the measuring worker builds it."""
-    if compile:
-        _select_device(device)
+    """Build one candidate (in a pool worker) on ``device`` (``"P:D"``, which this process then
+    uses, or a ``Device``); returns ``(status, error, artifact)`` with the artifact as
+    ``ModuleArtifact.dumps()`` bytes (``None`` unless ``ok``). ``binary``: ship the program
+    binary (default: where the driver keeps no cache of source builds). Without ``compile``
+    (a worker that does not hold the device), the artifact is the source only and the
+    measuring worker builds it."""
+    on = device if isinstance(device, Device) else None
+    if compile and on is None:
+        _select_device(device if isinstance(device, str) else None)
     if _IMPORT_ERROR:
         return "error", _IMPORT_ERROR[0], None
     try:
-        status, error, art, mod = build_candidate(task_dict, config, limits, compile)
+        status, error, art, mod = build_candidate(task_dict, config, limits, compile, on)
         if art is not None and mod is None and not compile:
             return status, error, art.dumps()
         if mod is None or art is None:

@@ -703,7 +703,13 @@ class ClusterSearch(Trials):
 
     def _landed(self, fut: Any, fl: Flight) -> None:
         kind, value = self.cluster.outcome(fut)
-        if kind == "lost" and fl.tries < RETRIES:  # its worker vanished: send it again
+        if kind == "lost":  # cancelled, or lost with the connection: send it again
+            if fl.tries >= RETRIES:
+                raise ClusterError(
+                    f"the cluster at {self.cluster.address} lost the trial of {fl.config} "
+                    f"{fl.tries + 1} times (the last: {value}); the trials logged so far are "
+                    "kept: rerun with --resume once the cluster is sound"
+                )
             fl.tries += 1
             self.stats["requeued"] += 1
             self._send(fl)
@@ -720,7 +726,7 @@ class ClusterSearch(Trials):
             self._send(fl)
         elif kind == "ok":
             self._measured(fl, value)
-        else:
+        else:  # it killed the workers that measured it (crash), or the task itself failed
             status = "crash" if kind == "killed" else "error"
             self._log(fl.config, {"status": status, "error": f"measuring: {value}"})
 
