@@ -161,6 +161,9 @@ def test_net_tune_writes_one_log(device, tmp_path):
     assert len(records) == 1 and {r["task"]["kind"] for r in records} == {"conv2d"}
     code, out, err = run_cli(["net", "run", path, "--log", str(log), "--check"])
     assert code == 0, err
+    if records[0]["status"] == "ok":  # the logged config is the one built
+        net = build(from_onnx(path), device=device, log=str(log))
+        assert net.layers[0].config == records[0]["config"]
 
 
 @pytest.mark.parametrize(

@@ -64,6 +64,7 @@ class Layer:
     launches: list[Launch] = field(default_factory=list)
     prepacked: int = 0  # kernels run once at build time
     buffers: dict[Any, Any] = field(default_factory=dict)  # held: the kernels' arguments
+    config: dict[str, Any] | None = None  # the template's knobs (None: its defaults)
 
     @property
     def kernel(self) -> str:
@@ -323,14 +324,15 @@ def _compile(
     records: Sequence[Any],
     target: str,
     dev: Device | None,
-    modules: dict[str, Any],
-) -> tuple[Any, Task | None]:
-    """``(module, task)`` of ``node``; layers of the same task share one module."""
+    modules: dict[str, tuple[Any, dict[str, Any] | None]],
+) -> tuple[Any, Task | None, dict[str, Any] | None]:
+    """``(module, task, config)`` of ``node``; layers of the same task share one module."""
     task = node_task(g, node, gpu, records)
     if task is not None and task.key() in modules:
-        return modules[task.key()], task
+        return (*modules[task.key()][:1], task, modules[task.key()][1])
+    config = task_config(task) if task is not None else None
     if task is not None:
-        s, args, _ = task.instantiate(task_config(task))
+        s, args, _ = task.instantiate(config)
     else:
         s, args = elementwise_kernel(g, node)
     func = lower(s, args, name=name)
@@ -338,8 +340,8 @@ def _compile(
         build_module(func, target=target, device=dev) if dev else build_module(func, target=target)
     )
     if task is not None:
-        modules[task.key()] = mod
-    return mod, task
+        modules[task.key()] = (mod, config)
+    return mod, task, config
 
 
 def build(
@@ -363,15 +365,16 @@ def build(
     if dev is not None:
         _allocate(net, g, dev)
     ctx = apply_best(log, dev.name if dev else None) if log else contextlib.nullcontext()
-    modules: dict[str, Any] = {}
+    modules: dict[str, tuple[Any, dict[str, Any] | None]] = {}
     with ctx:
         for i, node in enumerate(g.topo_nodes()):
             if node.op in VIEWS:
                 continue
-            mod, task = _compile(g, node, _cname(i, node.name), gpu, records, target, dev, modules)
+            name = _cname(i, node.name)
+            mod, task, config = _compile(g, node, name, gpu, records, target, dev, modules)
             w = workload(g, node)
             flop = w.flop if w is not None else g.tensors[node.output].size
-            layer = Layer(node, task, mod, flop, g.tensors[node.output].shape)
+            layer = Layer(node, task, mod, flop, g.tensors[node.output].shape, config=config)
             if dev is not None:
                 _attach(net, layer, dev)
             net.layers.append(layer)
