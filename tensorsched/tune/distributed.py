@@ -336,10 +336,10 @@ class Cluster:
     def wait(self, futures: Iterable[Any], timeout: float) -> list[Any]:
         """The futures of ``futures`` that are done, waiting up to ``timeout`` s for one."""
         futures = list(futures)
+        self._event.clear()  # before looking: a future done after this sets it again
         done = [f for f in futures if f.done()]
         if not done:
             self._event.wait(timeout)
-            self._event.clear()
             done = [f for f in futures if f.done()]
         return done
 

@@ -235,7 +235,7 @@ def tune(
                 proposer = ModelProposer(task, space, limits, past, seed)
             else:
                 proposer = OrderProposer(space, candidate_order(task, strategy, seed))
-            search: Trials
+            search: Search | ClusterSearch
             if pool is not None:
                 writer = LogWriter(log_path)
                 search = ClusterSearch(
@@ -403,8 +403,9 @@ class Pending:
 
 
 class Trials:
-    """What every search keeps: the proposer, the configs logged already, the counts and
-    stats, the best record so far, and the log it appends each trial to (``_log``)."""
+    """What both searches (``Search``, ``ClusterSearch``) keep: the proposer, the configs
+    logged already, the counts and stats, the best record so far, and the log each trial is
+    appended to (``_log``)."""
 
     def __init__(
         self,
@@ -427,18 +428,6 @@ class Trials:
         self.since_best = 0  # trials logged since the best last improved
         self.deadline: float | None = None
         self.stopped = ""  # why the search stopped before its trials: "time", "early stop"
-
-    def run(
-        self,
-        budget: int,
-        ahead: int | None,
-        repeat: int,
-        budget_ms: float | None,
-        progress: bool,
-        deadline: float | None = None,
-        early_stop: int | None = None,
-    ) -> None:
-        raise NotImplementedError  # Search and ClusterSearch run
 
     def _should_stop(self, early_stop: int | None) -> bool:
         if self.deadline is not None and time.time() >= self.deadline:
@@ -623,12 +612,8 @@ class ClusterSearch(Trials):
         timeout: float,
     ):
         super().__init__(task, space, proposer, done, writer, limits)
-        self.cluster, self.resource, self.modules, self.timeout = (
-            cluster,
-            resource,
-            modules,
-            timeout,
-        )
+        self.cluster, self.resource = cluster, resource
+        self.modules, self.timeout = modules, timeout
         self.specs = _specs(task)
         self.flights: dict[Any, Flight] = {}  # future -> its candidate
         self.streaks: dict[str, list[tuple[Flight, dict]]] = {}  # device -> failures held back
