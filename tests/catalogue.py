@@ -423,7 +423,11 @@ def schedule_primitives_gemm():
                 's[C].bind(j, ts.thread_axis("threadIdx.x"))',
                 S,
             ),
-            ("bind a reduce axis", 's[C].bind(k, ts.thread_axis("threadIdx.x"))', S),
+            (
+                "bind a reduce axis to a block index",
+                's[C].bind(k, ts.thread_axis("blockIdx.x"))',
+                S,
+            ),
             ("bind to a string", 's[C].bind(i, "blockIdx.x")', S),
             (
                 "bind a vectorized axis",

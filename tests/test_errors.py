@@ -181,8 +181,8 @@ def test_unknown_thread_tag(tag):
 def test_bind_reduce_axis():
     A, B, C, s = gemm_s()
     (k,) = s[C].op.reduce_axis
-    with raises(ts.ScheduleError, "bind", "stage 'C'", "axis 'k'", "reduction axis", "threadIdx.x"):
-        s[C].bind(k, thr("threadIdx.x"))
+    with raises(ts.ScheduleError, "bind", "stage 'C'", "axis 'k'", "reduction axis", "blockIdx.x"):
+        s[C].bind(k, thr("blockIdx.x"))
 
 
 def test_bind_to_a_string():

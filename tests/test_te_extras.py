@@ -242,3 +242,85 @@ def test_comm_reducer_with_where_and_its_errors():
     bad = ts.comm_reducer(lambda x, y: x < y, lambda t: ts.const(0, t), name="bad")
     with pytest.raises(ts.ComputeError, match="must keep the type"):
         bad(A[0, k], axis=k)
+
+
+def row_sum(n, m):
+    A = ts.placeholder((n, m), name="A")
+    k = ts.reduce_axis((0, m), "k")
+    return A, ts.compute((n,), lambda i: ts.sum(A[i, k], axis=k), name="B")
+
+
+def cross_thread_plain():
+    """TVM's reduction tutorial: the reduce axis split by 16 and its inner part bound to
+    threadIdx.x, rows over blockIdx.x / threadIdx.y."""
+    A, B = row_sum(ts.var("n"), ts.var("m"))
+    s = ts.create_schedule(B.op)
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    xo, xi = s[B].split(B.op.axis[0], factor=32)
+    s[B].bind(xo, ts.thread_axis("blockIdx.x"))
+    s[B].bind(xi, ts.thread_axis("threadIdx.y"))
+    tx = ts.thread_axis("threadIdx.x")
+    s[B].bind(ki, tx)
+    s[B].set_store_predicate(tx.var.equal(0))
+    return s, [A, B]
+
+
+def cross_thread_rfactor():
+    """The same tutorial's rfactor variant: the partial sums in a stage computed at the
+    reduce axis bound to threadIdx.x."""
+    A, B = row_sum(ts.var("n"), ts.var("m"))
+    s = ts.create_schedule(B.op)
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    BF = s.rfactor(B, ki)
+    xo, xi = s[B].split(s[B].op.axis[0], factor=32)
+    s[B].bind(xo, ts.thread_axis("blockIdx.x"))
+    s[B].bind(xi, ts.thread_axis("threadIdx.y"))
+    tx = ts.thread_axis("threadIdx.x")
+    s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    s[B].set_store_predicate(tx.var.equal(0))
+    return s, [A, B]
+
+
+@pytest.mark.parametrize("target", ["python", "opencl"])
+@pytest.mark.parametrize("make", [cross_thread_plain, cross_thread_rfactor])
+def test_cross_thread_reduction(make, target):
+    s, args = make()
+    text = plain(s, args)
+    assert "allocate B.red_buf[float32 * 512], shared" in text
+    assert text.count("barrier(shared)") == 5  # 4 tree steps, and after the result is read
+    assert "if (threadIdx.x == 0 && blockIdx.x*32 + threadIdx.y < n)" in text
+    if target == "opencl":
+        pytest.importorskip("pyopencl")
+    mod = ts.build(s, args, target=target)
+    for nn, mm in ((3, 5), (33, 40), (1, 16)):
+        a = np.random.default_rng(mm).random((nn, mm), dtype=np.float32)
+        b = np.full(nn, np.nan, "float32")
+        mod(a, b)
+        np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)
+
+
+def test_cross_thread_max_over_12_work_items():
+    A = ts.placeholder((5, 50), name="A")
+    k = ts.reduce_axis((0, 50), "k")
+    C = ts.compute((5,), lambda i: ts.max(A[i, k], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    ko, ki = s[C].split(k, factor=12)
+    s[C].bind(C.op.axis[0], ts.thread_axis("blockIdx.x"))
+    s[C].bind(ki, ts.thread_axis("threadIdx.x"))
+    assert "if (threadIdx.x < 8 && threadIdx.x + 8 < 12)" in plain(s, [A, C])
+    check(s, [A, C], lambda a: a.max(axis=1))
+
+
+def test_cross_thread_reduction_errors():
+    A, B = row_sum(8, 64)
+    s = ts.create_schedule(B.op)
+    with pytest.raises(ts.ScheduleError, match="not to blockIdx.x: use rfactor"):
+        s[B].bind(B.op.reduce_axis[0], ts.thread_axis("blockIdx.x"))
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    s[B].reorder(ko, B.op.axis[0], ki)
+    s[B].bind(ki, ts.thread_axis("threadIdx.x"))
+    with pytest.raises(ts.ScheduleError, match="data axis 'i' is inside the reduction loops"):
+        ts.lower(s, [A, B])
+    with pytest.raises(ts.ScheduleError, match="must be a condition"):
+        s[B].set_store_predicate(B.op.axis[0] + 1)

@@ -17,14 +17,21 @@ from ..ir.visitor import StmtMutator, Visitor
 
 
 def _is_tile_fill(stmt):
-    """A Produce whose own stores (not those of a nested Produce) go to shared memory."""
+    """A Produce whose own stores (not those of a nested Produce) go to shared memory that
+    outlives it (a work-group reduction's ``__local`` array, allocated inside the Produce and
+    fenced by its own barriers, does not count)."""
     if not isinstance(stmt, S.Produce):
         return False
     found = []
+    inside = set()
 
     class _V(Visitor):
         def visit_Store(self, s):
-            found.append(s.buffer.scope == "shared")
+            found.append(s.buffer.scope == "shared" and s.buffer not in inside)
+
+        def visit_Allocate(self, a):
+            inside.add(a.buffer)
+            self.generic_visit(a)
 
         def visit_Produce(self, p):
             pass  # a nested stage is judged on its own

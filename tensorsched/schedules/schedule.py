@@ -46,6 +46,7 @@ class Stage:
         self.layout: tuple[int, ...] | None = None  # storage order of the axes (transform_layout)
         self.align: dict[int, tuple[int, int]] = {}  # axis position -> (factor, offset)
         self.double_buffered: bool | str = False  # double_buffer(): False or its scope
+        self.store_predicate: E.Expr | None = None  # set_store_predicate(): stores only where
         self.is_output = False
 
     @property
@@ -313,12 +314,12 @@ class Stage:
             raise self._error(
                 "bind", f"the second argument must be ts.thread_axis(tag), got {thread!r}", iv
             )
-        if iv.kind == "reduce":
+        if iv.kind == "reduce" and not thread.tag.startswith("threadIdx"):
             raise self._error(
                 "bind",
-                f"'{iv.var.name}' is a reduction axis; binding it to "
-                f"{thread.tag} would need a cross-thread reduction, which "
-                "tensorsched does not do",
+                f"'{iv.var.name}' is a reduction axis; it can be bound to a threadIdx tag (a "
+                f"reduction across the work-items of a group), not to {thread.tag}: use "
+                "rfactor to spread a reduction over work-groups",
                 iv,
             )
         a = self._attr(iv)
@@ -341,6 +342,19 @@ class Stage:
                 "bind", f"axis '{iv.var.name}' is {a.kind}; a bound axis cannot be", iv
             )
         a.bind = thread
+
+    def set_store_predicate(self, predicate: E.ExprLike) -> None:
+        """Store the stage's results only where ``predicate`` holds (TVM's
+        ``set_store_predicate``; ``tx.var.equal(0)`` names the work-item index of the thread
+        axis ``tx`` bound in this stage). A reduction across work-items stores from work-item
+        0 of its threadIdx tag anyway."""
+        self._check_not_inline("set_store_predicate")
+        pred = E.as_expr(predicate)
+        if not dt.is_bool(pred.dtype):
+            raise self._error(
+                "set_store_predicate", f"the predicate must be a condition, got {pred.dtype}"
+            )
+        self.store_predicate = pred
 
     # ---- placement
 

@@ -132,7 +132,47 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
     lead = [var.equal(0) for _, var, _, _ in leaders]
     data_guards, all_guards = lead + data_guards, lead + all_guards
     env = {**env, **{tag: (var, extent) for tag, var, extent, _ in leaders}}
-    if isinstance(body, E.Reduce):
+    store_only = _store_predicate(ctx, st)
+
+    # envs[k]: the thread tags bound outside leaf k
+    envs, cur = [], dict(env)
+    for iv in leaves:
+        envs.append(dict(cur))
+        tag = bound_tag(st, iv)
+        if tag and tag != "vthread" and tag not in cur and iv.kind != "reduce":
+            cur[tag] = (ctx.thread_var(tag), launch_extent(st, iv, ext[iv]))
+    inner_env = cur
+
+    attached: dict[IterVar, list[Stage]] = {}
+    for child in ctx.stages:
+        if child.attach_stage is st and child.attach_ivar is not None:
+            attached.setdefault(child.attach_ivar, []).append(child)
+
+    across = _cross_thread_leaf(st)
+    loop_leaves = leaves
+    if across is not None:
+        assert isinstance(body, E.Reduce)  # only a reduce axis can be bound so
+        outside = next(k for k, iv in enumerate(leaves) if is_reduce_leaf(iv))
+        loop_leaves = leaves[:outside]
+        conds = list(all_guards)
+        if body.condition is not None:
+            conds.append(flat.visit(substitute(body.condition, vmap)))
+        main = _cross_thread_reduce(
+            ctx,
+            st,
+            across,
+            ext,
+            envs[outside],
+            attached,
+            flat.visit(substitute(body.source, vmap)),
+            conds,
+            data_guards + store_only,
+            buf,
+            out_index,
+        )
+        first_reduce, init = None, None
+    elif isinstance(body, E.Reduce):
+        all_guards, data_guards = all_guards + store_only, data_guards + store_only
         src = flat.visit(substitute(body.source, vmap))
         old = E.Load(buf, out_index)
         if body.reducer is not None:
@@ -160,25 +200,11 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         value = flat.visit(substitute(body, vmap))
         if domain:
             value = E.Select(_all(domain), value, E.const(0, value.dtype))
-        main = _guard(all_guards, S.Store(buf, out_index, value))
+        main = _guard(all_guards + store_only, S.Store(buf, out_index, value))
         first_reduce, init = None, None
 
-    # envs[k]: the thread tags bound outside leaf k
-    envs, cur = [], dict(env)
-    for iv in leaves:
-        envs.append(dict(cur))
-        tag = bound_tag(st, iv)
-        if tag and tag != "vthread" and tag not in cur:
-            cur[tag] = (ctx.thread_var(tag), launch_extent(st, iv, ext[iv]))
-    inner_env = cur
-
-    attached: dict[IterVar, list[Stage]] = {}
-    for child in ctx.stages:
-        if child.attach_stage is st and child.attach_ivar is not None:
-            attached.setdefault(child.attach_ivar, []).append(child)
-
     stmt = main
-    for k in range(len(leaves) - 1, -1, -1):
+    for k in range(len(loop_leaves) - 1, -1, -1):
         iv = leaves[k]
         inner_env_k = envs[k + 1] if k + 1 < len(leaves) else inner_env
         kids = [build_stage(ctx, c, inner_env_k) for c in attached.get(iv, [])]
@@ -191,6 +217,153 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         if not enclosing:  # the guard's work-item index, outside the kernel's loop
             stmt = S.ThreadExtent(var, tag, extent, stmt)
     return S.Produce(st.name, stmt)
+
+
+def _store_predicate(ctx: _Builder, st: Stage) -> list[E.Expr]:
+    """The stage's ``set_store_predicate`` condition (empty if none), with the variables of
+    its thread axes as the work-item indices of the kernel."""
+    if st.store_predicate is None:
+        return []
+    threads = {
+        a.bind.var: ctx.thread_var(a.bind.tag)
+        for a in st.attrs.values()
+        if a.bind is not None and a.bind.tag != "vthread"
+    }
+    return [substitute(st.store_predicate, threads)]
+
+
+def _cross_thread_leaf(st: Stage) -> IterVar | None:
+    """The reduce leaf of ``st`` bound to a threadIdx tag (a reduction across the work-items
+    of a group), or None; ``ScheduleError`` where the schedule cannot do it."""
+    bound = [
+        iv for iv in st.leaf_iter_vars if iv.kind == "reduce" and bound_tag(st, iv) is not None
+    ]
+    if not bound:
+        return None
+    if len(bound) > 1:
+        raise ScheduleError(
+            "bind",
+            st,
+            f"reduce axes '{bound[0].var.name}' and '{bound[1].var.name}' are both bound to "
+            "threads; a reduction runs across the work-items of one threadIdx tag: fuse them "
+            "first and bind the fused axis",
+            bound[1],
+        )
+    leaves = st.leaf_iter_vars
+    first = next(k for k, iv in enumerate(leaves) if iv.kind == "reduce")
+    late = [iv for iv in leaves[first:] if iv.kind != "reduce"]
+    if late:
+        raise ScheduleError(
+            "bind",
+            st,
+            f"axis '{bound[0].var.name}' is a reduction across work-items, but the data axis "
+            f"'{late[0].var.name}' is inside the reduction loops; reorder the data axes "
+            "outside the reduction axes",
+            late[0],
+        )
+    return bound[0]
+
+
+def _combine(body: E.Reduce, a: E.Expr, b: E.Expr) -> E.Expr:
+    if body.reducer is not None:
+        return body.reducer.combine(a, b)
+    return E.BinOp("+" if body.combiner == "sum" else body.combiner, a, b)
+
+
+def _cross_thread_reduce(
+    ctx: _Builder,
+    st: Stage,
+    across: IterVar,
+    ext: Mapping[IterVar, Extent],
+    env: Env,
+    attached: Mapping[IterVar, list[Stage]],
+    src: E.Expr,
+    update_guards: list[E.Expr],
+    store_guards: list[E.Expr],
+    out: S.Buffer,
+    out_index: E.Expr,
+) -> S.Stmt:
+    """A reduction whose leaf ``across`` is bound to a threadIdx tag: each work-item reduces
+    its share (the stage's other reduce loops) into a private accumulator, the work-group
+    combines the shares in a ``__local`` array by a tree of halving steps with barriers
+    between them (every work-item reaches every barrier: the guards stay inside the steps),
+    and work-item 0 along the tag stores the result at ``out[out_index]`` where
+    ``store_guards`` hold."""
+    body = ctx.body[st]
+    assert isinstance(body, E.Reduce)
+    tag = bound_tag(st, across)
+    assert tag is not None
+    extent = ext[across]
+    launch = launch_extent(st, across, extent)
+    if tag in env or not isinstance(launch, int) or launch > 1 << 20:
+        raise ScheduleError(
+            "bind",
+            st,
+            f"axis '{across.var.name}' is a reduction across {tag}, which needs {tag} free in "
+            "its kernel and a constant extent (it sizes a __local array); split the "
+            "reduction by a constant factor and bind the inner part",
+            across,
+        )
+    assert isinstance(launch, int)  # checked above
+    tx = ctx.thread_var(tag)
+    ctx.bound_vars[across.var] = tx
+    prev = ctx.kernel_extents.setdefault(tag, (launch, st, across))
+    if not ext_equal(prev[0], launch):
+        raise LoweringError(
+            f"stage '{st.name}': axis '{across.var.name}' is bound to {tag} with extent "
+            f"{launch}, but stage '{prev[1].name}' binds '{prev[2].var.name}' to {tag} with "
+            f"extent {prev[0]} in the same kernel; split so that both have the same extent"
+        )
+    inner_env = {**env, tag: (tx, launch)}
+    others = [(v, n) for t, (v, n) in sorted(env.items()) if t.startswith("threadIdx")]
+    if not all(isinstance(n, int) for _, n in others):
+        raise ScheduleError(
+            "bind",
+            st,
+            f"a reduction across {tag} keeps one value per work-item in a __local array, "
+            "which needs the work-group's other threadIdx extents constant",
+            across,
+        )
+    slot: E.Expr = E.IntImm(0)
+    size = launch
+    for v, n in others:
+        assert isinstance(n, int)  # checked above
+        slot, size = slot * n + v, size * n
+    base = slot * launch
+    dtype = body.dtype
+    acc = S.Buffer(f"{st.name}.red", dtype, (1,), "local")
+    red = S.Buffer(f"{st.name}.red_buf", dtype, (size,), "shared")
+    zero = E.IntImm(0)
+    if not ext_equal(extent, launch):  # a thread_axis((0, n), tag) longer than the axis
+        update_guards = [tx < extent, *update_guards]
+    update = S.Store(acc, zero, _combine(body, E.Load(acc, zero), src))
+    share: S.Stmt = _guard(update_guards, update)
+    for iv in reversed([iv for iv in st.leaf_iter_vars if iv.kind == "reduce"]):
+        if iv is across:
+            continue
+        kids = [build_stage(ctx, c, inner_env) for c in attached.get(iv, [])]
+        share = _with_allocs(ctx, attached.get(iv, []), S.seq(*kids, share))
+        share = _loop(ctx, st, iv, ext[iv], share, inner_env)
+    identity = (
+        body.reducer.identity(dtype)
+        if body.reducer is not None
+        else identity_value(body.combiner, dtype)
+    )
+    steps: list[S.Stmt] = [S.Store(red, base + tx, E.Load(acc, zero)), S.Barrier("shared")]
+    half = 1
+    while half * 2 < launch:
+        half *= 2
+    while half >= 1:
+        mine, theirs = E.Load(red, base + tx), E.Load(red, base + tx + half)
+        cond = [tx < half] + ([tx + half < launch] if half * 2 > launch else [])
+        steps += [_guard(cond, S.Store(red, base + tx, _combine(body, mine, theirs)))]
+        steps += [S.Barrier("shared")] if half > 1 else []
+        half //= 2
+    done = _guard([tx.equal(0), *store_guards], S.Store(out, out_index, E.Load(red, base)))
+    kids = [build_stage(ctx, c, inner_env) for c in attached.get(across, [])]
+    block = S.seq(*kids, S.Store(acc, zero, identity), share, *steps, done, S.Barrier("shared"))
+    block = _with_allocs(ctx, attached.get(across, []), block)
+    return S.ThreadExtent(tx, tag, launch, S.Allocate(acc, S.Allocate(red, block)))
 
 
 def _outer_index_extents(
@@ -417,8 +590,8 @@ def check_bindings(ctx: _Builder, st: Stage) -> None:
     unbound = None
     for iv in st.leaf_iter_vars:
         tag = bound_tag(st, iv)
-        if tag is None and ctx.ext[st][iv] == 1:
-            continue
+        if (tag is None and ctx.ext[st][iv] == 1) or (tag is not None and iv.kind == "reduce"):
+            continue  # a reduce axis bound to a thread is lifted out of its loops
         if tag is None:
             unbound = iv if unbound is None else unbound
         elif unbound is not None:

@@ -86,7 +86,7 @@ def bad_bind_reduce(live):
     st, iv = live.any_leaf(lambda x, y: y.kind == "reduce")
     if iv is None:
         return None
-    tag = live.choose(TAGS_BLOCK + TAGS_THREAD)
+    tag = live.choose(TAGS_BLOCK)  # a threadIdx tag is a reduction across work-items
     return [
         Step(
             "bind",
@@ -296,7 +296,7 @@ def bad_bind_inner(live):
     if not opts:
         return None
     st, iv = live.choose(opts)
-    tag = live.choose(TAGS_BLOCK + TAGS_THREAD)
+    tag = live.choose(TAGS_BLOCK)  # a threadIdx tag is a reduction across work-items
     return [
         Step(
             "bind",
