@@ -302,7 +302,7 @@ def test_conv2d_templates_fuse_bias_residual_add_and_relu6(request, target, name
 
 KERNELS = {  # (kind, template) -> __kernel functions at the default config
     ("depthwise_conv2d", "direct"): 1,
-    ("depthwise_conv2d", "cpu"): 2,  # the padded input first
+    ("depthwise_conv2d", "cpu"): 2,  # the padded input first (at stride 1)
     ("group_conv2d", "direct"): 1,
     ("group_conv2d", "cpu"): 2,
     ("dense", "cpu"): 1,
@@ -321,6 +321,7 @@ def test_templates_launch_their_kernels_in_parallel(kind, name, shape, epilogue,
 
     s, args, _ = Task(kind, name, shape, epilogue=epilogue).instantiate()
     kernels = emit_opencl(ts.lower(s, args)).kernels
-    assert len(kernels) == KERNELS[kind, name]
+    strided_cpu = name == "cpu" and kind.endswith("conv2d") and shape[9] > 1
+    assert len(kernels) == KERNELS[kind, name] - strided_cpu
     for k in kernels:
         assert np.prod(k.global_size) > 1, f"{k.name} runs on one work-item"
