@@ -237,7 +237,7 @@ def test_comm_reducer_with_where_and_its_errors():
     k = ts.reduce_axis((0, 7), "k")
     C = ts.compute((4,), lambda i: absmax(A[i, k], axis=k, where=k > 0), name="C")
     check(ts.create_schedule(C.op), [A, C], lambda a: np.abs(a[:, 1:]).max(axis=1))
-    with pytest.raises(ts.ComputeError, match="a reduction of a tuple"):
+    with pytest.raises(ts.ComputeError, match="cannot use tuple"):  # fcombine takes values
         absmax((A[0, k], A[1, k]), axis=k)
     bad = ts.comm_reducer(lambda x, y: x < y, lambda t: ts.const(0, t), name="bad")
     with pytest.raises(ts.ComputeError, match="must keep the type"):
@@ -324,3 +324,77 @@ def test_cross_thread_reduction_errors():
         ts.lower(s, [A, B])
     with pytest.raises(ts.ScheduleError, match="must be a condition"):
         s[B].set_store_predicate(B.op.axis[0] + 1)
+
+
+def argmax_reducer():
+    """TVM's reduction tutorial: argmax over (index, value) pairs."""
+
+    def fcombine(x, y):
+        lhs = ts.if_then_else(x[1] >= y[1], x[0], y[0])
+        rhs = ts.if_then_else(x[1] >= y[1], x[1], y[1])
+        return lhs, rhs
+
+    def fidentity(t0, t1):
+        return ts.const(-1, t0), ts.min_value(t1)
+
+    return ts.comm_reducer(fcombine, fidentity, name="argmax")
+
+
+@pytest.mark.parametrize("target", ["python", "opencl"])
+def test_argmax_tuple_reduction(target):
+    argmax = argmax_reducer()
+    m, n = ts.var("m"), ts.var("n")
+    idx = ts.placeholder((m, n), name="idx", dtype="int32")
+    val = ts.placeholder((m, n), name="val", dtype="int32")
+    k = ts.reduce_axis((0, n), "k")
+    T0, T1 = ts.compute((m,), lambda i: argmax((idx[i, k], val[i, k]), axis=k), name="T")
+    assert T0.op is T1.op and (T0.name, T1.name) == ("T.v0", "T.v1")
+    assert T0.op.num_outputs == 2 and T1.value_index == 1
+    s = ts.create_schedule(T0.op)
+    s[T0].split(T0.op.reduce_axis[0], factor=4)
+    text = plain(s, [idx, val, T0, T1])
+    assert "T.v0[i] = (-1)" in text and "T.v1[i] = (-2147483648)" in text
+    if target == "opencl":
+        pytest.importorskip("pyopencl")
+    mod = ts.build(s, [idx, val, T0, T1], target=target)
+    rng = np.random.default_rng(0)
+    for mm, nn in ((3, 5), (4, 9)):
+        iv = np.arange(mm * nn, dtype="int32").reshape(mm, nn)
+        vv = rng.integers(-50, 50, (mm, nn)).astype("int32")
+        t0, t1 = np.zeros(mm, "int32"), np.zeros(mm, "int32")
+        mod(iv, vv, t0, t1)
+        np.testing.assert_array_equal(t1, vv.max(axis=1))
+        np.testing.assert_array_equal(t0, iv[np.arange(mm), vv.argmax(axis=1)])  # first max
+
+
+def test_multi_output_compute_computed_at_its_consumer():
+    m, n = ts.size_var("m"), ts.size_var("n")
+    A = ts.placeholder((m, n), name="A")
+    B0, B1 = ts.compute((m, n), lambda i, j: (A[i, j] + 1.0, A[i, j] * 2.0), name="B")
+    C = ts.compute((m, n), lambda i, j: B0[i, j] * B1[i, j], name="C")
+    s = ts.create_schedule(C.op)
+    xo, _ = s[C].split(C.op.axis[1], factor=4)
+    s[B0].compute_at(s[C], xo)
+    text = plain(s, [A, C])
+    assert "allocate B.v0[float32 * 1 * 4]" in text and "allocate B.v1[float32 * 1 * 4]" in text
+    mod = ts.build(s, [A, C], target="python")
+    for mm, nn in ((3, 7), (1, 4)):
+        a = np.random.default_rng(nn).random((mm, nn), dtype=np.float32)
+        c = np.full((mm, nn), np.nan, "float32")
+        mod(a, c)
+        np.testing.assert_allclose(c, (a + 1) * (a * 2), rtol=1e-6)
+
+
+def test_multi_output_errors():
+    A = ts.placeholder((6,), name="A")
+    k = ts.reduce_axis((0, 6), "k")
+    with pytest.raises(ts.ComputeError, match="one tuple reduction"):
+        ts.compute((1,), lambda i: (ts.sum(A[k], axis=k), A[i]), name="D")
+    B0, B1 = ts.compute((6,), lambda i: (A[i] + 1.0, A[i] - 1.0), name="B")
+    s = ts.create_schedule(B0.op)
+    with pytest.raises(ts.LoweringError, match="output 'B.v1' is not among the arguments"):
+        ts.lower(s, [A, B0])
+    with pytest.raises(ts.ScheduleError, match="2 outputs"):
+        s.cache_write(B0, "local")
+    with pytest.raises(ts.ComputeError, match="has 2 output"):
+        B0.op.output(2)

@@ -284,6 +284,8 @@ class Reduce(Expr):
     condition: Expr | None = None
     dtype: str = field(default="float32")
     reducer: CommReducer | None = None  # a user's reduction (ts.comm_reducer)
+    value_index: int = 0  # of a tuple reduction: which of ``sources`` this value reduces
+    sources: tuple[Expr, ...] = ()  # of a tuple reduction: all its sources (else empty)
 
 
 @dataclass(frozen=True, eq=False)
@@ -309,6 +311,36 @@ class CommReducer:
         if out.dtype != dtype:
             out = Cast(dtype, out)
         return out
+
+    def combine_tuple(self, xs: tuple[Expr, ...], ys: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        """``fcombine`` of two tuples of values (a tuple reduction, such as argmax)."""
+        out = self.fcombine(xs, ys)  # type: ignore[arg-type]  # a tuple reducer's fcombine
+        if not isinstance(out, (tuple, list)) or len(out) != len(xs):
+            raise ComputeError(
+                f"comm_reducer '{self.name}': fcombine of two {len(xs)}-tuples must return a "
+                f"{len(xs)}-tuple, got {out!r}"
+            )
+        values = tuple(as_expr(v, x.dtype) for v, x in zip(out, xs))
+        for v, x in zip(values, xs):
+            if v.dtype != x.dtype:
+                raise ComputeError(
+                    f"comm_reducer '{self.name}': fcombine gave a {v.dtype} value where the "
+                    f"tuple holds a {x.dtype}; it must keep each type"
+                )
+        return values
+
+    def identity_tuple(self, dtypes: tuple[str, ...]) -> tuple[Expr, ...]:
+        out = self.fidentity(*dtypes)
+        if not isinstance(out, (tuple, list)) or len(out) != len(dtypes):
+            raise ComputeError(
+                f"comm_reducer '{self.name}': fidentity({', '.join(dtypes)}) must return a "
+                f"{len(dtypes)}-tuple, got {out!r}"
+            )
+        values = []
+        for v, d in zip(out, dtypes):
+            e = as_expr(v, d)
+            values.append(e if e.dtype == d else Cast(d, e))
+        return tuple(values)
 
 
 # ---------------------------------------------------------------- construction helpers

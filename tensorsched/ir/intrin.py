@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -221,11 +222,13 @@ def comm_reducer(
     fcombine: Callable[[E.Expr, E.Expr], E.ExprLike],
     fidentity: Callable[[str], E.ExprLike],
     name: str = "reduce",
-) -> Callable[..., E.Reduce]:
+) -> Callable[..., Any]:
     """A commutative reduction of your own (TVM's ``te.comm_reducer``): ``fcombine(x, y)``
     combines two values, ``fidentity(dtype)`` is its identity element. The result is used as
-    ``ts.sum`` is: ``product(A[i, k], axis=k)`` (``where=`` too). A tuple of values (argmax
-    over ``(index, value)``) is not supported: a compute has one output in tensorsched."""
+    ``ts.sum`` is: ``product(A[i, k], axis=k)`` (``where=`` too). Over a tuple of values
+    (argmax over ``(index, value)``), ``fcombine(x, y)`` takes and returns tuples,
+    ``fidentity(*dtypes)`` returns one, and the call gives one reduction per value, to return
+    together from a multi-output ``ts.compute``."""
     if not callable(fcombine) or not callable(fidentity):
         raise ComputeError("comm_reducer: give two functions, fcombine(x, y) and fidentity(dtype)")
     reducer = E.CommReducer(fcombine, fidentity, name)
@@ -234,19 +237,23 @@ def comm_reducer(
         expr: E.ExprLike | tuple[E.ExprLike, ...],
         axis: Axes,
         where: E.ExprLike | None = None,
-    ) -> E.Reduce:
-        if isinstance(expr, (tuple, list)):
-            raise ComputeError(
-                f"comm_reducer '{name}': a reduction of a tuple ({len(expr)} values, as "
-                "TVM's argmax) is not supported: a compute has one output in tensorsched; "
-                "reduce each value in its own compute"
+    ) -> Any:
+        cond = None if where is None else E.as_expr(where)
+        axes = _axes(axis, f"comm_reducer '{name}'")
+        if isinstance(expr, (tuple, list)):  # a tuple reduction: one Reduce per value
+            srcs = tuple(E.as_expr(x) for x in expr)
+            dtypes = tuple(x.dtype for x in srcs)
+            xs = tuple(E.Var(f"x{k}", d) for k, d in enumerate(dtypes))
+            ys = tuple(E.Var(f"y{k}", d) for k, d in enumerate(dtypes))
+            reducer.combine_tuple(xs, ys)  # fcombine and fidentity must work on these types
+            reducer.identity_tuple(dtypes)
+            return tuple(
+                E.Reduce(name, x, axes, cond, x.dtype, reducer, k, srcs) for k, x in enumerate(srcs)
             )
         src = E.as_expr(expr)
         x, y = E.Var("x", src.dtype), E.Var("y", src.dtype)
         reducer.combine(x, y)  # fcombine and fidentity must work on this type
         reducer.identity(src.dtype)
-        cond = None if where is None else E.as_expr(where)
-        axes = _axes(axis, f"comm_reducer '{name}'")
         return E.Reduce(name, src, axes, cond, src.dtype, reducer)
 
     return reduce

@@ -206,26 +206,53 @@ class PlaceholderOp(Operation):
 
 
 class ComputeOp(Operation):
+    """``body`` is the expression of the op's one output, or a sequence of them (one per output,
+    over the same axes: a multi-output compute); ``bodies`` always holds them all and ``body``
+    is the first."""
+
     def __init__(
         self,
         name: str,
         axis: Sequence[IterVar],
-        body: E.Expr,
+        body: E.Expr | Sequence[E.Expr],
         tag: str = "",
         attrs: dict[str, Any] | None = None,
     ) -> None:
-        self.name, self.axis, self.body, self.tag = name, tuple(axis), body, tag
+        bodies = tuple(body) if isinstance(body, (list, tuple)) else (body,)
+        self.name, self.axis, self.tag = name, tuple(axis), tag
+        self.bodies: tuple[E.Expr, ...] = bodies
+        self.body = bodies[0]
         self.attrs = dict(attrs or {})
+        first = self.body
         self.reduce_axis: tuple[IterVar, ...] = (
-            tuple(body.axis) if isinstance(body, E.Reduce) else ()
+            tuple(first.axis) if isinstance(first, E.Reduce) else ()
         )
         self.shape: Shape = tuple(iv.dom.extent for iv in self.axis if iv.dom is not None)
-        self.dtype = body.dtype
-        self._out = Tensor(self, self.shape, self.dtype, name)
+        self.dtype = first.dtype
+        many = len(bodies) > 1
+        self._outs = [
+            Tensor(self, self.shape, b.dtype, f"{name}.v{k}" if many else name, k)
+            for k, b in enumerate(bodies)
+        ]
+        self._out = self._outs[0]
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._outs)
+
+    def output(self, i: int = 0) -> Tensor:
+        if not 0 <= i < len(self._outs):
+            raise ComputeError(
+                f"operation '{self.name}' has {len(self._outs)} output(s), asked for output {i}"
+            )
+        return self._outs[i]
 
     @property
     def input_tensors(self) -> list[Tensor]:
-        return tensors_read(self.body)
+        found: dict[Tensor, None] = {}
+        for b in self.bodies:
+            found.update(dict.fromkeys(tensors_read(b)))
+        return list(found)
 
     def __repr__(self) -> str:
         return f"compute({self.name})"
@@ -234,8 +261,11 @@ class ComputeOp(Operation):
 class Tensor:
     """The output of an operation; index it with ``T[i, j]`` or ``T[i][j]``."""
 
-    def __init__(self, op: Operation, shape: Shape, dtype: str, name: str) -> None:
+    def __init__(
+        self, op: Operation, shape: Shape, dtype: str, name: str, value_index: int = 0
+    ) -> None:
         self.op, self.shape, self.dtype, self.name = op, tuple(shape), dtype, name
+        self.value_index = value_index  # which output of ``op`` this is
 
     @property
     def ndim(self) -> int:
@@ -344,7 +374,10 @@ def compute(
     tag: str = "",
     attrs: dict[str, Any] | None = None,
 ) -> Tensor:
-    """The tensor whose element at index ``(i, j, ...)`` is ``fcompute(i, j, ...)``."""
+    """The tensor whose element at index ``(i, j, ...)`` is ``fcompute(i, j, ...)``. When
+    ``fcompute`` returns several expressions (a tuple or list), the compute has one output per
+    expression, over the same axes, and the list of their tensors is returned (TVM's
+    multi-output compute; the tensors are named ``name.v0``, ``name.v1`` ...)."""
     dims = _check_shape(shape, f"compute '{name}'")
     if not callable(fcompute):
         raise ComputeError(
@@ -366,13 +399,47 @@ def compute(
         )
     axis = [IterVar(E.Var(n), Range(0, d), "data") for n, d in zip(names, dims)]
     body = fcompute(*[iv.var for iv in axis])
-    if isinstance(body, (list, tuple)):
-        raise ComputeError(f"compute '{name}': one output per compute; return one expression")
-    if isinstance(body, _Slice):
-        body[()]  # raises the dimension error
-    body = E.as_expr(body)
-    _check_body(name, body, axis)
-    return ComputeOp(name, axis, body, tag, attrs).output(0)
+    given = list(body) if isinstance(body, (list, tuple)) else [body]
+    if not given:
+        raise ComputeError(f"compute '{name}': the function returned no expression")
+    bodies = []
+    for b in given:
+        if isinstance(b, _Slice):
+            b[()]  # raises the dimension error
+        bodies.append(E.as_expr(b))
+    for b in bodies:
+        _check_body(name, b, axis)
+    if len(bodies) > 1:
+        _check_outputs(name, bodies)
+    op = ComputeOp(name, axis, bodies if len(bodies) > 1 else bodies[0], tag, attrs)
+    if len(bodies) == 1:
+        return op.output(0)
+    # several outputs: a list of tensors, as TVM returns (typed Tensor for the one-output
+    # callers, which are nearly all)
+    return [op.output(k) for k in range(len(bodies))]  # type: ignore[return-value]
+
+
+def _check_outputs(name: str, bodies: Sequence[E.Expr]) -> None:
+    """The bodies of a multi-output compute: no reduction, or all the values of one tuple
+    reduction (``comm_reducer`` over a tuple), in its order."""
+    reduces = [b for b in bodies if isinstance(b, E.Reduce)]
+    if not reduces:
+        return
+    first = reduces[0]
+    one = (
+        len(reduces) == len(bodies)
+        and len(first.sources) == len(bodies)
+        and all(
+            r.sources == first.sources and r.axis == first.axis and r.value_index == k
+            for k, r in enumerate(reduces)
+        )
+    )
+    if not one:
+        raise ComputeError(
+            f"compute '{name}': a multi-output compute reduces only as one tuple reduction "
+            "(ts.comm_reducer over a tuple, e.g. argmax), returning all its values in order; "
+            "compute other reductions in their own stages"
+        )
 
 
 def _check_body(name, body, axis):

@@ -54,8 +54,10 @@ class Bounds:
     ``stages``: the stages that are not inlined, producers first. Per stage: ``body`` (its
     op's body with inlined stages substituted), ``scope``, ``region`` (the part of its op's
     domain it computes, per axis), ``ext`` (the extent of each of its iteration variables),
-    ``strides`` (of each axis in its buffer) and ``buffer``. ``placeholder_buffer``: the
-    buffer of each input (placeholder) that is read or passed as an argument.
+    ``strides`` (of each axis in its buffer) and ``buffer``; ``bodies`` and ``buffers`` hold
+    those of every output of a multi-output compute (``body`` and ``buffer`` are the first).
+    ``placeholder_buffer``: the buffer of each input (placeholder) that is read or passed as an
+    argument.
     """
 
     schedule: Schedule
@@ -67,6 +69,8 @@ class Bounds:
     strides: Mapping[Stage, tuple[Extent, ...]]
     buffer: Mapping[Stage, S.Buffer]
     placeholder_buffer: Mapping[PlaceholderOp, S.Buffer]
+    bodies: Mapping[Stage, tuple[E.Expr, ...]]
+    buffers: Mapping[Stage, tuple[S.Buffer, ...]]
 
     def stage_of(self, tensor: Tensor) -> Stage | None:
         return self.schedule.stage_map.get(tensor.op)
@@ -75,7 +79,7 @@ class Bounds:
         """The buffer that holds ``tensor`` and the region of it that the buffer covers."""
         st = self.stage_of(tensor)
         if st is not None:
-            return self.buffer[st], self.region[st]
+            return self.buffers[st][tensor.value_index], self.region[st]
         op = tensor.op
         if not isinstance(op, PlaceholderOp) or op not in self.placeholder_buffer:
             raise LoweringError(f"tensor '{tensor.name}' is not produced by this schedule")
@@ -88,7 +92,7 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
     inf.check_attachments()
     inf.infer()
     placeholders = {}
-    for t in [*args, *(t for st in inf.stages for t in tensors_read(inf.body[st]))]:
+    for t in [*args, *(t for st in inf.stages for t in inf.reads(st))]:
         op = t.op
         if isinstance(op, PlaceholderOp) and op not in placeholders:
             placeholders[op] = S.Buffer(op.name, op.dtype, op.shape, image=op in sched.image_inputs)
@@ -103,6 +107,8 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
         frozen(inf.strides),
         frozen(inf.buffer),
         frozen(placeholders),
+        frozen(inf.bodies),
+        frozen(inf.buffers),
     )
 
 
@@ -114,6 +120,8 @@ class _Inference:
         order = topo_stages(sched)
         self.stages = [st for st in order if st.attach_type != "inline"]
         self.body: dict[Stage, E.Expr] = {}
+        self.bodies: dict[Stage, tuple[E.Expr, ...]] = {}
+        self.buffers: dict[Stage, tuple[S.Buffer, ...]] = {}
         self.region: dict[Stage, Region] = {}
         self.buffer: dict[Stage, S.Buffer] = {}
         self.ext: dict[Stage, dict[IterVar, Extent]] = {}
@@ -123,10 +131,18 @@ class _Inference:
         self.var_ranges: dict[E.Var, tuple[int, int | None]] = {}
         inline = _Inline(self)
         for st in order:
-            self.body[st] = inline.visit(st.op.body)
+            self.bodies[st] = tuple(inline.visit(b) for b in st.op.bodies)
+            self.body[st] = self.bodies[st][0]
 
     def stage_of(self, tensor: Tensor) -> Stage | None:
         return self.sched.stage_map.get(tensor.op)
+
+    def reads(self, st: Stage) -> list[Tensor]:
+        """The tensors stage ``st`` reads (every output's body)."""
+        found: dict[Tensor, None] = {}
+        for b in self.bodies[st]:
+            found.update(dict.fromkeys(tensors_read(b)))
+        return list(found)
 
     def check_attachments(self) -> None:
         for st in self.stages:
@@ -146,7 +162,7 @@ class _Inference:
     def infer(self) -> None:
         readers: dict[Stage, list[tuple[Stage, Tensor]]] = {st: [] for st in self.stages}
         for st in self.stages:
-            for t in tensors_read(self.body[st]):
+            for t in self.reads(st):
                 p = self.stage_of(t)
                 if p is not None and p in readers:
                     readers[p].append((st, t))
@@ -165,7 +181,12 @@ class _Inference:
             scope = self.scope[st] if not st.is_output else "global"
             strides, shape = storage_layout(st, [e for _, e in self.region[st]])
             self.strides[st] = tuple(strides)
-            self.buffer[st] = S.Buffer(st.name, st.op.dtype, shape, scope)
+            outs = [st.op.output(k) for k in range(len(st.op.bodies))]
+            if len(outs) == 1:
+                self.buffers[st] = (S.Buffer(st.name, st.op.dtype, shape, scope),)
+            else:
+                self.buffers[st] = tuple(S.Buffer(t.name, t.dtype, shape, scope) for t in outs)
+            self.buffer[st] = self.buffers[st][0]
 
 
 def root_values(bounds: Bounds | _Inference, st: Stage) -> dict[IterVar, E.Expr]:
@@ -279,7 +300,7 @@ def _attached_region(
                     relaxed[iv.var] = ctx.ext[mid][iv]
         values = root_values(ctx, reader)
         vmap = {iv.var: values[iv] for iv in list(reader.op.axis) + list(reader.op.reduce_axis)}
-        for load in _loads_of(ctx.body[reader], tensor):
+        for load in (x for b in ctx.bodies[reader] for x in _loads_of(b, tensor)):
             accesses.append([simplify(substitute(i, vmap), ctx.var_ranges) for i in load.indices])
     if not accesses:
         raise LoweringError(f"stage '{st.name}' is attached but nothing reads it")

@@ -66,6 +66,10 @@ def lower(
     missing = [
         op.name for op in sch.outputs if not any(ctx.stage_of(a) is sch.stage_map[op] for a in args)
     ]
+    for op in sch.outputs:  # every output of a multi-output compute
+        outs = [op.output(k) for k in range(len(getattr(op, "bodies", ())))]
+        if len(outs) > 1:
+            missing += [t.name for t in outs if not any(a is t for a in args)]
     if missing:
         raise LoweringError(f"lower: output '{missing[0]}' is not among the arguments; add it")
     used = _placeholders_used(stmt)

@@ -103,6 +103,14 @@ class Stage:
                 primitive, "the stage was inlined (compute_inline) and has no loops of its own"
             )
 
+    def _check_one_output(self, primitive: str) -> None:
+        if len(getattr(self.op, "bodies", ())) > 1:
+            raise self._error(
+                primitive,
+                f"the stage has {len(self.op.bodies)} outputs (a multi-output compute); "
+                f"{primitive} takes a stage of one output",
+            )
+
     def _attr(self, iv: IterVar) -> IterAttr:
         return self.attrs.setdefault(iv, IterAttr())
 
@@ -395,6 +403,7 @@ class Stage:
 
     def compute_inline(self) -> None:
         """Substitute this stage's expression into every consumer instead of storing it."""
+        self._check_one_output("compute_inline")
         if self.is_output:
             raise self._error(
                 "compute_inline",
@@ -591,7 +600,7 @@ class Schedule:
             g.add_node(op)
         for st in self.stages:
             g.add_node(st)
-            for t in tensors_read(st.op.body):
+            for t in st.op.input_tensors:
                 g.add_edge(self.stage_map.get(t.op, t.op), st)
         return g
 
@@ -603,7 +612,7 @@ class Schedule:
         return [
             st
             for st in self.stages
-            if any(t.op in (stage.op, stage.origin_op) for t in tensors_read(st.op.body))
+            if any(t.op in (stage.op, stage.origin_op) for t in st.op.input_tensors)
         ]
 
     def _insert(self, stage: Stage, before: Stage) -> None:
@@ -629,6 +638,7 @@ class Schedule:
         cache_op = _copy_compute(tensor, f"{tensor.name}.{scope}")
         cache = cache_op.output(0)
         for st in reader_stages:
+            st._check_one_output("cache_read (as a reader)")
             if tensor not in tensors_read(st.op.body):
                 raise ScheduleError(
                     "cache_read",
@@ -668,6 +678,7 @@ class Schedule:
             raise ScheduleError("cache_write", None, f"expected a tensor, got {tensor!r}")
         _check_scope(scope, "cache_write")
         st = self[tensor]
+        st._check_one_output("cache_write")
         if st.relations or any(a.bind is not None or a.kind != "serial" for a in st.attrs.values()):
             raise ScheduleError(
                 "cache_write",
@@ -699,8 +710,9 @@ class Schedule:
         if not isinstance(tensor, Tensor):
             raise ScheduleError("rfactor", None, f"expected a tensor, got {tensor!r}")
         st = self[tensor]
+        st._check_one_output("rfactor")
         body = st.op.body
-        if not isinstance(body, E.Reduce) or body.combiner != "sum":
+        if not isinstance(body, E.Reduce) or body.combiner != "sum" or body.reducer is not None:
             raise ScheduleError("rfactor", st, "only a sum reduction can be factored")
         st._check_leaf("rfactor", axis)
         if axis.kind != "reduce":
@@ -777,8 +789,10 @@ def _rebind_body(stage: Stage, body: E.Expr) -> None:
     old = stage.op
     new = ComputeOp.__new__(ComputeOp)
     new.name, new.axis, new.body, new.tag, new.attrs = old.name, old.axis, body, old.tag, old.attrs
+    new.bodies = (body,)  # a stage of one output (multi-output stages are not rebound)
     new.reduce_axis = tuple(body.axis) if isinstance(body, E.Reduce) else ()
     new.shape, new.dtype, new._out = old.shape, old.dtype, old.output(0)
+    new._outs = [new._out]
     stage.op = new
     stage.schedule.stage_map[new] = stage
 

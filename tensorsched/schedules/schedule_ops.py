@@ -171,6 +171,31 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
             out_index,
         )
         first_reduce, init = None, None
+    elif isinstance(body, E.Reduce) and body.sources:
+        # a tuple reduction (argmax): every output updated at once from the old values
+        assert body.reducer is not None  # a tuple reduction comes from ts.comm_reducer
+        all_guards, data_guards = all_guards + store_only, data_guards + store_only
+        bufs = ctx.bounds.buffers[st]
+        srcs = tuple(flat.visit(substitute(x, vmap)) for x in body.sources)
+        olds = tuple(E.Load(b, out_index) for b in bufs)
+        news = body.reducer.combine_tuple(olds, srcs)
+        temps = [S.Buffer(f"{b.name}.new", b.dtype, (1,), "local") for b in bufs]
+        zero = E.IntImm(0)
+        update = S.seq(
+            *(S.Store(t, zero, v) for t, v in zip(temps, news)),
+            *(S.Store(b, out_index, E.Load(t, zero)) for b, t in zip(bufs, temps)),
+        )
+        for t in reversed(temps):
+            update = S.Allocate(t, update)
+        conds = list(all_guards)
+        if body.condition is not None:
+            conds.append(flat.visit(substitute(body.condition, vmap)))
+        main = _guard(conds, update)
+        first_reduce = next(k for k, iv in enumerate(leaves) if is_reduce_leaf(iv))
+        identities = body.reducer.identity_tuple(tuple(b.dtype for b in bufs))
+        init = _init_nest(
+            ctx, st, leaves[first_reduce:], out_index, data_guards, list(zip(bufs, identities))
+        )
     elif isinstance(body, E.Reduce):
         all_guards, data_guards = all_guards + store_only, data_guards + store_only
         src = flat.visit(substitute(body.source, vmap))
@@ -192,15 +217,23 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
             leaves[first_reduce:],
             out_index,
             data_guards,
-            body.reducer.identity(body.dtype)
-            if body.reducer is not None
-            else identity_value(body.combiner, body.dtype),
+            [
+                (
+                    buf,
+                    body.reducer.identity(body.dtype)
+                    if body.reducer is not None
+                    else identity_value(body.combiner, body.dtype),
+                )
+            ],
         )
     else:
-        value = flat.visit(substitute(body, vmap))
-        if domain:
-            value = E.Select(_all(domain), value, E.const(0, value.dtype))
-        main = _guard(all_guards + store_only, S.Store(buf, out_index, value))
+        stores = []
+        for b, x in zip(ctx.bounds.buffers[st], ctx.bounds.bodies[st]):
+            value = flat.visit(substitute(x, vmap))
+            if domain:
+                value = E.Select(_all(domain), value, E.const(0, value.dtype))
+            stores.append(S.Store(b, out_index, value))
+        main = _guard(all_guards + store_only, S.seq(*stores))
         first_reduce, init = None, None
 
     stmt = main
@@ -240,6 +273,14 @@ def _cross_thread_leaf(st: Stage) -> IterVar | None:
     ]
     if not bound:
         return None
+    if len(st.op.bodies) > 1:
+        raise ScheduleError(
+            "bind",
+            st,
+            f"axis '{bound[0].var.name}' of a tuple reduction is bound to a thread; a "
+            "reduction across work-items takes one value: reduce it serially",
+            bound[0],
+        )
     if len(bound) > 1:
         raise ScheduleError(
             "bind",
@@ -388,7 +429,7 @@ def _private_reads_only(ctx, st):
     domain guards leaves the register tile's loops guard-free."""
     if ctx.scope.get(st) != "local":
         return False
-    for t in tensors_read(ctx.body[st]):
+    for t in (x for b in ctx.bounds.bodies[st] for x in tensors_read(b)):
         p = ctx.stage_of(t)
         if p is None or ctx.scope.get(p, "global") == "global":
             return False
@@ -443,13 +484,17 @@ def _guard(conds, stmt):
     return S.IfThenElse(_all(conds), stmt) if conds else stmt
 
 
-def _with_allocs(ctx, stages, stmt):
-    """The allocations of ``stages`` around ``stmt``; a double-buffered stage's is marked
-    ``double_buffer_scope`` for the ``double_buffer`` pass."""
+def _with_allocs(ctx, stages, stmt, skip=frozenset()):
+    """The allocations of ``stages`` (each buffer of a multi-output stage; none of ``skip``)
+    around ``stmt``; a double-buffered stage's is marked ``double_buffer_scope`` for the
+    ``double_buffer`` pass."""
     for c in reversed(stages):
-        stmt = S.Allocate(ctx.buffer[c], stmt)
-        if c.double_buffered:
-            stmt = S.AttrStmt(S.DOUBLE_BUFFER_SCOPE, ctx.buffer[c], c.double_buffered, stmt)
+        for b in reversed(ctx.bounds.buffers[c]):
+            if b in skip:
+                continue
+            stmt = S.Allocate(b, stmt)
+            if c.double_buffered:
+                stmt = S.AttrStmt(S.DOUBLE_BUFFER_SCOPE, b, c.double_buffered, stmt)
     return stmt
 
 
@@ -536,7 +581,9 @@ def launch_extent(st: Stage, iv: IterVar, extent: Extent) -> Extent:
     return launch
 
 
-def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, identity):
+def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, stores):
+    """The loops that set each output ``(buffer, identity)`` of ``stores`` to the identity of
+    the reduction, over the data loops inside the first reduction loop."""
     data = [iv for iv in leaves_from_reduce if iv.kind != "reduce"]
     for iv in data:
         if bound_tag(st, iv):
@@ -548,9 +595,10 @@ def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, identity):
                 iv,
             )
     fresh = {iv.var: E.Var(iv.var.name + ".init") for iv in data}
+    index = substitute(out_index, fresh)
     stmt = _guard(
         [substitute(g, fresh) for g in guards],
-        S.Store(ctx.buffer[st], substitute(out_index, fresh), identity),
+        S.seq(*(S.Store(b, index, identity) for b, identity in stores)),
     )
     for iv in reversed(data):
         attr = st.attrs.get(iv)
@@ -642,12 +690,11 @@ def schedule_to_stmt(sched: Schedule, args: Sequence[Tensor]) -> tuple[S.Stmt, B
         check_bindings(ctx, st)
         ctx.kernel_extents = {}
         parts.append(build_stage(ctx, st, {}))
-        if not st.is_output and not _is_arg(ctx, st):
+        if not st.is_output:
             root_allocs.append(st)
-    stmt = _with_allocs(ctx, root_allocs, S.seq(*parts))
+    arg_buffers = frozenset(
+        ctx.storage(t)[0] for t in args if ctx.stage_of(t) in ctx.bounds.buffers
+    )
+    stmt = _with_allocs(ctx, root_allocs, S.seq(*parts), arg_buffers)
     stmt = substitute(stmt, ctx.bound_vars)
     return stmt, bounds
-
-
-def _is_arg(ctx, st):
-    return any(isinstance(t, Tensor) and ctx.stage_of(t) is st for t in ctx.arg_tensors)
