@@ -30,7 +30,7 @@ def dense_cpu(
     data, weight, D = declare(shape, dtype)
     s, O, args = with_epilogue(D, epilogue, [data, weight])
     vec = cfg.define_knob("vec", (8, 4, 16, 1))
-    tile_o = cfg.define_knob("tile_o", (2, 1, 4))
+    tile_o = cfg.define_knob("tile_o", (4, 1, 2, 8))
     threads = cfg.define_knob("threads", (4, 1, 8, 16, 32, 64))
     limit = cfg.limits.max_work_group_size
     cfg.constrain(threads <= limit, f"work-group over the device's {limit} work-items")
