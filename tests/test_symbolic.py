@@ -210,3 +210,18 @@ def test_symbolic_private_buffer_is_refused():
     s[B].compute_at(s[C], xi)  # one row of B per work-item: n elements in private memory
     with pytest.raises(ts.CodegenError, match="symbolic size n"):
         ts.build(s, [A, C], target="opencl").get_source()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_size_read_in_a_body(target, has_device):
+    """A compute may read a size as a value (reversal: A[n - 1 - i])."""
+    n = ts.size_var("n")
+    A = ts.placeholder((n,), name="A")
+    B = ts.compute((n,), lambda i: A[n - 1 - i] * n.astype("float32"), name="B")
+    mod = build(ts.create_schedule(B.op), [A, B], target, has_device)
+    for nn in (1, 6):
+        run(mod, [(nn,), (nn,)], ["float32"], 1, lambda a: a[::-1] * len(a))
+    k = ts.size_var("k")
+    C = ts.compute((4,), lambda i: A[i] * k.astype("float32"), name="C")
+    with pytest.raises(ts.LoweringError, match="size 'k'"):
+        ts.lower(ts.create_schedule(C.op), [A, C])

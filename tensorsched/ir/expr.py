@@ -143,11 +143,13 @@ class FloatImm(Expr):
 class Var(Expr):
     """A variable: two ``Var`` objects are different even when they share a name.
 
-    ``nonneg``: the variable is known to be at least 0 (``ts.size_var``, a symbolic size)."""
+    ``size``: a symbolic size (``ts.var`` / ``ts.size_var``), which a compute's body may read;
+    ``nonneg``: the variable is known to be at least 0 (``ts.size_var``)."""
 
     name: str
     dtype: str = "int32"
     nonneg: bool = field(default=False, repr=False)
+    size: bool = field(default=False, repr=False)
 
     def __repr__(self) -> str:
         return f"Var({self.name})"

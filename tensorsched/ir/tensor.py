@@ -44,13 +44,13 @@ def var(name: str = "tindex", dtype: str = "int32") -> E.Var:
     """A symbolic integer (TVM's ``te.var``): use it in shapes, extents and split factors; a
     kernel built with it takes its value at each call from the arrays' shapes."""
     _check_var(name, dtype, "var")
-    return E.Var(name, dtype)
+    return E.Var(name, dtype, size=True)
 
 
 def size_var(name: str = "size", dtype: str = "int32") -> E.Var:
     """A symbolic size known to be non-negative (TVM's ``te.size_var``)."""
     _check_var(name, dtype, "size_var")
-    return E.Var(name, dtype, nonneg=True)
+    return E.Var(name, dtype, nonneg=True, size=True)
 
 
 def _check_var(name: object, dtype: str, what: str) -> None:
@@ -459,7 +459,7 @@ def _check_body(name, body, axis):
             self.generic_visit(r)
 
         def visit_Var(self, v):
-            if v not in allowed:
+            if v not in allowed and not v.size:
                 raise ComputeError(
                     f"compute '{name}': variable '{v.name}' is neither an index "
                     "of this compute nor reduced over; a reduce axis must be "

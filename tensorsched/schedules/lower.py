@@ -12,8 +12,9 @@ from ..ir.parser import check_roundtrip
 from ..ir.simplify import size_vars
 from ..ir.stmt import Allocate, Buffer, For, LoweredFunc, Stmt, ThreadExtent
 from ..ir.tensor import Tensor
-from ..ir.visitor import Visitor
+from ..ir.visitor import Visitor, free_vars
 from ..passes import LOWER, run_phase
+from .bound import Bounds
 from .schedule import Schedule
 from .schedule_ops import schedule_to_stmt
 
@@ -87,13 +88,24 @@ def lower(
                 "double_buffer applies to work-group tiles filled in a "
                 "loop: cache_read(..., 'shared') + compute_at"
             )
-    _check_sizes(stmt, bufs)
+    if _symbolic(ctx):
+        _check_sizes(stmt, bufs)  # are the sizes and loop variables defined where used?
     stmt = run_phase(stmt, LOWER, bufs)
     outputs = tuple(b for b, a in zip(bufs, args) if ctx.stage_of(a) is not None)
     func = LoweredFunc(name, tuple(bufs), stmt, outputs)
     if config.roundtrip:  # TS_ROUNDTRIP=1: print, parse, compare
         check_roundtrip(func)
     return func
+
+
+def _symbolic(ctx: Bounds) -> bool:
+    """Whether a loop extent is symbolic or a stage's body reads a size variable."""
+    for st in ctx.stages:
+        if not all(isinstance(e, int) for e in ctx.ext[st].values()):
+            return True
+        if any(v.size for b in ctx.bodies[st] for v in free_vars(b)):
+            return True
+    return False
 
 
 def _check_sizes(stmt: Stmt, bufs: Sequence[Buffer]) -> None:
