@@ -57,6 +57,20 @@ def bind_flat(s: Schedule, out: Tensor, threads: int = 64, per_item: int = 1) ->
         s[out].unroll(fi)
 
 
+def bind_rows(s: Schedule, t: Tensor, threads: int = 16) -> None:
+    """``t``'s axes but the last fused and bound (``threads`` work-items per work-group), each
+    work-item a loop over one row: a stage of its own kernel, without knobs, whose index
+    arithmetic is per row rather than per element (the padded copy of an image)."""
+    axes = list(s[t].op.axis)
+    if len(axes) < 2:
+        bind_flat(s, t, threads)
+        return
+    f = s[t].fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
+    bx, tx = s[t].split(f, threads)
+    s[t].bind(bx, thread_axis("blockIdx.x"))
+    s[t].bind(tx, thread_axis("threadIdx.x"))
+
+
 def padding_stage(out: Tensor) -> Tensor | None:
     """The padded input an operator reads (its stage named ``data_pad`` or ``pool_pad``),
     found through the stages that feed ``out``."""
@@ -77,7 +91,7 @@ def with_epilogue(
 ) -> tuple[Schedule, Tensor, list[Tensor]]:
     """``(schedule, O, [*inputs, *epilogue inputs, O])``: ``out`` followed by the elementwise
     ``epilogue`` (bias along axis 1) whose last stage is ``O``; the operator's padding stage is
-    inlined, or with ``inline_pad=False`` made a kernel of its own (``bind_flat``)."""
+    inlined, or with ``inline_pad=False`` made a kernel of its own (``bind_rows``)."""
     O, extra = make_epilogue(out, epilogue, bias_axis=1)
     s = create_schedule(O.op)
     padded = padding_stage(out)
@@ -85,5 +99,5 @@ def with_epilogue(
         if inline_pad:
             s[padded].compute_inline()
         else:
-            bind_flat(s, padded)
+            bind_rows(s, padded)
     return s, O, [*inputs, *extra, O]
