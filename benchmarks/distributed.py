@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 
 from tensorsched.runtime.device import current_device, find_device
 from tensorsched.runtime.table import print_table
@@ -87,6 +88,8 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=60.0)
     args = p.parse_args(argv)
     keep_dask_importable()
+    # pyopencl's notice that a build logged something (NVIDIA's and PoCL's do), as the CLI
+    warnings.filterwarnings("ignore", message="Non-empty compiler output encountered")
 
     dev = find_device(args.device) if args.device else current_device()
     spec = f"{dev.platform_index}:{dev.device_index}"

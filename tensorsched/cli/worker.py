@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import TensorschedError
-from ..tune.distributed import device_resources, host_devices
+from ..tune.distributed import WORKER_ENV, device_resources, host_devices
 
 
 def worker_specs(
@@ -47,7 +47,7 @@ def worker_specs(
     host = socket.gethostname()
     specs = [{"nthreads": nthreads, "resources": held, "name": f"{host}-devices"}]
     specs += [{"nthreads": 1, "name": f"{host}-build-{i}"} for i in range(build_workers)]
-    return specs
+    return [{**spec, "env": WORKER_ENV} for spec in specs]
 
 
 def run_worker(address: str, specs: Sequence[dict[str, Any]]) -> None:

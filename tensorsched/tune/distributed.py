@@ -33,6 +33,9 @@ from ..runtime.device import CHECKING_PLATFORMS, Device, DeviceLimits, all_devic
 from .measure import Runner, import_modules, prebuild
 
 RESOURCE_PREFIX = "opencl:"
+# a worker process's environment: pyopencl's notice that a build logged something (NVIDIA's
+# and PoCL's do) is left out, as the command line leaves it out
+WORKER_ENV = {"PYTHONWARNINGS": "ignore:Non-empty compiler output encountered"}
 HOLDER_WAIT_S = 120.0  # how long measurements wait for a worker holding their device
 CONNECT_TIMEOUT_S = 30.0
 
@@ -396,6 +399,7 @@ def _start_local(workers: int | None, device_workers: int, devices: Iterable[str
                 "nthreads": 2 if i < device_workers else 1,
                 "resources": resources if i < device_workers else {},
                 "silence_logs": logging.ERROR,
+                "env": WORKER_ENV,
             },
         }
         for i in range(n)
