@@ -30,6 +30,7 @@ from ..graph.tasks import extract_tasks
 from ..nets import NETS
 from ..runtime.device import resolve_device
 from ..runtime.table import print_table
+from ..tune.distributed import Cluster
 from ..tune.log import read_log
 from ..tune.tuner import parse_duration, tune
 
@@ -121,30 +122,40 @@ def _run(args: argparse.Namespace) -> None:
 
 def _tune(args: argparse.Namespace) -> None:
     g = optimize(load_model(args.model, args.image_size))
-    dev = resolve_device(args.device)
-    records = read_log(args.log) if os.path.exists(args.log) else []
-    tasks = extract_tasks(g, bool(dev.is_gpu), records)
-    print(f"{g.name}: {len(tasks)} distinct tasks")
-    rows = []
-    for i, (task, count) in enumerate(tasks):
-        print(f"[{i + 1}/{len(tasks)}] {task} (x{count})")
-        res = tune(
-            task,
-            args.log,
-            strategy=args.strategy,
-            trials=args.trials,
-            resume=True,
-            device=args.device,
-            timeout=args.timeout,
-            time_s=args.time,
-            early_stop=args.early_stop,
-            transfer=args.transfer or (),
-            progress=not args.quiet,
-            cluster=args.cluster,
-        )
-        b = res.best
-        best = [f"{b.device_ms:.3f}", f"{b.gflops:.1f}"] if b else ["-", "-"]
-        rows.append([str(task), count, res.measured, *best])
+    cluster = Cluster(args.cluster) if args.cluster else None  # one for all the tasks
+    try:
+        if cluster is not None:  # templates for the cluster's device, not this host's
+            gpu, records = cluster.is_gpu(args.device), []
+        else:
+            dev = resolve_device(args.device)
+            name = f"{dev.platform_name} / {dev.name}"
+            logged = read_log(args.log) if os.path.exists(args.log) else []
+            gpu, records = bool(dev.is_gpu), [r for r in logged if r.device == name]
+        tasks = extract_tasks(g, gpu, records)
+        print(f"{g.name}: {len(tasks)} distinct tasks")
+        rows = []
+        for i, (task, count) in enumerate(tasks):
+            print(f"[{i + 1}/{len(tasks)}] {task} (x{count})")
+            res = tune(
+                task,
+                args.log,
+                strategy=args.strategy,
+                trials=args.trials,
+                resume=True,
+                device=args.device,
+                timeout=args.timeout,
+                time_s=args.time,
+                early_stop=args.early_stop,
+                transfer=args.transfer or (),
+                progress=not args.quiet,
+                cluster=cluster,
+            )
+            b = res.best
+            best = [f"{b.device_ms:.3f}", f"{b.gflops:.1f}"] if b else ["-", "-"]
+            rows.append([str(task), count, res.measured, *best])
+    finally:
+        if cluster is not None:
+            cluster.close()
     print_table(["task", "layers", "trials", "best ms", "GFLOP/s"], rows, "<>>>>")
     print(f"log: {os.path.abspath(args.log)}")
 
