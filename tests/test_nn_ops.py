@@ -193,6 +193,8 @@ TEMPLATE_CASES = [  # (kind, template, shape, epilogue, another config)
     ("dense", "gpu", (2, 13, 37), ("bias",), {"split_k": 16, "threads": 32}),
     ("pool", "direct", (1, 3, 9, 7, 3, 3, 2, 2, 1, 0, 1, 1, 0), (), {"threads": 16, "per_item": 2}),
     ("pool", "direct", (1, 3, 9, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1), ("relu",), {"per_item": 4}),
+    ("pool", "cpu", (1, 3, 9, 7, 3, 3, 2, 2, 1, 0, 1, 1, 0), ("bias",), {"per_item": 2}),
+    ("pool", "cpu", (1, 2, 5, 7, 2, 2, 2, 2, 0, 0, 1, 1, 1), (), {"rows": 0, "threads": 16}),
     ("pool", "direct", (1, 2, 5, 7, 3, 3, 2, 2, 1, 1, 1, 1, 2), (), {"threads": 32}),
     ("pool", "direct", (1, 5, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1), (), {"threads": 1}),  # global
     ("softmax", "rows", (3, 17), (), {"one_kernel": 0, "threads": 16}),
@@ -308,6 +310,7 @@ KERNELS = {  # (kind, template) -> __kernel functions at the default config
     ("dense", "cpu"): 1,
     ("dense", "gpu"): 2,  # partial sums, then their total
     ("pool", "direct"): 1,
+    ("pool", "cpu"): 1,
     ("softmax", "rows"): 1,
     ("softmax", "rows_gpu"): 1,  # a work-group per row, its parts in __local memory
 }

@@ -48,7 +48,7 @@ from .gemm_gpu import gemm_gpu_tiled
 from .gemm_mobile import gemm_adreno, gemm_block2x2, gemm_vec_dot
 from .generic import generic
 from .injective import schedule_injective
-from .pool import pool_direct, softmax_rows, softmax_rows_gpu
+from .pool import pool_cpu, pool_direct, softmax_rows, softmax_rows_gpu
 
 Template = Callable[..., Any]
 
@@ -75,7 +75,10 @@ TEMPLATES: dict[str, dict[str, Template]] = {
         "cpu": dense_cpu,  # vectors of partial sums along K
         "gpu": dense_gpu,  # split-K: coalesced partial sums, then their total
     },
-    "pool": {"direct": pool_direct},  # max / average / global average
+    "pool": {
+        "direct": pool_direct,  # max / average / global average; consecutive outputs per group
+        "cpu": pool_cpu,  # the same, a row of outputs per work-item by default
+    },
     "softmax": {
         "rows": softmax_rows,  # one work-item per row, or a work-group, or three kernels
         "rows_gpu": softmax_rows_gpu,  # the same, a work-group per row by default
@@ -193,6 +196,7 @@ __all__ = [
     "dense_cpu",
     "dense_gpu",
     "pool_direct",
+    "pool_cpu",
     "softmax_rows",
     "softmax_rows_gpu",
     "schedule_injective",

@@ -2,8 +2,11 @@
 
 ``pool_direct(cfg, shape, dtype, epilogue)`` takes a ``PoolShape`` (max, average, global
 average as a window the size of the input) and returns ``(schedule, [data, *epilogue inputs,
-output])``: one output element per loop step, the window unrolled, the output's axes fused and
-split over work-items (knobs ``threads``, ``per_item``, as ``schedule_injective``).
+output])``: one output element per loop step, the window unrolled (up to 16 elements). Knobs:
+``rows=0``: the output's axes fused and split over work-items, ``per_item`` consecutive outputs
+each (desktop GPU: consecutive work-items read consecutive inputs); ``rows=1``: each work-item
+a row of outputs in steps of ``per_item``, its index arithmetic per row (the CPU device's
+choice, ``pool_cpu``'s default); ``threads``: work-items per work-group.
 
 ``softmax_rows(cfg, shape, dtype, epilogue)`` takes a ``SoftmaxShape`` (rows x cols, softmax
 along each row) and returns ``(schedule, [data, *epilogue inputs, output])``.
@@ -30,27 +33,49 @@ from ..space import Config
 from .common import bind_1d, reduction_and_epilogue
 from .injective import THREADS, inline_injective, with_epilogue
 
+POOL_DEFAULTS = {"threads": 64, "per_item": 1, "rows": 0}
+POOL_CPU_DEFAULTS = {"threads": 1, "per_item": 1, "rows": 1}
+
 
 def pool_direct(
-    cfg: Config, shape: PoolShape, dtype: str = "float32", epilogue: Sequence[str] = ()
+    cfg: Config,
+    shape: PoolShape,
+    dtype: str = "float32",
+    epilogue: Sequence[str] = (),
+    defaults: dict[str, int] | None = None,
 ) -> tuple[Schedule, list[Tensor]]:
+    defaults = defaults or POOL_DEFAULTS
     data, out = declare(shape, dtype)
     s, O, args = with_epilogue(out, epilogue, [data])
-    threads = cfg.define_knob("threads", THREADS)
-    per_item = cfg.define_knob("per_item", (1, 2, 4))
+    threads = cfg.define_knob("threads", THREADS, defaults["threads"])
+    per_item = cfg.define_knob("per_item", (1, 2, 4), defaults["per_item"])
+    rows = cfg.define_knob("rows", (0, 1), defaults["rows"])
     limit = cfg.limits.max_work_group_size
     cfg.constrain(threads <= limit, f"work-group over the device's {limit} work-items")
 
     comp, o = reduction_and_epilogue(s, O)
-    f = s[o].fuse(*s[o].op.axis)
-    fo, fi = s[o].split(f, per_item)
-    bind_1d(s, o, fo, threads)
-    s[o].unroll(fi)
-    s[comp].compute_at(s[o], fi)
+    axes = list(s[o].op.axis)
+    if rows:  # a work-item per output row: the index arithmetic once per row
+        f = s[o].fuse(*axes[:-1])
+        bind_1d(s, o, f, threads)
+        wo, wi = s[o].split(axes[-1], per_item)
+        inner = wi
+    else:  # consecutive outputs on consecutive work-items
+        f = s[o].fuse(*axes)
+        fo, inner = s[o].split(f, per_item)
+        bind_1d(s, o, fo, threads)
+    s[o].unroll(inner)
+    s[comp].compute_at(s[o], inner)
     for r in s[comp].op.reduce_axis:
         if shape.KH * shape.KW <= 16:
             s[comp].unroll(r)
     return s, args
+
+
+def pool_cpu(
+    cfg: Config, shape: PoolShape, dtype: str = "float32", epilogue: Sequence[str] = ()
+) -> tuple[Schedule, list[Tensor]]:
+    return pool_direct(cfg, shape, dtype, epilogue, POOL_CPU_DEFAULTS)
 
 
 ROWS_DEFAULTS = {"row_threads": 1, "one_kernel": 1, "threads": 64}
