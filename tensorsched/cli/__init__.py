@@ -258,11 +258,14 @@ def _restrict(items: Sequence[str] | None) -> dict[str, list]:
 
 def cmd_tune(args: argparse.Namespace) -> None:
     import_modules(args.imports)
-    tasks = _tasks(args)
-    restrict = _restrict(args.knob)
-    log = args.log or cache_path("tensorsched_tune.jsonl")
     cluster = Cluster(args.cluster) if args.cluster else None  # one for all the tasks
     try:
+        if cluster is not None and args.kind == "gemm" and not args.template:
+            # the default template suits the cluster's device, not this host's
+            args.template = "gpu_tiled" if cluster.is_gpu(args.device) else "cpu"
+        tasks = _tasks(args)
+        restrict = _restrict(args.knob)
+        log = args.log or cache_path("tensorsched_tune.jsonl")
         rows = _tune_tasks(args, tasks, restrict, log, cluster)
     finally:
         if cluster is not None:

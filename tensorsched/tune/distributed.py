@@ -29,7 +29,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import TensorschedError
-from ..runtime.device import CHECKING_PLATFORMS, Device, DeviceLimits, all_devices, find_device
+from ..runtime.device import (
+    CHECKING_PLATFORMS,
+    Device,
+    DeviceError,
+    DeviceLimits,
+    all_devices,
+    current_device,
+    find_device,
+)
 from .measure import Runner, import_modules, prebuild
 
 RESOURCE_PREFIX = "opencl:"
@@ -120,12 +128,22 @@ def _slots(resource: str) -> queue.Queue[str]:
         return _FREE[resource]
 
 
-def remote_limits(resource: str) -> DeviceLimits:
-    """On a worker: the limits of its device that ``resource`` stands for."""
+def remote_limits(resource: str) -> tuple[DeviceLimits, bool]:
+    """On a worker: the limits of its device that ``resource`` stands for, and whether it is a
+    GPU."""
     for pd, name in host_devices():
         if resource_name(name) == resource:
-            return DeviceLimits.of(_host_device(pd))
+            dev = _host_device(pd)
+            return DeviceLimits.of(dev), bool(dev.is_gpu)
     raise ClusterError(f"worker on {socket.gethostname()} holds no device {resource}")
+
+
+def local_device_name() -> str | None:
+    """This host's device name, if it has one (the device a cluster tunes for by default)."""
+    try:
+        return current_device().name
+    except (DeviceError, ImportError):
+        return None
 
 
 def remote_build(
@@ -236,6 +254,7 @@ class Cluster:
                 ) from None
         self.address = self.client.scheduler.address
         self._event = threading.Event()
+        self._gpu: dict[str, bool] = {}  # device resource -> whether it is a GPU
 
     def __enter__(self) -> Cluster:
         return self
@@ -267,11 +286,12 @@ class Cluster:
         """Worker threads in all (builds and measurements in flight at once)."""
         return sum(int(w.get("nthreads", 1)) for w in self.workers().values()) or 1
 
-    def target(self, device: str | None, local_name: str | None) -> tuple[str, DeviceLimits]:
+    def target(self, device: str | None) -> tuple[str, DeviceLimits]:
         """``(resource, limits)`` of the device to tune for: the one ``device`` names (part of
-        a name), else the only kind the cluster holds, else this host's device
-        (``local_name``) where the cluster holds it."""
+        a name), else the only kind the cluster holds, else this host's device where the
+        cluster holds it."""
         held = self._wait_for_devices()
+        local_name = None if device or len(held) == 1 else local_device_name()
         if device:
             want = resource_name(device)[len(RESOURCE_PREFIX) :].lower()
             hits = [r for r in held if want in r.lower()]
@@ -288,7 +308,13 @@ class Cluster:
             )
         res = hits[0]
         fut = self.client.submit(remote_limits, res, workers=held[res], pure=False)
-        return res, fut.result(timeout=HOLDER_WAIT_S)
+        limits, self._gpu[res] = fut.result(timeout=HOLDER_WAIT_S)
+        return res, limits
+
+    def is_gpu(self, device: str | None) -> bool:
+        """Whether the device ``target(device)`` picks is a GPU."""
+        res, _ = self.target(device)
+        return self._gpu[res]
 
     def _wait_for_devices(self) -> dict[str, list[str]]:
         t0 = time.time()

@@ -39,7 +39,7 @@ from tqdm import tqdm
 from ..errors import TensorschedError
 from ..ops.space import Config
 from ..ops.templates import template_module
-from ..runtime.device import DeviceError, DeviceLimits, current_device
+from ..runtime.device import DeviceLimits, current_device
 from .distributed import Cluster, ClusterError, cluster_of
 from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
 from .log import LogLock, LogWriter, Record, best_records, config_key, read_log
@@ -217,7 +217,7 @@ def tune(
     try:
         resource = ""
         if pool is not None:
-            resource, limits = pool.target(device, None if device else _local_device_name())
+            resource, limits = pool.target(device)
         else:
             limits = DeviceLimits.of(device)
             if not device:  # the workers use this process's device (set_device() included)
@@ -278,14 +278,6 @@ def tune(
         time.time() - t0,
         dict(search.stats),
     )
-
-
-def _local_device_name() -> str | None:
-    """This host's device name, if it has one (the default device to tune on a cluster)."""
-    try:
-        return current_device().name
-    except (DeviceError, ImportError):
-        return None
 
 
 def _check_options(
