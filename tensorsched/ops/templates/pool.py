@@ -90,6 +90,8 @@ def softmax_rows(
     defaults: dict[str, int] | None = None,
 ) -> tuple[Schedule, list[Tensor]]:
     defaults = defaults or ROWS_DEFAULTS
+    if shape.rows < defaults["threads"]:  # idle work-items would repeat a row's max and sum
+        defaults = {**defaults, "threads": 1}
     row_threads = cfg.define_knob("row_threads", (1, 32, 64, 128, 256), defaults["row_threads"])
     one_kernel = cfg.define_knob("one_kernel", (1, 0), defaults["one_kernel"])
     threads = cfg.define_knob("threads", THREADS, defaults["threads"])
