@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import socket
 import sys
@@ -44,9 +45,9 @@ def worker_specs(
             ) from None
         if not eq or not name:
             raise TensorschedError(f"--resources {pair!r}: write NAME=AMOUNT pairs")
-    host = socket.gethostname()
-    specs = [{"nthreads": nthreads, "resources": held, "name": f"{host}-devices"}]
-    specs += [{"nthreads": 1, "name": f"{host}-build-{i}"} for i in range(build_workers)]
+    me = f"{socket.gethostname()}-{os.getpid()}"  # worker names are unique in a cluster
+    specs = [{"nthreads": nthreads, "resources": held, "name": f"{me}-devices"}]
+    specs += [{"nthreads": 1, "name": f"{me}-build-{i}"} for i in range(build_workers)]
     return [{**spec, "env": WORKER_ENV} for spec in specs]
 
 
