@@ -96,7 +96,7 @@ def cluster():
 def test_import_and_a_plain_tune_never_import_dask(tmp_path):
     code = (
         "import sys, tune_templates\n"
-        "import tensorsched\n"
+        "import tensorsched, tensorsched.cli\n"
         "from tensorsched.tune import Task, tune\n"
         "assert not [m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')]\n"
         f"tune(Task('gemm', 'gemm_tiny', (16, 16, 16)), {str(tmp_path / 'p.jsonl')!r}, "
