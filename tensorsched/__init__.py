@@ -46,7 +46,7 @@ from .ir.intrin import (
 )
 from .ir.parser import parse_ir
 from .ir.te_text import parse_expr
-from .ir.tensor import compute, placeholder, reduce_axis, size_var, thread_axis, var
+from .ir.tensor import compute, placeholder, reduce_axis, scan, size_var, thread_axis, var
 from .ops.pad import pad
 from .runtime.build import build
 from .schedules.lower import lower
@@ -82,6 +82,7 @@ __all__ = [
     "min_value",
     "max_value",
     "comm_reducer",
+    "scan",
     "pad",
     "create_schedule",
     "lower",

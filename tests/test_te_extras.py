@@ -398,3 +398,50 @@ def test_multi_output_errors():
         s.cache_write(B0, "local")
     with pytest.raises(ts.ComputeError, match="has 2 output"):
         B0.op.output(2)
+
+
+def cumsum_scan(m, n):
+    """TVM's scan tutorial: a cumulative sum over the rows."""
+    X = ts.placeholder((m, n), name="X")
+    s_state = ts.placeholder((m, n))
+    s_init = ts.compute((1, n), lambda _, i: X[0, i])
+    s_update = ts.compute((m, n), lambda t, i: s_state[t - 1, i] + X[t, i])
+    return X, s_init, s_update, ts.scan(s_init, s_update, s_state, inputs=[X])
+
+
+@pytest.mark.parametrize("target", ["python", "opencl"])
+@pytest.mark.parametrize("threads", [False, True])
+def test_scan_cumulative_sum(target, threads):
+    X, s_init, s_update, s_scan = cumsum_scan(ts.var("m"), ts.var("n"))
+    s = ts.create_schedule(s_scan.op)
+    if threads:
+        for part in (s_init, s_update):
+            xo, xi = s[part].split(part.op.axis[1], factor=4)
+            s[part].bind(xo, ts.thread_axis("blockIdx.x"))
+            s[part].bind(xi, ts.thread_axis("threadIdx.x"))
+    text = plain(s, [X, s_scan])
+    assert "for (scan.idx, 1, m - 1) {" in text
+    assert "scan[(scan.idx - 1)*n + " in text
+    if target == "opencl":
+        pytest.importorskip("pyopencl")
+    mod = ts.build(s, [X, s_scan], target=target)
+    for mm, nn in ((1, 3), (5, 9)):
+        x = np.random.default_rng(nn).random((mm, nn), dtype=np.float32)
+        out = np.full((mm, nn), np.nan, "float32")
+        mod(x, out)
+        np.testing.assert_allclose(out, np.cumsum(x, axis=0), rtol=1e-5)
+
+
+def test_scan_errors():
+    X, s_init, s_update, s_scan = cumsum_scan(6, 4)
+    assert s_scan.op.scan_axis.dom.min == 1 and s_scan.shape == (6, 4)
+    s = ts.create_schedule(s_scan.op)
+    with pytest.raises(ts.ScheduleError, match="init or update of scan 'scan'"):
+        s[s_update].compute_inline()
+    s[s_update].split(s_update.op.axis[0], factor=2)
+    with pytest.raises(ts.ScheduleError, match="is the scan's step"):
+        ts.lower(s, [X, s_scan])
+    with pytest.raises(ts.ComputeError, match="must be a ts.placeholder"):
+        ts.scan(s_init, s_update, s_update)
+    with pytest.raises(ts.ComputeError, match="share their trailing dimensions"):
+        ts.scan(s_init, s_update, ts.placeholder((6, 5)))

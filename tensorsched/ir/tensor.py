@@ -258,6 +258,41 @@ class ComputeOp(Operation):
         return f"compute({self.name})"
 
 
+class ScanOp(ComputeOp):
+    """A recurrence over the first axis (TVM's ``te.scan``): rows ``[0, init_len)`` are
+    ``init``'s, and row ``t`` of the others is ``update``'s, which reads the rows before it
+    through ``state`` (a placeholder of the result's shape). ``scan_axis`` is the loop over
+    ``t``; ``init`` and ``update`` are stages of their own (split and bind them), computed into
+    the scan's buffer."""
+
+    def __init__(
+        self, name: str, init: Tensor, update: Tensor, state: Tensor, inputs: Sequence[Tensor]
+    ) -> None:
+        self.name, self.tag, self.attrs = name, "", {}
+        self.init, self.update, self.state = init, update, state
+        self.inputs = tuple(inputs)
+        self.axis, self.reduce_axis = (), ()
+        self.bodies = ()
+        self.body = E.IntImm(0)  # no expression of its own: lowered from init and update
+        self.shape = tuple(update.shape)
+        self.dtype = update.dtype
+        first, last = init.shape[0], update.shape[0]
+        self.scan_axis = IterVar(
+            E.Var(f"{name}.idx"),
+            Range(first, extent_of(E.as_expr(last) - E.as_expr(first))),
+            "data",
+        )
+        self._outs = [Tensor(self, self.shape, self.dtype, name)]
+        self._out = self._outs[0]
+
+    @property
+    def input_tensors(self) -> list[Tensor]:
+        return [self.init, self.update]
+
+    def __repr__(self) -> str:
+        return f"scan({self.name})"
+
+
 class Tensor:
     """The output of an operation; index it with ``T[i, j]`` or ``T[i][j]``."""
 
@@ -417,6 +452,41 @@ def compute(
     # several outputs: a list of tensors, as TVM returns (typed Tensor for the one-output
     # callers, which are nearly all)
     return [op.output(k) for k in range(len(bodies))]  # type: ignore[return-value]
+
+
+def scan(
+    init: Tensor,
+    update: Tensor,
+    state_placeholder: Tensor,
+    inputs: Sequence[Tensor] | None = None,
+    name: str = "scan",
+) -> Tensor:
+    """A recurrence along the first axis (TVM's ``te.scan``): the result has
+    ``update``'s shape; its first ``init.shape[0]`` rows are ``init``, and each later row
+    ``t`` is ``update`` at ``t``, which reads earlier rows through ``state_placeholder``
+    (``state[t - 1, i]``). Each work-item must read only rows of elements it computed itself
+    (bind ``init`` and ``update`` alike), as in TVM: rows are not synchronised across
+    work-groups. One state only."""
+    what = f"scan '{name}'"
+    if any(isinstance(x, (list, tuple)) for x in (init, update, state_placeholder)):
+        raise ComputeError(f"{what}: one state only (give tensors, not lists)")
+    if not all(isinstance(x, Tensor) for x in (init, update, state_placeholder)):
+        raise ComputeError(f"{what}: init, update and the state must be tensors")
+    if not isinstance(state_placeholder.op, PlaceholderOp):
+        raise ComputeError(f"{what}: the state must be a ts.placeholder of the result's shape")
+    for t in (init, update):
+        if not isinstance(t.op, ComputeOp) or isinstance(t.op, ScanOp) or t.op.num_outputs != 1:
+            raise ComputeError(f"{what}: '{t.name}' must be a ts.compute of one output")
+    sh = [tuple(map(str, t.shape)) for t in (init, update, state_placeholder)]
+    if not (sh[0][1:] == sh[1][1:] == sh[2][1:] and sh[1] == sh[2] and len(sh[0]) >= 1):
+        raise ComputeError(
+            f"{what}: init {init.shape}, update {update.shape} and state "
+            f"{state_placeholder.shape} must share their trailing dimensions, and update "
+            "the state's shape"
+        )
+    if not init.dtype == update.dtype == state_placeholder.dtype:
+        raise ComputeError(f"{what}: init, update and the state must have one dtype")
+    return ScanOp(name, init, update, state_placeholder, inputs or ()).output(0)
 
 
 def _check_outputs(name: str, bodies: Sequence[E.Expr]) -> None:

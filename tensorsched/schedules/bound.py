@@ -31,7 +31,7 @@ from ..ir.simplify import (
     extent_upper,
     simplify,
 )
-from ..ir.tensor import IterVar, PlaceholderOp, Tensor, tensors_read
+from ..ir.tensor import IterVar, PlaceholderOp, ScanOp, Tensor, tensors_read
 from ..ir.visitor import Mutator, Visitor, free_vars, substitute
 from .relations import pass_down, pass_up
 from .schedule import Schedule, Stage
@@ -71,6 +71,7 @@ class Bounds:
     placeholder_buffer: Mapping[PlaceholderOp, S.Buffer]
     bodies: Mapping[Stage, tuple[E.Expr, ...]]
     buffers: Mapping[Stage, tuple[S.Buffer, ...]]
+    state_of: Mapping[PlaceholderOp, Stage]  # a scan's state placeholder -> the scan
 
     def stage_of(self, tensor: Tensor) -> Stage | None:
         return self.schedule.stage_map.get(tensor.op)
@@ -81,6 +82,9 @@ class Bounds:
         if st is not None:
             return self.buffers[st][tensor.value_index], self.region[st]
         op = tensor.op
+        if op in self.state_of:  # a scan's earlier rows, read by its update
+            scan = self.state_of[op]  # type: ignore[index]  # op is a PlaceholderOp here
+            return self.buffers[scan][0], tuple((E.IntImm(0), d) for d in scan.op.shape)
         if not isinstance(op, PlaceholderOp) or op not in self.placeholder_buffer:
             raise LoweringError(f"tensor '{tensor.name}' is not produced by this schedule")
         return self.placeholder_buffer[op], tuple((E.IntImm(0), d) for d in op.shape)
@@ -94,7 +98,7 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
     placeholders = {}
     for t in [*args, *(t for st in inf.stages for t in inf.reads(st))]:
         op = t.op
-        if isinstance(op, PlaceholderOp) and op not in placeholders:
+        if isinstance(op, PlaceholderOp) and op not in placeholders and op not in inf.state_of:
             placeholders[op] = S.Buffer(op.name, op.dtype, op.shape, image=op in sched.image_inputs)
     frozen = MappingProxyType
     return Bounds(
@@ -109,6 +113,7 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
         frozen(placeholders),
         frozen(inf.bodies),
         frozen(inf.buffers),
+        frozen(inf.state_of),
     )
 
 
@@ -122,6 +127,7 @@ class _Inference:
         self.body: dict[Stage, E.Expr] = {}
         self.bodies: dict[Stage, tuple[E.Expr, ...]] = {}
         self.buffers: dict[Stage, tuple[S.Buffer, ...]] = {}
+        self.state_of: dict[PlaceholderOp, Stage] = {}
         self.region: dict[Stage, Region] = {}
         self.buffer: dict[Stage, S.Buffer] = {}
         self.ext: dict[Stage, dict[IterVar, Extent]] = {}
@@ -132,7 +138,11 @@ class _Inference:
         inline = _Inline(self)
         for st in order:
             self.bodies[st] = tuple(inline.visit(b) for b in st.op.bodies)
-            self.body[st] = self.bodies[st][0]
+            self.body[st] = self.bodies[st][0] if self.bodies[st] else st.op.body
+            if isinstance(st.op, ScanOp):
+                state = st.op.state.op
+                assert isinstance(state, PlaceholderOp)  # ts.scan checks it
+                self.state_of[state] = st
 
     def stage_of(self, tensor: Tensor) -> Stage | None:
         return self.sched.stage_map.get(tensor.op)
@@ -170,6 +180,10 @@ class _Inference:
             self.scope[st] = _infer_scope(st)
             if st.attach_type == "scope":
                 self.region[st] = tuple(_attached_region(self, st, readers[st]))
+            elif st.attach_type == "scan" and st.op is _scan_of(st).update.op:
+                # one row per iteration of the scan's loop
+                row: tuple[E.Expr, Extent] = (_scan_of(st).scan_axis.var, 1)
+                self.region[st] = (row, *((E.IntImm(0), d) for d in st.op.shape[1:]))
             else:
                 self.region[st] = tuple((E.IntImm(0), d) for d in st.op.shape)
             root_ext = {iv: e for iv, (_, e) in zip(st.op.axis, self.region[st])}
@@ -178,15 +192,27 @@ class _Inference:
             for iv in st.leaf_iter_vars:
                 hi = extent_upper(self.ext[st][iv])
                 self.var_ranges[iv.var] = (0, None if hi is None else hi - 1)
+            if st.attach_type == "scan":  # computed into the scan's buffer, rows as they are
+                assert st.attach_stage is not None  # the scan
+                self.strides[st] = self.strides[st.attach_stage]
+                self.buffers[st] = self.buffers[st.attach_stage]
+                self.buffer[st] = self.buffer[st.attach_stage]
+                continue
             scope = self.scope[st] if not st.is_output else "global"
             strides, shape = storage_layout(st, [e for _, e in self.region[st]])
             self.strides[st] = tuple(strides)
-            outs = [st.op.output(k) for k in range(len(st.op.bodies))]
+            outs = [st.op.output(k) for k in range(st.op.num_outputs)]
             if len(outs) == 1:
                 self.buffers[st] = (S.Buffer(st.name, st.op.dtype, shape, scope),)
             else:
                 self.buffers[st] = tuple(S.Buffer(t.name, t.dtype, shape, scope) for t in outs)
             self.buffer[st] = self.buffers[st][0]
+
+
+def _scan_of(st: Stage) -> ScanOp:
+    """The scan op whose init or update stage ``st`` is."""
+    assert st.attach_stage is not None and isinstance(st.attach_stage.op, ScanOp)
+    return st.attach_stage.op
 
 
 def root_values(bounds: Bounds | _Inference, st: Stage) -> dict[IterVar, E.Expr]:

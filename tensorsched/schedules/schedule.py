@@ -17,7 +17,16 @@ from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir.simplify import Extent, extent_of
 from ..ir.stmt import SCOPES
-from ..ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor, tensors_read
+from ..ir.tensor import (
+    ComputeOp,
+    IterVar,
+    Operation,
+    PlaceholderOp,
+    Range,
+    ScanOp,
+    Tensor,
+    tensors_read,
+)
 from ..ir.visitor import Mutator, substitute
 from ..passes.peel_tail import PEEL_PRAGMA
 from .relations import TAILS, Fuse, Singleton, Split, pass_down, pass_up
@@ -368,6 +377,7 @@ class Stage:
 
     def compute_at(self, parent: Stage, iv: IterVar) -> None:
         """Compute this stage inside the loop ``iv`` of stage ``parent``, just what it needs."""
+        self._check_not_scan_part("compute_at")
         if not isinstance(parent, Stage):
             raise self._error(
                 "compute_at", f"the first argument must be a stage (s[T]), got {parent!r}"
@@ -404,6 +414,7 @@ class Stage:
     def compute_inline(self) -> None:
         """Substitute this stage's expression into every consumer instead of storing it."""
         self._check_one_output("compute_inline")
+        self._check_not_scan_part("compute_inline")
         if self.is_output:
             raise self._error(
                 "compute_inline",
@@ -423,7 +434,17 @@ class Stage:
         self.attach_type, self.attach_stage, self.attach_ivar = "inline", None, None
 
     def compute_root(self) -> None:
+        self._check_not_scan_part("compute_root")
         self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
+
+    def _check_not_scan_part(self, primitive: str) -> None:
+        if self.attach_type == "scan":
+            assert self.attach_stage is not None  # the scan it belongs to
+            raise self._error(
+                primitive,
+                f"it is the init or update of scan '{self.attach_stage.name}', computed into "
+                "the scan's rows; split and bind its axes instead",
+            )
 
     def set_scope(self, scope: str) -> None:
         _check_scope(scope, "set_scope", self)
@@ -551,6 +572,11 @@ class Schedule:
                 self.placeholders.append(op)
         for op in self.outputs:
             self.stage_map[op].is_output = True
+        for st in self.stages:  # a scan's init and update are computed into the scan
+            if isinstance(st.op, ScanOp):
+                for part in (st.op.init, st.op.update):
+                    inner = self.stage_map[part.op]
+                    inner.attach_type, inner.attach_stage = "scan", st
 
     def __getitem__(self, t: Tensor | Operation | Stage) -> Stage:
         op = t.op if isinstance(t, Tensor) else t

@@ -14,7 +14,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.intrin import identity_value
 from ..ir.simplify import Extent, ext_equal, extent_expr, extent_of
-from ..ir.tensor import IterVar, Tensor, tensors_read
+from ..ir.tensor import IterVar, ScanOp, Tensor, tensors_read
 from ..ir.visitor import Mutator, substitute
 from .bound import (
     SCOPE_RANK,
@@ -94,6 +94,8 @@ class _Builder:
 def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
     """The statement computing stage ``st``; ``env`` maps thread tags bound around it to
     ``(var, extent)``."""
+    if isinstance(st.op, ScanOp):
+        return _build_scan(ctx, st, env)
     leaves = st.leaf_iter_vars
     root = root_values(ctx.bounds, st)
     ext = _outer_index_extents(st, ctx.ext[st], root)
@@ -101,7 +103,9 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
     region = ctx.region[st]
     vmap = {iv.var: root[iv] for iv in list(st.op.axis) + list(st.op.reduce_axis)}
     buf = ctx.buffer[st]
-    out_index = strided_index([values[iv] for iv in st.op.axis], ctx.strides[st])
+    # a scan's init or update writes the scan's buffer at its rows: absolute indices
+    at = root if st.attach_type == "scan" else values
+    out_index = strided_index([at[iv] for iv in st.op.axis], ctx.strides[st])
     body = ctx.body[st]
     flat = _Flatten(ctx)
 
@@ -250,6 +254,33 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         if not enclosing:  # the guard's work-item index, outside the kernel's loop
             stmt = S.ThreadExtent(var, tag, extent, stmt)
     return S.Produce(st.name, stmt)
+
+
+def _build_scan(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
+    """A scan: its init stage, then a loop over the scan axis computing the update stage's row
+    at each step (the update's first axis is that row; its other loops are its own)."""
+    op = st.op
+    assert isinstance(op, ScanOp)
+    init, update = ctx.stage_of(op.init), ctx.stage_of(op.update)
+    assert init is not None and update is not None  # the scan's parts are stages
+    row = update.op.axis[0]
+    if row not in update.leaf_iter_vars or bound_tag(update, row) is not None:
+        raise ScheduleError(
+            "split",
+            update,
+            f"axis '{row.var.name}' of scan '{st.name}''s update is the scan's step; leave it "
+            "as it is (split, fuse, reorder and bind the other axes)",
+            row,
+        )
+    t = op.scan_axis
+    step = S.For(
+        t.var,
+        extent_expr(t.domain.min),
+        extent_expr(t.domain.extent),
+        "serial",
+        build_stage(ctx, update, env),
+    )
+    return S.Produce(st.name, S.seq(build_stage(ctx, init, env), step))
 
 
 def _store_predicate(ctx: _Builder, st: Stage) -> list[E.Expr]:
