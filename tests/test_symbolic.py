@@ -225,3 +225,19 @@ def test_size_read_in_a_body(target, has_device):
     C = ts.compute((4,), lambda i: A[i] * k.astype("float32"), name="C")
     with pytest.raises(ts.LoweringError, match="size 'k'"):
         ts.lower(ts.create_schedule(C.op), [A, C])
+
+
+def test_domain_guard_below_a_symbolic_loop_end_is_dropped():
+    """``i < m`` inside ``for (i, 0, m)`` is known: a stage computed at its consumer's loop over
+    symbolic extents needs no domain guard there (TVM's simplifier drops it too)."""
+    n, m = ts.var("n"), ts.var("m")
+    A = ts.placeholder((m, n), name="A")
+    C = ts.compute((m, n), lambda i, j: A[i, j] * 2.0, name="C")
+    k = ts.reduce_axis((0, n), "k")
+    D = ts.compute((m,), lambda i: ts.sum(C[i, k], axis=k), name="D")
+    s = ts.create_schedule(D.op)
+    s[C].compute_at(s[D], D.op.axis[0])
+    text = str(ts.lower(s, [A, D]))
+    assert "if" not in text and "for (j, 0, n) {" in text
+    mod = ts.build(s, [A, D], target="python")
+    run(mod, [(3, 4), (3,)], ["float32"], 1, lambda a: 2 * a.sum(axis=1))

@@ -81,6 +81,8 @@ class Simplifier(Mutator):
 
     def __init__(self, ranges: Ranges | None = None) -> None:
         self.ranges: dict[E.Var, Bound] = dict(ranges or {})
+        # loop variable -> its loop's end (min + extent) where that is symbolic: v < end
+        self.ends: dict[E.Var, E.Expr] = {}
         self._memo: dict[
             int, tuple[E.Expr, Lin]
         ] = {}  # id(node) -> (node, Lin) under the current ranges
@@ -385,6 +387,8 @@ class Simplifier(Mutator):
         if dt.is_int(a.dtype) and dt.lanes(a.dtype) == 1:
             lo, hi = self.bound(self.lin(a).plus(self.lin(b), -1))
             decided = _decide(e.op, lo, hi)
+            if decided is None and e.op == "<" and self.ends:
+                decided = self._below_end(a, b)
             if decided is not None:
                 return E.TRUE if decided else E.FALSE
             if e.op == "<" and isinstance(b, E.IntImm):
@@ -394,6 +398,19 @@ class Simplifier(Mutator):
         if isinstance(a, E.FloatImm) and isinstance(b, E.FloatImm):
             return E.TRUE if _compare(e.op, a.value, b.value) else E.FALSE
         return e if a is e.a and b is e.b else E.Cmp(e.op, a, b)
+
+    def _below_end(self, a: E.Expr, b: E.Expr) -> bool | None:
+        """True when ``a < b`` follows from a loop variable of ``a`` staying below its loop's
+        symbolic end (``i < m`` inside ``for (i, 0, m)``), else None."""
+        d = self.lin(a).plus(self.lin(b), -1)
+        for v, k in d.terms.items():
+            if k == 1 and isinstance(v, E.Var) and v in self.ends:
+                # v <= end - 1, so d <= d - v + end - 1
+                rest = d.plus(Lin({v: 1}), -1).plus(self.lin(self.ends[v])).plus(Lin(const=-1))
+                hi = self.bound(rest)[1]
+                if hi is not None and hi < 0:
+                    return True
+        return None
 
     def _drop_remainder(self, a, c):
         """``q + r < c`` is ``q < c`` when ``q`` and ``c`` are multiples of some ``m`` and
@@ -501,6 +518,8 @@ class Simplifier(Mutator):
         elo, ehi = self.bound(ext)
         mlo, mhi = self.bound(mn)
         hi = None if mhi is None or ehi is None else mhi + ehi - 1
+        if hi is None and not isinstance(ext, E.IntImm):  # a symbolic end: v < min + extent
+            self.ends[f.var] = ext if getattr(mn, "value", None) == 0 else mn + ext
         body = self.with_range(f.var, lo, hi, lambda: self.visit(f.body))
         if mn is f.min and ext is f.extent and body is f.body:
             return f
