@@ -241,3 +241,12 @@ def test_domain_guard_below_a_symbolic_loop_end_is_dropped():
     assert "if" not in text and "for (j, 0, n) {" in text
     mod = ts.build(s, [A, D], target="python")
     run(mod, [(3, 4), (3,)], ["float32"], 1, lambda a: 2 * a.sum(axis=1))
+
+
+def test_a_size_among_the_arguments_is_bound_from_the_shapes():
+    n = ts.size_var("n")
+    s, args = vector_add(n, 32)
+    func = ts.lower(s, [*args, n])  # as TVM programs often list it
+    assert [b.name for b in func.args] == ["A", "B", "C"]
+    mod = ts.build(s, [*args, n], target="python")
+    run(mod, [(7,), (7,), (7,)], ["float32"] * 2, 1, lambda a, b: a + b)

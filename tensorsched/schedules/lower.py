@@ -28,7 +28,9 @@ def lower(
     """Lower schedule ``sch`` with arguments ``args`` (tensors, in call order) to loop IR.
 
     Returns a ``LoweredFunc``; ``print`` shows its body in TVM's style. ``simple_mode`` is
-    accepted for TVM compatibility: the printed form is always the simple one.
+    accepted for TVM compatibility: the printed form is always the simple one. A size
+    variable listed among ``args`` (``ts.lower(s, [A, B, n])``) is dropped: every size is
+    bound from the arrays' shapes when the function is called.
     """
     if not isinstance(sch, Schedule):
         raise LoweringError(f"lower: expected a schedule (ts.create_schedule), got {sch!r}")
@@ -36,7 +38,9 @@ def lower(
         raise LoweringError(
             f"lower: give the arguments as a list of tensors ([A, B, C]), got {args!r}"
         )
-    args = list(args)
+    # a size variable among the arguments (TVM's lower(s, [A, B, n])) is bound from the
+    # arrays' shapes at each call: it is not an argument of the function
+    args = [a for a in args if not (isinstance(a, Var) and a.size)]
     for a in args:
         if not isinstance(a, Tensor):
             raise LoweringError(f"lower: arguments must be tensors, got {a!r}")
