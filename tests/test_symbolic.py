@@ -100,7 +100,7 @@ def test_divisible_split_has_no_guard():
 def test_vector_add_any_size(target, has_device):
     n = ts.size_var("n")
     mod = build(*vector_add(n, 32), target, has_device)
-    for nn in (1, 5, 31, 32, 33, 100):  # 32 divides some, not others
+    for nn in (0, 1, 5, 31, 32, 33, 100):  # 32 divides some, not others; 0: nothing to do
         run(mod, [(nn,), (nn,), (nn,)], ["float32"] * 2, 1, lambda a, b: a + b, seed=nn)
 
 

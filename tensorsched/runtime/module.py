@@ -445,6 +445,8 @@ class OpenCLModule:
                 bufs[b] = a if isinstance(a, cl.Image) else _image(ctx, a)
             elif isinstance(a, cla.Array):
                 bufs[b] = self._device_array(a, b, copies)
+            elif getattr(a, "size", 1) == 0:  # a size of 0: nothing to copy in or out
+                bufs[b] = cl.Buffer(ctx, mf.READ_WRITE, 4)
             else:
                 host = np.ascontiguousarray(a)
                 bufs[b] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
