@@ -133,6 +133,21 @@ def test_same_configs_measured_and_logged_as_the_single_process_tuner(cluster, t
     assert all(r.host for r in a + b) and all(r.status == "ok" and r.device_ms for r in b)
 
 
+def test_a_device_no_worker_holds_is_refused_with_the_devices_listed(cluster, tmp_path):
+    from tensorsched.tune.distributed import ClusterError
+
+    with pytest.raises(
+        ClusterError, match="holds the devices opencl:.*no single match for device 'H200'"
+    ):
+        run(
+            Task("gemm", "gemm_tiny", SHAPE),
+            tmp_path / "none.jsonl",
+            device="H200",
+            cluster=cluster,
+        )
+    assert not (tmp_path / "none.jsonl").exists()
+
+
 def test_a_worker_killed_mid_run_loses_no_trial_and_logs_none_twice(cluster, tmp_path):
     log = tmp_path / "killed.jsonl"
     pids = cluster.client.run(os.getpid)
