@@ -250,3 +250,15 @@ def test_a_size_among_the_arguments_is_bound_from_the_shapes():
     assert [b.name for b in func.args] == ["A", "B", "C"]
     mod = ts.build(s, [*args, n], target="python")
     run(mod, [(7,), (7,), (7,)], ["float32"] * 2, 1, lambda a, b: a + b)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_int64_size(target, has_device):
+    n = ts.var("n", dtype="int64")
+    s, args = vector_add(n, 8)
+    assert "A: float32[int64 n]" in ts.lower(s, args).script()  # and it parses back
+    mod = build(s, args, target, has_device)
+    if target == "opencl":
+        assert "const long n" in mod.get_source()
+    for nn in (3, 17):
+        run(mod, [(nn,), (nn,), (nn,)], ["float32"] * 2, 1, lambda a, b: a + b)

@@ -354,6 +354,14 @@ class IRBuilder(Transformer):
     def dim_var(self, meta, children):
         return self._placeholder_var(children[0])
 
+    def typed_dim_var(self, meta, children):
+        dtype, name = children
+        if dtype.value not in ("int32", "int64"):
+            raise self.error(f"a size is int32 or int64, got '{dtype.value}'", dtype)
+        v = E.Var(name.value, dtype.value)
+        self.where[v] = self._pos(name)
+        return v
+
     def _int_imm(self, n, dtype, tok):
         if not dt.fits(n, dtype):
             hint = f"; write int64({n})" if dtype == "int32" else ""

@@ -84,6 +84,8 @@ class Printer:
         """A dimension of a buffer: an int, a size variable, or ``(expression)``."""
         if isinstance(d, int):
             return str(d)
+        if isinstance(d, E.Var) and d.dtype != "int32":
+            return f"{d.dtype} {self._expr(d)[0]}"  # int64 n: the size's type
         text, prec = self._expr(d)
         return text if prec == ATOM else f"({text})"
 

@@ -178,6 +178,9 @@ class Simplifier(Mutator):
         if isinstance(e, E.Select):
             out = self.visit_Select(e)
             return self._atom(out) if isinstance(out, E.Select) else self.lin(out)
+        if isinstance(e, E.Cast) and isinstance(e.value, E.IntImm):  # int64(7) of a size
+            out = self.visit_Cast(e)
+            return Lin(const=out.value) if isinstance(out, E.IntImm) else self._atom(out)
         return self._atom(
             self.generic_visit(e)
             if not isinstance(e, E.BinOp)
@@ -607,30 +610,38 @@ def extent_expr(e: Extent) -> E.Expr:
     return E.IntImm(e) if isinstance(e, int) else e
 
 
+def _pair(a: Extent, b: Extent) -> tuple[E.Expr, E.Expr]:
+    """Two extents as expressions of one integer type (an int takes the other's type)."""
+    return E.unify(a, b)
+
+
 def ext_mul(a: Extent, b: Extent) -> Extent:
     if isinstance(a, int) and isinstance(b, int):
         return a * b
-    return extent_of(E.as_expr(a) * E.as_expr(b))
+    x, y = _pair(a, b)
+    return extent_of(x * y)
 
 
 def ext_ceil_div(a: Extent, b: Extent) -> Extent:
     """``ceil(a / b)`` for ``a >= 0`` and ``b > 0``."""
     if isinstance(a, int) and isinstance(b, int):
         return -(-a // b)
-    return extent_of((E.as_expr(a) + (E.as_expr(b) - 1)) // E.as_expr(b))
+    x, y = _pair(a, b)
+    return extent_of((x + (y - 1)) // y)
 
 
 def ext_min(a: Extent, b: Extent) -> Extent:
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b)
-    return extent_of(E.BinOp("min", *E.unify(a, b)))
+    return extent_of(E.BinOp("min", *_pair(a, b)))
 
 
 def ext_equal(a: Extent, b: Extent) -> bool:
     """Whether ``a == b`` holds for every value of the size variables (provably)."""
     if isinstance(a, int) and isinstance(b, int):
         return a == b
-    return extent_of(E.as_expr(a) - E.as_expr(b)) == 0
+    x, y = _pair(a, b)
+    return extent_of(x - y) == 0
 
 
 def extent_upper(e: Extent) -> int | None:
