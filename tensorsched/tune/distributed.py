@@ -115,7 +115,7 @@ def device_resources(devices: Iterable[tuple[str, str]]) -> dict[str, float]:
 _LOCK = threading.Lock()
 _FREE: dict[str, queue.Queue[str]] = {}  # resource -> this process's idle devices (P:D)
 _TAKEN_OUT: set[str] = set()  # devices (P:D) of this process taken out of the pool
-_RUNNERS: dict[tuple, Runner] = {}
+_RUNNERS: dict[str, Runner] = {}  # device (P:D) -> its measuring process
 
 
 def _slots(resource: str) -> queue.Queue[str]:
@@ -183,10 +183,11 @@ def remote_measure(
     except queue.Empty:
         raise ClusterError(f"no idle device {resource} on {socket.gethostname()}") from None
     try:
-        key = (slot, timeout, modules)
-        runner = _RUNNERS.get(key)
-        if runner is None:
-            runner = _RUNNERS[key] = Runner(slot, timeout, task_dict, specs, limits, modules)
+        runner = _RUNNERS.get(slot)
+        if runner is None or (runner.timeout, runner.modules) != (timeout, modules):
+            if runner is not None:  # another tuning run's: one measuring process per device
+                runner.close()
+            runner = _RUNNERS[slot] = Runner(slot, timeout, task_dict, specs, limits, modules)
         res = runner.measure(task_dict, config, repeat, artifact, budget_ms)
     finally:
         if slot not in _TAKEN_OUT:
