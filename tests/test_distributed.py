@@ -22,7 +22,7 @@ import time
 import warnings
 
 import pytest
-import tune_templates  # noqa: F401  (registers gemm_tiny, gemm_slow)
+import tune_templates  # registers gemm_tiny, gemm_slow (0.4 s a measurement), gemm_planted_hang
 
 from tensorsched.tune import register_template
 from tensorsched.tune.log import config_key, read_log
@@ -35,7 +35,6 @@ SHAPE = (16, 16, 16)
 BAD_WORKER = os.environ.setdefault(
     "TS_TEST_BAD_WORKER", os.path.join(tempfile.gettempdir(), f"ts_bad_worker_{os.getpid()}")
 )
-os.environ.setdefault("TS_TEST_SLOW", "0.4")
 
 
 @register_template("gemm", "gemm_flaky")
@@ -51,7 +50,8 @@ def _plant_bad_device():
     def measure_one(task_dict, config, *args, **kwargs):
         if task_dict["template"] == "gemm_flaky":
             try:
-                bad = int(open(os.environ["TS_TEST_BAD_WORKER"]).read())
+                with open(os.environ["TS_TEST_BAD_WORKER"]) as f:
+                    bad = int(f.read())
             except (OSError, ValueError, KeyError):
                 bad = None
             if bad == os.getppid():
