@@ -100,6 +100,35 @@ def test_resnet18_on_the_device_matches_onnxruntime(device):
     assert len({id(layer.module) for layer in net.layers}) == 19  # same task, one program
 
 
+FP16_TOL = 1e-2  # half storage: ~5e-4 per rounding, a few dozen layers
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name", ["vgg16", "resnet18", "mobilenet_v1"])
+def test_fp16_storage_against_the_fp32_reference(device, name):
+    """fp16=True: weights and activations stored as half (vload_half / vstore_half), float
+    arithmetic; its error against the float64 reference, next to the float32 build's."""
+    g = NETS[name](image_size=32, classes=10)
+    x = np.random.default_rng(0).standard_normal(g.tensors["data"].shape).astype(np.float32)
+    logits = [n.inputs[0] for n in g.topo_nodes() if n.op == "softmax"][0]
+    g.output(logits)
+    ref = run_reference(g, x)
+    net = build(g, device=device, fp16=True)
+    prob, out_logits = net(x)
+    assert net.fp16 and prob.dtype == np.float32
+    assert all("vload_half" in layer.module.get_source() for layer in net.layers)
+    err, err_logits = rel_err(prob, ref[g.outputs[0]]), rel_err(out_logits, ref[logits])
+    print(f"{name} 32x32 fp16 storage on {device.name}: max relative error against float64 "
+          f"{err:.2e} (softmax), {err_logits:.2e} (logits); tolerance {FP16_TOL}")  # fmt: skip
+    assert err < FP16_TOL and err_logits < FP16_TOL
+    assert err_logits > 1e-5  # really rounded to half somewhere
+
+
+def test_fp16_needs_opencl():
+    with pytest.raises(TensorschedError, match="target='opencl'"):
+        build(resnet18(image_size=32), target="python", fp16=True)
+
+
 # ---- the command line
 
 

@@ -11,6 +11,13 @@ mobile GPUs), the input and output buffers are allocated host-visible
 (``CL_MEM_ALLOC_HOST_PTR``) and mapped, not copied. ``target="python"`` runs each layer in the
 exact Python backend on numpy arrays (slow; for small networks in tests).
 
+``fp16=True`` (OpenCL only) stores every tensor -- weights, activations, the input and the
+output buffers -- as half: the kernels read and write global memory with ``vload_half`` /
+``vstore_half`` and compute in float (the codegen's ``fp16="storage"``: no ``cl_khr_fp16``
+needed), so memory traffic halves and the accuracy is that of half storage (about 1e-3
+relative per rounding). ``net(x)`` still takes and returns float32 arrays. Each layer takes
+the config of its float32 task (the tuning logs hold float32 records).
+
 Each conv2d, grouped conv2d, dense and pooling node is built from its template (``tasks.py``)
 with the best config of the tuning ``log`` when given, else the config predicted from the
 logs of other shapes, else the template's defaults; layers of the same task (workload and
@@ -21,8 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -49,7 +56,7 @@ class Launch:
     name: str
     kernel: Any
     global_size: tuple[int, ...]
-    local_size: tuple[int, ...]
+    local_size: tuple[int, ...] | None  # None: the driver's choice
 
 
 @dataclass
@@ -65,9 +72,12 @@ class Layer:
     prepacked: int = 0  # kernels run once at build time
     buffers: dict[Any, Any] = field(default_factory=dict)  # held: the kernels' arguments
     config: dict[str, Any] | None = None  # the template's knobs (None: its defaults)
+    label: str | None = None  # the profile's kernel column when not the task's
 
     @property
     def kernel(self) -> str:
+        if self.label is not None:
+            return self.label
         if self.task is not None:
             return f"{self.task.kind}[{self.task.template}]"
         return self.node.op
@@ -108,11 +118,26 @@ def _cname(i: int, name: str) -> str:
 class Net:
     """A built network: ``net(x)`` returns the output array (a tuple for several outputs)."""
 
-    def __init__(self, graph: Graph, target: str, device: Device | None) -> None:
+    def __init__(
+        self, graph: Graph, target: str, device: Device | None, fp16: bool = False
+    ) -> None:
         self.graph, self.target, self.device = graph, target, device
+        self.fp16 = fp16  # tensors stored as half (see the module docstring)
         self.layers: list[Layer] = []
         self._bufs: dict[str, Any] = {}  # tensor name -> cl.Buffer (OpenCL)
         self.zero_copy = False
+
+    @property
+    def storage(self) -> np.dtype:
+        """The element type of the device buffers: float16 with ``fp16``, else float32."""
+        return np.dtype(np.float16 if self.fp16 else np.float32)
+
+    def buffer(self, tensor: str) -> Any:
+        """The device buffer holding ``tensor`` (OpenCL target): for layers built outside the
+        templates (``build``'s ``custom``)."""
+        if tensor not in self._bufs:
+            raise GraphError(f"network '{self.graph.name}' has no device buffer for '{tensor}'")
+        return self._bufs[tensor]
 
     # ---- information
 
@@ -177,6 +202,7 @@ class Net:
         assert self.device is not None
         q = self.device.queue
         for name, arr in feeds.items():
+            arr = arr.astype(self.storage, copy=False)
             if self.zero_copy:
                 mapped, _ = cl.enqueue_map_buffer(
                     q, self._bufs[name], cl.map_flags.WRITE_INVALIDATE_REGION, 0, arr.shape,
@@ -209,14 +235,14 @@ class Net:
             buf = self._bufs[name]
             if self.zero_copy:
                 mapped, _ = cl.enqueue_map_buffer(
-                    q, buf, cl.map_flags.READ, 0, shape, np.dtype(np.float32), is_blocking=True
+                    q, buf, cl.map_flags.READ, 0, shape, self.storage, is_blocking=True
                 )
-                outs.append(np.array(mapped))
+                outs.append(np.array(mapped, dtype=np.float32))
                 mapped.base.release(q)
             else:
-                host = np.empty(shape, np.float32)
+                host = np.empty(shape, self.storage)
                 cl.enqueue_copy(q, host, buf)
-                outs.append(host)
+                outs.append(host.astype(np.float32, copy=False))
         q.finish()
         return outs
 
@@ -263,20 +289,22 @@ def _allocate(net: Net, g: Graph, device: Device) -> None:
     net.zero_copy = bool(device.cl_device.host_unified_memory)
     plan = g.plan
     used = {t for n in g.nodes.values() for t in n.inputs}
+    half = 2 if net.fp16 else 1  # the plan's sizes are float32 bytes
     for name, value in g.constants.items():
         if name in used:
-            net._bufs[name] = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=value)
+            host_value = value.astype(net.storage)
+            net._bufs[name] = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host_value)
     host = mf.ALLOC_HOST_PTR if net.zero_copy else 0
     for name in g.inputs:
-        net._bufs[name] = cl.Buffer(ctx, mf.READ_ONLY | host, g.tensors[name].nbytes)
+        net._bufs[name] = cl.Buffer(ctx, mf.READ_ONLY | host, g.tensors[name].nbytes // half)
     for name in g.outputs:
         src = plan.alias.get(name, name)
         if src in g.inputs or src in g.constants:
             raise GraphError(f"network output '{name}' is an input or a constant; compute it")
         if src not in net._bufs:
-            net._bufs[src] = cl.Buffer(ctx, mf.READ_WRITE | host, g.tensors[src].nbytes)
+            net._bufs[src] = cl.Buffer(ctx, mf.READ_WRITE | host, g.tensors[src].nbytes // half)
         net._bufs[name] = net._bufs[src]
-    slots = [cl.Buffer(ctx, mf.READ_WRITE, max(size, 4)) for size in plan.sizes]
+    slots = [cl.Buffer(ctx, mf.READ_WRITE, max(size // half, 4)) for size in plan.sizes]
     for name, s in plan.slot.items():
         net._bufs.setdefault(name, slots[s])
     for alias, src in plan.alias.items():
@@ -325,16 +353,22 @@ def _compile(
     target: str,
     dev: Device | None,
     modules: dict[str, tuple[Any, dict[str, Any] | None]],
+    fp16: bool = False,
 ) -> tuple[Any, Task | None, dict[str, Any] | None]:
-    """``(module, task, config)`` of ``node``; layers of the same task share one module."""
+    """``(module, task, config)`` of ``node``; layers of the same task share one module.
+    With ``fp16`` the task is built with float16 tensors and the config of its float32 task."""
     task = node_task(g, node, gpu, records)
+    if task is not None and fp16:
+        config = task_config(task)
+        task = replace(task, dtype="float16")
+    else:
+        config = task_config(task) if task is not None else None
     if task is not None and task.key() in modules:
         return (*modules[task.key()][:1], task, modules[task.key()][1])
-    config = task_config(task) if task is not None else None
     if task is not None:
         s, args, _ = task.instantiate(config)
     else:
-        s, args = elementwise_kernel(g, node)
+        s, args = elementwise_kernel(g, node, "float16" if fp16 else "float32")
     func = lower(s, args, name=name)
     mod = (
         build_module(func, target=target, device=dev) if dev else build_module(func, target=target)
@@ -349,19 +383,30 @@ def build(
     target: str = "opencl",
     device: Device | str | None = None,
     log: str | None = None,
+    fp16: bool = False,
+    custom: Callable[[Net, Node], Layer | None] | None = None,
 ) -> Net:
     """Optimize ``graph`` (``passes.PIPELINE``) and compile it for ``target`` (``"opencl"`` or
     ``"python"``) on ``device`` (default: the device in use), with the configs of the tuning
-    ``log`` where it has them. Returns the ``Net``."""
+    ``log`` where it has them. Returns the ``Net``.
+
+    ``fp16=True`` stores weights and activations as half, computing in float (OpenCL only; see
+    the module docstring). ``custom(net, node)`` (OpenCL only) may build a node's layer itself:
+    it returns a ``Layer`` whose launches read and write ``net.buffer(tensor)``, or ``None`` to
+    leave the node to its template (the ACL-style baseline network uses it)."""
     if target not in TARGETS:
         raise GraphError(f"build: unknown target {target!r}; use one of {', '.join(TARGETS)}")
+    if target != "opencl" and (fp16 or custom is not None):
+        raise GraphError(
+            f"build: fp16 storage and custom layers need target='opencl', not {target!r}"
+        )
     g = graph if graph.plan is not None else optimize(graph)
     dev = resolve_device(device) if target == "opencl" else None
     gpu = bool(dev.is_gpu) if dev is not None else False
     records = read_log(log) if log else []
     if dev is not None:
         records = [r for r in records if r.device == f"{dev.platform_name} / {dev.name}"]
-    net = Net(g, target, dev)
+    net = Net(g, target, dev, bool(fp16))
     if dev is not None:
         _allocate(net, g, dev)
     ctx = apply_best(log, dev.name if dev else None) if log else contextlib.nullcontext()
@@ -370,8 +415,14 @@ def build(
         for i, node in enumerate(g.topo_nodes()):
             if node.op in VIEWS:
                 continue
+            own = custom(net, node) if custom is not None else None
+            if own is not None:
+                net.layers.append(own)
+                continue
             name = _cname(i, node.name)
-            mod, task, config = _compile(g, node, name, gpu, records, target, dev, modules)
+            mod, task, config = _compile(
+                g, node, name, gpu, records, target, dev, modules, bool(fp16)
+            )
             w = workload(g, node)
             flop = w.flop if w is not None else g.tensors[node.output].size
             layer = Layer(node, task, mod, flop, g.tensors[node.output].shape, config=config)

@@ -140,13 +140,14 @@ def task_config(task: Task) -> dict | None:
     return config if config is not None else predicted_config(task)
 
 
-def elementwise_kernel(g: Graph, node: Node) -> tuple[Schedule, list[Tensor]]:
+def elementwise_kernel(
+    g: Graph, node: Node, dtype: str = "float32"
+) -> tuple[Schedule, list[Tensor]]:
     """``(schedule, [*inputs, output])`` of a node without a template: add, relu, clip,
     scale_shift, batch_norm, concat and softmax (along any axis), each one flat kernel
-    (softmax: its max and sum reductions stay kernels of their own)."""
-    ins = [
-        placeholder(g.tensors[t].shape, "float32", name=f"in{i}") for i, t in enumerate(node.inputs)
-    ]
+    (softmax: its max and sum reductions stay kernels of their own). ``dtype``: of every
+    tensor (``"float16"``: half storage)."""
+    ins = [placeholder(g.tensors[t].shape, dtype, name=f"in{i}") for i, t in enumerate(node.inputs)]
     a = node.attrs
     out: Tensor
     if node.op == "add":
@@ -162,7 +163,7 @@ def elementwise_kernel(g: Graph, node: Node) -> tuple[Schedule, list[Tensor]]:
         out = compute(x.shape, lambda *i: x[i] * sc[i[1]] + sh[i[1]], name="scale_shift")
     elif node.op == "batch_norm":  # one left unfolded (passes.fold_batch_norm not run)
         x, gamma, beta, mean, var = ins
-        eps = const(float(a["epsilon"]), "float32")
+        eps = const(float(a["epsilon"]), dtype)
         out = compute(
             x.shape,
             lambda *i: (x[i] - mean[i[1]]) * (gamma[i[1]] / I.sqrt(var[i[1]] + eps)) + beta[i[1]],
