@@ -48,7 +48,9 @@ from .ir.parser import parse_ir
 from .ir.te_text import parse_expr
 from .ir.tensor import compute, placeholder, reduce_axis, scan, size_var, thread_axis, var
 from .ops.pad import pad
+from .runtime import nd, target  # ts.nd.array, ts.target.Target
 from .runtime.build import build
+from .runtime.tvm_api import cl, cpu, cuda, device, metal, opencl, rocm, vulkan
 from .schedules.lower import lower
 from .schedules.schedule import create_schedule
 
@@ -87,6 +89,16 @@ __all__ = [
     "create_schedule",
     "lower",
     "build",
+    "nd",
+    "target",
+    "device",
+    "cpu",
+    "opencl",
+    "cl",
+    "cuda",
+    "rocm",
+    "metal",
+    "vulkan",
     "parse_ir",
     "parse_expr",
     "tune",

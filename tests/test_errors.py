@@ -868,7 +868,7 @@ def test_lower_not_a_schedule():
 
 def test_build_unknown_target():
     A, B, C, s = gemm_s()
-    with raises(ts.TensorschedError, "unknown target 'cuda'", "opencl", "python"):
+    with raises(ts.TensorschedError, "target 'cuda' is not supported", "target='opencl'"):
         ts.build(s, [A, B, C], target="cuda")
 
 

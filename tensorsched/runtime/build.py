@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,13 +16,15 @@ from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
 from ..schedules.lower import lower
 from ..schedules.schedule import Schedule
-from .module import OpenCLModule, check_call_args
+from .module import OpenCLModule, Timing, check_call_args, timing_of_runs
+from .target import Target, resolve_target
+from .tvm_api import ModuleNames, Run, benchmark
 
-TARGETS = ("opencl", "python")
 
-
-class PythonModule:
+class PythonModule(ModuleNames):
     """A lowered function run by the Python backend (exact and slow: for tests and debugging)."""
+
+    type_key = "python"
 
     def __init__(self, func: LoweredFunc) -> None:
         self.func = func
@@ -44,19 +47,51 @@ class PythonModule:
                     .astype(a.dtype)
                 )
 
+    def time_evaluator(
+        self,
+        func_name: str,
+        dev: Any = None,
+        number: int = 10,
+        repeat: int = 1,
+        min_repeat_ms: float = 0.0,
+        **tvm_options: Any,
+    ) -> Callable[..., Timing]:
+        """TVM's ``time_evaluator``: wall-clock seconds of the Python backend a call."""
+        self.get_function(func_name)
+        self.check_device(dev)
+
+        def run(*arrays: Any) -> Timing:
+            self(*arrays)
+
+            def measure(n: int) -> Run:
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    self(*arrays)
+                took = (time.perf_counter() - t0) / n
+                return took, {self.func.name: took}, took
+
+            return timing_of_runs(benchmark(measure, number, repeat, min_repeat_ms, **tvm_options))
+
+        return run
+
 
 def build(
     sch: Schedule | LoweredFunc,
     args: Sequence[Tensor] | None = None,
-    target: str = "opencl",
+    target: str | Target | None = "opencl",
     name: str = "default_function",
+    target_host: str | Target | None = None,
     **options: Any,
 ) -> PythonModule | OpenCLModule:
     """Compile a schedule with its argument tensors, or a lowered function, for ``target``.
 
     ``target="opencl"`` gives an OpenCL module (see ``tensorsched.runtime``); ``"python"`` runs
-    the lowered IR in Python without any device.
+    the lowered IR in Python without any device. TVM's CPU targets (``"llvm"``, ``"c"``, or a
+    ``ts.target.Target`` of them) build for the CPU OpenCL device, with a ``TargetNote``;
+    ``"cuda"``, ``"rocm"``, ``"metal"`` and ``"vulkan"`` are a ``TargetError`` naming
+    ``"opencl"``. ``target_host`` is accepted for TVM's sake: the host code is Python here.
     """
+    backend, device = resolve_target(target)
     if isinstance(sch, LoweredFunc):
         func = sch
     elif isinstance(sch, Schedule):
@@ -65,8 +100,8 @@ def build(
         func = lower(sch, args, name=name)
     else:
         raise TensorschedError(f"build: expected a schedule or a lowered function, got {sch!r}")
-    if target == "python":
+    if backend == "python":
         return PythonModule(func)
-    if target == "opencl" or (isinstance(target, str) and target.startswith("opencl")):
-        return OpenCLModule(func, **options)
-    raise TensorschedError(f"build: unknown target {target!r}; use one of {', '.join(TARGETS)}")
+    if device is not None and "device" not in options:
+        options["device"] = device
+    return OpenCLModule(func, **options)

@@ -31,6 +31,8 @@ from ..ir import expr as E
 from ..ir.simplify import evaluate_extent
 from ..ir.stmt import Buffer, LoweredFunc
 from .device import Device, resolve_device
+from .nd import unwrap
+from .tvm_api import ModuleNames, Run, benchmark
 
 # pyopencl is imported inside the functions that use it, so that ``import tensorsched`` works
 # without an OpenCL driver (and skips pyopencl's ~0.17 s import) until a kernel runs.
@@ -242,6 +244,27 @@ class Timing:
     def mean(self) -> float:  # TVM's time_evaluator(...)(...).mean; ACL's reported figure
         return float(np.mean(self.device_times))
 
+    # TVM's BenchmarkResult: per-repeat device seconds and their statistics
+    @property
+    def results(self) -> list[float]:
+        return list(self.device_times)
+
+    @property
+    def median(self) -> float:
+        return self.device_median
+
+    @property
+    def min(self) -> float:
+        return float(np.min(self.device_times))
+
+    @property
+    def max(self) -> float:
+        return float(np.max(self.device_times))
+
+    @property
+    def std(self) -> float:
+        return float(np.std(self.device_times))
+
     def kernel_mean(self, name: str) -> float:
         """Mean device time of kernel ``name`` in one call (0.0 for a kernel that never ran)."""
         times = self.kernel_times.get(name, ())
@@ -315,8 +338,9 @@ class ModuleArtifact:
         return art
 
 
-class OpenCLModule:
-    """``mod(*arrays)`` runs the kernels; outputs land in the output arrays.
+class OpenCLModule(ModuleNames):
+    """``mod(*arrays)`` runs the kernels; outputs land in the output arrays (numpy arrays,
+    ``pyopencl.array.Array`` or ``ts.nd`` arrays).
 
     ``func`` is the lowered function, or for a module loaded with ``from_artifact`` the
     artifact (which has the function's ``name``, ``args`` and ``outputs``, not its body)."""
@@ -550,7 +574,12 @@ class OpenCLModule:
                 copy_to_host(q, a, buf)
         q.finish()
 
+    def _unwrap(self, arrays: Sequence[Array]) -> tuple[Array, ...]:
+        names = [b.name for b in self.func.args]
+        return tuple(unwrap(arrays, self.device, self.func.name, names))
+
     def __call__(self, *arrays: Array) -> None:
+        arrays = self._unwrap(arrays)
         sizes = check_call_args(self.func, arrays)
         bufs, copies = self._device_args(arrays, sizes)
         self._launch(bufs, sizes or None)
@@ -558,47 +587,85 @@ class OpenCLModule:
 
     def time_evaluator(
         self,
-        number: int = 1,
-        repeat: int = 5,
+        func_name: str | None = None,
+        dev: Any = None,
+        number: int | None = None,
+        repeat: int | None = None,
+        min_repeat_ms: float = 0.0,
         warmup: int = 1,
         budget_ms: float | None = None,
         min_repeat: int = 3,
+        **tvm_options: Any,
     ) -> Callable[..., Timing]:
         """A function of the same arrays returning a ``Timing`` of ``repeat`` measurements,
         each the mean of ``number`` runs, after ``warmup`` unmeasured runs.
 
-        With ``budget_ms``, repeating stops early once the measured runs took that long on the
+        TVM's form, ``time_evaluator(mod.entry_name, dev, number=10, repeat=1,
+        min_repeat_ms=0)``, measures as TVM does (``number`` defaults to 10, ``repeat`` to 1;
+        with ``min_repeat_ms`` a measurement too short is taken again with more runs); the
+        ``Timing`` has TVM's ``.mean``, ``.median``, ``.results`` ... in device seconds.
+
+        tensorsched's form (no name; ``number`` defaults to 1, ``repeat`` to 5): with
+        ``budget_ms``, repeating stops early once the measured runs took that long on the
         device in all, after at least ``min(min_repeat, repeat)`` measurements (slow kernels
-        need fewer repeats for a stable median). Pass device arrays (``pyopencl.array.Array``)
-        to time the kernels without host transfers; numpy arrays are copied in (and outputs
-        out) on every run, which the host times then include."""
+        need fewer repeats for a stable median). Pass device arrays (``pyopencl.array.Array``
+        or ``ts.nd`` arrays on the module's device) to time the kernels without host
+        transfers; numpy arrays are copied in (and outputs out) on every run, which the host
+        times then include."""
+        if func_name is not None:
+            self.get_function(func_name)
+            self.check_device(dev)
+
+            def run_tvm(*arrays: Array) -> Timing:
+                arrays = self._unwrap(arrays)
+                sizes = check_call_args(self.func, arrays)
+                for _ in range(warmup):
+                    self(*arrays)
+                measure = lambda n: self._measure(arrays, sizes, n)  # noqa: E731
+                tvm_repeat = 1 if repeat is None else repeat
+                runs = benchmark(measure, number or 10, tvm_repeat, min_repeat_ms, **tvm_options)
+                return timing_of_runs(runs)
+
+            return run_tvm
+        if tvm_options or min_repeat_ms:
+            raise TensorschedError(
+                "time_evaluator: min_repeat_ms and TVM's other options need TVM's form, "
+                "time_evaluator(mod.entry_name, dev, number=..., repeat=..., min_repeat_ms=...)"
+            )
+        number, repeat = number or 1, 5 if repeat is None else repeat
 
         def run(*arrays: Array) -> Timing:
+            arrays = self._unwrap(arrays)
             sizes = check_call_args(self.func, arrays)
             for _ in range(warmup):
                 self(*arrays)
-            runs: list[tuple[float, dict[str, float], float]] = []
+            runs: list[Run] = []
             least = min(min_repeat, repeat)
             for n in range(repeat):
                 spent = sum(r[0] for r in runs) * number * 1e3
                 if budget_ms is not None and n >= least and spent >= budget_ms:
                     break
-                d, per = 0.0, dict[str, float]()
-                t0 = time.perf_counter()
-                for _ in range(number):
-                    bufs, copies = self._device_args(arrays, sizes)
-                    events = self._launch(bufs, sizes or None)
-                    self._finish(copies)
-                    names = [k.name for k in self.source.kernels]
-                    total, kernels = event_times(list(zip(names, events)))
-                    d += total
-                    for k, v in kernels.items():
-                        per[k] = per.get(k, 0.0) + v
-                host = (time.perf_counter() - t0) / number
-                runs.append((d / number, {k: v / number for k, v in per.items()}, host))
+                runs.append(self._measure(arrays, sizes, number))
             return timing_of_runs(runs)
 
         return run
+
+    def _measure(self, arrays: Sequence[Array], sizes: Mapping[E.Var, int], number: int) -> Run:
+        """``number`` runs: mean device seconds a run (all kernels), per kernel, and mean
+        host seconds a run (transfers of numpy arrays included)."""
+        d, per = 0.0, dict[str, float]()
+        t0 = time.perf_counter()
+        for _ in range(number):
+            bufs, copies = self._device_args(arrays, sizes)
+            events = self._launch(bufs, sizes or None)
+            self._finish(copies)
+            names = [k.name for k in self.source.kernels]
+            total, kernels = event_times(list(zip(names, events)))
+            d += total
+            for k, v in kernels.items():
+                per[k] = per.get(k, 0.0) + v
+        host = (time.perf_counter() - t0) / number
+        return d / number, {k: v / number for k, v in per.items()}, host
 
 
 def copy_to_host(queue: Any, array: np.ndarray, buf: Any) -> None:
