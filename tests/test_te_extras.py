@@ -441,6 +441,9 @@ def test_scan_errors():
     s[s_update].split(s_update.op.axis[0], factor=2)
     with pytest.raises(ts.ScheduleError, match="is the scan's step"):
         ts.lower(s, [X, s_scan])
+    state = s_update.op.body.a.tensor  # s_state, read by the update
+    with pytest.raises(ts.LoweringError, match="is the state of scan 'scan'"):
+        ts.lower(ts.create_schedule(s_scan.op), [X, state, s_scan])
     with pytest.raises(ts.ComputeError, match="must be a ts.placeholder"):
         ts.scan(s_init, s_update, s_update)
     with pytest.raises(ts.ComputeError, match="share their trailing dimensions"):

@@ -48,6 +48,12 @@ def lower(
         raise LoweringError("lower: a tensor is listed twice in the arguments")
     stmt, ctx = schedule_to_stmt(sch, args)
     for a in args:
+        scan = next((st for op, st in ctx.state_of.items() if op is a.op), None)
+        if scan is not None:
+            raise LoweringError(
+                f"lower: '{a.name}' is the state of scan '{scan.name}' (its "
+                "earlier rows), not an array of its own; pass the scan's result instead"
+            )
         st = ctx.stage_of(a)
         if st is not None and st.attach_type == "inline":
             raise LoweringError(
