@@ -171,7 +171,8 @@ def test_cpu_target_without_a_cpu_device(monkeypatch, device):
 @pytest.mark.opencl
 @pytest.mark.parametrize("target", ["opencl", "llvm", "c", "llvm -mcpu=native"])
 @pytest.mark.parametrize("n", [100, 256])
-def test_opencl_module_with_nd_arrays(device, target, n, rng):
+def test_opencl_module_with_nd_arrays(device, target, n, rng, monkeypatch):
+    monkeypatch.setattr(ts.target, "_NOTED", set())  # the note is given once a process
     s, args = vadd()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -181,6 +182,10 @@ def test_opencl_module_with_nd_arrays(device, target, n, rng):
     if notes:
         assert "built for the CPU OpenCL device" in str(notes[0].message)
         assert f.device is tvm_api.cpu_opencl_device()
+        with warnings.catch_warnings(record=True) as again:
+            warnings.simplefilter("always")
+            ts.build(s, args, target=target, name="myadd")
+        assert not again
     assert f.entry_name == "myadd" and "__kernel" in f.imported_modules[0].get_source()
     devs = [ts.cpu(0)] + ([ts.opencl(0)] if f.device is device else [])
     for dev in devs:

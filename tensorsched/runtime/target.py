@@ -47,9 +47,13 @@ class Target:
         return f"Target({self.text!r})"
 
 
+# the (target, device) pairs already noted: the note is given once a process
+_NOTED: set[tuple[str, str]] = set()
+
+
 def resolve_target(target: str | Target | None) -> tuple[str, Device | None]:
     """``(backend, device)`` for a TVM target: ``("opencl", None)`` for the device in use,
-    ``("opencl", cpu device)`` for a CPU target (with a ``TargetNote``), ``("python", None)``;
+    ``("opencl", cpu device)`` for a CPU target (with a ``TargetNote``, once a process), ``("python", None)``;
     a ``TargetError`` naming ``"opencl"`` for another API's target or an unknown one."""
     text = "opencl" if target is None else str(target).strip()
     kind = text.split()[0] if text else ""
@@ -57,6 +61,9 @@ def resolve_target(target: str | Target | None) -> tuple[str, Device | None]:
         return ("python" if kind == "python" else "opencl"), None
     if kind in CPU_TARGETS:
         dev = cpu_opencl_device()
+        if (text, dev.name) in _NOTED:
+            return "opencl", dev
+        _NOTED.add((text, dev.name))
         warnings.warn(
             f"target '{text}': tensorsched writes OpenCL C only, so this module is built for "
             f"the CPU OpenCL device '{dev.name}' (silence this note with "
