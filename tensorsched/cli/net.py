@@ -4,10 +4,13 @@ MODEL is ``vgg16``, ``resnet18``, ``mobilenet_v1`` (built in, seeded random weig
 path of an ``.onnx`` file. ``run`` builds the network on the device (configs from ``--log``
 where given, else predicted) and runs it on ``--input`` (a ``.npy``) or on a seeded random
 image, printing the top classes, and with ``--check`` the largest relative error against
-numpy; ``--profile`` prints the per-layer table. ``tune`` extracts the distinct conv /
-depthwise / dense workloads and tunes each with the tuner's budget into one JSON-lines log.
-``bench`` times end-to-end batch-1 inference (median of ``--repeat``), side by side with
-onnxruntime on the CPU where it is installed.
+numpy; ``--profile`` prints the per-layer table; ``--fp16`` stores weights and activations
+as half. ``tune`` extracts the distinct conv / depthwise / dense workloads and tunes each with
+the tuner's budget into one JSON-lines log. ``bench`` times end-to-end batch-1 inference
+(median of ``--repeat``), side by side on the same weights and input: tensorsched (and with
+``--fp16`` its half-storage build), the ACL-style network with ``--acl DIR`` (its GEMMs tuned
+into DIR first, resumable), onnxruntime on the CPU where it is installed, and torch eager
+(cuDNN, fp32, TF32 off) where torch can use a CUDA GPU.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import argparse
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..baselines.acl_net import acl_search_lists, build_acl_net, tune_acl_net
+from ..baselines.torch_net import TorchNet, torch_device
 from ..errors import TensorschedError
 from ..frontend.onnx import from_onnx, to_onnx
 from ..graph.executor import Net, build
@@ -100,13 +106,14 @@ def _run(args: argparse.Namespace) -> None:
     g = load_model(args.model, args.image_size)
     x = _image(g, args.input, args.seed)
     t0 = time.perf_counter()
-    net = build(g, target=args.target, device=args.device, log=args.log)
+    net = build(g, target=args.target, device=args.device, log=args.log, fp16=args.fp16)
     built = time.perf_counter() - t0
     out = net(x)
     out = out[0] if isinstance(out, tuple) else out
     where = net.device.name if net.device is not None else "python"
+    half = ", fp16 storage" if args.fp16 else ""
     print(f"{g.name}: {len(net.layers)} layers, {net.kernels_per_run} kernels, built in "
-          f"{built:.1f} s on {where}")  # fmt: skip
+          f"{built:.1f} s on {where}{half}")  # fmt: skip
     flat = out.reshape(-1)
     top = np.argsort(flat)[::-1][:5]
     print("top classes: " + ", ".join(f"{i} ({flat[i]:.4f})" for i in top))
@@ -160,39 +167,111 @@ def _tune(args: argparse.Namespace) -> None:
     print(f"log: {os.path.abspath(args.log)}")
 
 
-def bench_rows(
-    g: Graph, device: str | None, log: str | None, repeat: int, ort: bool = True
-) -> list[list[str]]:
-    """``[engine, device, median ms, relative error]`` rows of one network: tensorsched on the
-    OpenCL device (wall clock and the kernels' device time), onnxruntime on the CPU."""
+@dataclass
+class BenchRow:
+    """One engine's end-to-end result on one network."""
+
+    network: str
+    engine: str
+    device: str
+    ms: float  # wall-clock median of a whole call: input in, output back
+    device_ms: float | None  # the kernels' device time (tensorsched's engines)
+    error: float  # max relative error against the float64 numpy reference
+    built_s: float  # build (and for the ACL-style network, tuning) seconds
+
+
+def bench_network(
+    g: Graph,
+    device: str | None = None,
+    log: str | None = None,
+    repeat: int = 20,
+    ort: bool = True,
+    fp16: bool = False,
+    acl: str | None = None,
+    acl_configs: int | None = None,
+    acl_lists: str | None = None,
+    torch: bool = True,
+    progress: bool = False,
+) -> tuple[list[BenchRow], Any]:
+    """Every engine on ``g``, same weights, same seeded input: tensorsched on the OpenCL
+    device (with ``fp16`` its half-storage build too), the ACL-style network (``acl``: the
+    folder of its tuning results, tuned there first where shapes are missing; ``acl_configs``
+    / ``acl_lists`` cut its search lists), onnxruntime on the CPU (``ort``, when installed)
+    and torch eager on a CUDA GPU (``torch``, when there is one). Returns the rows and the
+    tensorsched network's per-layer ``Profile``."""
     x = _image(g, None)
     ref = run_reference(g, x)[g.outputs[0]]
+    rows: list[BenchRow] = []
+
+    def timed(engine: str, net: Net, built: float) -> Any:
+        out = net(x)
+        ms = latency_ms(lambda: net(x), repeat)
+        prof = net.profile(x, repeat=max(3, repeat // 2))
+        assert net.device is not None
+        rows.append(BenchRow(g.name, engine, net.device.name, ms, prof.total_ms,
+                             max_rel_error(out, ref), built))  # fmt: skip
+        return prof
+
+    t0 = time.perf_counter()
     net: Net = build(g, device=device, log=log)
-    out = net(x)
-    ms = latency_ms(lambda: net(x), repeat)
-    dev_ms = net.profile(x, repeat=max(3, repeat // 2)).total_ms
-    assert net.device is not None
-    rows = [[g.name, "tensorsched", net.device.name, f"{ms:.2f}", f"{dev_ms:.2f}",
-             f"{max_rel_error(out, ref):.1e}"]]  # fmt: skip
+    profile = timed("tensorsched", net, time.perf_counter() - t0)
+    del net
+    if fp16:
+        t0 = time.perf_counter()
+        half = build(g, device=device, log=log, fp16=True)
+        timed("tensorsched fp16", half, time.perf_counter() - t0)
+        del half
+    if acl is not None:
+        t0 = time.perf_counter()
+        lists = acl_search_lists(acl_lists) if acl_lists else None
+        res = tune_acl_net(g, acl, device, acl_configs, lists, progress=progress)
+        timed("ACL-style", build_acl_net(g, res, device, log), time.perf_counter() - t0)
     sess = onnxruntime_session(g) if ort else None
     if sess is not None:
         feed = {g.inputs[0]: x}
         o = sess.run(None, feed)[0]
         ort_ms = latency_ms(lambda: sess.run(None, feed), repeat)
-        rows.append([g.name, "onnxruntime", "CPU", f"{ort_ms:.2f}", "-",
-                     f"{max_rel_error(o, ref):.1e}"])  # fmt: skip
-    return rows
+        rows.append(BenchRow(g.name, "onnxruntime", "CPU", ort_ms, None,
+                             max_rel_error(o, ref), 0.0))  # fmt: skip
+    where = torch_device("cuda") if torch else None
+    if where is not None:
+        t0 = time.perf_counter()
+        model = TorchNet(g, where)
+        o = model(x)
+        built = time.perf_counter() - t0
+        torch_ms = latency_ms(lambda: model(x), repeat)
+        name = model.torch.cuda.get_device_name()
+        rows.append(BenchRow(g.name, "torch eager (cuDNN)", name, torch_ms, None,
+                             max_rel_error(o, ref), built))  # fmt: skip
+    return rows, profile
 
 
-BENCH_HEAD = ["network", "engine", "device", "median ms", "device ms", "max rel err"]
+BENCH_HEAD = ["network", "engine", "device", "median ms", "device ms", "max rel err",
+              "tensorsched speed-up"]  # fmt: skip
+
+
+def bench_table(rows: list[BenchRow]) -> list[list[str]]:
+    """``BENCH_HEAD`` rows; the speed-up is the engine's time over tensorsched's (fp32)."""
+    ts_ms = {r.network: r.ms for r in rows if r.engine == "tensorsched"}
+    out = []
+    for r in rows:
+        dev = f"{r.device_ms:.2f}" if r.device_ms is not None else "-"
+        base = ts_ms.get(r.network)
+        speed = f"{r.ms / base:.2f}x" if base and r.engine != "tensorsched" else "-"
+        out.append([r.network, r.engine, r.device, f"{r.ms:.2f}", dev, f"{r.error:.1e}", speed])
+    return out
 
 
 def _bench(args: argparse.Namespace) -> None:
     g = load_model(args.model, args.image_size)
-    rows = bench_rows(g, args.device, args.log, args.repeat, not args.no_onnxruntime)
-    print_table(BENCH_HEAD, rows, "<<<>>>")
+    rows, _ = bench_network(
+        g, args.device, args.log, args.repeat, not args.no_onnxruntime, args.fp16, args.acl,
+        args.acl_configs, args.acl_lists, not args.no_torch,
+    )  # fmt: skip
+    table = bench_table(rows)
+    print_table(BENCH_HEAD, table, "<<<>>>>")
     if args.plot:
-        plot_latency(rows, args.plot)
+        plot_latency(table, args.plot)
 
 
 def plot_latency(rows: list[list[str]], path: str) -> None:
@@ -251,7 +330,29 @@ def add_net_parser(sub: Any) -> None:
     p.add_argument("--profile", action="store_true", help="run: the per-layer table")
     p.add_argument("--repeat", type=_positive, default=20, help="timed runs (bench, profile)")
     p.add_argument("--seed", type=int, default=0, help="the random input's seed")
+    p.add_argument(
+        "--fp16",
+        action="store_true",
+        help="run: store weights and activations as half; bench: add that build",
+    )
     p.add_argument("--no-onnxruntime", action="store_true", help="bench: leave it out")
+    p.add_argument("--no-torch", action="store_true", help="bench: leave torch (CUDA) out")
+    p.add_argument(
+        "--acl",
+        metavar="DIR",
+        help="bench: add the ACL-style network, its GEMMs tuned into DIR (resumable)",
+    )
+    p.add_argument(
+        "--acl-configs",
+        type=_positive,
+        metavar="N",
+        help="bench --acl: the first N configs of each strategy's search list",
+    )
+    p.add_argument(
+        "--acl-lists",
+        metavar="DIR",
+        help="bench --acl: search lists saved by an earlier ACL-style tuning in DIR",
+    )
     p.add_argument("--plot", help="bench: write a PNG bar chart (needs matplotlib)")
     p.add_argument("--trials", type=_positive, help="tune: candidates per task")
     p.add_argument("--time", type=_duration, help="tune: time per task (90s, 2m)")
@@ -272,3 +373,5 @@ def _check_args(args: argparse.Namespace) -> None:
         raise TensorschedError("net tune needs --log FILE (the JSON-lines log to write)")
     if args.action == "export" and not args.out:
         raise TensorschedError("net export needs --out FILE.onnx")
+    if (args.acl_configs or args.acl_lists) and not args.acl:
+        raise TensorschedError("--acl-configs and --acl-lists go with --acl DIR")
