@@ -1,33 +1,39 @@
-"""End-to-end batch-1 inference of whole networks: tensorsched on an OpenCL device against
-onnxruntime on the CPU, side by side in one run, same weights, same input.
+"""End-to-end batch-1 inference of whole networks, every engine side by side in one run, same
+weights, same input: tensorsched on an OpenCL device (fp32, and with ``--fp16`` its half-storage
+build), the ACL-style network (every conv as im2col + the tuned ACL-style GEMM, depthwise as a
+plain direct kernel, as seed 003 compares), onnxruntime on the CPU, and torch eager (cuDNN, fp32,
+TF32 off) where torch can use a CUDA GPU.
 
 For each network (VGG-16, ResNet-18, MobileNet-v1 at 224x224, seeded random weights; or
-``--models`` names and .onnx paths) the network is built once (configs from ``--log`` where
-given, else predicted from the shipped logs, else the templates' defaults), checked against
-the float64 numpy reference, then timed: the wall-clock median of ``--repeat`` calls (input
-copied in, output read back) and the sum of the kernels' device times (profiling events,
-median per layer). onnxruntime runs the network written out as ONNX. The table gives the
-speed-up of tensorsched over onnxruntime; ``--profile`` adds the per-layer table of the
-slowest network.
+``--models`` names and .onnx paths) each engine is built once (tensorsched's configs from
+``--log`` where given, else predicted from the shipped logs, else the templates' defaults; the
+ACL-style GEMMs tuned by ACL's tuner into ``--acl-dir``, resumable), checked against the float64
+numpy reference (max |out - ref| / max |ref|: the fp16 row is half storage's accuracy), then
+timed: the wall-clock median of ``--repeat`` calls (input copied in, output read back) and, for
+tensorsched's engines, the sum of the kernels' device times (profiling events, median per
+layer). The summary gives tensorsched's speed-up over each engine (> 1: tensorsched faster);
+``--profile`` adds the per-layer table of the slowest network.
 
-    python benchmarks/networks.py [--device P:D] [--log tuned.jsonl] [--repeat 20]
+    python benchmarks/networks.py [--device P:D] [--log tuned.jsonl] [--repeat 50] [--fp16]
+        [--acl-dir DIR] [--acl-configs N | --acl-lists DIR] [--no-acl]
         [--models vgg16,resnet18,mobilenet_v1] [--image-size 224] [--profile]
+
+ACL-style tuning cost: every config of the shipped search lists (92) on every distinct conv GEMM
+shape of the networks (35 over the three); ``--acl-configs N`` takes the first N of each list,
+``--acl-lists DIR`` the search lists an earlier tuning saved (e.g. benchmarks/gpu/logs/acl, the
+H200's winners on four large GEMMs).
 """
 
 import argparse
 import datetime
-import time
+import tempfile
 
-import numpy as np
-
-from tensorsched.cli.net import (
-    latency_ms,
-    load_model,
-    max_rel_error,
-    onnxruntime_session,
-)
-from tensorsched.graph import build, run_reference
+from tensorsched.cli.net import BENCH_HEAD, bench_network, bench_table, load_model
 from tensorsched.runtime.table import print_table
+
+# engine -> its short name in the summary
+ENGINES = {"tensorsched fp16": "fp16", "ACL-style": "ACL", "onnxruntime": "ort",
+           "torch eager (cuDNN)": "torch"}  # fmt: skip
 
 
 def main() -> None:
@@ -37,43 +43,49 @@ def main() -> None:
     p.add_argument("--log", help="a tuning log (tensorsched net tune MODEL --log FILE)")
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--image-size", type=int, help="built-in networks' image side (224)")
+    p.add_argument("--fp16", action="store_true", help="add tensorsched's fp16-storage build")
+    p.add_argument("--acl-dir", help="ACL-style tuning results (default: a fresh temp folder)")
+    p.add_argument("--acl-configs", type=int, help="first N configs of each ACL search list")
+    p.add_argument("--acl-lists", help="ACL search lists saved by an earlier tuning (folder)")
+    p.add_argument("--no-acl", action="store_true", help="leave the ACL-style network out")
+    p.add_argument("--no-torch", action="store_true", help="leave torch (CUDA) out")
     p.add_argument("--profile", action="store_true", help="per-layer table of the slowest")
     args = p.parse_args()
 
-    rows, slowest = [], None
-    device_name = "?"
+    acl_dir = None if args.no_acl else (args.acl_dir or tempfile.mkdtemp(prefix="acl_net_"))
+    rows, summary, slowest = [], [], None
     for model in args.models.split(","):
         g = load_model(model, args.image_size)
-        x = np.random.default_rng(0).standard_normal(g.tensors[g.inputs[0]].shape)
-        x = x.astype(np.float32)
-        ref = run_reference(g, x)[g.outputs[0]]
-        t0 = time.perf_counter()
-        net = build(g, device=args.device, log=args.log)
-        built = time.perf_counter() - t0
-        out = net(x)
-        err = max_rel_error(out, ref)
-        ms = latency_ms(lambda: net(x), args.repeat)
-        prof = net.profile(x, repeat=max(3, args.repeat // 2))
-        device_name = net.device.name if net.device is not None else "?"
-        sess = onnxruntime_session(g)
-        ort_ms, ort_err = float("nan"), float("nan")
-        if sess is not None:
-            feed = {g.inputs[0]: x}
-            ort_err = max_rel_error(sess.run(None, feed)[0], ref)
-            ort_ms = latency_ms(lambda: sess.run(None, feed), args.repeat)
-        rows.append([
-            g.name, f"{built:.1f}", net.kernels_per_run, f"{ms:.2f}", f"{prof.total_ms:.2f}",
-            f"{ort_ms:.2f}", f"{ort_ms / ms:.2f}x", f"{err:.1e}", f"{ort_err:.1e}",
-        ])  # fmt: skip
-        if slowest is None or ms > slowest[0]:
-            slowest = (ms, g.name, prof)
+        found, prof = bench_network(
+            g, args.device, args.log, args.repeat, True, args.fp16, acl_dir, args.acl_configs,
+            args.acl_lists, not args.no_torch, progress=False,
+        )  # fmt: skip
+        rows += found
+        ts = next(r for r in found if r.engine == "tensorsched")
+        by = {r.engine: r for r in found}
+        line = [g.name, f"{ts.built_s:.1f}", f"{ts.ms:.2f}", f"{ts.device_ms:.2f}"]
+        for engine in ENGINES:
+            r = by.get(engine)
+            line += [f"{r.ms:.2f}", f"{r.ms / ts.ms:.2f}x"] if r else ["-", "-"]
+        fp16 = by.get("tensorsched fp16")
+        line += [f"{ts.error:.1e}", f"{fp16.error:.1e}" if fp16 else "-"]
+        summary.append(line)
+        if slowest is None or ts.ms > slowest[0]:
+            slowest = (ts.ms, g.name, prof)
         print(f"{g.name}: done", flush=True)
 
-    print(f"\ndevice: {device_name}; batch 1, fp32; median of {args.repeat}; "
-          f"{datetime.date.today()}")  # fmt: skip
-    head = ["network", "build s", "kernels", "tensorsched ms", "device ms", "onnxruntime ms",
-            "speed-up", "max rel err", "ort rel err"]  # fmt: skip
-    print_table(head, rows, "<>>>>>>>>")
+    device = next((r.device for r in rows if r.engine == "tensorsched"), "?")
+    print(f"\nOpenCL device: {device}; batch 1, fp32; wall-clock median of {args.repeat} calls "
+          f"(input in, output back); {datetime.date.today()}")  # fmt: skip
+    if acl_dir:
+        print(f"ACL-style tuning results: {acl_dir}")
+    print_table(BENCH_HEAD, bench_table(rows), "<<<>>>>")
+    head = ["network", "build s", "tensorsched ms", "device ms"]
+    for short in ENGINES.values():
+        head += [f"{short} ms", f"ts/{short}"]
+    head += ["ts rel err", "fp16 rel err"]
+    print("\nspeed-up of tensorsched (fp32) over each engine (> 1: tensorsched faster):")
+    print_table(head, summary, "<" + ">" * (len(head) - 1))
     if args.profile and slowest is not None:
         print(f"\nper-layer profile of {slowest[1]} (the slowest):")
         print(slowest[2])
