@@ -6,6 +6,7 @@ networks' outputs are their softmax, compared with the logits before it too."""
 
 import io
 import json
+import os
 from contextlib import redirect_stderr, redirect_stdout
 
 import numpy as np
@@ -176,6 +177,34 @@ def test_net_bench_prints_the_table(device, tmp_path):
 
 
 @pytest.mark.opencl
+def test_net_bench_side_by_side(device, tmp_path):
+    """net bench --fp16 --acl: tensorsched, its half-storage build, the ACL-style network
+    (tuned into the folder) and onnxruntime in one table."""
+    path = str(tmp_path / "tiny.onnx")
+    tiny_onnx(path)
+    acl = str(tmp_path / "acl")
+    argv = ["net", "bench", path, "--repeat", "2", "--fp16", "--acl", acl, "--acl-configs", "1"]
+    code, out, err = run_cli(argv)
+    assert code == 0, err
+    for engine in ("tensorsched fp16", "ACL-style", "onnxruntime", "speed-up"):
+        assert engine in out
+    assert os.path.exists(os.path.join(acl, "acl_best.json"))
+    code, out, err = run_cli(["net", "run", path, "--fp16", "--check"])
+    assert code == 0 and "fp16 storage" in out, err
+
+
+def test_torch_baseline_matches_numpy():
+    """The torch eager baseline (on the CPU here; cuDNN on a GPU host) computes the graph."""
+    pytest.importorskip("torch")
+    from tensorsched.baselines.torch_net import TorchNet
+
+    for name in NETS:
+        g = NETS[name](image_size=32, classes=10)
+        x = np.random.default_rng(0).standard_normal(g.tensors["data"].shape).astype(np.float32)
+        assert rel_err(TorchNet(g, "cpu")(x), run_reference(g, x)[g.outputs[0]]) < TOL
+
+
+@pytest.mark.opencl
 def test_net_tune_writes_one_log(device, tmp_path):
     path = str(tmp_path / "tiny.onnx")
     tiny_onnx(path)
@@ -202,6 +231,8 @@ def test_net_tune_writes_one_log(device, tmp_path):
         (["net", "tune", "resnet18"], "needs --log"),
         (["net", "export", "resnet18"], "needs --out"),
         (["net", "run", "resnet18", "--image-size", "8"], "at least 32"),
+        (["net", "bench", "resnet18", "--acl-configs", "2"], "go with --acl"),
+        (["net", "run", "resnet18", "--fp16", "--target", "python"], "target='opencl'"),
     ],
 )
 def test_net_mistakes_exit_2(argv, message):
