@@ -246,3 +246,21 @@ def test_opencl_array_of_another_context(device, rng):
     with pytest.raises(RuntimeCallError, match="argument 'A' lives on opencl.*built for"):
         f(foreign, ts.nd.array(x), ts.nd.empty((64,)))
     assert all_devices()  # the enumeration the handles use works here
+
+
+@pytest.mark.opencl
+def test_export_library_and_load_module(device, rng, tmp_path):
+    s, args = vadd()
+    f = ts.build(s, args, target="opencl", name="myadd")
+    path = str(tmp_path / "myadd.so")
+    f.export_library(path)
+    g = ts.runtime.load_module(path)
+    assert g.entry_name == "myadd" and g.get_source() == f.get_source()
+    a, b, c = arrays(77, ts.opencl(0), rng)
+    g(a, b, c)
+    np.testing.assert_allclose(c.numpy(), a.numpy() + b.numpy(), rtol=1e-6)
+    (tmp_path / "junk.so").write_bytes(b"\x7fELF not a module")
+    with pytest.raises(TensorschedError, match="is not a module written by export_library"):
+        ts.runtime.load_module(str(tmp_path / "junk.so"))
+    with pytest.raises(TensorschedError, match="cannot read"):
+        ts.runtime.load_module(str(tmp_path / "missing.so"))

@@ -405,6 +405,13 @@ class OpenCLModule(ModuleNames):
             return self.artifact
         return self.artifact.with_binary(self.device.key, self.binary())
 
+    def export_library(self, file_name: str) -> None:
+        """TVM's ``export_library``: write this module to ``file_name`` (its ``ModuleArtifact``:
+        the OpenCL C and its launch table, built again on loading, as TVM's OpenCL modules
+        are); ``ts.runtime.load_module(file_name)`` loads it, in any process."""
+        with open(file_name, "wb") as f:
+            f.write(self.export().dumps())
+
     def binary(self) -> bytes:
         """The program binary the driver made for this module's device."""
         return self.program.binaries[0]
@@ -666,6 +673,24 @@ class OpenCLModule(ModuleNames):
                 per[k] = per.get(k, 0.0) + v
         host = (time.perf_counter() - t0) / number
         return d / number, {k: v / number for k, v in per.items()}, host
+
+
+def load_module(path: str, device: Device | str | None = None) -> OpenCLModule:
+    """TVM's ``tvm.runtime.load_module``: the module ``export_library`` wrote to ``path``,
+    built for ``device`` (default: the device in use). The file is a pickle, which runs code
+    as it loads, as a TVM library does: load only files you trust."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise TensorschedError(f"load_module: cannot read '{path}': {exc.strerror}") from None
+    try:
+        artifact = ModuleArtifact.loads(data)
+    except Exception:  # noqa: BLE001  (not a pickle, or another object)
+        raise TensorschedError(
+            f"load_module: '{path}' is not a module written by export_library"
+        ) from None
+    return OpenCLModule.from_artifact(artifact, device)
 
 
 def copy_to_host(queue: Any, array: np.ndarray, buf: Any) -> None:

@@ -53,8 +53,9 @@ _NOTED: set[tuple[str, str]] = set()
 
 def resolve_target(target: str | Target | None) -> tuple[str, Device | None]:
     """``(backend, device)`` for a TVM target: ``("opencl", None)`` for the device in use,
-    ``("opencl", cpu device)`` for a CPU target (with a ``TargetNote``, once a process), ``("python", None)``;
-    a ``TargetError`` naming ``"opencl"`` for another API's target or an unknown one."""
+    ``("opencl", cpu device)`` for a CPU target (with a ``TargetNote``, once a process),
+    ``("python", None)``; a ``TargetError`` naming ``"opencl"`` for another API's target or
+    an unknown one."""
     text = "opencl" if target is None else str(target).strip()
     kind = text.split()[0] if text else ""
     if kind in ("opencl", "cl", "python"):
