@@ -32,6 +32,8 @@ from tensorsched.errors import (
     ScheduleError,
     TensorschedError,
 )
+from tensorsched.frontend.onnx import OnnxImportError, UnsupportedOperatorError
+from tensorsched.graph import GraphError
 from tensorsched.ops.space import ConfigError
 from tensorsched.ops.templates import TemplateError
 from tensorsched.runtime.device import DeviceError
@@ -84,6 +86,10 @@ A = ts.placeholder((4, 4), name="A")
 B = ts.compute((4, 4), lambda i, j: A[i, j] * 2.0, name="B")
 mod = ts.build(ts.create_schedule(B.op), [A, B], target="opencl")
 x, y = np.arange(16, dtype="float32").reshape(4, 4), np.zeros((4, 4), "float32")
+""",
+    "graph": """\
+g = ts.graph.Graph("net")
+x = g.input("x", (1, 3, 8, 8))
 """,
 }
 
@@ -200,6 +206,7 @@ def run(case, reraise=False):
 
 # short names of the error classes most rows expect
 C, S, L, R = ComputeError, ScheduleError, LoweringError, RuntimeCallError
+O = OnnxImportError
 
 
 def _rows(area, setup, rows, **kw):
@@ -1224,6 +1231,69 @@ def python_target():
     )
 
 
+def networks():
+    """Networks: the graph API, its executor and the built-in networks (setup: graph)."""
+    return _rows(
+        "networks",
+        "graph",
+        [
+            (
+                "a conv whose weight does not fit the input's channels",
+                'g.conv2d(x, g.constant("w", np.ones((4, 2, 3, 3))))',
+                GraphError,
+            ),
+            ("a node reading a tensor no node defines", 'g.relu("y")', GraphError),
+            (
+                "an add of shapes that do not broadcast",
+                'g.add(x, g.constant("b", np.ones((1, 4, 1, 1))))',
+                GraphError,
+            ),
+            ("a pooling window larger than the padded input", "g.max_pool2d(x, 9)", GraphError),
+            ("a tensor name used twice", 'g.input("x", (1, 3))', GraphError),
+            (
+                "an input of the wrong shape",
+                'g.output(g.relu(x))\nts.graph.build(g, target="python")(np.ones((1, 3, 4, 4)))',
+                GraphError,
+            ),
+            (
+                "fp16 storage on the Python target",
+                'g.output(g.relu(x))\nts.graph.build(g, target="python", fp16=True)',
+                GraphError,
+            ),
+            ("a built-in network below 32x32", "ts.nets.resnet18(image_size=16)", GraphError),
+        ],
+    )
+
+
+def onnx_import():
+    """ONNX import (``ts.frontend.from_onnx``)."""
+    make_einsum = (
+        "from onnx import TensorProto, helper\n"
+        'v = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 2]) for n in "xy"]\n'
+        'node = helper.make_node("Einsum", ["x", "x"], ["y"], equation="ij,ij->ij", '
+        'name="mix")\n'
+        'model = helper.make_model(helper.make_graph([node], "g", v[:1], v[1:]))\n'
+    )
+    return _rows(
+        "ONNX import",
+        "",
+        [
+            ("bytes that are not an ONNX model", 'ts.frontend.from_onnx(b"not a model")', O),
+            ("neither a model, a path nor bytes", "ts.frontend.from_onnx(42)", O),
+            (
+                "a path that does not exist",
+                'ts.frontend.from_onnx(tmp + "/missing.onnx")',
+                O,
+            ),
+            (
+                "an operator tensorsched does not implement (Einsum)",
+                make_einsum + "ts.frontend.from_onnx(model)",
+                UnsupportedOperatorError,
+            ),
+        ],
+    )
+
+
 # the topics, in the order of docs/errors.md
 TOPICS = (
     compute_language,
@@ -1243,6 +1313,8 @@ TOPICS = (
     tuner_files_device,
     text_parsers,
     python_target,
+    networks,
+    onnx_import,
 )
 
 CASES = [case for topic in TOPICS for case in topic()]
