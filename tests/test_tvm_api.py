@@ -2,6 +2,8 @@
 ``entry_name``, ``time_evaluator(name, dev, number=, repeat=, min_repeat_ms=)``, and TVM's
 target strings, on the python target and on the OpenCL device, against numpy."""
 
+import os
+import re
 import warnings
 
 import numpy as np
@@ -11,6 +13,7 @@ import tensorsched as ts
 from tensorsched.errors import RuntimeCallError, TensorschedError
 from tensorsched.runtime import tvm_api
 from tensorsched.runtime.device import Device, DeviceError, all_devices, current_device
+from tensorsched.runtime.module import OpenCLModule
 from tensorsched.runtime.nd import NDArray
 from tensorsched.runtime.target import TargetError
 from tensorsched.runtime.tvm_api import TargetNote
@@ -264,3 +267,52 @@ def test_export_library_and_load_module(device, rng, tmp_path):
         ts.runtime.load_module(str(tmp_path / "junk.so"))
     with pytest.raises(TensorschedError, match="cannot read"):
         ts.runtime.load_module(str(tmp_path / "missing.so"))
+
+
+# ---- docs/tvm_compat.md
+
+COMPAT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
+
+
+def compat_rows():
+    """``(tvm cell, tensorsched cell, status)`` of every table row of docs/tvm_compat.md."""
+    rows = []
+    with open(os.path.join(COMPAT, "tvm_compat.md")) as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 4 and cells[2] in ("yes", "partly", "no", "extra"):
+                rows.append((cells[0], cells[1], cells[2]))
+    return rows
+
+
+def test_compat_table_names():
+    A = ts.placeholder((4, 4), name="A")
+    k = ts.reduce_axis((0, 4), "k")
+    T = ts.compute((4,), lambda i: ts.sum(A[i, k], axis=k), name="T")
+    s = ts.create_schedule(T.op)
+    owners = {
+        "ts": ts,
+        "s": s,
+        "s[T]": s[T],
+        "T": T,
+        "op": T.op,
+        "dev": tvm_api.DeviceHandle,
+        "arr": ts.nd.empty((2,)),
+        "mod": OpenCLModule,
+    }
+    rows = compat_rows()
+    assert len(rows) > 60
+    checked = 0
+    for tvm_name, ours, status in rows:
+        names = re.findall(r"`((?:ts|s\[T\]|s|T|op|dev|arr|mod)\.[\w.]+)`", ours)
+        assert status == "no" or names, f"row {tvm_name!r}: name its tensorsched spelling"
+        for name in names if status != "no" else ():
+            owner, _, path = (
+                name.partition(".") if not name.startswith("s[T]") else ("s[T]", ".", name[5:])
+            )
+            obj = owners[owner]
+            for part in path.split("."):
+                assert hasattr(obj, part), f"docs/tvm_compat.md: {name} ({tvm_name}) is missing"
+                obj = getattr(obj, part)
+            checked += 1
+    assert checked > 80
