@@ -247,6 +247,7 @@ class Cluster:
             self.client = Client(self._local, set_as_default=False)
         else:
             try:
+                _check_address(address)  # a Client made from a bad one lingers at exit
                 self.client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
             except (OSError, TimeoutError, ValueError) as exc:
                 raise ClusterError(
@@ -404,6 +405,15 @@ class Cluster:
             return set(self.client.processing([worker]).get(worker, ()))
         except (OSError, TimeoutError, KeyError, ValueError):
             return set()  # the worker is gone already: the scheduler sends its tasks elsewhere
+
+
+def _check_address(address: str) -> None:
+    """``ValueError`` for an address Dask cannot connect to (no port, say)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    scheme, location = parse_address(address)
+    if scheme in ("tcp", "tls"):
+        parse_host_port(location)
 
 
 def _start_local(workers: int | None, device_workers: int, devices: Iterable[str]) -> Any:
