@@ -72,6 +72,9 @@ class Bounds:
     bodies: Mapping[Stage, tuple[E.Expr, ...]]
     buffers: Mapping[Stage, tuple[S.Buffer, ...]]
     state_of: Mapping[PlaceholderOp, Stage]  # a scan's state placeholder -> the scan
+    # stages that are arguments but computed inside another stage or inlined: their buffer is
+    # the argument's (global, the whole shape)
+    materialised: frozenset[Stage] = frozenset()
 
     def stage_of(self, tensor: Tensor) -> Stage | None:
         return self.schedule.stage_map.get(tensor.op)
@@ -79,6 +82,8 @@ class Bounds:
     def storage(self, tensor: Tensor) -> tuple[S.Buffer, Region]:
         """The buffer that holds ``tensor`` and the region of it that the buffer covers."""
         st = self.stage_of(tensor)
+        if st is not None and st in self.materialised:
+            return self.buffers[st][tensor.value_index], _whole(st.op.shape)
         if st is not None:
             return self.buffers[st][tensor.value_index], self.region[st]
         op = tensor.op
@@ -95,6 +100,24 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
     inf = _Inference(sched)
     inf.check_attachments()
     inf.infer()
+    # TVM's lower(s, [A, B, C]) with B computed at C or inlined: B's buffer is the argument's.
+    # An attached B writes into it the region it computes at each iteration (absolute indices,
+    # the whole shape's strides); an inlined B is not computed at all: its argument stays as
+    # the caller passed it, as in TVM
+    materialised = set()
+    for t in args:
+        st = inf.stage_of(t) if isinstance(t, Tensor) else None
+        if st is None or st.attach_type not in ("scope", "inline"):
+            continue
+        materialised.add(st)
+        strides, shape = storage_layout(st, list(st.op.shape))
+        inf.strides[st] = tuple(strides)
+        outs = [st.op.output(k) for k in range(st.op.num_outputs)]
+        inf.buffers[st] = tuple(S.Buffer(o.name, o.dtype, shape) for o in outs)
+        inf.buffer[st] = inf.buffers[st][0]
+        inf.scope[st] = "global"
+        if st.attach_type == "inline":
+            inf.region[st] = _whole(st.op.shape)
     placeholders = {}
     for t in [*args, *(t for st in inf.stages for t in inf.reads(st))]:
         op = t.op
@@ -114,7 +137,12 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
         frozen(inf.bodies),
         frozen(inf.buffers),
         frozen(inf.state_of),
+        frozenset(materialised),
     )
+
+
+def _whole(shape: Sequence[Extent]) -> Region:
+    return tuple((E.IntImm(0), d) for d in shape)
 
 
 class _Inference:

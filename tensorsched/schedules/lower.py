@@ -31,6 +31,11 @@ def lower(
     accepted for TVM compatibility: the printed form is always the simple one. A size
     variable listed among ``args`` (``ts.lower(s, [A, B, n])``) is dropped: every size is
     bound from the arrays' shapes when the function is called.
+
+    As in TVM, an argument may be a stage computed inside another (``compute_at``): it writes
+    the argument's array (global memory, absolute indices) with the region it computes at each
+    iteration, so the array holds the whole tensor afterwards. An inlined argument
+    (``compute_inline``) is not computed: its array is passed and left as it is, as TVM does.
     """
     if not isinstance(sch, Schedule):
         raise LoweringError(f"lower: expected a schedule (ts.create_schedule), got {sch!r}")
@@ -55,22 +60,16 @@ def lower(
                 "earlier rows), not an array of its own; pass the scan's result instead"
             )
         st = ctx.stage_of(a)
-        if st is not None and st.attach_type == "inline":
-            raise LoweringError(
-                f"lower: argument '{a.name}' was inlined (compute_inline) and "
-                "has no buffer of its own; drop it from the arguments or do not "
-                "inline it"
-            )
         if st is not None and (st.layout is not None or st.align):
             raise LoweringError(
                 f"lower: argument '{a.name}' has a transform_layout or "
                 "storage_align, but an argument's layout is that of the array "
                 "the caller passes (row-major); use them on cache stages"
             )
-        if st is not None and st.attach_type != "root":
+        if st is not None and st.attach_type == "scan":
             raise LoweringError(
-                f"lower: argument '{a.name}' is computed inside another stage "
-                f"({st.attach_type}); an argument must be computed at the root"
+                f"lower: argument '{a.name}' is the init or update of a scan, computed "
+                "into the scan's rows; pass the scan's result instead"
             )
     bufs = [ctx.storage(a)[0] for a in args]
     # user errors first, so that the IR verifier (TS_VERIFY=1) only ever sees complete functions
@@ -101,7 +100,12 @@ def lower(
     if _symbolic(ctx):
         _check_sizes(stmt, bufs)  # are the sizes and loop variables defined where used?
     stmt = run_phase(stmt, LOWER, bufs)
-    outputs = tuple(b for b, a in zip(bufs, args) if ctx.stage_of(a) is not None)
+    # an inlined stage listed as an argument is not computed (TVM leaves its array alone)
+    outputs = tuple(
+        b
+        for b, a in zip(bufs, args)
+        if (st := ctx.stage_of(a)) is not None and st.attach_type != "inline"
+    )
     func = LoweredFunc(name, tuple(bufs), stmt, outputs)
     if config.roundtrip:  # TS_ROUNDTRIP=1: print, parse, compare
         check_roundtrip(func)

@@ -226,7 +226,8 @@ class Stage:
 
     def fuse(self, *args: IterVar | Sequence[IterVar]) -> IterVar:
         """Fuse adjacent axes (outermost first) into one. With no axes, as in TVM, a new loop
-        of one iteration outside all the others (to bind or attach at)."""
+        of one iteration outside all the others (to bind or attach at); with one axis, as in
+        TVM, that axis itself."""
         self._check_not_inline("fuse")
         given = _one_list(args)
         if not given:
@@ -235,8 +236,8 @@ class Stage:
             self.all_iter_vars.append(single)
             self.leaf_iter_vars.insert(0, single)
             return single
-        if len(given) < 2:
-            raise self._error("fuse", "give at least two axes to fuse")
+        if len(given) == 1:  # TVM returns a single axis unchanged
+            return self._check_leaf("fuse", given[0])
         axes = []
         for x in given:  # each axis checked in full before the next, as written
             iv = self._check_leaf("fuse", x)

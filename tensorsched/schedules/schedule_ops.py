@@ -81,6 +81,10 @@ class _Builder:
         self.kernel_extents: dict[str, tuple[Extent, Stage, IterVar]] = {}
         self.bound_vars: dict[E.Var, E.Var] = {}  # leaf Var -> thread Var
         self.arg_tensors = args
+        # the buffers of the arguments: the caller's arrays, never allocated here
+        self.arg_buffers = frozenset(
+            self.storage(t)[0] for t in args if self.stage_of(t) in bounds.buffers
+        )
 
     def thread_var(self, tag: str) -> E.Var:
         if tag not in self.thread_vars:
@@ -104,7 +108,8 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
     vmap = {iv.var: root[iv] for iv in list(st.op.axis) + list(st.op.reduce_axis)}
     buf = ctx.buffer[st]
     # a scan's init or update writes the scan's buffer at its rows: absolute indices
-    at = root if st.attach_type == "scan" else values
+    # (and an argument computed inside another stage writes the argument's whole array)
+    at = root if st.attach_type == "scan" or st in ctx.bounds.materialised else values
     out_index = strided_index([at[iv] for iv in st.op.axis], ctx.strides[st])
     body = ctx.body[st]
     flat = _Flatten(ctx)
@@ -521,7 +526,7 @@ def _with_allocs(ctx, stages, stmt, skip=frozenset()):
     ``double_buffer`` pass."""
     for c in reversed(stages):
         for b in reversed(ctx.bounds.buffers[c]):
-            if b in skip:
+            if b in skip or b in ctx.arg_buffers:
                 continue
             stmt = S.Allocate(b, stmt)
             if c.double_buffered:
@@ -723,9 +728,6 @@ def schedule_to_stmt(sched: Schedule, args: Sequence[Tensor]) -> tuple[S.Stmt, B
         parts.append(build_stage(ctx, st, {}))
         if not st.is_output:
             root_allocs.append(st)
-    arg_buffers = frozenset(
-        ctx.storage(t)[0] for t in args if ctx.stage_of(t) in ctx.bounds.buffers
-    )
-    stmt = _with_allocs(ctx, root_allocs, S.seq(*parts), arg_buffers)
+    stmt = _with_allocs(ctx, root_allocs, S.seq(*parts))
     stmt = substitute(stmt, ctx.bound_vars)
     return stmt, bounds
