@@ -193,9 +193,11 @@ def tune(
     stopped here) or a ``distributed.Cluster`` (kept open, for several tasks). ``device`` then
     names a device the cluster's workers hold (part of its name; default: the only kind they
     hold, else this host's); builds go to any worker, measurements one at a time to each
-    worker device of that kind, and this process writes the log. A device that fails
-    ``MAX_FAILURES`` trials in a row is taken out (its trials go to the others); trials a dying
-    worker had are run again elsewhere, and each is logged once.
+    worker device of that kind, and this process writes the log. The workers build (``n_build``
+    is unused); ``ahead`` defaults to two candidates per worker thread, and two. A device that
+    fails ``MAX_FAILURES`` trials in a row is taken out (its trials go to the others); trials a
+    dying worker had are run again elsewhere, and each is logged once. ``stats`` then counts
+    ``measured``, ``built_by_runner``, ``requeued`` and ``taken_out``.
     """
     t0 = time.time()
     _check_options(strategy, trials, timeout, repeat, n_build, ahead, budget_ms)
