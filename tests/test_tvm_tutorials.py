@@ -1,7 +1,7 @@
 """TVM's tutorials as rewritten in ``examples/tvm_tutorials/`` run and match numpy (each
 script exits non-zero on a mismatch): the schedule-primitives, reduction and scan tutorials
-on the python target (no device) and on the OpenCL device, the opt_gemm tutorial on the CPU
-OpenCL device (its ``"llvm"`` target) at a small size."""
+on the python target (no device) and on the OpenCL device, the get-started and opt_gemm
+tutorials on the CPU OpenCL device (their ``"llvm"`` target), opt_gemm at a small size."""
 
 import os
 import subprocess
@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from tensorsched.runtime.device import DeviceError, current_device
+from tensorsched.runtime.tvm_api import cpu_opencl_device
 
 FOLDER = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "tvm_tutorials"
@@ -45,7 +46,7 @@ def run(script, *args, cwd):
 
 def test_every_tutorial_is_tested():
     found = sorted(f for f in os.listdir(FOLDER) if f.endswith(".py"))
-    assert found == sorted([*SMALL, "opt_gemm.py"])
+    assert found == sorted([*SMALL, "opt_gemm.py", "get_started.py"])
 
 
 @pytest.mark.parametrize("script", SMALL)
@@ -61,14 +62,22 @@ def test_tutorial_on_the_device(device, script, tmp_path):
     assert "produce" in out  # the lowered IR is printed
 
 
-@pytest.mark.opencl
-def test_opt_gemm(device, tmp_path):
-    from tensorsched.runtime.tvm_api import cpu_opencl_device
-
+@pytest.fixture(scope="module")
+def cpu_device(device):
     try:
-        cpu_opencl_device()
+        return cpu_opencl_device()
     except DeviceError as exc:
-        pytest.skip(f"opt_gemm builds for 'llvm', the CPU OpenCL device: {exc}")
+        pytest.skip(f"the tutorial builds for 'llvm', the CPU OpenCL device: {exc}")
+
+
+@pytest.mark.opencl
+def test_get_started(cpu_device, tmp_path):
+    out = run("get_started.py", cwd=tmp_path)
+    assert "loaded from export_library" in out and "__kernel" in out
+
+
+@pytest.mark.opencl
+def test_opt_gemm(cpu_device, tmp_path):
     out = run("opt_gemm.py", "--size", "128", "--repeat", "1", cwd=tmp_path)
     steps = [line.split()[0] for line in out.splitlines() if "GFLOP/s" in line and "ok" in line]
     assert steps == ["baseline", "blocking", "vectorization", "loop", "array", "write", "parallel"]
