@@ -19,7 +19,10 @@ from ..graph.graph import Graph, GraphError
 class _Builder:
     def __init__(self, name: str, seed: int, batch: int, image_size: int) -> None:
         if image_size < 32 or batch < 1:
-            raise GraphError(f"{name}: image_size must be at least 32 and batch positive")
+            raise GraphError(
+                f"{name}: image_size {image_size}, batch {batch}: the image side must be at "
+                "least 32 (five stride-2 stages) and the batch at least 1"
+            )
         self.g = Graph(name)
         self.rng = np.random.default_rng(seed)
         self.x = self.g.input("data", (batch, 3, image_size, image_size))
