@@ -16,7 +16,7 @@ from tensorsched.runtime.device import Device, DeviceError, all_devices, current
 from tensorsched.runtime.module import OpenCLModule
 from tensorsched.runtime.nd import NDArray
 from tensorsched.runtime.target import TargetError
-from tensorsched.runtime.tvm_api import TargetNote
+from tensorsched.runtime.tvm_api import TargetNote, TimerOptions
 
 
 @pytest.fixture(scope="module")
@@ -117,12 +117,33 @@ def test_python_time_evaluator(rng):
     r = f.time_evaluator(f.entry_name, ts.cpu(0), number=2, repeat=3)(a, b, c)
     assert len(r.results) == 3 and r.mean > 0 and r.min <= r.median <= r.max and r.std >= 0
     np.testing.assert_allclose(c.numpy(), a.numpy() + b.numpy(), rtol=1e-6)
-    with pytest.raises(TargetError, match="no function 'main'; its one function is 'myadd'"):
+    with pytest.raises(RuntimeCallError, match="no function 'main'; its one function is 'myadd'"):
         f.time_evaluator("main", ts.cpu(0))
-    with pytest.raises(TargetError, match="dev must be a device"):
+    with pytest.raises(RuntimeCallError, match="dev must be a device"):
         f.time_evaluator("myadd", "cpu")
-    with pytest.raises(TargetError, match="cache_flush_bytes=1024 is not supported"):
-        f.time_evaluator("myadd", ts.cpu(0), cache_flush_bytes=1024)(a, b, c)
+    with pytest.raises(TargetError, match="no cuda runtime"):
+        f.time_evaluator("myadd", ts.cuda(0))
+    with pytest.raises(RuntimeCallError, match="cache_flush_bytes=1024 is not supported"):
+        f.time_evaluator("myadd", ts.cpu(0), cache_flush_bytes=1024)
+    with pytest.raises(RuntimeCallError, match=r"number \(0\) and repeat \(1\) must be >= 1"):
+        f.time_evaluator("myadd", ts.cpu(0), number=0)
+    r = f.time_evaluator("myadd", ts.cpu(0), 1, 2, cache_flush_bytes=0, cooldown_interval_ms=1)
+    assert len(r(a, b, c).results) == 2
+
+
+def test_benchmark_min_repeat_ms_and_zero_times():
+    calls = []
+
+    def measure(n):  # 0.1 ms a call
+        calls.append(n)
+        return 1e-4, {}, 1e-4
+
+    runs = tvm_api.benchmark(measure, 1, 2, TimerOptions(min_repeat_ms=5))
+    assert calls == [1, 51, 51] and len(runs) == 2  # grown once, then kept
+    zero = []
+    opts = TimerOptions(min_repeat_ms=5, limit_zero_time_iterations=3)
+    runs = tvm_api.benchmark(lambda n: zero.append(n) or (0.0, {}, 0.0), 1, 1, opts)
+    assert len(zero) == 3 and len(runs) == 1  # nothing to time: it gives up
 
 
 def test_module_checks_nd_array_shapes():

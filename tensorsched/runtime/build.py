@@ -18,7 +18,7 @@ from ..schedules.lower import lower
 from ..schedules.schedule import Schedule
 from .module import OpenCLModule, Timing, check_call_args, timing_of_runs
 from .target import Target, resolve_target
-from .tvm_api import ModuleNames, Run, benchmark
+from .tvm_api import ModuleNames, Run, TimerOptions, benchmark
 
 
 class PythonModule(ModuleNames):
@@ -59,6 +59,7 @@ class PythonModule(ModuleNames):
         """TVM's ``time_evaluator``: wall-clock seconds of the Python backend a call."""
         self.get_function(func_name)
         self.check_device(dev)
+        opts = TimerOptions.of(number, repeat, min_repeat_ms, **tvm_options)
 
         def run(*arrays: Any) -> Timing:
             self(*arrays)
@@ -70,7 +71,7 @@ class PythonModule(ModuleNames):
                 took = (time.perf_counter() - t0) / n
                 return took, {self.func.name: took}, took
 
-            return timing_of_runs(benchmark(measure, number, repeat, min_repeat_ms, **tvm_options))
+            return timing_of_runs(benchmark(measure, number, repeat, opts))
 
         return run
 

@@ -32,7 +32,7 @@ from ..ir.simplify import evaluate_extent
 from ..ir.stmt import Buffer, LoweredFunc
 from .device import Device, resolve_device
 from .nd import unwrap
-from .tvm_api import ModuleNames, Run, benchmark
+from .tvm_api import ModuleNames, Run, TimerOptions, benchmark
 
 # pyopencl is imported inside the functions that use it, so that ``import tensorsched`` works
 # without an OpenCL driver (and skips pyopencl's ~0.17 s import) until a kernel runs.
@@ -622,6 +622,8 @@ class OpenCLModule(ModuleNames):
         if func_name is not None:
             self.get_function(func_name)
             self.check_device(dev)
+            tvm_number, tvm_repeat = number or 10, 1 if repeat is None else repeat
+            opts = TimerOptions.of(tvm_number, tvm_repeat, min_repeat_ms, **tvm_options)
 
             def run_tvm(*arrays: Array) -> Timing:
                 arrays = self._unwrap(arrays)
@@ -629,9 +631,7 @@ class OpenCLModule(ModuleNames):
                 for _ in range(warmup):
                     self(*arrays)
                 measure = lambda n: self._measure(arrays, sizes, n)  # noqa: E731
-                tvm_repeat = 1 if repeat is None else repeat
-                runs = benchmark(measure, number or 10, tvm_repeat, min_repeat_ms, **tvm_options)
-                return timing_of_runs(runs)
+                return timing_of_runs(benchmark(measure, tvm_number, tvm_repeat, opts))
 
             return run_tvm
         if tvm_options or min_repeat_ms:

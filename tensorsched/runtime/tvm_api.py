@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import TensorschedError
+from ..errors import RuntimeCallError, TensorschedError
 from .device import CHECKING_PLATFORMS, Device, DeviceError, all_devices, current_device
 
 
 class TargetError(TensorschedError):
-    """A target string tensorsched cannot compile for."""
+    """A target or device that tensorsched cannot compile for or run on."""
 
 
 class TargetNote(UserWarning):
@@ -130,16 +131,20 @@ class DeviceHandle:
         if self.kind == "cpu":
             return cpu_opencl_device(self.index)
         if self.kind != "opencl":
-            raise TargetError(
-                f"{self}: tensorsched writes OpenCL C only and has no {self.kind} runtime; "
-                f"use ts.opencl({self.index}) (GPUs of every vendor have OpenCL drivers) and "
-                "target='opencl'"
-            )
+            raise self.other_api_error()
         devices = _usable_devices()
         if self.index >= len(devices):
             listing = ", ".join(f"opencl({i}) '{d.name}'" for i, d in enumerate(devices))
             raise DeviceError(f"there is no {self}; the OpenCL devices are: {listing}")
         return devices[self.index]
+
+    def other_api_error(self) -> TargetError:
+        """The error for using a device of an API tensorsched does not generate code for."""
+        return TargetError(
+            f"{self}: tensorsched writes OpenCL C only and has no {self.kind} runtime; "
+            f"use ts.opencl({self.index}) (GPUs of every vendor have OpenCL drivers) and "
+            "target='opencl'"
+        )
 
     @property
     def device_name(self) -> str:
@@ -234,15 +239,16 @@ class ModuleNames:
     def entry_name(self) -> str:
         return str(self.func.name)
 
-    def get_function(self, name: str) -> Callable[..., Any]:
+    def get_function(self, name: str) -> Any:
+        """The module's function ``name``: the module itself, which holds one."""
         if name != self.entry_name:
-            raise TargetError(
+            raise RuntimeCallError(
                 f"module has no function '{name}'; its one function is '{self.entry_name}' "
                 "(the name given to ts.build(..., name=...))"
             )
-        return self  # type: ignore[return-value]
+        return self
 
-    def __getitem__(self, name: str) -> Callable[..., Any]:
+    def __getitem__(self, name: str) -> Any:
         return self.get_function(name)
 
     @property
@@ -253,11 +259,11 @@ class ModuleNames:
         """``time_evaluator``'s ``dev``: a device handle (``ts.opencl(0)``, ``ts.cpu(0)``)
         or None."""
         if dev is not None and not isinstance(dev, DeviceHandle):
-            raise TargetError(
+            raise RuntimeCallError(
                 f"time_evaluator: dev must be a device such as ts.opencl(0), got {dev!r}"
             )
         if isinstance(dev, DeviceHandle) and dev.kind not in ("cpu", "opencl"):
-            dev.opencl_device  # noqa: B018  (raises the TargetError naming opencl)
+            raise dev.other_api_error()
 
 
 # what a measurement of ``number`` calls gives: mean device seconds a call, per kernel, and
@@ -265,40 +271,61 @@ class ModuleNames:
 Run = tuple[float, dict[str, float], float]
 
 
+@dataclass(frozen=True)
+class TimerOptions:
+    """TVM's ``time_evaluator`` options beyond ``number`` and ``repeat`` that tensorsched
+    honours (``cache_flush_bytes`` and ``f_preproc`` only at their defaults)."""
+
+    min_repeat_ms: float = 0.0
+    limit_zero_time_iterations: int = 100
+    cooldown_interval_ms: float = 0.0
+    repeats_to_cooldown: int = 1
+
+    @classmethod
+    def of(
+        cls, number: int, repeat: int, min_repeat_ms: float = 0.0, **options: Any
+    ) -> TimerOptions:
+        """Check ``time_evaluator``'s arguments when it is called, not when it measures."""
+        if number < 1 or repeat < 1:
+            raise RuntimeCallError(
+                f"time_evaluator: number ({number}) and repeat ({repeat}) must be >= 1"
+            )
+        kept = {}
+        for key, value in options.items():
+            if key in ("limit_zero_time_iterations", "cooldown_interval_ms", "repeats_to_cooldown"):
+                kept[key] = value
+            elif (key, value) not in (("cache_flush_bytes", 0), ("f_preproc", "")):
+                raise RuntimeCallError(
+                    f"time_evaluator: {key}={value!r} is not supported; it takes number, "
+                    "repeat, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms "
+                    "and repeats_to_cooldown"
+                )
+        return cls(float(min_repeat_ms), **kept)
+
+
 def benchmark(
-    measure: Callable[[int], Run],
-    number: int = 10,
-    repeat: int = 1,
-    min_repeat_ms: float = 0.0,
-    cooldown_interval_ms: float = 0.0,
-    repeats_to_cooldown: int = 1,
-    **unsupported: Any,
+    measure: Callable[[int], Run], number: int, repeat: int, opts: TimerOptions
 ) -> list[Run]:
     """TVM's ``time_evaluator`` loop: ``repeat`` measurements of ``number`` calls each
     (``measure(number)``). With ``min_repeat_ms``, a measurement whose calls took less than
     that on the device is taken again with more calls (as many as its time suggests, at
-    least 1.6 times as many), and later measurements keep the larger number. After every
-    ``repeats_to_cooldown`` measurements, it sleeps ``cooldown_interval_ms``."""
-    for key, value in unsupported.items():
-        if key in ("limit_zero_time_iterations",) or (key, value) in (
-            ("cache_flush_bytes", 0),
-            ("f_preproc", ""),
-        ):
-            continue
-        raise TargetError(
-            f"time_evaluator: {key}={value!r} is not supported; it takes number, repeat, "
-            "min_repeat_ms, cooldown_interval_ms and repeats_to_cooldown"
-        )
-    if number < 1 or repeat < 1:
-        raise TargetError(f"time_evaluator: number ({number}) and repeat ({repeat}) must be >= 1")
+    least 1.6 times as many; after ``limit_zero_time_iterations`` measurements of zero time,
+    as when the kernels have nothing to compute, it is kept), and later measurements keep
+    the larger number. After every ``repeats_to_cooldown`` measurements, it sleeps
+    ``cooldown_interval_ms``."""
     runs: list[Run] = []
+    zero_times = 0
     for r in range(repeat):
         run = measure(number)
-        while min_repeat_ms > 0 and run[0] * number * 1e3 < min_repeat_ms:
+        while run[0] * number * 1e3 < opts.min_repeat_ms:
+            if run[0] <= 0:
+                zero_times += 1
+                if zero_times >= opts.limit_zero_time_iterations:
+                    break
             per_call_ms = max(run[0] * 1e3, 1e-6)
-            number = max(int(min_repeat_ms / per_call_ms) + 1, int(number * 1.618) + 1)
+            number = max(int(opts.min_repeat_ms / per_call_ms) + 1, int(number * 1.618) + 1)
             run = measure(number)
         runs.append(run)
-        if cooldown_interval_ms > 0 and (r + 1) % max(repeats_to_cooldown, 1) == 0:
-            time.sleep(cooldown_interval_ms * 1e-3)
+        if opts.cooldown_interval_ms > 0 and (r + 1) % max(opts.repeats_to_cooldown, 1) == 0:
+            time.sleep(opts.cooldown_interval_ms * 1e-3)
     return runs
