@@ -84,6 +84,22 @@ def test_tiny_cnn_matches_numpy(device, strategy, tmp_path):
 
 
 @pytest.mark.opencl
+def test_rhs_as_an_image(device):
+    """The H200's winning config (reshaped_rhs_only, RHS exported to an image): each layer
+    keeps its reshaped weights as an image, the workspaces shared."""
+    if not device.cl_device.image_support:
+        pytest.skip("the device has no image support")
+    g = tiny_cnn()
+    res = tune_acl_net(g, None, device, config_lists={"reshaped_rhs_only": ["8,4,4,2,0,0,1"]},
+                       repeat=1)  # fmt: skip
+    net = build_acl_net(g, res, device)
+    x = np.random.default_rng(1).standard_normal((1, 3, 13, 11)).astype(np.float32)
+    assert rel_err(net(x), run_reference(g, x)[g.outputs[0]]) < TOL
+    kinds = [layer.kernel for layer in net.layers]
+    assert kinds.count("acl:reshaped_rhs_only[8,4,4,2,0,0,1]") == 3
+
+
+@pytest.mark.opencl
 def test_mobilenet_32_matches_numpy(device, tmp_path):
     g = mobilenet_v1(image_size=32, classes=10)
     logits = [n.inputs[0] for n in g.topo_nodes() if n.op == "softmax"][0]
