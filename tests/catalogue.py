@@ -38,6 +38,7 @@ from tensorsched.ops.space import ConfigError
 from tensorsched.ops.templates import TemplateError
 from tensorsched.runtime.device import DeviceError
 from tensorsched.runtime.module import LaunchError
+from tensorsched.runtime.tvm_api import TargetError
 from tensorsched.tune.log import LogBusyError, LogError
 from tensorsched.tune.task import TaskError
 
@@ -675,6 +676,36 @@ def calling_a_module():
     )
 
 
+def tvm_runtime_api():
+    """TVM's runtime API (setup: module)."""
+    return _rows(
+        "TVM's runtime API",
+        "module",
+        [
+            ("a device kind tensorsched has no runtime for", 'ts.device("tpu", 0)', TargetError),
+            ("an array on a CUDA device", "ts.nd.array(a, ts.cuda(0))", TargetError),
+            ("assigning part of an nd array", "x = ts.nd.array(a)\nx[0] = a[0]", TensorschedError),
+            ("copyfrom an array of another shape", "ts.nd.array(a).copyfrom(b)", R),
+            (
+                "an nd array of the wrong shape",
+                "mod(ts.nd.array(a), ts.nd.array(b), ts.nd.empty((5, 7)))",
+                R,
+            ),
+            ("time_evaluator of a function the module lacks", 'mod.time_evaluator("main")', R),
+            (
+                "time_evaluator with an option tensorsched lacks",
+                "mod.time_evaluator(mod.entry_name, ts.cpu(0), cache_flush_bytes=1 << 20)",
+                R,
+            ),
+            (
+                "load_module of a file export_library did not write",
+                'p = tmp + "/lib.so"\nopen(p, "wb").write(b"\\x7fELF")\nts.runtime.load_module(p)',
+                TensorschedError,
+            ),
+        ],
+    )
+
+
 def opencl_device():
     """Device."""
     return _rows(
@@ -1298,6 +1329,7 @@ TOPICS = (
     build_chain,
     calling_a_module,
     device_arrays,
+    tvm_runtime_api,
     opencl_device,
     registering_templates,
     tuner_command_line,

@@ -95,7 +95,9 @@ def test_nd_array_on_the_host(rng):
     assert ts.nd.empty(5, "int32").shape == (5,)
     with pytest.raises(TensorschedError, match=r"only arr\[:\] = x"):
         a[0] = x[0]
-    with pytest.raises(RuntimeCallError, match=r"source has shape \(2,\)"):
+    with pytest.raises(
+        RuntimeCallError, match=r"source has shape \(2,\) but this array has \(3, 4\)"
+    ):
         a.copyfrom(np.zeros(2))
 
 

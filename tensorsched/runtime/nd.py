@@ -59,7 +59,8 @@ class NDArray:
         values = np.asarray(source)
         if values.shape != self.shape:
             raise RuntimeCallError(
-                f"copyfrom: the source has shape {values.shape}, this array {self.shape}"
+                f"copyfrom: the source has shape {values.shape} but this array has "
+                f"{self.shape}; give one of shape {self.shape}"
             )
         values = np.ascontiguousarray(values, dtype=self.dtype)
         if isinstance(self._data, np.ndarray):

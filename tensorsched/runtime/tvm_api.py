@@ -96,8 +96,8 @@ class DeviceHandle:
         kind = KIND_ALIASES.get(kind, kind)
         if kind not in DEVICE_TYPES:
             raise TargetError(
-                f"unknown device '{kind}'; use one of {', '.join(DEVICE_TYPES)} "
-                "(tensorsched runs on 'opencl' devices and on the host, 'cpu')"
+                f"unknown device '{kind}'; tensorsched runs on 'opencl' devices "
+                "(ts.opencl(i)) and on the host, 'cpu' (ts.cpu(0))"
             )
         if not isinstance(index, int) or index < 0:
             raise TargetError(f"{kind}: device index must be an int >= 0, got {index!r}")
