@@ -48,7 +48,7 @@ from .ir.parser import parse_ir
 from .ir.te_text import parse_expr
 from .ir.tensor import compute, placeholder, reduce_axis, scan, size_var, thread_axis, var
 from .ops.pad import pad
-from .runtime import nd, target  # ts.nd.array, ts.target.Target
+from .runtime import nd, target, testing  # ts.nd.array, ts.target.Target
 from .runtime.build import build
 from .runtime.tvm_api import cl, cpu, cuda, device, metal, opencl, rocm, vulkan
 from .schedules.lower import lower
@@ -91,6 +91,7 @@ __all__ = [
     "build",
     "nd",
     "target",
+    "testing",
     "device",
     "cpu",
     "opencl",

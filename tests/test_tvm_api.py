@@ -133,6 +133,16 @@ def test_python_time_evaluator(rng):
     assert len(r(a, b, c).results) == 2
 
 
+def test_testing_assert_allclose():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ts.testing.assert_allclose(ts.nd.array(x), x)
+    ts.testing.assert_allclose(x + 1e-3, x, rtol=1e-3, atol=1e-3)
+    with pytest.raises(AssertionError, match="Not equal to tolerance"):
+        ts.testing.assert_allclose(x + 1e-3, x)
+    with pytest.raises(AssertionError, match=r"shapes differ, \(3, 2\) against \(2, 3\)"):
+        ts.testing.assert_allclose(x.T, x)
+
+
 def test_benchmark_min_repeat_ms_and_zero_times():
     calls = []
 
