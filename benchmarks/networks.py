@@ -12,7 +12,8 @@ numpy reference (max |out - ref| / max |ref|: the fp16 row is half storage's acc
 timed: the wall-clock median of ``--repeat`` calls (input copied in, output read back) and, for
 tensorsched's engines, the sum of the kernels' device times (profiling events, median per
 layer). The summary gives tensorsched's speed-up over each engine (> 1: tensorsched faster);
-``--profile`` adds the per-layer table of the slowest network.
+``--profile`` adds the per-layer tables of the slowest network (tensorsched's, and its fp16
+and ACL-style builds').
 
     python benchmarks/networks.py [--device P:D] [--log tuned.jsonl] [--repeat 50] [--fp16]
         [--acl-dir DIR] [--acl-configs N | --acl-lists DIR] [--no-acl]
@@ -56,7 +57,7 @@ def main() -> None:
     rows, summary, slowest = [], [], None
     for model in args.models.split(","):
         g = load_model(model, args.image_size)
-        found, prof = bench_network(
+        found, profiles = bench_network(
             g, args.device, args.log, args.repeat, True, args.fp16, acl_dir, args.acl_configs,
             args.acl_lists, not args.no_torch, progress=False,
         )  # fmt: skip
@@ -71,7 +72,7 @@ def main() -> None:
         line += [f"{ts.error:.1e}", f"{fp16.error:.1e}" if fp16 else "-"]
         summary.append(line)
         if slowest is None or ts.ms > slowest[0]:
-            slowest = (ts.ms, g.name, prof)
+            slowest = (ts.ms, g.name, profiles)
         print(f"{g.name}: done", flush=True)
 
     device = next((r.device for r in rows if r.engine == "tensorsched"), "?")
@@ -87,8 +88,9 @@ def main() -> None:
     print("\nspeed-up of tensorsched (fp32) over each engine (> 1: tensorsched faster):")
     print_table(head, summary, "<" + ">" * (len(head) - 1))
     if args.profile and slowest is not None:
-        print(f"\nper-layer profile of {slowest[1]} (the slowest):")
-        print(slowest[2])
+        for engine, prof in slowest[2].items():
+            print(f"\nper-layer profile of {slowest[1]} (the slowest), {engine}:")
+            print(prof)
 
 
 if __name__ == "__main__":

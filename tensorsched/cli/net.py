@@ -192,29 +192,30 @@ def bench_network(
     acl_lists: str | None = None,
     torch: bool = True,
     progress: bool = False,
-) -> tuple[list[BenchRow], Any]:
+) -> tuple[list[BenchRow], dict[str, Any]]:
     """Every engine on ``g``, same weights, same seeded input: tensorsched on the OpenCL
     device (with ``fp16`` its half-storage build too), the ACL-style network (``acl``: the
     folder of its tuning results, tuned there first where shapes are missing; ``acl_configs``
     / ``acl_lists`` cut its search lists), onnxruntime on the CPU (``ort``, when installed)
     and torch eager on a CUDA GPU (``torch``, when there is one). Returns the rows and the
-    tensorsched network's per-layer ``Profile``."""
+    per-layer ``Profile`` of each OpenCL engine, by engine name."""
     x = _image(g, None)
     ref = run_reference(g, x)[g.outputs[0]]
     rows: list[BenchRow] = []
+    profiles: dict[str, Any] = {}
 
-    def timed(engine: str, net: Net, built: float) -> Any:
+    def timed(engine: str, net: Net, built: float) -> None:
         out = net(x)
         ms = latency_ms(lambda: net(x), repeat)
         prof = net.profile(x, repeat=max(3, repeat // 2))
         assert net.device is not None
         rows.append(BenchRow(g.name, engine, net.device.name, ms, prof.total_ms,
                              max_rel_error(out, ref), built))  # fmt: skip
-        return prof
+        profiles[engine] = prof
 
     t0 = time.perf_counter()
     net: Net = build(g, device=device, log=log)
-    profile = timed("tensorsched", net, time.perf_counter() - t0)
+    timed("tensorsched", net, time.perf_counter() - t0)
     del net
     if fp16:
         t0 = time.perf_counter()
@@ -243,7 +244,7 @@ def bench_network(
         name = model.torch.cuda.get_device_name()
         rows.append(BenchRow(g.name, "torch eager (cuDNN)", name, torch_ms, None,
                              max_rel_error(o, ref), built))  # fmt: skip
-    return rows, profile
+    return rows, profiles
 
 
 BENCH_HEAD = ["network", "engine", "device", "median ms", "device ms", "max rel err",
