@@ -268,6 +268,8 @@ def test_opencl_time_evaluator_tvm_form(device, rng):
     assert len(t.device_times) == 2 and len(t.host_times) == 2
     with pytest.raises(TensorschedError, match="need TVM's form"):
         f.time_evaluator(repeat=2, min_repeat_ms=10)
+    with pytest.raises(RuntimeCallError, match=r"number \(0\) and repeat \(1\) must be >= 1"):
+        f.time_evaluator(f.entry_name, ts.opencl(0), number=0)
 
 
 @pytest.mark.opencl

@@ -622,7 +622,8 @@ class OpenCLModule(ModuleNames):
         if func_name is not None:
             self.get_function(func_name)
             self.check_device(dev)
-            tvm_number, tvm_repeat = number or 10, 1 if repeat is None else repeat
+            tvm_number = 10 if number is None else number
+            tvm_repeat = 1 if repeat is None else repeat
             opts = TimerOptions.of(tvm_number, tvm_repeat, min_repeat_ms, **tvm_options)
 
             def run_tvm(*arrays: Array) -> Timing:
@@ -635,11 +636,11 @@ class OpenCLModule(ModuleNames):
 
             return run_tvm
         if tvm_options or min_repeat_ms:
-            raise TensorschedError(
+            raise RuntimeCallError(
                 "time_evaluator: min_repeat_ms and TVM's other options need TVM's form, "
                 "time_evaluator(mod.entry_name, dev, number=..., repeat=..., min_repeat_ms=...)"
             )
-        number, repeat = number or 1, 5 if repeat is None else repeat
+        number, repeat = 1 if number is None else number, 5 if repeat is None else repeat
 
         def run(*arrays: Array) -> Timing:
             arrays = self._unwrap(arrays)
