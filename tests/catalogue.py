@@ -39,6 +39,7 @@ from tensorsched.ops.templates import TemplateError
 from tensorsched.runtime.device import DeviceError
 from tensorsched.runtime.module import LaunchError
 from tensorsched.runtime.tvm_api import TargetError
+from tensorsched.tune.distributed import ClusterError
 from tensorsched.tune.log import LogBusyError, LogError
 from tensorsched.tune.task import TaskError
 
@@ -565,17 +566,17 @@ def lowering_gemm():
                 L,
             ),
             (
-                "a shared stage bound to a block axis",
+                "a shared stage bound to a block axis its consumer does not bind",
                 'AA = s.cache_read(A, "shared", [C])\ns[C].bind(i, ts.thread_axis("blockIdx.x"))\n'
                 's[C].bind(j, ts.thread_axis("threadIdx.x"))\ns[AA].compute_at(s[C], i)\n'
                 's[AA].bind(s[AA].op.axis[1], ts.thread_axis("blockIdx.y"))\nts.lower(s, [A, B, C])',
                 S,
             ),
             (
-                "a local stage bound to a thread axis",
+                "a local stage bound to a thread axis its consumer does not bind",
                 'AL = s.cache_read(A, "local", [C])\ns[C].bind(i, ts.thread_axis("blockIdx.x"))\n'
                 's[C].bind(j, ts.thread_axis("threadIdx.x"))\ns[AL].compute_at(s[C], j)\n'
-                's[AL].bind(s[AL].op.axis[1], ts.thread_axis("threadIdx.x"))\nts.lower(s, [A, B, C])',
+                's[AL].bind(s[AL].op.axis[1], ts.thread_axis("threadIdx.y"))\nts.lower(s, [A, B, C])',
                 S,
             ),
             (
@@ -1076,6 +1077,43 @@ def tuner_files_device():
     )
 
 
+def tuner_cluster():
+    """Tuning on a Dask cluster (``--cluster``, ``cluster=``, ``tensorsched worker``)."""
+    return _rows(
+        "tuner on a cluster",
+        "",
+        [
+            (
+                "a --cluster address with no port",
+                'cli(["tune", "gemm", "--shape", "16,16,16", "--template", "cpu", "--cluster", "nonsense"])',
+                ClusterError,
+            ),
+            (
+                "cluster= that is not an address",
+                "from tensorsched.tune import Task, tune\n"
+                'tune(Task("gemm", "cpu", (16, 16, 16)), tmp + "/c.jsonl", cluster=8786)',
+                ClusterError,
+            ),
+            (
+                "a worker with a negative --build-workers",
+                'cli(["worker", "tcp://127.0.0.1:8786", "--build-workers", "-1"])',
+                TensorschedError,
+            ),
+        ],
+    ) + _rows(
+        "tuner on a cluster",
+        "",
+        [
+            (
+                "worker --resources that are not NAME=AMOUNT",
+                'cli(["worker", "tcp://127.0.0.1:8786", "--resources", "MEM"])',
+                TensorschedError,
+            ),
+        ],
+        device=True,
+    )
+
+
 def text_parsers():
     """Text parsers."""
     return _rows(
@@ -1336,6 +1374,7 @@ TOPICS = (
     tuner_command_line_log,
     tuner_files,
     tuner_files_device,
+    tuner_cluster,
     text_parsers,
     python_target,
     networks,

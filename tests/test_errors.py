@@ -292,16 +292,17 @@ def test_bind_thread_axis_of_a_local_stage():
     s[C].bind(i, thr("blockIdx.x"))
     s[C].bind(j, thr("threadIdx.x"))
     s[B].compute_at(s[C], j)  # under a thread axis: private memory
-    s[B].bind(s[B].op.axis[1], thr("threadIdx.x"))
+    s[B].bind(s[B].op.axis[1], thr("threadIdx.y"))  # a tag C does not bind (TVM allows its own)
     with raises(
         ts.ScheduleError,
         "bind",
         "stage 'B'",
         "axis 'j'",
-        "threadIdx.x",
+        "threadIdx.y",
         "'local'",
         "private to one work-item",
         "scope 'shared'",
+        "at a consumer that binds threadIdx.y",
     ):
         ts.lower(s, [A, C])
 

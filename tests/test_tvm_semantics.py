@@ -105,3 +105,82 @@ def test_fuse_of_one_axis_returns_it():
     with pytest.raises(ts.ScheduleError, match="already split"):
         xo, _ = s[C].split(i, 2)
         s[C].fuse(i)
+
+
+# ---------------------------------------------------------------- private stages bound to threads
+
+
+def local_stage_predicate(tag, scope):
+    # TVM's test_local_stage_predicate: B is private to the work-item (group) along ``tag``,
+    # computed above C's loop bound to it, and binds an axis to that tag itself
+    m, n, p = 1, 3, 2
+    A = ts.placeholder((m, n, p), name="A")
+    B = ts.compute((m, n, p), lambda bi, bj, bk: A[bi, bj, bk], name="B")
+    C = ts.compute((m, n, p), lambda ci, cj, ck: B[ci, cj, ck], name="C")
+    s = ts.create_schedule(C.op)
+    s[B].compute_at(s[C], s[C].op.axis[0])
+    s[B].set_scope(scope)
+    _, bni = s[B].split(s[B].op.axis[1], n)
+    s[C].bind(s[C].op.axis[0], ts.thread_axis("blockIdx.x"))
+    s[C].bind(s[C].op.axis[1], ts.thread_axis(tag))
+    s[B].bind(bni, ts.thread_axis(tag))
+    return s, [A, C]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    "tag, scope", [("threadIdx.x", "local"), ("vthread", "local"), ("blockIdx.y", "shared")]
+)
+def test_private_stage_bound_to_its_consumers_tag(tag, scope, target):
+    s, args = local_stage_predicate(tag, scope)
+    text = plain(s, args)
+    assert "if (" not in text  # as TVM: no predicate, each work-item (group) computes its part
+    if tag == "threadIdx.x":  # the region of one work-item: B holds 2 elements, not 6
+        assert "allocate B[float32 * 1 * 1 * 2], local" in text
+        assert "B[bk] = A[threadIdx.x*2 + bk]" in text
+    mod = build(s, args, target)
+    a = np.random.default_rng(0).random((1, 3, 2), dtype=np.float32)
+    c = np.full((1, 3, 2), np.nan, "float32")
+    mod(a, c)
+    np.testing.assert_array_equal(c, a)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_local_stage_above_the_thread_loop_gets_one_work_items_region(target):
+    n = ts.size_var("n")
+    A = ts.placeholder((n, 6), name="A")
+    B = ts.compute((n, 6), lambda i, j: A[i, j] * 2, name="B")
+    C = ts.compute((n, 6), lambda i, j: B[i, j] + 1, name="C")
+    s = ts.create_schedule(C.op)
+    bx, tx = s[C].split(C.op.axis[0], 4)
+    s[C].bind(bx, ts.thread_axis("blockIdx.x"))
+    s[C].bind(tx, ts.thread_axis("threadIdx.x"))
+    s[B].compute_at(s[C], bx)  # above threadIdx.x: still one work-item's row, not the block's
+    s[B].set_scope("local")
+    text = plain(s, [A, C])
+    assert "allocate B[float32 * 1 * 6], local" in text
+    assert "B[j] = A[blockIdx.x*24 + threadIdx.x*6 + j]*2f" in text
+    mod = build(s, [A, C], target)
+    for nn in (1, 5, 11):
+        a = np.random.default_rng(nn).random((nn, 6), dtype=np.float32)
+        c = np.full((nn, 6), np.nan, "float32")
+        mod(a, c)
+        np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_local_stage_bound_to_threadidx_under_the_thread_loop(target):
+    A = ts.placeholder((9, 6), name="A")
+    B = ts.compute((9, 6), lambda i, j: A[i, j] * 3.0, name="B")
+    C = ts.compute((9, 6), lambda i, j: B[i, j] + B[i, 5 - j], name="C")
+    s = ts.create_schedule(C.op)
+    i, j = s[C].op.axis
+    s[C].bind(i, ts.thread_axis("blockIdx.x"))
+    s[C].bind(j, ts.thread_axis("threadIdx.x"))
+    s[B].compute_at(s[C], j)
+    s[B].bind(s[B].op.axis[1], ts.thread_axis("threadIdx.x"))  # its own part: a loop of B's row
+    mod = build(s, [A, C], target)
+    a = np.random.default_rng(1).random((9, 6), dtype=np.float32)
+    c = np.full((9, 6), np.nan, "float32")
+    mod(a, c)
+    np.testing.assert_allclose(c, 3 * a + 3 * a[:, ::-1], rtol=1e-6)

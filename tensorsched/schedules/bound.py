@@ -216,7 +216,8 @@ class _Inference:
                 self.region[st] = tuple((E.IntImm(0), d) for d in st.op.shape)
             root_ext = {iv: e for iv, (_, e) in zip(st.op.axis, self.region[st])}
             root_ext.update({iv: iv.domain.extent for iv in st.op.reduce_axis})
-            self.ext[st] = pass_down(st, root_ext)
+            private = [iv for iv in st.leaf_iter_vars if private_binding(st, iv, self.scope[st])]
+            self.ext[st] = pass_down(st, root_ext, private=private)
             for iv in st.leaf_iter_vars:
                 hi = extent_upper(self.ext[st][iv])
                 self.var_ranges[iv.var] = (0, None if hi is None else hi - 1)
@@ -289,6 +290,19 @@ def bound_tag(st: Stage, iv: IterVar) -> str | None:
     return a.bind.tag if a is not None and a.bind is not None else None
 
 
+def private_binding(st: Stage, iv: IterVar, scope: str) -> bool:
+    """Whether ``iv``, a data axis of ``st`` (whose storage ``scope`` is given), is bound to a
+    thread tag whose work-items each hold their own copy of the stage: a ``"local"`` stage's
+    axis bound to threadIdx, blockIdx or vthread, a ``"shared"`` stage's bound to blockIdx. As
+    in TVM, such a binding of a stage computed inside a consumer (which must bind the same tag)
+    does not spread the axis over the work-items: each computes its own part (its region is
+    one work-item's along the tag), so the axis runs as a loop over that part."""
+    tag = bound_tag(st, iv)
+    if tag is None or st.attach_type != "scope" or iv.kind == "reduce":
+        return False
+    return SCOPE_RANK[scope] > tag_rank(tag)
+
+
 def kernel_root(st: Stage) -> Stage:
     """The root stage of the kernel that ``st`` is computed in."""
     anc = ancestors(st)
@@ -319,6 +333,9 @@ def _attached_region(
     rank = SCOPE_RANK[ctx.scope[st]]
     relaxed: dict[E.Var, Extent] = {}
     for iv in parent.leaf_iter_vars[ax_pos + 1 :]:
+        tag = bound_tag(parent, iv)
+        if tag and tag != "vthread" and rank > tag_rank(tag):
+            continue  # as in TVM: a private stage covers its own work-item's (group's) part
         relaxed[iv.var] = ctx.ext[parent][iv]
     # work-item indices around the attach point that the whole tile must cover
     for anc in [parent] + [a for a, _ in ancestors(parent)]:

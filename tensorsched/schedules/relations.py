@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -62,7 +62,10 @@ def _ceil_div(a: Extent, b: Extent) -> Extent:
 
 
 def pass_down(
-    stage: Stage, root_extents: Mapping[IterVar, Extent], tighten: bool = True
+    stage: Stage,
+    root_extents: Mapping[IterVar, Extent],
+    tighten: bool = True,
+    private: Container[IterVar] = (),
 ) -> dict[IterVar, Extent]:
     """Extents of every iter var of ``stage`` from the extents of its root axes.
 
@@ -73,18 +76,23 @@ def pass_down(
     parent's extent too: such a loop would only spin through guarded iterations. Extents may
     be symbolic (expressions of size variables); a symbolic extent is never tightened.
     ``tighten=False`` keeps every factor as given (for a primitive that runs before the
-    stage's bindings are known: ``rfactor``).
+    stage's bindings are known: ``rfactor``). ``private``: bound loops that run as loops (a
+    private stage's bindings, ``bound.private_binding``), tightened as unbound ones are.
     """
     ext = dict(root_extents)
     for rel in stage.relations:
         if isinstance(rel, Split):
             e = ext[rel.parent]
             if rel.factor is not None:
-                inner = _clamped(rel.factor, e, not tighten or _bound_to_thread(stage, rel.inner))
+                inner = _clamped(
+                    rel.factor, e, not tighten or _bound_to_thread(stage, rel.inner, private)
+                )
                 ext[rel.inner], ext[rel.outer] = inner, _ceil_div(e, inner)
             else:
                 assert rel.nparts is not None
-                outer = _clamped(rel.nparts, e, not tighten or _bound_to_thread(stage, rel.outer))
+                outer = _clamped(
+                    rel.nparts, e, not tighten or _bound_to_thread(stage, rel.outer, private)
+                )
                 ext[rel.outer], ext[rel.inner] = outer, _ceil_div(e, outer)
         elif isinstance(rel, Singleton):
             ext[rel.iv] = 1
@@ -108,7 +116,7 @@ def _clamped(n: Extent, extent: Extent, bound: bool) -> Extent:
     return n
 
 
-def _bound_to_thread(stage: Stage, iv: IterVar) -> bool:
+def _bound_to_thread(stage: Stage, iv: IterVar, private: Container[IterVar] = ()) -> bool:
     """Whether ``iv``, or a loop split or fused from it, is bound to a thread axis."""
     todo, seen = [iv], set()
     while todo:
@@ -117,7 +125,7 @@ def _bound_to_thread(stage: Stage, iv: IterVar) -> bool:
             continue
         seen.add(x)
         a = stage.attrs.get(x)
-        if a is not None and a.bind is not None:
+        if a is not None and a.bind is not None and x not in private:
             return True
         for rel in stage.relations:
             if isinstance(rel, Split) and rel.parent is x:

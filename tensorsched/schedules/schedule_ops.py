@@ -15,7 +15,7 @@ from ..ir import stmt as S
 from ..ir.intrin import identity_value
 from ..ir.simplify import Extent, ext_equal, extent_expr, extent_of
 from ..ir.tensor import IterVar, ScanOp, Tensor, tensors_read
-from ..ir.visitor import Mutator, substitute
+from ..ir.visitor import Mutator, free_vars, substitute
 from .bound import (
     SCOPE_RANK,
     Bounds,
@@ -24,6 +24,7 @@ from .bound import (
     infer_bound,
     kernel_root,
     pass_up,
+    private_binding,
     root_values,
     tag_rank,
 )
@@ -143,19 +144,35 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
     env = {**env, **{tag: (var, extent) for tag, var, extent, _ in leaders}}
     store_only = _store_predicate(ctx, st)
 
-    # envs[k]: the thread tags bound outside leaf k
-    envs, cur = [], dict(env)
-    for iv in leaves:
-        envs.append(dict(cur))
-        tag = bound_tag(st, iv)
-        if tag and tag != "vthread" and tag not in cur and iv.kind != "reduce":
-            cur[tag] = (ctx.thread_var(tag), launch_extent(st, iv, ext[iv]))
-    inner_env = cur
-
     attached: dict[IterVar, list[Stage]] = {}
     for child in ctx.stages:
         if child.attach_stage is st and child.attach_ivar is not None:
             attached.setdefault(child.attach_ivar, []).append(child)
+
+    # envs[k]: the thread tags bound outside leaf k. A stage attached at leaf k whose region
+    # is one work-item's along a tag that ``st`` binds further in (a "local" stage computed
+    # above the threadIdx loops, as TVM allows) reads that work-item index: its thread
+    # extent opens at leaf k (opened[k]), and the loop bound to it further in reuses it
+    envs, cur = [], dict(env)
+    opened: dict[int, list[tuple[str, IterVar]]] = {}
+    for k, iv in enumerate(leaves):
+        envs.append(dict(cur))
+        tag = thread_tag(ctx, st, iv)
+        if tag and tag != "vthread" and tag not in cur and iv.kind != "reduce":
+            cur[tag] = (ctx.thread_var(tag), launch_extent(st, iv, ext[iv]))
+        used = {v for c in attached.get(iv, []) for m, _ in ctx.region[c] for v in free_vars(m)}
+        for later in leaves[k + 1 :]:
+            ltag = thread_tag(ctx, st, later)
+            if (
+                ltag
+                and ltag != "vthread"
+                and ltag not in cur
+                and later.kind != "reduce"
+                and later.var in used
+            ):
+                cur[ltag] = (ctx.thread_var(ltag), launch_extent(st, later, ext[later]))
+                opened.setdefault(k, []).append((ltag, later))
+    inner_env = cur
 
     across = _cross_thread_leaf(st)
     loop_leaves = leaves
@@ -252,6 +269,9 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         kids = [build_stage(ctx, c, inner_env_k) for c in attached.get(iv, [])]
         prefix = kids + ([init] if first_reduce == k + 1 else [])
         stmt = _with_allocs(ctx, attached.get(iv, []), S.seq(*prefix, stmt))
+        for ltag, later in reversed(opened.get(k, [])):
+            launch = _kernel_extent(ctx, st, later, ext[later], ltag)
+            stmt = S.ThreadExtent(ctx.thread_var(ltag), ltag, launch, stmt)
         stmt = _loop(ctx, st, iv, ext[iv], stmt, envs[k])
     if first_reduce == 0:
         stmt = S.seq(init, stmt)
@@ -286,6 +306,11 @@ def _build_scan(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         build_stage(ctx, update, env),
     )
     return S.Produce(st.name, S.seq(build_stage(ctx, init, env), step))
+
+
+def thread_tag(ctx: _Builder, st: Stage, iv: IterVar) -> str | None:
+    """The tag ``iv`` runs as in the kernel: its binding's, but None for a private binding."""
+    return None if private_binding(st, iv, ctx.scope[st]) else bound_tag(st, iv)
 
 
 def _store_predicate(ctx: _Builder, st: Stage) -> list[E.Expr]:
@@ -536,7 +561,7 @@ def _with_allocs(ctx, stages, stmt, skip=frozenset()):
 
 def _loop(ctx, st, iv, extent, body, env):
     attr = st.attrs.get(iv)
-    tag = attr.bind.tag if attr is not None and attr.bind is not None else None
+    tag = thread_tag(ctx, st, iv)
     if tag == "vthread":  # interleaved by the inject_virtual_threads pass
         return S.For(iv.var, E.IntImm(0), extent_expr(extent), "vthread", body)
     if tag:
@@ -576,17 +601,7 @@ def _loop(ctx, st, iv, extent, body, env):
                 "as well",
                 iv,
             )
-        launch = launch_extent(st, iv, extent)
-        prev = ctx.kernel_extents.setdefault(tag, (launch, st, iv))
-        if not ext_equal(prev[0], launch):
-            pe, pst, piv = prev
-            raise LoweringError(
-                f"stage '{st.name}': axis '{iv.var.name}' is bound to {tag} with "
-                f"extent {extent}, but stage '{pst.name}' binds axis "
-                f"'{piv.var.name}' to {tag} with extent {pe} in the same kernel; "
-                f"a kernel has one extent per thread tag: split so that both "
-                f"have the same extent (e.g. split(..., nparts={pe}))"
-            )
+        launch = _kernel_extent(ctx, st, iv, extent, tag)
         var = ctx.thread_var(tag)
         ctx.bound_vars[iv.var] = var
         if not ext_equal(launch, extent):  # a thread_axis((0, n), tag) longer than the axis
@@ -595,6 +610,23 @@ def _loop(ctx, st, iv, extent, body, env):
     kind = attr.kind if attr else "serial"
     pragmas = tuple(attr.pragmas) if attr else ()
     return S.For(iv.var, E.IntImm(0), extent_expr(extent), kind, body, pragmas)
+
+
+def _kernel_extent(ctx: _Builder, st: Stage, iv: IterVar, extent: Extent, tag: str) -> Extent:
+    """The launch extent of ``iv`` bound to ``tag``, checked against the kernel's other
+    stages binding ``tag``, and recorded as the kernel's."""
+    launch = launch_extent(st, iv, extent)
+    prev = ctx.kernel_extents.setdefault(tag, (launch, st, iv))
+    if not ext_equal(prev[0], launch):
+        pe, pst, piv = prev
+        raise LoweringError(
+            f"stage '{st.name}': axis '{iv.var.name}' is bound to {tag} with "
+            f"extent {extent}, but stage '{pst.name}' binds axis "
+            f"'{piv.var.name}' to {tag} with extent {pe} in the same kernel; "
+            f"a kernel has one extent per thread tag: split so that both "
+            f"have the same extent (e.g. split(..., nparts={pe}))"
+        )
+    return launch
 
 
 def launch_extent(st: Stage, iv: IterVar, extent: Extent) -> Extent:
@@ -622,7 +654,7 @@ def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, stores):
     the reduction, over the data loops inside the first reduction loop."""
     data = [iv for iv in leaves_from_reduce if iv.kind != "reduce"]
     for iv in data:
-        if bound_tag(st, iv):
+        if thread_tag(ctx, st, iv):
             raise ScheduleError(
                 "bind",
                 st,
@@ -647,11 +679,18 @@ def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, stores):
 def check_scope_bindings(ctx: _Builder, st: Stage) -> None:
     """A stage in memory private to a work-item ("local") cannot bind thread or block indices,
     nor a work-group's ("shared") stage block indices: each work-item (group) would fill only
-    its own part of its own copy and read the rest unwritten."""
+    its own part of its own copy and read the rest unwritten. The exception, as in TVM: a
+    stage computed inside a consumer that binds the same tag, where each work-item (group)
+    computes its own part (``private_binding``)."""
     rank = SCOPE_RANK[ctx.scope[st]]
+    root = kernel_root(st)
     for iv in st.leaf_iter_vars:
         tag = bound_tag(st, iv)
         if tag and tag_rank(tag) < rank:
+            if private_binding(st, iv, ctx.scope[st]) and any(
+                bound_tag(root, x) == tag for x in root.leaf_iter_vars
+            ):
+                continue
             who = "work-item" if rank == SCOPE_RANK["local"] else "work-group"
             fix = (
                 "give it scope 'shared' to fill it cooperatively, or drop the binding"
@@ -663,7 +702,8 @@ def check_scope_bindings(ctx: _Builder, st: Stage) -> None:
                 st,
                 f"axis '{iv.var.name}' is bound to {tag}, but the "
                 f"stage lives in '{ctx.scope[st]}' memory, private to one {who}: "
-                f"each {who} would fill only part of its own copy; {fix}",
+                f"each {who} would fill only part of its own copy; {fix} (or compute it "
+                f"at a consumer that binds {tag}: each {who} then computes its own part)",
                 iv,
             )
 
