@@ -1,6 +1,7 @@
 """TVM's runtime names over tensorsched's OpenCL runtime: device handles (``ts.opencl(0)``,
-``ts.cpu(0)``, ``ts.device("opencl", 0)``), target strings and ``ts.target.Target``, and the
-names a built TVM module answers to (``entry_name``, ``mod[name]``, ``imported_modules``).
+``ts.cpu(0)``, ``ts.device("opencl", 0)``), the names a built module answers to
+(``entry_name``, ``mod[name]``, ``imported_modules``) and TVM's ``time_evaluator`` loop;
+the target kinds that ``target.py`` maps to OpenCL devices.
 
 tensorsched writes OpenCL C only. A CPU target (``"llvm"``, ``"c"``) builds for the CPU OpenCL
 device with a note (``TargetNote``); a GPU target of another API (``"cuda"``, ``"rocm"``,
@@ -28,7 +29,7 @@ class TargetNote(UserWarning):
     """A TVM target was mapped to an OpenCL device (``"llvm"`` -> the CPU OpenCL device)."""
 
 
-# TVM's DLPack device type codes, for ``Device.device_type``
+# TVM's DLPack device type codes, for ``DeviceHandle.device_type``
 DEVICE_TYPES = {"cpu": 1, "cuda": 2, "opencl": 4, "vulkan": 7, "metal": 8, "rocm": 10}
 # other spellings TVM accepts for a device or a target kind
 KIND_ALIASES = {
