@@ -184,3 +184,50 @@ def test_local_stage_bound_to_threadidx_under_the_thread_loop(target):
     c = np.full((9, 6), np.nan, "float32")
     mod(a, c)
     np.testing.assert_allclose(c, 3 * a + 3 * a[:, ::-1], rtol=1e-6)
+
+
+# ---------------------------------------------------------------- the "warp" scope
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_warp_scope_is_work_group_memory(target):
+    # TVM's test_lower_warp_memory schedule; OpenCL 1.2 has no warp shuffles: __local memory
+    m = 200
+    A = ts.placeholder((m,), name="A")
+    B = ts.compute((m,), lambda i: A[i] + 3, name="B")
+    s = ts.create_schedule(B.op)
+    AA = s.cache_read(A, "warp", [B])
+    xo, xi = s[B].split(B.op.axis[0], 64)
+    xi0, xi1 = s[B].split(xi, factor=32)
+    tx = ts.thread_axis("threadIdx.x")
+    s[B].bind(xi1, tx)
+    s[B].bind(xi0, ts.thread_axis("threadIdx.y"))
+    s[AA].compute_at(s[B], xo)
+    _, a1 = s[AA].split(s[AA].op.axis[0], 32)
+    s[AA].bind(a1, tx)
+    s[B].bind(xo, ts.thread_axis("blockIdx.x"))
+    text = plain(s, [A, B])
+    assert "allocate A.warp[float32 * 64], shared" in text and "barrier(shared)" in text
+    mod = build(s, [A, B], target)
+    a = np.random.default_rng(2).random(m, dtype=np.float32)
+    b = np.full(m, np.nan, "float32")
+    mod(a, b)
+    np.testing.assert_allclose(b, a + 3, rtol=1e-6)
+
+
+def test_set_scope_warp():
+    A, B, C, s = chain(45)
+    xo, xi = s[C].split(C.op.axis[0], 16)
+    s[C].bind(xo, ts.thread_axis("blockIdx.x"))
+    s[C].bind(xi, ts.thread_axis("threadIdx.x"))
+    s[B].compute_at(s[C], xo)
+    s[B].set_scope("warp")
+    _, bi = s[B].split(B.op.axis[0], 16)
+    s[B].bind(bi, ts.thread_axis("threadIdx.x"))
+    assert "allocate B[float32 * 16], shared" in plain(s, [A, C])
+    mod = ts.build(s, [A, C], target="python")
+    a, c = np.arange(45, dtype="float32"), np.full(45, np.nan, "float32")
+    mod(a, c)
+    np.testing.assert_array_equal(c, (a + 1) * 2)
+    with pytest.raises(ts.ScheduleError, match="global, shared, local, warp"):
+        s[B].set_scope("wrap")

@@ -310,6 +310,8 @@ def kernel_root(st: Stage) -> Stage:
 
 
 def _infer_scope(st: Stage) -> str:
+    if st.scope == "warp":  # see schedule.WARP
+        return "shared"
     if st.scope is not None:
         return st.scope
     if st.attach_type != "scope":

@@ -448,6 +448,10 @@ class Stage:
             )
 
     def set_scope(self, scope: str) -> None:
+        """Keep this stage in ``scope`` memory: ``"global"``, ``"shared"`` (``__local``, one
+        copy per work-group), ``"local"`` (private to a work-item) or TVM's ``"warp"``, which
+        on OpenCL 1.2 (no warp shuffles) is ``__local`` memory shared by the work-group, as
+        ``"shared"`` is."""
         _check_scope(scope, "set_scope", self)
         self.scope = scope
 
@@ -539,10 +543,20 @@ def _one_list(args: tuple[object, ...]) -> list[object]:
     return list(args)
 
 
+# TVM's "warp" scope: memory shared by the threads of a warp, read through warp shuffles.
+# OpenCL 1.2 has neither warps nor shuffles, so a "warp" stage is a "shared" one: ``__local``
+# memory of the whole work-group, filled cooperatively and read after a barrier. Its tile
+# covers the work-group (TVM's covers a warp: threadIdx.x), which is correct for every
+# schedule TVM accepts, at the cost of ``__local`` memory instead of registers.
+WARP = "warp"
+
+
 def _check_scope(scope: object, primitive: str, stage: Stage | None = None) -> None:
-    if scope not in SCOPES:
+    if scope not in SCOPES and scope != WARP:
         raise ScheduleError(
-            primitive, stage, f"unknown scope '{scope}'; use one of {', '.join(SCOPES)}"
+            primitive,
+            stage,
+            f"unknown scope '{scope}'; use one of {', '.join((*SCOPES, WARP))}",
         )
 
 
