@@ -51,6 +51,7 @@ from .ops.pad import pad
 from .runtime import nd, target, testing  # ts.nd.array, ts.target.Target
 from .runtime.build import build
 from .runtime.tvm_api import cl, cpu, cuda, device, metal, opencl, rocm, vulkan
+from .schedules import tvm_schedule as schedule  # ts.schedule.AutoInlineInjective
 from .schedules.lower import lower
 from .schedules.schedule import create_schedule
 
@@ -87,6 +88,7 @@ __all__ = [
     "scan",
     "pad",
     "create_schedule",
+    "schedule",
     "lower",
     "build",
     "nd",

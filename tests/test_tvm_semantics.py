@@ -231,3 +231,105 @@ def test_set_scope_warp():
     np.testing.assert_array_equal(c, (a + 1) * 2)
     with pytest.raises(ts.ScheduleError, match="global, shared, local, warp"):
         s[B].set_scope("wrap")
+
+
+# ---------------------------------------------------------------- create_group, iter_var_attrs
+
+
+def group_chain():
+    n = ts.size_var("n")
+    A = ts.placeholder((n + 1,), name="A")
+    B = ts.compute((n + 1,), lambda i: A[i] * 2, name="B")
+    C = ts.compute((n + 1,), lambda i: B[i] + A[i], name="C")
+    D = ts.compute((n,), lambda i: C[i] + C[i + 1], name="D")
+    return A, B, C, D
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_create_group_is_placed_as_a_unit(target):
+    A, B, C, D = group_chain()
+    s = ts.create_schedule(D.op)
+    g = s.create_group(outputs=C, inputs=A)
+    assert s[B].group is g and s[C].group is g and g.group is None and s[g] is g
+    assert s[D].group is None
+    xo, _ = s[D].split(D.op.axis[0], 4)
+    s[g].compute_at(s[D], xo)
+    text = plain(s, [A, D])
+    loop = text.index("for (i.outer")
+    assert loop < text.index("produce B") < text.index("produce C") < text.index("for (i.inner")
+    assert "C[i] = B[i] + A[i.outer*4 + i]" in text  # each a tile of 5: what D's tile reads
+    mod = build(s, [A, D], target)
+    for nn in (1, 6, 9):
+        a = np.random.default_rng(nn).random(nn + 1, dtype=np.float32)
+        d = np.full(nn, np.nan, "float32")
+        mod(a, d)
+        c = a * 3
+        np.testing.assert_allclose(d, c[:-1] + c[1:], rtol=1e-6)
+
+
+def test_create_group_members_and_errors():
+    A, B, C, D = group_chain()
+    s = ts.create_schedule(D.op)
+    g = s.create_group(outputs=[C], inputs=[B], include_inputs=True)
+    assert [st.name for st in g.members] == ["B", "C"]
+    with pytest.raises(ts.ScheduleError, match="already belongs to a group"):
+        s.create_group(outputs=C, inputs=A)
+    s = ts.create_schedule(D.op)
+    assert [st.name for st in s.create_group(outputs=C, inputs=B).members] == ["C"]
+    g = s.create_group(outputs=B, inputs=[])
+    with pytest.raises(ts.ScheduleError, match="attach the group to a stage outside it"):
+        g.compute_at(s[B], B.op.axis[0])
+    g.compute_inline()
+    assert s[B].attach_type == "inline"
+
+
+def test_iter_var_attrs():
+    # TVM's test_vectorize / test_pragma: the annotations, read back as TVM exposes them
+    A = ts.placeholder((30, 20), name="A")
+    T = ts.compute((30, 20), lambda i, j: A[i, j], name="T")
+    s = ts.create_schedule(T.op)
+    xo, yo, xi, yi = s[T].tile(T.op.axis[0], T.op.axis[1], x_factor=10, y_factor=5)
+    s[T].vectorize(yi)
+    s[T].unroll(xi)
+    s[T].pragma(xo, "pragma1")
+    s[T].bind(yo, ts.thread_axis("threadIdx.x"))
+    attrs = s[T].iter_var_attrs
+    IterVar = ts.schedule.IterVar
+    assert attrs[xi].iter_type == IterVar.Unrolled
+    assert attrs[yi].iter_type == IterVar.Vectorized
+    assert attrs[xo].pragma_keys[0].value == "pragma1" and attrs[xo].pragma_values == (1,)
+    assert attrs[yo].iter_type == IterVar.ThreadIndex and attrs[yo].bind_thread.tag == "threadIdx.x"
+    s2 = ts.create_schedule(T.op)
+    i, j = s2[T].op.axis
+    s2[T].pragma(j, "vectorize")  # TVM: the pragma of that name vectorizes
+    s2[T].pragma(i, "unroll")
+    assert s2[T].iter_var_attrs[j].iter_type == IterVar.Vectorized
+    assert s2[T].iter_var_attrs[i].iter_type == IterVar.Unrolled
+
+
+# ---------------------------------------------------------------- ts.schedule.AutoInline*
+
+
+def test_auto_inline_elemwise_and_injective():
+    A = ts.placeholder((5, 7), name="A")
+    B = ts.compute((5, 7), lambda i, j: A[i, j] + 1, name="B")  # elementwise
+    T = ts.compute((7, 5), lambda i, j: B[j, i] * 2, name="T")  # injective, not elementwise
+    k = ts.reduce_axis((0, 5), name="k")
+    R = ts.compute((7,), lambda i: ts.sum(T[i, k], axis=k), name="R")  # a reduction
+    O = ts.compute((7,), lambda i: R[i] * 3, name="O")  # the output
+    s = ts.create_schedule(O.op)
+    ts.schedule.AutoInlineElemWise(s)
+    assert [st.name for st in s.stages if st.attach_type == "inline"] == ["B"]
+    s = ts.create_schedule(O.op)
+    ts.schedule.AutoInlineInjective(s)
+    assert [st.name for st in s.stages if st.attach_type == "inline"] == ["B", "T"]
+    text = plain(s, [A, O])
+    assert "(A[k*7 + i] + 1f)*2f" in text
+    mod = ts.build(s, [A, O], target="python")
+    a, o = np.random.default_rng(3).random((5, 7), dtype=np.float32), np.zeros(7, "float32")
+    mod(a, o)
+    np.testing.assert_allclose(o, ((a + 1) * 2).sum(axis=0) * 3, rtol=1e-5)
+    s = ts.create_schedule(O.op)
+    s[B].split(B.op.axis[0], 2)  # a scheduled stage is left alone, as in TVM
+    ts.schedule.AutoInlineInjective(s)
+    assert [st.name for st in s.stages if st.attach_type == "inline"] == ["T"]

@@ -7,7 +7,7 @@ import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import ComputeError, InternalError, ScheduleError
 from . import dtype as dt
@@ -84,6 +84,17 @@ class IterVar(E.ExprOps):
     dom: Range | None
     kind: str = "data"
     tag: str = ""
+
+    # TVM's IterVar types, the values of ``Stage.iter_var_attrs[iv].iter_type``
+    DataPar: ClassVar[int] = 0
+    ThreadIndex: ClassVar[int] = 1
+    CommReduce: ClassVar[int] = 2
+    Ordered: ClassVar[int] = 3
+    DimInfo: ClassVar[int] = 4
+    Unrolled: ClassVar[int] = 5
+    Vectorized: ClassVar[int] = 6
+    Parallelized: ClassVar[int] = 7
+    Tensorized: ClassVar[int] = 8
 
     def as_expr(self) -> E.Expr:
         return self.var

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, SupportsIndex
+from types import MappingProxyType
+from typing import Any, SupportsIndex, overload
 
 import networkx as nx
 
@@ -32,11 +33,47 @@ from ..passes.peel_tail import PEEL_PRAGMA
 from .relations import TAILS, Fuse, Singleton, Split, pass_down, pass_up
 
 
+class PragmaKey(str):
+    """A pragma's key as TVM exposes it (a string with ``.value``)."""
+
+    @property
+    def value(self) -> str:
+        return str(self)
+
+
+_ITER_TYPES = {
+    "unrolled": IterVar.Unrolled,
+    "vectorized": IterVar.Vectorized,
+    "parallel": IterVar.Parallelized,
+}
+
+
 @dataclass
 class IterAttr:
+    """The annotations of one loop of a stage; TVM's ``IterVarAttr`` fields (``iter_type``,
+    ``bind_thread``, ``pragma_keys``, ``pragma_values``) read them."""
+
     kind: str = "serial"  # serial / unrolled / vectorized / parallel
     bind: IterVar | None = None  # thread_axis this loop is bound to
     pragmas: list[tuple[str, Any]] = field(default_factory=list)
+
+    @property
+    def iter_type(self) -> int:
+        if self.bind is not None:
+            return IterVar.ThreadIndex
+        return _ITER_TYPES.get(self.kind, IterVar.DataPar)
+
+    @property
+    def bind_thread(self) -> IterVar | None:
+        return self.bind
+
+    @property
+    def pragma_keys(self) -> tuple[PragmaKey, ...]:
+        return tuple(PragmaKey(k) for k, _ in self.pragmas)
+
+    @property
+    def pragma_values(self) -> tuple[Any, ...]:
+        return tuple(v for _, v in self.pragmas)
 
 
 class Stage:
@@ -57,10 +94,17 @@ class Stage:
         self.double_buffered: bool | str = False  # double_buffer(): False or its scope
         self.store_predicate: E.Expr | None = None  # set_store_predicate(): stores only where
         self.is_output = False
+        self.group: Group | None = None  # the create_group group it belongs to
 
     @property
     def name(self) -> str:
         return self.op.name
+
+    @property
+    def iter_var_attrs(self) -> Mapping[IterVar, IterAttr]:
+        """TVM's ``Stage.iter_var_attrs``: each annotated loop -> its ``IterAttr``
+        (``.iter_type`` is one of ``IterVar.Unrolled``, ``Vectorized``, ``ThreadIndex`` ...)."""
+        return MappingProxyType(self.attrs)
 
     def __repr__(self) -> str:
         return f"stage({self.name})"
@@ -317,11 +361,16 @@ class Stage:
         self._annotate("parallel", iv, "parallel")
 
     def pragma(self, iv: IterVar, key: str, value: Any = 1) -> None:
-        """Attach ``key = value`` to the loop of ``iv`` (for example ``unroll_explicit``)."""
+        """Attach ``key = value`` to the loop of ``iv`` (for example ``unroll_explicit``). As in
+        TVM, the keys ``"unroll"`` and ``"vectorize"`` annotate the loop as ``unroll`` and
+        ``vectorize`` do."""
         self._check_not_inline("pragma")
         self._check_leaf("pragma", iv)
         if not isinstance(key, str):
             raise self._error("pragma", f"pragma key must be a string, got {key!r}", iv)
+        if key in ("unroll", "vectorize"):
+            self._annotate("pragma", iv, "unrolled" if key == "unroll" else "vectorized")
+            return
         self._attr(iv).pragmas.append((key, value))
 
     def bind(self, iv: IterVar, thread: IterVar) -> None:
@@ -536,6 +585,44 @@ class Stage:
         self.align[self.op.axis.index(axis)] = (f, o)
 
 
+class Group:
+    """A group of stages (``s.create_group``) placed as a unit: ``compute_at`` computes each
+    of its stages that is at the root (or was placed with the group) inside the given loop,
+    producers first, each what the group's consumers there need; ``compute_inline`` and
+    ``compute_root`` apply to every stage. A stage of the group may still be placed inside
+    another stage of the group afterwards. ``group`` is None: groups do not nest."""
+
+    def __init__(self, members: Sequence[Stage]) -> None:
+        self.members = list(members)
+        self.group: Group | None = None
+
+    def __repr__(self) -> str:
+        return f"group({', '.join(st.name for st in self.members)})"
+
+    def _placed(self) -> list[Stage]:
+        return [st for st in self.members if st.attach_type in ("root", "scope")]
+
+    def compute_at(self, parent: Stage, iv: IterVar) -> None:
+        if parent in self.members:
+            raise ScheduleError(
+                "compute_at",
+                parent,
+                "it belongs to the group being placed; attach the group to a stage outside it",
+            )
+        for st in self._placed():
+            if st.attach_type == "root" or st.attach_stage not in self.members:
+                st.compute_at(parent, iv)
+
+    def compute_root(self) -> None:
+        for st in self._placed():
+            if st.attach_stage not in self.members:
+                st.compute_root()
+
+    def compute_inline(self) -> None:
+        for st in reversed(self.members):  # consumers first: nothing is attached to them
+            st.compute_inline()
+
+
 def _one_list(args: tuple[object, ...]) -> list[object]:
     """The arguments of a primitive that takes axes either spread out or as one list."""
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
@@ -593,10 +680,16 @@ class Schedule:
                     inner = self.stage_map[part.op]
                     inner.attach_type, inner.attach_stage = "scan", st
 
-    def __getitem__(self, t: Tensor | Operation | Stage) -> Stage:
+    @overload
+    def __getitem__(self, t: Group) -> Group: ...
+
+    @overload
+    def __getitem__(self, t: Tensor | Operation | Stage) -> Stage: ...
+
+    def __getitem__(self, t: Tensor | Operation | Stage | Group) -> Stage | Group:
         op = t.op if isinstance(t, Tensor) else t
-        if isinstance(op, Stage):
-            return op
+        if isinstance(op, (Stage, Group)):
+            return op  # s[g] is the group, as in TVM
         if isinstance(op, PlaceholderOp):
             raise ScheduleError(
                 "schedule",
@@ -621,6 +714,48 @@ class Schedule:
         do (a reduce axis over ``(lo, hi)`` runs from 0 and reads ``k + lo``), so the schedule
         is returned as it is."""
         return self
+
+    def create_group(
+        self,
+        outputs: Tensor | Sequence[Tensor],
+        inputs: Tensor | Sequence[Tensor],
+        include_inputs: bool = False,
+    ) -> Group:
+        """TVM's ``s.create_group``: the stages that compute ``outputs`` from ``inputs`` (every
+        stage on a path from one of ``inputs`` to one of ``outputs``, the outputs included, the
+        inputs only with ``include_inputs``), as one ``Group`` that ``compute_at`` places as a
+        unit. With no ``inputs``, everything that ``outputs`` read, up to the placeholders."""
+        outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+        ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        for t in outs + ins:
+            if not isinstance(t, Tensor):
+                raise ScheduleError("create_group", None, f"expected tensors, got {t!r}")
+        stop = {t.op for t in ins}
+        found: set[Operation] = set()
+        todo = [t.op for t in outs]
+        while todo:
+            op = todo.pop()
+            if op in found:
+                continue
+            found.add(op)
+            if op not in stop:
+                todo += [t.op for t in op.input_tensors]
+        members = [
+            st for st in self.stages if st.op in found and (include_inputs or st.op not in stop)
+        ]
+        if not members:
+            raise ScheduleError(
+                "create_group", None, "no stage lies between the inputs and the outputs"
+            )
+        for st in members:
+            if st.group is not None:
+                raise ScheduleError(
+                    "create_group", st, "the stage already belongs to a group; groups do not nest"
+                )
+        group = Group(members)
+        for st in members:
+            st.group = group
+        return group
 
     def _owner(self, iv: IterVar) -> Stage | None:
         for st in self.stages:

@@ -1,0 +1,72 @@
+"""``ts.schedule``: TVM's ``te.schedule`` names (the schedule classes, and the helpers that
+inline every elementwise or injective stage)."""
+
+from __future__ import annotations
+
+from ..ir import expr as E
+from ..ir.tensor import ComputeOp, IterVar, ScanOp
+from ..ir.visitor import Visitor
+from .schedule import Group, IterAttr, Schedule, Stage, create_schedule
+
+__all__ = [
+    "AutoInlineElemWise",
+    "AutoInlineInjective",
+    "Group",
+    "IterAttr",
+    "IterVar",
+    "Schedule",
+    "Stage",
+    "create_schedule",
+]
+
+
+def AutoInlineElemWise(sch: Schedule) -> None:  # noqa: N802  (TVM's name)
+    """Inline every stage that is elementwise (each tensor it reads is read at exactly its own
+    axes, in order: ``B[i, j] = f(A[i, j])``) and is not an output, nor scheduled yet."""
+    for st in sch.stages:
+        if _inlinable(st) and _elementwise(st.op):
+            st.compute_inline()
+
+
+def AutoInlineInjective(sch: Schedule) -> None:  # noqa: N802  (TVM's name)
+    """Inline every stage that is injective (no reduction: transposes, pads, broadcasts and
+    elementwise stages) and is not an output, nor scheduled yet."""
+    for st in sch.stages:
+        if _inlinable(st):
+            st.compute_inline()
+
+
+def _inlinable(st: Stage) -> bool:
+    """Not an output, a plain compute of one output without a reduction, and not scheduled
+    (no split/fuse, annotation, placement or scope; TVM's ``is_scheduled``, with the scope
+    added so that a cache stage stays one)."""
+    op = st.op
+    return (
+        not st.is_output
+        and isinstance(op, ComputeOp)
+        and not isinstance(op, ScanOp)
+        and len(op.bodies) == 1
+        and not op.reduce_axis
+        and not isinstance(op.body, E.Reduce)
+        and not st.relations
+        and not st.attrs
+        and st.attach_type == "root"
+        and st.scope is None
+        and not st.schedule._has_attached(st)
+    )
+
+
+def _elementwise(op: ComputeOp) -> bool:
+    axes = tuple(iv.var for iv in op.axis)
+    ok = True
+
+    class _V(Visitor):
+        def visit_TensorLoad(self, t: E.TensorLoad) -> None:
+            nonlocal ok
+            if len(t.indices) != len(axes) or any(i is not v for i, v in zip(t.indices, axes)):
+                ok = False
+            self.generic_visit(t)
+
+    for b in op.bodies:
+        _V().visit(b)
+    return ok
