@@ -201,6 +201,38 @@ def test_a_hanging_kernel_is_killed_by_the_workers_own_timeout(cluster, tmp_path
     assert res.counts == {"ok": 1, "timeout": 1} and time.time() - t0 < 40
 
 
+def test_two_device_kinds_tuned_at_once_into_one_log(cluster, tmp_path):
+    """A worker holding the CPU device and Oclgrind (two kinds): ``tune_devices`` tunes both
+    side by side, each kind's trials measured only on it, into one log keyed by device."""
+    from tensorsched.tune.distributed import Cluster, ClusterError, host_devices
+    from tensorsched.tune.tuner import tune_devices
+
+    try:
+        host_devices(("oclgrind",))
+    except ClusterError:
+        pytest.skip("no Oclgrind device for a second kind")
+    log = tmp_path / "kinds.jsonl"
+    task = Task("gemm", "gemm_tiny", SHAPE)
+    with Cluster("local", workers=1, devices=("pthread", "oclgrind")) as two:
+        res = tune_devices(
+            task,
+            str(log),
+            ["pthread", "oclgrind"],
+            two,
+            strategy="grid",
+            trials=4,
+            repeat=2,
+            progress=False,
+        )
+    assert {d: r.counts for d, r in res.items()} == {"pthread": {"ok": 4}, "oclgrind": {"ok": 4}}
+    assert res["oclgrind"].best.device == "Oclgrind / Oclgrind Simulator"
+    by_device = {}
+    for r in records(log):
+        by_device.setdefault(r.device, []).append(config_key(r.config))
+    assert sorted(by_device) == sorted(r.best.device for r in res.values())
+    assert all(len(set(keys)) == len(keys) == 4 for keys in by_device.values())
+
+
 def test_worker_command_and_tune_cluster_on_the_command_line(cluster, tmp_path):
     """A scheduler, ``tensorsched worker`` and ``tensorsched tune --cluster`` as separate
     processes, as a user starts them on several hosts."""

@@ -122,7 +122,7 @@ def _slots(resource: str) -> queue.Queue[str]:
     with _LOCK:
         if resource not in _FREE:
             _FREE[resource] = queue.Queue()
-            for pd, name in host_devices():
+            for pd, name, _ in _host_table():
                 if resource_name(name) == resource and pd not in _TAKEN_OUT:
                     _FREE[resource].put(pd)
         return _FREE[resource]
@@ -131,7 +131,7 @@ def _slots(resource: str) -> queue.Queue[str]:
 def remote_limits(resource: str) -> tuple[DeviceLimits, bool]:
     """On a worker: the limits of its device that ``resource`` stands for, and whether it is a
     GPU."""
-    for pd, name in host_devices():
+    for pd, name, _ in _host_table():
         if resource_name(name) == resource:
             dev = _host_device(pd)
             return DeviceLimits.of(dev), bool(dev.is_gpu)
@@ -156,7 +156,7 @@ def remote_build(
         import_modules(modules)
     except Exception as exc:  # noqa: BLE001
         return "error", f"worker on {socket.gethostname()}: {type(exc).__name__}: {exc}", None
-    here = [_host_device(pd) for pd, _ in host_devices() if _limits_name(pd) == limits.name]
+    here = [_host_device(pd) for pd, _, _ in _host_table() if _limits_name(pd) == limits.name]
     return prebuild(task_dict, config, here[0] if here else None, limits, compile=bool(here))
 
 
@@ -255,7 +255,7 @@ class Cluster:
                     "'dask scheduler' and workers with 'tensorsched worker ADDRESS'"
                 ) from None
         self.address = self.client.scheduler.address
-        self._event = threading.Event()
+        self._threads = threading.local()  # each thread's event, set as its futures finish
         self._gpu: dict[str, bool] = {}  # device resource -> whether it is a GPU
 
     def __enter__(self) -> Cluster:
@@ -360,17 +360,25 @@ class Cluster:
         )
         return self._watch(fut)
 
+    def _event(self) -> threading.Event:
+        """This thread's event (searches in several threads share a cluster)."""
+        if not hasattr(self._threads, "event"):
+            self._threads.event = threading.Event()
+        return self._threads.event
+
     def _watch(self, fut: Any) -> Any:
-        fut.add_done_callback(lambda _: self._event.set())
+        event = self._event()
+        fut.add_done_callback(lambda _: event.set())
         return fut
 
     def wait(self, futures: Iterable[Any], timeout: float) -> list[Any]:
-        """The futures of ``futures`` that are done, waiting up to ``timeout`` s for one."""
-        futures = list(futures)
-        self._event.clear()  # before looking: a future done after this sets it again
+        """The futures of ``futures`` (submitted by this thread) that are done, waiting up to
+        ``timeout`` s for one."""
+        futures, event = list(futures), self._event()
+        event.clear()  # before looking: a future done after this sets it again
         done = [f for f in futures if f.done()]
         if not done:
-            self._event.wait(timeout)
+            event.wait(timeout)
             done = [f for f in futures if f.done()]
         return done
 
@@ -443,7 +451,7 @@ def _start_local(workers: int | None, device_workers: int, devices: Iterable[str
     }
     scheduler = {
         "cls": Scheduler,
-        "options": {"host": "127.0.0.1", "port": 0, "dashboard": False},
+        "options": {"host": "127.0.0.1", "port": 0, "dashboard": False, "dashboard_address": ":0"},
     }
     return SpecCluster(workers=spec, scheduler=scheduler, silence_logs=logging.ERROR)
 

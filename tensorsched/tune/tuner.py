@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures as cf
+import contextlib
 import math
 import multiprocessing as mp
 import numbers
@@ -28,7 +29,7 @@ import socket
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -229,7 +230,7 @@ def tune(
         space = task.space()
         if restrict:
             space.restrict(restrict)
-        with LogLock(log_path):
+        with _log_lock(log_path):
             done = _logged_configs(task, log_path, limits.name, resume)
             proposer: Any
             if strategy == "model":
@@ -280,6 +281,53 @@ def tune(
         time.time() - t0,
         dict(search.stats),
     )
+
+
+_SHARED_LOGS: set[str] = set()  # logs that tune_devices holds for its searches
+
+
+@contextlib.contextmanager
+def _log_lock(log_path: str) -> Iterator[None]:
+    """The log's ``LogLock``, unless ``tune_devices`` holds it for the searches it runs."""
+    if os.path.abspath(log_path) in _SHARED_LOGS:
+        yield
+        return
+    with LogLock(log_path):
+        yield
+
+
+def tune_devices(
+    task: Task, log_path: str, devices: Sequence[str], cluster: str | Cluster, **options: Any
+) -> dict[str, TuneResult]:
+    """Tune ``task`` for several device kinds of one cluster at once, into one log: a ``tune``
+    on ``cluster`` for each of ``devices`` (parts of the devices' names, each naming another
+    kind), side by side in threads that share the cluster and the log's lock; each record is
+    keyed by its device, as ever. ``options`` are ``tune``'s other arguments. Returns each
+    device's ``TuneResult``; if a search fails, the others finish and its error is raised."""
+    if isinstance(devices, str) or not devices:
+        raise TensorschedError(f"devices must be a list of device names, got {devices!r}")
+    pool, close = cluster_of(cluster)
+    key = os.path.abspath(log_path)
+    try:
+        kinds = [pool.target(d)[0] for d in devices]
+        if len(set(kinds)) != len(kinds):
+            raise ClusterError(
+                f"devices {list(devices)} name the device kinds {kinds}: one each, please"
+            )
+        with LogLock(log_path):
+            _SHARED_LOGS.add(key)
+            try:
+                with cf.ThreadPoolExecutor(len(devices), thread_name_prefix="tune") as ex:
+                    futures = {
+                        d: ex.submit(tune, task, log_path, device=d, cluster=pool, **options)
+                        for d in devices
+                    }
+                    cf.wait(list(futures.values()))
+            finally:
+                _SHARED_LOGS.discard(key)
+        return {d: f.result() for d, f in futures.items()}
+    finally:
+        close()
 
 
 def _check_options(
