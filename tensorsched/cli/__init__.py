@@ -40,7 +40,7 @@ from ..schedules.schedule import create_schedule
 from ..tune.distributed import Cluster
 from ..tune.log import best_records, read_log
 from ..tune.task import INDEX_MAX, Task
-from ..tune.tuner import parse_duration, tune
+from ..tune.tuner import parse_duration, tune, tune_devices
 from .net import add_net_parser, cmd_net
 from .worker import add_worker_parser, cmd_worker
 
@@ -258,15 +258,24 @@ def _restrict(items: Sequence[str] | None) -> dict[str, list]:
 
 def cmd_tune(args: argparse.Namespace) -> None:
     import_modules(args.imports)
-    cluster = Cluster(args.cluster) if args.cluster else None  # one for all the tasks
+    # on a cluster, --device A,B tunes several device kinds at once
+    kinds = args.device.split(",") if args.cluster and args.device else [args.device]
+    named = [k for k in kinds if k]  # with --cluster local, the devices its workers hold
+    cluster = Cluster(args.cluster, devices=named) if args.cluster else None  # for all tasks
     try:
         if cluster is not None and args.kind == "gemm" and not args.template:
             # the default template suits the cluster's device, not this host's
-            args.template = "gpu_tiled" if cluster.is_gpu(args.device) else "cpu"
+            gpu = {cluster.is_gpu(d) for d in kinds}
+            if len(gpu) > 1:
+                raise TensorschedError(
+                    f"--device {args.device} names GPUs and other devices: give --template "
+                    "(one template for every device tuned at once)"
+                )
+            args.template = "gpu_tiled" if gpu.pop() else "cpu"
         tasks = _tasks(args)
         restrict = _restrict(args.knob)
         log = args.log or cache_path("tensorsched_tune.jsonl")
-        rows = _tune_tasks(args, tasks, restrict, log, cluster)
+        rows = _tune_tasks(args, tasks, restrict, log, cluster, kinds)
     finally:
         if cluster is not None:
             cluster.close()
@@ -281,43 +290,49 @@ def _tune_tasks(
     restrict: dict[str, list],
     log: str,
     cluster: Cluster | None,
+    kinds: list[str | None],
 ) -> list[list[str]]:
-    """Tune each task (on ``cluster`` if given); the summary table's rows."""
+    """Tune each task (on ``cluster`` if given, for each device of ``kinds`` at once); the
+    summary table's rows."""
+    options: dict[str, Any] = {
+        "strategy": args.strategy,
+        "trials": args.trials,
+        "resume": args.resume,
+        "timeout": args.timeout,
+        "repeat": args.repeat,
+        "seed": args.seed,
+        "restrict": restrict,
+        "time_s": args.time,
+        "early_stop": args.early_stop,
+        "transfer": args.transfer or (),
+    }
     rows = []
     for task in tasks:
-        res = tune(
-            task,
-            log,
-            strategy=args.strategy,
-            trials=args.trials,
-            resume=args.resume,
-            device=args.device,
-            timeout=args.timeout,
-            repeat=args.repeat,
-            seed=args.seed,
-            restrict=restrict,
-            time_s=args.time,
-            early_stop=args.early_stop,
-            transfer=args.transfer or (),
-            cluster=cluster,
-        )
-        b = res.best
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
-        rows.append(
-            [
-                str(task),
-                f"{b.gflops:.1f}" if b else "-",
-                f"{b.device_ms:.3f}" if b else "-",
-                _fmt_config(b.config) if b else "no correct kernel",
-                counts,
-                f"{res.rate:.0f}",
-            ]
-        )
-        print(
-            f"{task}: {res.measured} configs in {res.seconds:.1f} s = {res.rate:.1f} "
-            f"configs/min ({res.on_device} run on the device: "
-            f"{res.on_device / res.seconds * 60 if res.seconds else 0:.1f}/min)"
-        )
+        results: list[tuple[str | None, Any]]  # (device, its TuneResult)
+        if cluster is not None and len(kinds) > 1:
+            named = [k for k in kinds if k]
+            results = list(tune_devices(task, log, named, cluster, **options).items())
+        else:
+            results = [(kinds[0], tune(task, log, device=kinds[0], cluster=cluster, **options))]
+        for kind, res in results:
+            label = f"{task} on {kind}" if len(results) > 1 else str(task)
+            b = res.best
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()))
+            rows.append(
+                [
+                    label,
+                    f"{b.gflops:.1f}" if b else "-",
+                    f"{b.device_ms:.3f}" if b else "-",
+                    _fmt_config(b.config) if b else "no correct kernel",
+                    counts,
+                    f"{res.rate:.0f}",
+                ]
+            )
+            print(
+                f"{label}: {res.measured} configs in {res.seconds:.1f} s = {res.rate:.1f} "
+                f"configs/min ({res.on_device} run on the device: "
+                f"{res.on_device / res.seconds * 60 if res.seconds else 0:.1f}/min)"
+            )
     return rows
 
 
@@ -648,7 +663,8 @@ def make_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="tune on a Dask cluster (the distributed extra): a scheduler's address "
         "(tcp://HOST:8786, workers started with 'tensorsched worker ADDRESS'), or 'local' "
-        "for this host's cores; --device then names a device the workers hold",
+        "for this host's cores; --device then names a device the workers hold, or several "
+        "kinds to tune at once into one log (--device H200,A100)",
     )
     co = sub.add_parser("compare", help="tensorsched against the tuned ACL-style GEMM baseline")
     co.add_argument("kind", choices=["gemm", "conv2d"])
