@@ -63,7 +63,7 @@ def test_numpy_reduce_axis_and_const():
 def test_numpy_integers_in_expressions_and_storage_align():
     A, B = elementwise(16)
     C = ts.compute((16,), lambda i: A[i + np.int64(0)] * np.float32(3.0), name="C")
-    assert C.op.body.a.indices[0].b == E.IntImm(0)
+    assert C.op.body[0].a.indices[0].b == E.IntImm(0)
     X = ts.placeholder((16, 16), name="X")
     Y = ts.compute((16, 16), lambda i, j: X[i, j] + 1.0, name="Y")
     s = ts.create_schedule(Y.op)

@@ -441,7 +441,7 @@ def test_scan_errors():
     s[s_update].split(s_update.op.axis[0], factor=2)
     with pytest.raises(ts.ScheduleError, match="is the scan's step"):
         ts.lower(s, [X, s_scan])
-    state = s_update.op.body.a.tensor  # s_state, read by the update
+    state = s_update.op.body[0].a.tensor  # s_state, read by the update
     with pytest.raises(ts.LoweringError, match="is the state of scan 'scan'"):
         ts.lower(ts.create_schedule(s_scan.op), [X, state, s_scan])
     with pytest.raises(ts.ComputeError, match="must be a ts.placeholder"):

@@ -333,3 +333,16 @@ def test_auto_inline_elemwise_and_injective():
     s[B].split(B.op.axis[0], 2)  # a scheduled stage is left alone, as in TVM
     ts.schedule.AutoInlineInjective(s)
     assert [st.name for st in s.stages if st.attach_type == "inline"] == ["T"]
+
+
+# ---------------------------------------------------------------- op.body
+
+
+def test_op_body_is_a_list_as_in_tvm():
+    A = ts.placeholder((4, 3), name="A")
+    k = ts.reduce_axis((0, 3), name="k")
+    B = ts.compute((4,), lambda i: ts.sum(A[i, k], axis=k), name="B")
+    (body,) = B.op.body
+    assert isinstance(B.op.body, list) and body.axis[0] is k  # op.body[0] is the Reduce
+    X, Y = ts.compute((4, 3), lambda i, j: (A[i, j] + 1, A[i, j] * 2), name="XY")
+    assert len(X.op.body) == 2

@@ -217,9 +217,9 @@ class PlaceholderOp(Operation):
 
 
 class ComputeOp(Operation):
-    """``body`` is the expression of the op's one output, or a sequence of them (one per output,
-    over the same axes: a multi-output compute); ``bodies`` always holds them all and ``body``
-    is the first."""
+    """``body`` (given) is the expression of the op's one output, or a sequence of them (one
+    per output, over the same axes: a multi-output compute); ``bodies`` holds them all, and
+    the ``body`` attribute is them as a list, as TVM's ``ComputeOp.body`` is an array."""
 
     def __init__(
         self,
@@ -232,9 +232,8 @@ class ComputeOp(Operation):
         bodies = tuple(body) if isinstance(body, (list, tuple)) else (body,)
         self.name, self.axis, self.tag = name, tuple(axis), tag
         self.bodies: tuple[E.Expr, ...] = bodies
-        self.body = bodies[0]
         self.attrs = dict(attrs or {})
-        first = self.body
+        first = bodies[0]
         self.reduce_axis: tuple[IterVar, ...] = (
             tuple(first.axis) if isinstance(first, E.Reduce) else ()
         )
@@ -246,6 +245,11 @@ class ComputeOp(Operation):
             for k, b in enumerate(bodies)
         ]
         self._out = self._outs[0]
+
+    @property
+    def body(self) -> list[E.Expr]:
+        """TVM's ``op.body``: the expression of each output, as a list (``op.body[0]``)."""
+        return list(self.bodies)
 
     @property
     def num_outputs(self) -> int:
@@ -283,8 +287,7 @@ class ScanOp(ComputeOp):
         self.init, self.update, self.state = init, update, state
         self.inputs = tuple(inputs)
         self.axis, self.reduce_axis = (), ()
-        self.bodies = ()
-        self.body = E.IntImm(0)  # no expression of its own: lowered from init and update
+        self.bodies = ()  # no expression of its own: lowered from init and update
         self.shape = tuple(update.shape)
         self.dtype = update.dtype
         first, last = init.shape[0], update.shape[0]

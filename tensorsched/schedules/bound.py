@@ -166,7 +166,7 @@ class _Inference:
         inline = _Inline(self)
         for st in order:
             self.bodies[st] = tuple(inline.visit(b) for b in st.op.bodies)
-            self.body[st] = self.bodies[st][0] if self.bodies[st] else st.op.body
+            self.body[st] = self.bodies[st][0] if self.bodies[st] else E.IntImm(0)
             if isinstance(st.op, ScanOp):
                 state = st.op.state.op
                 assert isinstance(state, PlaceholderOp)  # ts.scan checks it

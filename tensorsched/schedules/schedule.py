@@ -815,14 +815,14 @@ class Schedule:
         cache = cache_op.output(0)
         for st in reader_stages:
             st._check_one_output("cache_read (as a reader)")
-            if tensor not in tensors_read(st.op.body):
+            if tensor not in tensors_read(st.op.bodies[0]):
                 raise ScheduleError(
                     "cache_read",
                     st,
                     f"it does not read '{tensor.name}'; pass only stages that read it as readers",
                 )
         for st in reader_stages:
-            _rebind_body(st, _ReplaceTensors({tensor: cache}).visit(st.op.body))
+            _rebind_body(st, _ReplaceTensors({tensor: cache}).visit(st.op.bodies[0]))
         new = Stage(cache_op, self)
         new.scope = scope
         self._insert(new, min(reader_stages, key=self.stages.index))
@@ -865,7 +865,7 @@ class Schedule:
         op = st.op
         # the cache stage computes the original body over fresh axes
         axis = [IterVar(E.Var(iv.var.name + ".c"), iv.dom, "data") for iv in op.axis]
-        body = substitute(op.body, {a.var: b.var for a, b in zip(op.axis, axis)})
+        body = substitute(op.bodies[0], {a.var: b.var for a, b in zip(op.axis, axis)})
         cop = ComputeOp(f"{op.name}.{scope}", axis, body)
         cache = cop.output(0)
         new = Stage(cop, self)
@@ -887,7 +887,7 @@ class Schedule:
             raise ScheduleError("rfactor", None, f"expected a tensor, got {tensor!r}")
         st = self[tensor]
         st._check_one_output("rfactor")
-        body = st.op.body
+        body = st.op.bodies[0]
         if not isinstance(body, E.Reduce) or body.combiner != "sum" or body.reducer is not None:
             raise ScheduleError("rfactor", st, "only a sum reduction can be factored")
         st._check_leaf("rfactor", axis)
@@ -964,7 +964,7 @@ def _rebind_body(stage: Stage, body: E.Expr) -> None:
     """Give ``stage`` a new op with ``body`` and the same axes, keeping the old op's lookups."""
     old = stage.op
     new = ComputeOp.__new__(ComputeOp)
-    new.name, new.axis, new.body, new.tag, new.attrs = old.name, old.axis, body, old.tag, old.attrs
+    new.name, new.axis, new.tag, new.attrs = old.name, old.axis, old.tag, old.attrs
     new.bodies = (body,)  # a stage of one output (multi-output stages are not rebound)
     new.reduce_axis = tuple(body.axis) if isinstance(body, E.Reduce) else ()
     new.shape, new.dtype, new._out = old.shape, old.dtype, old.output(0)

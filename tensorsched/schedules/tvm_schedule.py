@@ -47,7 +47,7 @@ def _inlinable(st: Stage) -> bool:
         and not isinstance(op, ScanOp)
         and len(op.bodies) == 1
         and not op.reduce_axis
-        and not isinstance(op.body, E.Reduce)
+        and not isinstance(op.bodies[0], E.Reduce)
         and not st.relations
         and not st.attrs
         and st.attach_type == "root"

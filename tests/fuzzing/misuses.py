@@ -234,11 +234,11 @@ def bad_cache_read(live):
     others = [
         t
         for t in live.ns["args"]
-        if t not in tensors_read(st.op.body) and live.var_of_tensor(t) is not None
+        if t not in tensors_read(st.op.body[0]) and live.var_of_tensor(t) is not None
     ]
     kind = live.choose(("scope", "not_a_reader") if others else ("scope",))
     if kind == "scope":
-        read = [t for t in tensors_read(st.op.body) if live.var_of_tensor(t) is not None]
+        read = [t for t in tensors_read(st.op.body[0]) if live.var_of_tensor(t) is not None]
         if not read:
             return None
         t, scope = live.choose(read), live.choose(("private", "texture", "Local"))

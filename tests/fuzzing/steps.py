@@ -286,7 +286,7 @@ def cache_read(live):
 
     read = {}
     for st in live.stages():
-        for t in tensors_read(st.op.body):
+        for t in tensors_read(st.op.body[0]):
             producer = live.s.stage_of(t)
             if live.var_of_tensor(t) is not None and (
                 producer is None or producer.attach_type == "root"
@@ -353,7 +353,7 @@ def rfactor(live):
 
     opts = []
     for st in live.stages():
-        body = st.op.body
+        body = st.op.body[0]
         reds = [iv for iv in st.leaf_iter_vars if iv.kind == "reduce"]
         if (
             isinstance(body, E.Reduce)
@@ -393,8 +393,8 @@ def split_k(live):
     opts = []
     for st in live.stages():
         if (
-            isinstance(st.op.body, E.Reduce)
-            and st.op.body.combiner == "sum"
+            isinstance(st.op.body[0], E.Reduce)
+            and st.op.body[0].combiner == "sum"
             and st.attach_type == "root"
             and not st.relations
             and not st.attrs
@@ -495,7 +495,7 @@ def k_tiles(live):
             continue
         reads = [
             t
-            for t in tensors_read(st.op.body)
+            for t in tensors_read(st.op.body[0])
             if live.var_of_tensor(t) is not None
             and (live.s.stage_of(t) is None or live.s.stage_of(t).attach_type == "root")
             and live.new_name_ok(f"{t.name}.shared")
