@@ -33,7 +33,7 @@ TEMPLATE_CHOICE: dict[str, dict[str, tuple[str, ...]]] = {
     "depthwise_conv2d": {"gpu": ("direct",), "cpu": ("cpu", "direct")},
     "group_conv2d": {"gpu": ("direct",), "cpu": ("cpu", "direct")},
     "dense": {"gpu": ("gpu",), "cpu": ("cpu",)},
-    "pool": {"gpu": ("direct",), "cpu": ("direct",)},
+    "pool": {"gpu": ("direct",), "cpu": ("cpu", "direct")},  # cpu: a row of outputs each
     # a work-group per row: batch-1 networks have one row (0.007 ms, not 0.39, on PoCL)
     "softmax": {"gpu": ("rows_gpu", "rows"), "cpu": ("rows_gpu", "rows")},
 }

@@ -50,7 +50,8 @@ EXHAUSTIVE = 4096  # spaces up to this size are scored whole instead of annealed
 MIN_ROWS = 4  # rows (with at least two distinct labels) before a model is fitted
 NEIGHBOURS = 3  # nearest logged shapes whose best configs are measured first
 SEEDS_PER_SHAPE = 2
-MAX_PAST = 1000  # other shapes' trials learned from (the most recent; each is lowered once)
+MAX_PAST = 1000  # other shapes' trials learned from (the most recent)
+MAX_PAST_IR = 250  # ... of which the IR features are computed (each lowered once, serially)
 LOGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logs")
 PARAMS = {
     "objective": "regression",
@@ -321,10 +322,10 @@ class ModelProposer:
         here = task.key()
         mine = [r for r in past if r.task_key() == here]
         others = sorted((r for r in past if r.task_key() != here), key=lambda r: -r.timestamp)
-        for r in mine + others[:MAX_PAST]:
+        for n, r in enumerate(mine + others[:MAX_PAST]):
             if r.task_key() == here:
                 self.seen.add(r.config_key())
-            self._learn(r)
+            self._learn(r, lower=n < MAX_PAST_IR)
         self.queue = [
             c
             for c in nearest_bests(task, space, past)
@@ -344,12 +345,16 @@ class ModelProposer:
                 self._spaces[key] = None
         return self._spaces[key]
 
-    def _learn(self, r: Record) -> None:
+    def _learn(self, r: Record, lower: bool = True) -> None:
+        """Learn a logged trial; with ``lower``, its IR features too (the IR model learns only
+        from trials with them; the config model from all)."""
         task = Task.from_dict(r.task)
         sf = self._space_of(task)
         if sf is None or sf.digits(r.config) is None:
             return
-        ir, _ = lower_features(task, r.config, self.limits) if r.status != "invalid" else (None, 0)
+        ir = None
+        if lower and r.status != "invalid":
+            ir, _ = lower_features(task, r.config, self.limits)
         ok = r.status == "ok" and r.gflops
         self.model.add(Row(task.key(), sf.features(r.config), ir, r.gflops if ok else None))
 

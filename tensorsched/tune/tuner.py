@@ -167,9 +167,10 @@ def tune(
     log itself, the ``transfer`` logs and the package's shipped logs), then batches that a
     cost model trained on all those trials picks, with a share of random ones; ``grid`` and
     ``random`` visit the space in a fixed order. Tuning stops at ``trials`` measured, after
-    ``time_s`` (seconds, or text such as ``"2m"``) or after ``early_stop`` trials in a row
-    without a faster kernel, whichever comes first; candidates built but not measured by then
-    are not logged.
+    ``time_s`` (seconds, or text such as ``"2m"``, counted from the first candidate: learning
+    from the logs comes before it, ``stats["setup_s"]``) or after ``early_stop`` trials in a
+    row without a faster kernel, whichever comes first; candidates built but not measured by
+    then are not logged.
 
     ``restrict`` (``{knob: [values]}``, see ``Config.restrict``) narrows the template's space
     that the grid or random search visits.
@@ -255,15 +256,17 @@ def tune(
                     BuildPool(n_build or max(1, os.cpu_count() or 2), on, limits, modules),
                     limits,
                 )
+            setup_s = time.time() - t0  # learning from the logs: not part of ``time_s``
             search.run(
                 budget=trials if trials is not None else space.size(),
                 ahead=ahead,
                 repeat=repeat,
                 budget_ms=budget_ms,
                 progress=progress,
-                deadline=t0 + seconds if seconds is not None else None,
+                deadline=time.time() + seconds if seconds is not None else None,
                 early_stop=early_stop,
             )
+            search.stats["setup_s"] = setup_s
             if strategy == "model":
                 search.counts["skipped"] = len(done)
                 if proposer.filtered:
