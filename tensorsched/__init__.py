@@ -4,6 +4,9 @@ Declare a computation with ``placeholder`` / ``compute``, schedule it with ``cre
 and the stage primitives, read ``lower(...)``, and ``build`` it.
 """
 
+import sys as _sys
+import types as _types
+
 from . import (  # ts.graph.build, ts.frontend.from_onnx, ts.nets.resnet18
     frontend,
     graph,
@@ -22,12 +25,18 @@ from .errors import (
     TensorschedError,
 )
 from .ir.intrin import (
+    abs,
     all,
     any,
+    ceil,
     comm_reducer,
     const,
+    cos,
     exp,
     fabs,
+    floor,
+    floordiv,
+    floormod,
     if_then_else,
     indexdiv,
     indexmod,
@@ -37,10 +46,13 @@ from .ir.intrin import (
     min,
     min_value,
     power,
+    round,
     sigmoid,
+    sin,
     sqrt,
     sum,
     tanh,
+    trunc,
     truncdiv,
     truncmod,
 )
@@ -82,6 +94,17 @@ __all__ = [
     "indexmod",
     "truncdiv",
     "truncmod",
+    "floordiv",
+    "floormod",
+    "abs",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "cos",
+    "sin",
+    "te",
+    "tir",
     "min_value",
     "max_value",
     "comm_reducer",
@@ -118,3 +141,38 @@ __all__ = [
     "ParseError",
     "InternalError",
 ]
+
+
+_MATH = (
+    "exp", "log", "sqrt", "tanh", "sigmoid", "fabs", "power", "abs", "floor", "ceil", "round",
+    "trunc", "cos", "sin", "if_then_else", "const", "all", "any", "min_value", "max_value",
+    "indexdiv", "indexmod", "truncdiv", "truncmod", "floordiv", "floormod", "max", "min",
+)  # fmt: skip
+
+
+def _namespace(name: str, doc: str, names: tuple[str, ...]) -> _types.ModuleType:
+    """A module ``tensorsched.<name>`` holding ``names`` of the package: TVM's programs reach
+    the same functions through ``tvm.te`` and ``tvm.tir``, so ``ts.te.compute`` and
+    ``ts.tir.indexmod`` work after replacing ``tvm.`` by ``ts.``."""
+    mod = _types.ModuleType(f"{__name__}.{name}", doc)
+    for n in names:
+        setattr(mod, n, globals()[n])
+    mod.__all__ = list(names)  # type: ignore[attr-defined]
+    _sys.modules[mod.__name__] = mod
+    return mod
+
+
+te = _namespace(
+    "te",
+    "TVM's tensor-expression names (tvm.te), as tensorsched has them.",
+    (
+        "placeholder", "compute", "var", "size_var", "reduce_axis", "thread_axis", "sum",
+        "comm_reducer", "scan", "create_schedule", "lower", "build", *_MATH,
+    ),
+)  # fmt: skip
+tir = _namespace(
+    "tir",
+    "TVM's scalar-expression names (tvm.tir), as tensorsched has them; Select is if_then_else.",
+    ("var", "size_var", *_MATH),
+)
+tir.Select = if_then_else  # type: ignore[attr-defined]

@@ -62,6 +62,12 @@ class CStyleEmitter:
         "tanh": "tanh",
         "fabs": "fabs",
         "pow": "pow",
+        "floor": "floor",
+        "ceil": "ceil",
+        "round": "round",
+        "trunc": "trunc",
+        "cos": "cos",
+        "sin": "sin",
     }
 
     def __init__(self, names: Names) -> None:

@@ -27,6 +27,12 @@ _CALLS = {
     "sigmoid": "_sigmoid",
     "fabs": "abs",
     "pow": "_pow",
+    "floor": "_floor",
+    "ceil": "_ceil",
+    "round": "_round",
+    "trunc": "_trunc",
+    "cos": "_cos",
+    "sin": "_sin",
 }
 
 
@@ -51,6 +57,18 @@ def _nan_on_domain_error(fn):
 
 _sqrt = _nan_on_domain_error(math.sqrt)
 _pow = _nan_on_domain_error(math.pow)
+
+
+def _integral(fn):
+    def wrapped(x):
+        return x if math.isinf(x) or math.isnan(x) else float(fn(x))
+
+    return wrapped
+
+
+_floor, _ceil, _trunc = _integral(math.floor), _integral(math.ceil), _integral(math.trunc)
+_round = _integral(lambda x: math.copysign(math.floor(math.fabs(x) + 0.5), x))
+_cos, _sin = _nan_on_domain_error(math.cos), _nan_on_domain_error(math.sin)
 
 
 def _log(x):
@@ -324,6 +342,12 @@ def compile_python(func: LoweredFunc) -> tuple[Callable[..., None], str]:
         "_sqrt": _sqrt,
         "_log": _log,
         "_pow": _pow,
+        "_floor": _floor,
+        "_ceil": _ceil,
+        "_round": _round,
+        "_trunc": _trunc,
+        "_cos": _cos,
+        "_sin": _sin,
         "run_lockstep": run_lockstep,
     }
     exec(code, env)

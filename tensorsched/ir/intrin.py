@@ -147,6 +147,39 @@ def fabs(x: E.ExprLike) -> E.Call:
     return _float_call("fabs", x)
 
 
+def floor(x: E.ExprLike) -> E.Call:
+    return _float_call("floor", x)
+
+
+def ceil(x: E.ExprLike) -> E.Call:
+    return _float_call("ceil", x)
+
+
+def round(x: E.ExprLike) -> E.Call:  # noqa: A001
+    """To the nearest integer value, halves away from zero (C's and OpenCL's ``round``)."""
+    return _float_call("round", x)
+
+
+def trunc(x: E.ExprLike) -> E.Call:
+    return _float_call("trunc", x)
+
+
+def cos(x: E.ExprLike) -> E.Call:
+    return _float_call("cos", x)
+
+
+def sin(x: E.ExprLike) -> E.Call:
+    return _float_call("sin", x)
+
+
+def abs(x: E.ExprLike) -> E.Expr:  # noqa: A001
+    """``|x|``: ``fabs`` for floats, ``x < 0 ? -x : x`` for integers (as TVM's ``abs``)."""
+    e = E.as_expr(x)
+    if dt.is_float(e.dtype):
+        return E.Call("fabs", (e,), e.dtype)
+    return E.Select(E.Cmp("<", e, E.IntImm(0, e.dtype)), E.IntImm(0, e.dtype) - e, e)
+
+
 def power(x: E.ExprLike, y: E.ExprLike) -> E.Call:
     a, b = E.unify(x, y)
     if not dt.is_float(a.dtype):
@@ -191,6 +224,10 @@ def indexmod(a: E.ExprLike, b: E.ExprLike) -> E.Expr:
     """``a % b`` with the sign of ``b`` (tensorsched's ``%``; TVM's indexmod)."""
     x, y = _int_operands(a, b, "indexmod")
     return E.BinOp("%", x, y)
+
+
+floordiv = indexdiv  # TVM's floordiv / floormod on integers: the same rounding
+floormod = indexmod
 
 
 def truncdiv(a: E.ExprLike, b: E.ExprLike) -> E.Expr:

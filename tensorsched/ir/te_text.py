@@ -58,6 +58,12 @@ UNARY_CALLS = {
     "sigmoid": I.sigmoid,
     "fabs": I.fabs,
     "abs": I.fabs,
+    "floor": I.floor,
+    "ceil": I.ceil,
+    "round": I.round,
+    "trunc": I.trunc,
+    "cos": I.cos,
+    "sin": I.sin,
 }
 
 
