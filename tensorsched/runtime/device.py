@@ -87,6 +87,13 @@ class Device:
         return "cl_khr_fp16" in self.cl_device.extensions
 
     @property
+    def is_cpu(self) -> bool:
+        """A CPU device: its kernels run on the cores this process and its helpers use."""
+        import pyopencl as cl
+
+        return bool(self.cl_device.type & cl.device_type.CPU)
+
+    @property
     def is_gpu(self) -> bool:
         import pyopencl as cl
 
