@@ -25,11 +25,11 @@ from ..errors import ComputeError
 from ..ir import intrin as I
 from ..ir.tensor import Tensor, compute, placeholder, reduce_axis
 from .pad import pad
-from .window import IntOrSeq, check_fits, paddings, pair
+from .window import IntOrSeq, WindowFields, check_fits, paddings, pair
 
 
 @dataclass(frozen=True)
-class GroupConvShape:
+class GroupConvShape(WindowFields):
     """A grouped convolution of an ``N x CI x IH x IW`` input by a ``CO x CI/groups x KH x KW``
     kernel; depthwise when ``groups == CI``."""
 
@@ -49,14 +49,6 @@ class GroupConvShape:
     pad_right: int = 0
     dilation_h: int = 1
     dilation_w: int = 1
-
-    @property
-    def stride(self) -> tuple[int, int]:
-        return (self.stride_h, self.stride_w)
-
-    @property
-    def pads(self) -> tuple[int, int, int, int]:
-        return (self.pad_top, self.pad_left, self.pad_bottom, self.pad_right)
 
     @property
     def dilation(self) -> tuple[int, int]:

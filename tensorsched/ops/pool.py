@@ -29,13 +29,13 @@ from ..ir import intrin as I
 from ..ir.expr import const
 from ..ir.tensor import Tensor, compute, placeholder, reduce_axis
 from .pad import pad
-from .window import IntOrSeq, check_fits, paddings, pair
+from .window import IntOrSeq, WindowFields, check_fits, paddings, pair
 
 MODES = ("max", "avg", "avg_include_pad")  # PoolShape.mode indexes this
 
 
 @dataclass(frozen=True)
-class PoolShape:
+class PoolShape(WindowFields):
     """Pooling of an ``N x C x IH x IW`` input by ``KH x KW`` windows; ``mode`` is an index
     into ``MODES`` (0 max, 1 average without the padding, 2 average counting the padding)."""
 
@@ -52,14 +52,6 @@ class PoolShape:
     pad_bottom: int = 0
     pad_right: int = 0
     mode: int = 0
-
-    @property
-    def stride(self) -> tuple[int, int]:
-        return (self.stride_h, self.stride_w)
-
-    @property
-    def pads(self) -> tuple[int, int, int, int]:
-        return (self.pad_top, self.pad_left, self.pad_bottom, self.pad_right)
 
     @property
     def out_hw(self) -> tuple[int, int]:

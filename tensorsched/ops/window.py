@@ -74,3 +74,24 @@ def check_fits(
             "(top, left, bottom, right); pad more or use a smaller window"
         )
     return oh, ow
+
+
+class WindowFields:
+    """``stride`` and ``pads`` of a shape dataclass whose fields include ``stride_h``,
+    ``stride_w``, ``pad_top``, ``pad_left``, ``pad_bottom`` and ``pad_right`` (its fields stay
+    flat ints, as tuning logs store shapes)."""
+
+    stride_h: int
+    stride_w: int
+    pad_top: int
+    pad_left: int
+    pad_bottom: int
+    pad_right: int
+
+    @property
+    def stride(self) -> tuple[int, int]:
+        return (self.stride_h, self.stride_w)
+
+    @property
+    def pads(self) -> tuple[int, int, int, int]:
+        return (self.pad_top, self.pad_left, self.pad_bottom, self.pad_right)
