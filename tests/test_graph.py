@@ -182,9 +182,29 @@ def test_opencl_matches_numpy_and_fusion_saves_kernels(device):
     # unfused: batch_norm, relu, add, clip (ReLU6) and the bias of nothing: 4 kernels more
     assert unfused.kernels_per_run - fused.kernels_per_run == 4
     assert len(unfused.layers) - len(fused.layers) == 4
-    convs = [layer for layer in fused.layers if layer.node.op == "conv2d"]
-    assert all(layer.prepacked >= 1 for layer in convs)  # the packed kernel, built once
     assert fused.zero_copy == bool(device.cl_device.host_unified_memory)
+
+
+@pytest.mark.opencl
+def test_weight_only_kernels_run_once_at_build_time(device, monkeypatch):
+    """Seed 003's spatial pack packs the kernel (``kernel_vec``) once, at build time; the CPU
+    default (``gemm_cpu``) reads the weights in their own order and packs nothing."""
+    from tensorsched.graph import tasks
+
+    g, x = tiny_cnn()
+    ref = run_reference(g, x)["softmax"]
+    default = build(g, device=device)
+    convs = [layer for layer in default.layers if layer.node.op == "conv2d"]
+    if not device.is_gpu:
+        assert {layer.task.template for layer in convs} == {"gemm_cpu"}
+        assert all(layer.prepacked == 0 for layer in convs)
+    monkeypatch.setitem(tasks.TEMPLATE_CHOICE["conv2d"], "cpu", ("spatial_pack",))
+    monkeypatch.setitem(tasks.TEMPLATE_CHOICE["conv2d"], "gpu", ("spatial_pack",))
+    packed = build(g, device=device)
+    assert rel_err(packed(x), ref) < TOL
+    convs = [layer for layer in packed.layers if layer.node.op == "conv2d"]
+    assert all(layer.prepacked >= 1 for layer in convs)
+    assert all("kernel_vec" not in launch.name for layer in convs for launch in layer.launches)
 
 
 @pytest.mark.opencl

@@ -4,8 +4,9 @@ elementwise kernel for the rest; and ``extract_tasks``, the distinct tunable wor
 network (deduplicated), which ``tensorsched net tune`` tunes one by one.
 
 Template choice per conv (the layout): the GPU's ``implicit_gemm`` (one kernel, tiles read
-straight from the NCHW image) or the CPU's ``spatial_pack`` (seed 003's packed layout), unless
-a tuning log has a faster record of another template of the same workload.
+straight from the NCHW image) or the CPU's ``gemm_cpu`` (the CPU GEMM over channels x pixels,
+from the image itself for a 1x1 conv, else from its column matrix), unless a tuning log has a
+faster record of another template of the same workload (seed 003's ``spatial_pack`` among them).
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ from .graph import Graph, GraphError, Node
 
 # (kind, {device class: templates in order of preference}) per tunable operator
 TEMPLATE_CHOICE: dict[str, dict[str, tuple[str, ...]]] = {
-    "conv2d": {"gpu": ("implicit_gemm", "im2col_gpu"), "cpu": ("spatial_pack", "im2col")},
+    "conv2d": {
+        "gpu": ("implicit_gemm", "im2col_gpu"),
+        "cpu": ("gemm_cpu", "spatial_pack", "im2col"),
+    },
     "depthwise_conv2d": {"gpu": ("direct",), "cpu": ("cpu", "direct")},
     "group_conv2d": {"gpu": ("direct",), "cpu": ("cpu", "direct")},
     "dense": {"gpu": ("gpu",), "cpu": ("cpu",)},

@@ -215,13 +215,22 @@ def conv2d_nchw_implicit_gemm(
     kernel_mat = compute(
         (CO, K), lambda co, k: kernel[co, k // (KH * KW), k // KW % KH, k % KW], name="kernel_mat"
     )
-    data_col = compute(
-        (K, P),
-        lambda k, q: data_pad[
-            q // (OH * OW), k // (KH * KW), q // OW % OH * s + k // KW % KH, q % OW * s + k % KW
-        ],
-        name="data_col",
-    )
+    if N == 1:  # q < OH*OW: no batch index, and q // OW is the row
+        data_col = compute(
+            (K, P),
+            lambda k, q: data_pad[
+                0, k // (KH * KW), q // OW * s + k // KW % KH, q % OW * s + k % KW
+            ],
+            name="data_col",
+        )
+    else:
+        data_col = compute(
+            (K, P),
+            lambda k, q: data_pad[
+                q // (OH * OW), k // (KH * KW), q // OW % OH * s + k // KW % KH, q % OW * s + k % KW
+            ],
+            name="data_col",
+        )
     kk = reduce_axis((0, K), name="k")
     gemm = compute(
         (CO, P),

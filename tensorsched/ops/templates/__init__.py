@@ -35,12 +35,13 @@ from functools import partial
 from typing import Any
 
 from ...errors import TensorschedError
+from ..conv2d import ConvShape
 from ..dense import DenseShape
 from ..depthwise import GroupConvShape
 from ..nn import SoftmaxShape
 from ..pool import PoolShape
 from ..space import Config
-from .conv2d import conv2d_im2col, conv2d_implicit_gemm, conv2d_spatial_pack
+from .conv2d import conv2d_gemm_cpu, conv2d_im2col, conv2d_implicit_gemm, conv2d_spatial_pack
 from .dense import dense_cpu, dense_gpu
 from .depthwise import conv_direct, conv_direct_cpu
 from .gemm_cpu import gemm_cpu
@@ -65,6 +66,7 @@ TEMPLATES: dict[str, dict[str, Template]] = {
         "im2col": conv2d_im2col,  # the GEMM method, GEMM by the CPU template
         "im2col_gpu": partial(conv2d_im2col, gemm="gpu"),  # ... by the GPU template
         "implicit_gemm": conv2d_implicit_gemm,  # desktop GPU: one kernel, tiles from the image
+        "gemm_cpu": conv2d_gemm_cpu,  # CPU: the CPU GEMM over (CO, pixels), NCHW out
     },
     "depthwise_conv2d": {
         "direct": conv_direct,  # register patches, work-groups over (h, w); GPU defaults
@@ -93,6 +95,38 @@ SHAPES: dict[str, type] = {  # the shape object a network operator's templates t
     "pool": PoolShape,
     "softmax": SoftmaxShape,
 }
+
+
+def _conv_gemm(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """(output channels, output pixels, CI*KH*KW) of a conv2d task's shape."""
+    c = ConvShape(*shape)
+    return c.CO, c.N * c.OH * c.OW, c.CI * c.KH * c.KW
+
+
+def _im2col_gemm(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    co, pixels, k = _conv_gemm(shape)
+    return pixels, co, k
+
+
+# templates that schedule a GEMM with a GEMM template's knobs: (kind, name) -> the GEMM
+# template and the (M, N, K) of a task's shape. Their trials teach each other (the tuner's
+# model and its predictions treat them as one family, at the GEMM's extents).
+GEMM_VIEWS: dict[tuple[str, str], tuple[str, Callable[[tuple[int, ...]], tuple[int, int, int]]]] = {
+    ("conv2d", "gemm_cpu"): ("cpu", _conv_gemm),
+    ("conv2d", "implicit_gemm"): ("gpu_tiled", _conv_gemm),
+    ("conv2d", "im2col"): ("cpu", _im2col_gemm),
+    ("conv2d", "im2col_gpu"): ("gpu_tiled", _im2col_gemm),
+}
+
+
+def gemm_view(kind: str, name: str, shape: tuple[int, ...]) -> tuple[str, tuple[int, ...]] | None:
+    """``(gemm template, (M, N, K))`` when template ``name`` of ``kind`` is a GEMM scheduled
+    with that GEMM template's knobs, else ``None``."""
+    if kind == "gemm":
+        return name, tuple(shape)
+    view = GEMM_VIEWS.get((kind, name))
+    return None if view is None else (view[0], view[1](tuple(shape)))
+
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 _BUILTIN = {(k, n) for k in TEMPLATES for n in TEMPLATES[k]} | {("expr", "generic")}
@@ -181,6 +215,8 @@ __all__ = [
     "templates_of",
     "template_module",
     "space",
+    "GEMM_VIEWS",
+    "gemm_view",
     "gemm_gpu_tiled",
     "gemm_cpu",
     "gemm_vec_dot",
@@ -189,6 +225,7 @@ __all__ = [
     "conv2d_spatial_pack",
     "conv2d_im2col",
     "conv2d_implicit_gemm",
+    "conv2d_gemm_cpu",
     "generic",
     "SHAPES",
     "conv_direct",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...ir.tensor import Tensor
+from ...ir.tensor import IterVar, Tensor
 from ...schedules.schedule import Schedule
 from ..space import Config, split_axis
 from .common import bind_2d, declare_gemm, reduction_and_epilogue
@@ -32,8 +32,17 @@ def gemm_cpu(
     return s, args
 
 
-def schedule_gemm_cpu(cfg: Config, s: Schedule, O: Tensor, M: int, N: int, K: int) -> None:
-    """Schedule the GEMM (plus elementwise epilogue) producing ``O``."""
+def schedule_gemm_cpu(
+    cfg: Config,
+    s: Schedule,
+    O: Tensor,
+    M: int,
+    N: int,
+    K: int,
+    axes: tuple[IterVar, IterVar] | None = None,
+) -> None:
+    """Schedule the GEMM (plus elementwise epilogue) producing ``O``; ``axes``: the output
+    stage's loops that play M and N (default: its two axes)."""
     ty, wy = cfg.define_split(
         "tile_y",
         M,
@@ -54,8 +63,10 @@ def schedule_gemm_cpu(cfg: Config, s: Schedule, O: Tensor, M: int, N: int, K: in
     (kstep,) = cfg.define_split(
         "tile_k", K, 2, policy="candidates", default=(4,), candidates=[(k,) for k in (1, 2, 4, 8)]
     )
-    tail = cfg.define_knob("tail", ("guard", "shift"))
-    tail_k = cfg.define_knob("tail_k", ("guard", "peel"))
+    # by default, tiles that do not divide the shape shift (peel) rather than guard
+    ragged = M % (ty * wy) != 0 or N % (tx * wx) != 0
+    tail = cfg.define_knob("tail", ("guard", "shift"), default="shift" if ragged else "guard")
+    tail_k = cfg.define_knob("tail_k", ("guard", "peel"), default="peel" if K % kstep else "guard")
     cfg.constrain(wx % vec == 0, "columns per work-item not a multiple of the vector width")
     cfg.constrain(
         tail == "guard" or M % (ty * wy) != 0 or N % (tx * wx) != 0,
@@ -67,7 +78,7 @@ def schedule_gemm_cpu(cfg: Config, s: Schedule, O: Tensor, M: int, N: int, K: in
     )
 
     comp, out = reduction_and_epilogue(s, O)
-    i, j = s[out].op.axis
+    i, j = axes if axes is not None else s[out].op.axis
     by, tyy, wyy = split_axis(s[out], i, (ty, wy), tail)
     bx, txx, wxx = split_axis(s[out], j, (tx, wx), tail)
     s[out].reorder(by, bx, tyy, txx, wyy, wxx)

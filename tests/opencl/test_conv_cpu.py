@@ -1,0 +1,76 @@
+"""The CPU conv template ``conv2d/gemm_cpu``: the CPU GEMM schedule over (output channel,
+output pixel), written straight to NCHW. Correct at odd shapes with every epilogue and tail
+strategy; its kernels keep the register tile small and guard-free."""
+
+import numpy as np
+import pytest
+
+import tensorsched as ts
+from tensorsched.codegen.opencl import emit_opencl
+from tensorsched.ops.conv2d import ConvShape, conv2d_ref
+from tensorsched.ops.nn import epilogue_ref
+from tensorsched.runtime.numerics import compare, random_array
+from tensorsched.tune.task import Task
+
+SHAPES = [
+    (1, 5, 9, 11, 7, 3, 3, 1, 1),  # 99 pixels: no tile divides
+    (2, 3, 7, 6, 5, 3, 3, 2, 1),  # batch 2, stride 2
+    (1, 6, 8, 9, 10, 1, 1, 1, 0),  # 1x1: the image is the GEMM's operand
+    (1, 6, 9, 9, 4, 1, 1, 2, 0),  # 1x1 at stride 2: patches materialised
+    (1, 3, 15, 13, 9, 7, 7, 2, 3),  # a first layer: 7x7, stride 2, pad 3
+]
+CONFIGS = [
+    None,
+    {"tile_y": (1, 4), "tile_x": (2, 8), "vec": 4, "tile_k": (2,), "tail": "shift"},
+    {"tile_y": (2, 4), "tile_x": (1, 16), "vec": 8, "tile_k": (4,), "tail": "guard"},
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("epilogue", [(), ("bias", "add", "relu"), ("bias", "relu6")], ids=str)
+def test_gemm_cpu_conv_matches_numpy(ocl_device, rng, shape, epilogue):
+    task = Task("conv2d", "gemm_cpu", shape, "float32", epilogue)
+    cs = ConvShape(*shape)
+    for config in CONFIGS:
+        s, args, cfg = task.instantiate(dict(config or {}, tail_k="guard"))
+        if not cfg.valid:
+            continue
+        mod = ts.build(s, args, target="opencl", name="conv")
+        ins = [random_array(a.shape, np.float32, rng) for a in args[:-1]]
+        ref = conv2d_ref(ins[0], ins[1], cs.stride, cs.pad)
+        ref = epilogue_ref(ref, epilogue, ins[2:], bias_axis=1)
+        out = np.full(args[-1].shape, np.nan, np.float32)
+        mod(*ins, out)
+        compare(out, ref, "float32", name=f"gemm_cpu {shape} {epilogue} {config}")
+
+
+def _kernel_text(shape, epilogue=("bias", "relu")):
+    s, args, _ = Task("conv2d", "gemm_cpu", shape, "float32", epilogue).instantiate()
+    return emit_opencl(ts.lower(s, args)).text
+
+
+@pytest.mark.parametrize("epilogue", [("bias", "relu"), ("bias", "add", "relu")], ids=str)
+def test_register_tile_is_the_work_items_tile(epilogue):
+    """ResNet's 28x28x128 layer: 784 pixels, which the default tile (32) does not divide. The
+    accumulator stays one work-item's 16 x 16 tile (not every pixel's column: a residual add
+    once made it 784 wide), and the last tile shifts inwards instead of guarding each element."""
+    text = _kernel_text((1, 128, 28, 28, 128, 3, 3, 1, 1), epilogue)
+    assert "float16 conv_gemm[16];" in text
+    gemm = text[text.index("void default_function_relu") :]
+    assert gemm.count("if (") <= 1  # at most the work-group's own bound check
+
+
+def test_one_by_one_conv_reads_the_image():
+    """A 1x1 stride-1 conv is one kernel: the GEMM reads the NCHW image as its columns."""
+    text = _kernel_text((1, 64, 14, 14, 32, 1, 1, 1, 0))
+    assert text.count("__kernel") == 1
+    assert "data_col" not in text
+    assert "vload16" in text
+
+
+def test_networks_use_it_on_cpu_devices():
+    from tensorsched.graph.tasks import choose_template
+
+    shape = (1, 64, 56, 56, 64, 3, 3, 1, 1)
+    assert choose_template("conv2d", shape, ("bias", "relu"), gpu=False) == "gemm_cpu"
+    assert choose_template("conv2d", shape, ("bias", "relu"), gpu=True) == "implicit_gemm"
