@@ -15,13 +15,13 @@ import tensorsched as ts
 from tensorsched.errors import TensorschedError
 from tensorsched.ops.gemm import gemm
 from tensorsched.runtime.device import DeviceError, DeviceLimits, current_device, current_limits
-from tensorsched.tune import dispatch, model, register_template
-from tensorsched.tune.features import SpaceFeatures, lower_features
+from tensorsched.tune import dispatch, features, model, register_template
+from tensorsched.tune.features import Lowering, SpaceFeatures, lower_features
 from tensorsched.tune.log import read_log
 from tensorsched.tune.model import ModelProposer, fit_config, history, nearest_bests
 from tensorsched.tune.record import config_key
 from tensorsched.tune.task import Task
-from tensorsched.tune.tuner import parse_duration, tune
+from tensorsched.tune.tuner import parse_duration, tune, worker_modules
 
 LIMITS = DeviceLimits("test / planted", 1024, (1024, 1024, 1024), 64 * 1024)
 TILES = [(2**k,) for k in range(8)]  # 1 .. 128
@@ -117,8 +117,11 @@ def test_ir_features_of_known_configs():
     assert f["ir.guard_fraction"] == 0.0  # the tiles divide the shape: no guard
     assert f["ir.log2_private_bytes"] == math.log2(16 * 16 * 4)  # the register tile
     assert f["ir.occupancy"] == 1.0
-    g, why = lower_features(Task("gemm", "cpu", (512, 257, 512)), cfg, limits)
+    ragged = Task("gemm", "cpu", (512, 257, 512))
+    g, why = lower_features(ragged, {**cfg, "tail": "guard"}, limits)
     assert why is None and g["ir.guard_fraction"] == 1.0  # every store under an if
+    g, why = lower_features(ragged, cfg, limits)  # the default tail there: the last tile shifts
+    assert why is None and g["ir.guard_fraction"] == 0.0
     # proven invalid from the IR, without building: 16 x 128 work-items over 1024
     _, why = lower_features(
         Task("gemm", "gemm_planted_cost", (256, 256, 16)),
@@ -126,6 +129,73 @@ def test_ir_features_of_known_configs():
         LIMITS,
     )
     assert why == "work-group of 2048 over the device's 1024"
+
+
+def test_lowering_in_a_pool_gives_the_same_features_each_candidate_lowered_once(monkeypatch):
+    monkeypatch.setattr(features, "POOL_AFTER_S", 0.0)  # the pool from the first batch
+    limits = DeviceLimits("test / pool", 1024, (1024, 1024, 64), 48 * 1024)
+    task = Task("gemm", "gpu_tiled", (96, 64, 80))
+    space = task.space()
+    configs = [space.point(i) for i in range(0, space.size(), space.size() // 9)][:9]
+    here = [lower_features(task, c, limits) for c in configs]
+    features._MEMO.clear()
+    lowering = Lowering(limits, workers=2)
+    try:
+        assert lowering.many([(task, c) for c in configs + configs[:2]]) == here + here[:2]
+        assert lowering.pool is not None and lowering.lowered == 9  # the repeats: the memo's
+        assert lowering.here_n == features.POOL_MIN  # the rest in the pool
+        assert lowering(task, configs[3]) == here[3] and lowering.lowered == 9
+        # the memo is the process's: another proposer's lowering finds them too
+        assert Lowering(limits).many([(task, c) for c in configs]) == here
+    finally:
+        lowering.close()
+
+
+def test_a_lowering_pool_that_fails_hands_over_to_this_process(monkeypatch):
+    """The pool's workers do not know this module's template (no modules to import): the
+    candidates are lowered here instead, with the same results."""
+    monkeypatch.setattr(features, "POOL_AFTER_S", 0.0)
+    task = Task("gemm", "gemm_planted_cost", (256, 256, 16))
+    space = task.space()
+    configs = [space.point(i) for i in range(0, space.size(), space.size() // 9)][:9]
+    features._MEMO.clear()
+    lowering = Lowering(LIMITS, workers=2)
+    try:
+        got = lowering.many([(task, c) for c in configs])
+    finally:
+        lowering.close()
+    assert got == [lower_features(task, c, LIMITS) for c in configs]
+    assert lowering.workers == 0 and lowering.pool is None
+
+
+def test_proposals_are_the_same_with_lowering_workers_and_trials_are_not_lowered_again(
+    monkeypatch,
+):
+    monkeypatch.setattr(features, "POOL_AFTER_S", 0.0)
+    task = Task("gemm", "gemm_planted_cost", (256, 256, 16))
+
+    def propose(workers):
+        features._MEMO.clear()
+        prop = ModelProposer(
+            task, task.space(), LIMITS, (), seed=5, workers=workers, modules=worker_modules(task)
+        )
+        got = []
+        try:
+            for _ in range(16):  # a random batch, then the model's
+                c = prop.next()
+                lowered = prop.lowering.lowered
+                prop.observe(c, "ok", planted_gflops(c))
+                assert prop.lowering.lowered == lowered  # lowered when it was proposed
+                got.append(c)
+        finally:
+            prop.close()
+        assert prop.model.fitted_on > 0  # the model's batches, not only random ones
+        return got, prop.lowering
+
+    alone, _ = propose(0)
+    pooled, lowering = propose(2)
+    assert pooled == alone
+    assert lowering.lowered > lowering.here_n and lowering.pool is None  # used, then closed
 
 
 # ---------------------------------------------------------------------------- search
@@ -311,8 +381,10 @@ def test_cli_budget_flags_are_checked(tmp_path, monkeypatch, capsys):
 # ---------------------------------------------------------------------------- instantiate
 
 
-# logged before the tail knobs existed: a prediction fills them with their defaults
-GUARD = {"tail": "guard", "tail_k": "guard"}
+# logged before the tail knobs existed: a prediction fills them with their defaults at the
+# new shape (the tiles of CPU_512 / CPU_64 do not divide 500 x 520 / 60 x 70: the last tile
+# shifts; their K steps divide 480 / 64: no K tail)
+TAILS = {"tail": "shift", "tail_k": "guard"}
 CPU_512 = {"tile_y": (4, 8), "tile_x": (2, 32), "vec": 8, "tile_k": (8,)}
 CPU_64 = {"tile_y": (1, 4), "tile_x": (1, 8), "vec": 4, "tile_k": (1,)}
 
@@ -332,10 +404,10 @@ def test_untuned_instantiate_picks_the_nearest_logged_shapes_config(tmp_path):
     task = Task("gemm", "cpu", (500, 520, 480))
     with dispatch.apply_best(str(log), device="test / cpu"):
         assert dispatch.best_config(task) is None
-        assert dispatch.predicted_config(task) == CPU_512 | GUARD
+        assert dispatch.predicted_config(task) == CPU_512 | TAILS
         s, args = dispatch.instantiate("gemm", "cpu", (500, 520, 480))
         small = dispatch.predicted_config(Task("gemm", "cpu", (60, 70, 64)))
-    assert small == CPU_64 | GUARD
+    assert small == CPU_64 | TAILS
     s2, args2, _ = task.instantiate(CPU_512)
     assert lowered(s, args) == lowered(s2, args2)
 
@@ -347,7 +419,7 @@ def test_shipped_logs_are_read_by_device(tmp_path, monkeypatch):
     assert dispatch.predicted_config(task) is None  # nothing shipped for this device
     cpu_log(tmp_path / f"{model.device_slug(dev)}.jsonl", dev)
     assert model.shipped_logs(dev) == [str(tmp_path / f"{model.device_slug(dev)}.jsonl")]
-    assert dispatch.predicted_config(task) == CPU_512 | GUARD
+    assert dispatch.predicted_config(task) == CPU_512 | TAILS
     s, args = dispatch.instantiate("gemm", "cpu", (500, 520, 480))
     s2, args2, _ = task.instantiate(CPU_512)
     assert lowered(s, args) == lowered(s2, args2)

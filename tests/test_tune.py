@@ -7,12 +7,14 @@ each ``tune`` call costs the start of its worker processes (about a second) plus
 of a second per trial.
 """
 
+import concurrent.futures as cf
 import csv
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 
@@ -36,7 +38,7 @@ from tensorsched.tune.log import (
     read_log,
 )
 from tensorsched.tune.task import Task
-from tensorsched.tune.tuner import candidate_order, early_filter, tune
+from tensorsched.tune.tuner import Search, candidate_order, early_filter, tune
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
@@ -879,3 +881,72 @@ def test_measure_one_recovers_from_inputs_spoilt_on_the_device(device):
     res = measure_one(wrong, {"tile_y": (4,), "tile_x": (4,), "bug": 0}, None, 2, None, worker)
     assert res["status"] == "ok"
     assert worker.uploads == 2  # one bench per task
+
+
+class Overlap:
+    """A proposer, a build pool and a runner (no device): the search keeps ``ahead``
+    candidates built, so proposal ``ahead + k`` is meant to come while measurement ``k`` runs;
+    each such proposal records whether one was running, and the measurement waits for it."""
+
+    restarts, n, generation = 0, 1, 0
+
+    def __init__(self, configs, task, ahead):
+        self.configs, self.total, self.ahead = list(configs), len(configs), ahead
+        self.result = {"status": "ok", "device_ms": 1.0, "gflops": task.flop / 1e6}  # 1 ms
+        self.measuring, self.asked = threading.Event(), threading.Event()
+        self.proposed = self.measured = 0
+        self.during = []
+
+    def next(self):
+        if not self.configs:
+            return None
+        self.proposed += 1
+        if self.proposed > self.ahead:
+            self.during.append(self.measuring.wait(20))
+            self.asked.set()
+        return self.configs.pop(0)
+
+    def observe(self, config, status, gflops):
+        pass
+
+    def state(self):
+        return ""
+
+    def submit(self, task_dict, config):
+        built = cf.Future()
+        built.set_result(("ok", "", b"artifact"))
+        return built
+
+    def measure(self, task_dict, config, repeat, artifact, budget_ms, upcoming):
+        self.measured += 1
+        self.measuring.set()
+        if self.ahead + self.measured <= self.total:  # until the next one is proposed
+            self.asked.wait(20)
+            self.asked.clear()
+        self.measuring.clear()
+        return dict(self.result)
+
+    def start(self):
+        pass
+
+    def close(self):
+        pass
+
+    def renew(self):
+        pass
+
+
+def test_a_gpu_search_proposes_while_it_measures(tmp_path):
+    """Not quiet (a GPU device), each candidate is measured while the next one is proposed
+    and sent to the pool, and the trials are logged in the proposer's order."""
+    task = tmpl("gemm_tiny")
+    space = task.space()
+    configs = list(space.points())
+    fake = Overlap(configs, task, ahead=2)
+    limits = DeviceLimits("fake / gpu", 256, (256, 256, 64), 48 * 1024)
+    log = str(tmp_path / "g.jsonl")
+    search = Search(task, space, fake, set(), LogWriter(log), fake, fake, limits, quiet=False)
+    search.run(budget=len(configs), ahead=2, repeat=1, budget_ms=None, progress=False)
+    assert [r.config for r in read_log(log)] == configs
+    assert fake.during == [True] * (len(configs) - 2)
+    assert search.stats["proposed"] == len(configs) and search.stats["runner_s"] > 0

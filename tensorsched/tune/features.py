@@ -12,14 +12,27 @@ Two kinds, named columns of float features (``NaN`` where a candidate has none):
   and FLOPs per work-item and per work-group, ``__local`` and private footprint, an occupancy
   estimate from the device's limits, and the guard fraction (the share of stores under an
   ``if``, what a tile that does not divide the shape costs). ``lower_features`` lowers a
-  candidate in this process (milliseconds; no code generation) and also says when the
-  candidate provably cannot run on the device (the early filter's verdict, from the IR).
+  candidate in this process (tens of milliseconds; no code generation) and also says when
+  the candidate provably cannot run on the device (the early filter's verdict, from the IR).
+
+Lowering is what the model strategy's driver spends its time on (the IR features of the
+logged trials it learns from, of each batch's shortlist, of every trial). ``Lowering`` computes
+them for many candidates at once: each is lowered once per process (a memo shared by every
+proposer of the process: a network's tasks learn the same logged trials), the rest in a pool
+of worker processes when it is given two or more and the lowering is slow enough to pay for
+their start.
 """
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures as cf
 import math
+import multiprocessing as mp
+import threading
+import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -33,7 +46,11 @@ from ..ops.space import Config
 from ..runtime.device import DeviceLimits
 from ..schedules.lower import lower
 from .filter import PRIVATE_BYTES
+from .measure import init_worker
+from .record import config_key
 from .task import Task
+
+Lowered = tuple[dict[str, float] | None, str | None]  # lower_features's (features, why)
 
 IR_COLUMNS = (
     "ir.wg_size",
@@ -322,3 +339,116 @@ def lower_features(
     except TensorschedError as exc:
         return None, f"{type(exc).__name__}: {exc}"
     return ir_features(func, task.flop, limits)
+
+
+MEMO_SIZE = 50_000  # lowered candidates remembered per process (a few KiB each)
+POOL_MIN = 4  # fewer candidates than this to lower are lowered here, not in the pool
+POOL_AFTER_S = 2.0  # the pool starts once lowering here would have taken this long in all
+_MEMO: collections.OrderedDict[tuple, Lowered] = collections.OrderedDict()
+_MEMO_LOCK = threading.Lock()  # tune_devices runs a proposer per thread
+
+
+def _memo_key(task: Task, config: dict[str, Any], limits: DeviceLimits) -> tuple:
+    # the template function itself: a template registered again under its name lowers anew
+    return (task.function, task.key(), config_key(config), limits)
+
+
+def _lower_job(task_dict: dict, config: dict[str, Any], limits: DeviceLimits) -> Lowered:
+    """``lower_features`` in a pool worker."""
+    return lower_features(Task.from_dict(task_dict), config, limits)
+
+
+class Lowering:
+    """``lower_features`` of candidates on a device with ``limits``, each lowered once per
+    process (the results are shared: do not change them), those not lowered yet in a pool of
+    ``workers`` processes when ``workers >= 2`` (importing ``modules``, the user's templates;
+    started once lowering here would have taken ``POOL_AFTER_S``), else here. The results are
+    the same either way; a pool that fails is dropped and the rest is lowered here."""
+
+    def __init__(self, limits: DeviceLimits, workers: int = 0, modules: tuple[str, ...] = ()):
+        self.limits, self.workers, self.modules = limits, workers, tuple(modules)
+        self.pool: cf.ProcessPoolExecutor | None = None
+        self.lowered = 0  # candidates this object lowered (here or in its pool), not memoised
+        self.seconds = 0.0  # ... and the wall time that took
+        self.here_n, self.here_s = 0, 0.0  # those lowered in this process, and their time
+
+    def __call__(self, task: Task, config: dict[str, Any]) -> Lowered:
+        return self.many([(task, config)])[0]
+
+    def many(self, items: Sequence[tuple[Task, dict[str, Any]]]) -> list[Lowered]:
+        """``lower_features`` of each ``(task, config)``, in order."""
+        keys = [_memo_key(t, c, self.limits) for t, c in items]
+        got: dict[tuple, Lowered] = {}
+        todo: dict[tuple, tuple[Task, dict[str, Any]]] = {}
+        with _MEMO_LOCK:
+            for key, item in zip(keys, items):
+                if key in got or key in todo:
+                    continue
+                hit = _MEMO.get(key)
+                if hit is None:
+                    todo[key] = item
+                else:
+                    _MEMO.move_to_end(key)
+                    got[key] = hit
+        if todo:
+            t0 = time.perf_counter()
+            fresh = self._lower(list(todo.values()))
+            self.lowered += len(todo)
+            self.seconds += time.perf_counter() - t0
+            with _MEMO_LOCK:
+                for key, value in zip(todo, fresh):
+                    got[key] = _MEMO[key] = value
+                while len(_MEMO) > MEMO_SIZE:
+                    _MEMO.popitem(last=False)
+        return [got[key] for key in keys]
+
+    def _lower(self, items: list[tuple[Task, dict[str, Any]]]) -> list[Lowered]:
+        out: list[Lowered] = []
+        if self.workers >= 2 and self.pool is None and len(items) >= POOL_MIN:
+            if not self.here_n:  # what one costs here, from the first few
+                out = self._here(items[:POOL_MIN])
+                items = items[POOL_MIN:]
+            # the pool's start (a second or so a process) pays once lowering here would take
+            # POOL_AFTER_S in all: from the first batch for a template that is slow to lower
+            # (the set-up's few hundred past trials), never for one that lowers in a few ms
+            expect = len(items) * self.here_s / max(self.here_n, 1)
+            if self.here_s + expect < POOL_AFTER_S:
+                return out + self._here(items)
+        if self.workers >= 2 and len(items) >= POOL_MIN:
+            if self.pool is None:
+                self.pool = cf.ProcessPoolExecutor(
+                    self.workers,
+                    mp_context=mp.get_context("spawn"),
+                    initializer=init_worker,
+                    initargs=(self.modules,),
+                )
+            chunk = max(1, len(items) // (4 * self.workers))
+            try:
+                return out + list(
+                    self.pool.map(
+                        _lower_job,
+                        [asdict(t) for t, _ in items],
+                        [c for _, c in items],
+                        [self.limits] * len(items),
+                        chunksize=chunk,
+                    )
+                )
+            except Exception:  # noqa: BLE001
+                # a worker died (out of memory?) or could not import a template: lower here
+                # from now on (what fails here too raises, as it would without a pool)
+                self.close()
+                self.workers = 0
+        return out + self._here(items)
+
+    def _here(self, items: list[tuple[Task, dict[str, Any]]]) -> list[Lowered]:
+        t0 = time.perf_counter()
+        out = [lower_features(t, c, self.limits) for t, c in items]
+        self.here_s += time.perf_counter() - t0
+        self.here_n += len(items)
+        return out
+
+    def close(self) -> None:
+        """Stop the pool (a later batch starts another)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None

@@ -7,9 +7,11 @@ the trials so far, explored by simulated annealing, with transfer from earlier l
   other shapes teach the same model (the shape is among the features).
 - **Two boosters**: one on the config features (``features.SpaceFeatures``) ranks the
   thousands of unbuilt candidates the annealing visits; one on config plus IR features
-  (``features.lower_features``, the candidate lowered in this process) re-ranks the shortlist.
-  The lowering also proves some candidates invalid (constraints, work-group size, memory):
-  those are learned as failures and never reach the build pool or the device.
+  (``features.lower_features``) re-ranks the shortlist. The lowering also proves some
+  candidates invalid (constraints, work-group size, memory): those are learned as failures
+  and never reach the build pool or the device. Candidates are lowered in batches
+  (``features.Lowering``: in a pool of processes when the proposer has ``workers``, each
+  candidate once per process), which is most of the proposer's time.
 - **Batches** (``ModelProposer``): the nearest logged shapes' best configs first (transfer),
   then each batch is the model's best unmeasured candidates plus a share (``EXPLORE``) of
   random ones; the model is retrained as trials land.
@@ -31,7 +33,7 @@ import numpy as np
 from ..errors import TensorschedError
 from ..ops.space import Config
 from ..runtime.device import DeviceLimits
-from .features import IR_COLUMNS, SpaceFeatures, lower_features, shape_vector
+from .features import IR_COLUMNS, Lowered, Lowering, SpaceFeatures, shape_vector
 from .log import read_log
 from .record import Record, config_key
 from .task import Task
@@ -51,7 +53,8 @@ MIN_ROWS = 4  # rows (with at least two distinct labels) before a model is fitte
 NEIGHBOURS = 3  # nearest logged shapes whose best configs are measured first
 SEEDS_PER_SHAPE = 2
 MAX_PAST = 1000  # other shapes' trials learned from (the most recent)
-MAX_PAST_IR = 250  # ... of which the IR features are computed (each lowered once, serially)
+MAX_PAST_IR = 250  # ... of which the IR features are computed (each lowered once)
+LOWER_WORKERS = 8  # at most this many processes lower candidates for a proposer
 LOGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logs")
 PARAMS = {
     "objective": "regression",
@@ -217,6 +220,8 @@ class CostModel:
         self.full_cols: list[str] = []
         self.fitted_on = 0  # rows of the last fit
         self.fit_s = 0.0  # seconds of the last fit
+        self._align_key: tuple | None = None  # score_cheap's column map, and what it maps
+        self._align = np.zeros(0, dtype=np.int64)
 
     def add(self, row: Row) -> None:
         self.rows.append(row)
@@ -275,15 +280,24 @@ class CostModel:
     def score_cheap(self, sf: SpaceFeatures, digits: np.ndarray) -> np.ndarray:
         """Predicted log-throughput (relative) of points of ``sf``'s space (config features)."""
         X = sf.matrix(digits)
-        cols = {c: i for i, c in enumerate(sf.columns)}
+        key = (tuple(sf.columns), tuple(self.cheap_cols))
+        if self._align_key != key:  # where each of the model's columns is in sf's (-1: none)
+            cols = {c: i for i, c in enumerate(sf.columns)}
+            self._align = np.array([cols.get(c, -1) for c in self.cheap_cols], dtype=np.int64)
+            self._align_key = key
         aligned = np.full((X.shape[0], len(self.cheap_cols)), np.nan)
-        for j, c in enumerate(self.cheap_cols):
-            if c in cols:
-                aligned[:, j] = X[:, cols[c]]
-        return np.asarray(self.cheap.predict(aligned))
+        have = self._align >= 0
+        aligned[:, have] = X[:, self._align[have]]
+        return self._predict(self.cheap, aligned)
 
     def score_full(self, rows: Sequence[Row]) -> np.ndarray:
-        return np.asarray(self.full.predict(self._matrix(rows, self.full_cols, True)))
+        return self._predict(self.full, self._matrix(rows, self.full_cols, True))
+
+    @staticmethod
+    def _predict(booster: Any, X: np.ndarray) -> np.ndarray:
+        # one thread: LightGBM's default (every core, through OpenMP) took ten times as long
+        # for the annealing's batches of 64 rows, and longer still with the cores busy
+        return np.asarray(booster.predict(X, num_threads=1))
 
     def state(self) -> str:
         if self.cheap is None:
@@ -296,7 +310,11 @@ class CostModel:
 
 class ModelProposer:
     """The model strategy's candidate source: ``next()`` gives the next config to measure
-    (``None`` when the space is spent), ``observe()`` is told each trial's result."""
+    (``None`` when the space is spent), ``observe()`` is told each trial's result.
+
+    ``workers`` (2 or more) processes lower the candidates, started at the first batch that
+    needs them (``modules``: the user's templates, for them to import); the proposals are the
+    same as with none. ``close()`` stops them."""
 
     def __init__(
         self,
@@ -307,6 +325,8 @@ class ModelProposer:
         seed: int = 0,
         batch: int = BATCH,
         explore: float = EXPLORE,
+        workers: int = 0,
+        modules: tuple[str, ...] = (),
     ):
         require_lightgbm()
         self.task, self.space, self.limits = task, space, limits
@@ -314,6 +334,7 @@ class ModelProposer:
         self.rng = np.random.default_rng(seed)
         self.batch, self.explore = batch, explore
         self.model = CostModel(seed)
+        self.lowering = Lowering(limits, workers, modules)
         self.seen: set[str] = set()  # measured, proposed or proven invalid here
         self.queue: list[dict[str, Any]] = []
         self.size = space.size()
@@ -322,17 +343,22 @@ class ModelProposer:
         here = task.key()
         mine = [r for r in past if r.task_key() == here]
         others = sorted((r for r in past if r.task_key() != here), key=lambda r: -r.timestamp)
-        for n, r in enumerate(mine + others[:MAX_PAST]):
-            if r.task_key() == here:
+        try:
+            for r in mine:
                 self.seen.add(r.config_key())
-            self._learn(r, lower=n < MAX_PAST_IR)
-        self.queue = [
-            c
-            for c in nearest_bests(task, space, past)
-            if config_key(c) not in self.seen and self._valid(c)
-        ]
+            self._learn(mine + others[:MAX_PAST], MAX_PAST_IR)
+            self.queue = self._keep_valid(
+                [c for c in nearest_bests(task, space, past) if config_key(c) not in self.seen]
+            )
+        except BaseException:
+            self.close()
+            raise
         for c in self.queue:
             self.seen.add(config_key(c))
+
+    def close(self) -> None:
+        """Stop the lowering processes (a later batch would start them again)."""
+        self.lowering.close()
 
     # ---- learning
 
@@ -345,36 +371,44 @@ class ModelProposer:
                 self._spaces[key] = None
         return self._spaces[key]
 
-    def _learn(self, r: Record, lower: bool = True) -> None:
-        """Learn a logged trial; with ``lower``, its IR features too (the IR model learns only
-        from trials with them; the config model from all)."""
-        task = Task.from_dict(r.task)
-        sf = self._space_of(task)
-        if sf is None or sf.digits(r.config) is None:
-            return
-        ir = None
-        if lower and r.status != "invalid":
-            ir, _ = lower_features(task, r.config, self.limits)
-        ok = r.status == "ok" and r.gflops
-        self.model.add(Row(task.key(), sf.features(r.config), ir, r.gflops if ok else None))
+    def _learn(self, records: Sequence[Record], lower: int) -> None:
+        """Learn logged trials; the IR features of the first ``lower`` too (the IR model learns
+        only from trials with them; the config model from all)."""
+        learnt: list[tuple[Task, SpaceFeatures, Record, bool]] = []
+        for n, r in enumerate(records):
+            task = Task.from_dict(r.task)
+            sf = self._space_of(task)
+            if sf is not None and sf.digits(r.config) is not None:
+                learnt.append((task, sf, r, n < lower and r.status != "invalid"))
+        irs = iter(self.lowering.many([(t, r.config) for t, _, r, want in learnt if want]))
+        for task, sf, r, want in learnt:
+            ir = next(irs)[0] if want else None
+            ok = r.status == "ok" and r.gflops
+            self.model.add(Row(task.key(), sf.features(r.config), ir, r.gflops if ok else None))
 
     def observe(self, config: dict[str, Any], status: str, gflops: float | None) -> None:
         """Learn one trial of this task."""
         self.seen.add(config_key(config))
-        ir, _ = lower_features(self.task, config, self.limits) if status != "invalid" else (None, 0)
+        # lowered already when it was proposed (the memo), unless it came from elsewhere
+        ir = self.lowering(self.task, config)[0] if status != "invalid" else None
         good = gflops if status == "ok" and gflops else None
         self.model.add(Row(self.task.key(), self.sf.features(config), ir, good))
 
-    def _valid(self, config: dict[str, Any]) -> bool:
-        """Whether the lowered candidate may run; a provably invalid one is learned as a
+    def _keep_valid(self, configs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The ``configs`` whose lowering may run; each provably invalid one is learned as a
         failure and counted in ``filtered``."""
-        ir, why = lower_features(self.task, config, self.limits)
-        if why is None:
-            return True
-        self.filtered += 1
-        self.seen.add(config_key(config))
-        self.model.add(Row(self.task.key(), self.sf.features(config), ir, None))
-        return False
+        out = []
+        for c, (ir, why) in zip(configs, self._lower(configs)):
+            if why is None:
+                out.append(c)
+                continue
+            self.filtered += 1
+            self.seen.add(config_key(c))
+            self.model.add(Row(self.task.key(), self.sf.features(c), ir, None))
+        return out
+
+    def _lower(self, configs: Sequence[dict[str, Any]]) -> list[Lowered]:
+        return self.lowering.many([(self.task, c) for c in configs])
 
     # ---- proposing
 
@@ -394,9 +428,7 @@ class ModelProposer:
             n_model = self.batch - max(1, round(self.batch * self.explore)) if ready else 0
             picks = self._model_picks(n_model) if n_model else []
             keys = {config_key(c) for c in picks}
-            for c in self._random_points(self.batch - len(picks), keys):
-                if self._valid(c):
-                    picks.append(c)
+            picks += self._keep_valid(self._random_points(self.batch - len(picks), keys))
             for c in picks:
                 self.seen.add(config_key(c))
             self.queue += picks
@@ -427,8 +459,7 @@ class ModelProposer:
         re-ranked by the IR model."""
         short = self._shortlist(n * SHORTLIST)
         rows, configs = [], []
-        for c in short:
-            ir, why = lower_features(self.task, c, self.limits)
+        for c, (ir, why) in zip(short, self._lower(short)):
             if why is not None:
                 self.filtered += 1
                 self.seen.add(config_key(c))
@@ -469,8 +500,7 @@ class ModelProposer:
         cur = np.vstack([np.array(start, dtype=np.int64).reshape(-1, len(radix)), rand])
         score = self.model.score_cheap(self.sf, cur)
         visited: dict[int, float] = {}
-        for d, s in zip(cur, score):
-            visited[self.sf.index(d)] = float(s)
+        visited.update(zip(self._indices(cur), score.tolist()))
         for step in range(steps):
             temp = 1.0 * (0.02 / 1.0) ** (step / max(steps - 1, 1))
             cand = cur.copy()
@@ -481,8 +511,7 @@ class ModelProposer:
                 self.rng.random(len(cur)) < np.exp(np.minimum(new - score, 0) / temp)
             )
             cur[accept], score[accept] = cand[accept], new[accept]
-            for d, s in zip(cand, new):
-                visited[self.sf.index(d)] = float(s)
+            visited.update(zip(self._indices(cand), new.tolist()))
         out = []
         for idx, _ in sorted(visited.items(), key=lambda kv: (-kv[1], kv[0])):
             c = self.space.point(idx)
@@ -491,6 +520,13 @@ class ModelProposer:
                 if len(out) >= n:
                     break
         return out
+
+    def _indices(self, digits: np.ndarray) -> list[int]:
+        """The grid indices of points (``SpaceFeatures.index`` of each row)."""
+        if self.size >= 2**62:  # past int64: Python's integers
+            return [self.sf.index(d) for d in digits]
+        weights = np.cumprod([1, *self.sf.radix[:0:-1]], dtype=np.int64)[::-1]
+        return (np.asarray(digits, dtype=np.int64) @ weights).tolist()
 
     def _best_digits(self, n: int) -> list[list[int]]:
         here = self.task.key()
@@ -512,8 +548,9 @@ def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) 
     if not records:
         return None
     space = task.space()
+    lowering = Lowering(limits)
     for c in nearest_bests(task, space, records, shapes=len(records)):
-        _, why = lower_features(task, c, limits)
+        _, why = lowering(task, c)
         if why is None:
             return c
     if lightgbm is None:

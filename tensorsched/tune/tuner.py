@@ -45,7 +45,7 @@ from .distributed import Cluster, ClusterError, cluster_of
 from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
 from .log import LogLock, LogWriter, Record, best_records, config_key, read_log
 from .measure import TIME_BUDGET_MS, Runner, init_worker, prebuild, signature
-from .model import ModelProposer, past_records, require_lightgbm
+from .model import LOWER_WORKERS, ModelProposer, past_records, require_lightgbm
 from .task import Task, TaskError
 
 STRATEGIES = ("model", "grid", "random")
@@ -188,7 +188,10 @@ def tune(
     Returns a ``TuneResult`` with the fastest correct record (from the whole log) and, in
     ``stats``, seconds spent waiting for builds (``wait_build_s``), in the runner
     (``runner_s``: loading ``load_s``, check ``check_s``, timing ``time_s``) and logging
-    (``log_s``), the inputs made on the device (``uploads``) and the runner's restarts.
+    (``log_s``), the inputs made on the device (``uploads``) and the runner's restarts; the
+    proposer's time (``propose_s``: choosing the ``proposed`` candidates and learning each
+    trial) and, of the model strategy, the candidates it lowered for their IR features
+    (``lowered``, in ``lower_s``; learning from the logs included).
 
     ``cluster``: tune on a Dask cluster instead (the ``distributed`` extra): a scheduler's
     address (``"tcp://host:8786"``), ``"local"`` (a cluster of this host's cores, started and
@@ -218,6 +221,7 @@ def tune(
         require_lightgbm()
     modules = worker_modules(task)
     pool, close = cluster_of(cluster) if cluster is not None else (None, None)
+    proposer: Any = None
     try:
         resource = ""
         if pool is not None:
@@ -233,10 +237,20 @@ def tune(
             space.restrict(restrict)
         with _log_lock(log_path):
             done = _logged_configs(task, log_path, limits.name, resume)
-            proposer: Any
             if strategy == "model":
                 past = past_records(task, limits.name, log_path, transfer)
-                proposer = ModelProposer(task, space, limits, past, seed)
+                # the driver lowers candidates in processes of its own: as many as build
+                # (a cluster's driver: its host's cores), at most LOWER_WORKERS
+                lowerers = n_build if pool is None and n_build else (os.cpu_count() or 1)
+                proposer = ModelProposer(
+                    task,
+                    space,
+                    limits,
+                    past,
+                    seed,
+                    workers=min(lowerers, LOWER_WORKERS),
+                    modules=modules,
+                )
             else:
                 proposer = OrderProposer(space, candidate_order(task, strategy, seed))
             search: Search | ClusterSearch
@@ -272,9 +286,13 @@ def tune(
                 search.counts["skipped"] = len(done)
                 if proposer.filtered:
                     search.stats["filtered_by_ir"] = proposer.filtered
+                search.stats["lowered"] = proposer.lowering.lowered
+                search.stats["lower_s"] = proposer.lowering.seconds
             search.counts = {k: v for k, v in search.counts.items() if v}
             all_best = best_records(read_log(log_path), task.key(), limits.name)
     finally:
+        if isinstance(proposer, ModelProposer):
+            proposer.close()
         if close is not None:
             close()
     return TuneResult(
@@ -485,9 +503,12 @@ class Trials:
     def _next_config(self) -> dict | None:
         """The next point of the order not in the log yet (counting those skipped)."""
         while True:
+            t = time.perf_counter()
             config = self.proposer.next()
+            self.stats["propose_s"] += time.perf_counter() - t
             if config is None:
                 return None
+            self.stats["proposed"] += 1
             if config_key(config) in self.done:
                 self.counts["skipped"] = self.counts.get("skipped", 0) + 1
                 continue
@@ -516,7 +537,10 @@ class Trials:
         )
         self.writer.append(rec)
         self.counts[rec.status] = self.counts.get(rec.status, 0) + 1
+        t_obs = time.perf_counter()
         self.proposer.observe(config, rec.status, rec.gflops)
+        t_obs = time.perf_counter() - t_obs
+        self.stats["propose_s"] += t_obs
         self.since_best += 1
         if rec.status == "ok" and (self.best is None or _faster(rec, self.best)):
             self.best, self.since_best = rec, 0
@@ -525,7 +549,7 @@ class Trials:
         text = f"best {best.gflops:.1f} GFLOP/s" if best else "no valid kernel yet"
         state = self.proposer.state()
         self.bar.set_postfix_str(f"{text}; {state}" if state else text)
-        self.stats["log_s"] += time.perf_counter() - t
+        self.stats["log_s"] += time.perf_counter() - t - t_obs
 
 
 class Search(Trials):
@@ -535,7 +559,10 @@ class Search(Trials):
     With ``quiet`` (a CPU device, whose kernels run on the cores the builds use) builds and
     measurements take turns, as AutoTVM's local runner does: a batch is built in parallel,
     then measured one by one with no build running, so that compiling never slows a kernel
-    being timed (on 2 cores it did, by up to half, and the search ranked configs by noise)."""
+    being timed (on 2 cores it did, by up to half, and the search ranked configs by noise).
+    Otherwise (a GPU) each candidate is measured in a thread while this one proposes the next
+    candidates and sends them to the pool: the proposer's time (the model strategy's) hides
+    behind the measurement. The proposer is asked and told in the same order either way."""
 
     def __init__(
         self,
@@ -552,6 +579,7 @@ class Search(Trials):
         super().__init__(task, space, proposer, done, writer, limits)
         self.runner, self.builds, self.quiet = runner, builds, quiet
         self.pending: collections.deque[Pending] = collections.deque()
+        self.measurer: cf.ThreadPoolExecutor | None = None  # not quiet: measures meanwhile
 
     def run(
         self,
@@ -578,19 +606,30 @@ class Search(Trials):
                     break
                 cand = self.pending.popleft()
                 status, error, artifact = self._built(cand)
-                if self.quiet:  # the batch's builds end before anything is timed
-                    cf.wait([p.future for p in self.pending if p.future is not None])
-                else:
-                    self._top_up(budget, ahead)  # the pool builds on while this is measured
                 if status != "ok":
-                    self._log(cand.config, {"status": status, "error": error})
-                else:
-                    self._log(cand.config, self._measure(cand.config, artifact, repeat, budget_ms))
+                    res = {"status": status, "error": error}
+                    if not self.quiet:
+                        self._top_up(budget, ahead)
+                elif self.quiet:  # the batch's builds end before anything is timed
+                    cf.wait([p.future for p in self.pending if p.future is not None])
+                    res = self._measure(cand.config, artifact, repeat, budget_ms)
+                else:  # measured in a thread while the next are proposed and built
+                    if self.measurer is None:
+                        self.measurer = cf.ThreadPoolExecutor(1, thread_name_prefix="measure")
+                    upcoming = _built(self.pending, LOAD_AHEAD) if artifact is not None else []
+                    measuring = self.measurer.submit(
+                        self._run, cand.config, artifact, repeat, budget_ms, upcoming
+                    )
+                    self._top_up(budget, ahead)
+                    res = self._measured(artifact, *measuring.result())
+                self._log(cand.config, res)
                 if self.quiet and not self.pending:
                     self._top_up(budget, ahead)  # the next batch, once this one is measured
         finally:
             self.bar.close()
-            self.runner.close()
+            self.runner.close()  # a measurement still running (an error here) ends with it
+            if self.measurer is not None:
+                self.measurer.shutdown(wait=False)
             self.builds.close()
         self.stats["restarts"] = self.runner.restarts
         self.stats["uploads"] = sum(self.uploads.values())
@@ -625,10 +664,25 @@ class Search(Trials):
     def _measure(
         self, config: dict, artifact: bytes | None, repeat: int, budget_ms: float | None
     ) -> dict:
+        upcoming = _built(self.pending, LOAD_AHEAD) if artifact is not None else []
+        return self._measured(artifact, *self._run(config, artifact, repeat, budget_ms, upcoming))
+
+    def _run(
+        self,
+        config: dict,
+        artifact: bytes | None,
+        repeat: int,
+        budget_ms: float | None,
+        upcoming: list[bytes],
+    ) -> tuple[dict, float]:
+        """The runner's result of one candidate, and the seconds it took (in any thread)."""
         t = time.perf_counter()
-        upcoming = _built(self.pending, LOAD_AHEAD) if artifact is not None else ()
         res = self.runner.measure(self.task_dict, config, repeat, artifact, budget_ms, upcoming)
-        self.stats["runner_s"] += time.perf_counter() - t
+        return res, time.perf_counter() - t
+
+    def _measured(self, artifact: bytes | None, res: dict, seconds: float) -> dict:
+        """Count a measurement in the stats (in the search's thread); returns ``res``."""
+        self.stats["runner_s"] += seconds
         self._account(res)
         if artifact is None:
             self.stats["built_by_runner"] += 1
