@@ -79,6 +79,18 @@ def _declare(
     return s, st, O, [data, kernel] + extra + [O]
 
 
+def _pixels(s: Schedule, O: Tensor, shape: ConvShape) -> tuple[IterVar, IterVar]:
+    """``(pixels, co)`` of the NCHW output stage ``O``: the GEMM's columns (n, oh, ow) fused,
+    and its rows. For batch 1 the batch loop (of one) stays outside, so that no batch index
+    enters the pixels' bounds: with it, a residual input read at ``[n, co, oh, ow]`` made bound
+    inference cover whole images (a 418 KB ``__local`` tile at 56x56x64)."""
+    n, co, oh, ow = s[O].op.axis
+    if shape.N == 1:
+        return s[O].fuse(oh, ow), co
+    s[O].reorder(co, n, oh, ow)
+    return s[O].fuse(s[O].fuse(n, oh), ow), co
+
+
 def conv2d_spatial_pack(
     cfg: Config, shape: ConvShape, dtype: str = "float32", epilogue: Sequence[str] = ()
 ) -> tuple[Schedule, list[Tensor]]:
@@ -184,12 +196,7 @@ def conv2d_gemm_cpu(
     """The CPU GEMM schedule on ``conv_gemm`` (CO x N*OH*OW), the kernel read in its own
     memory order, the patches inlined (1x1 stride 1, no padding) or materialised."""
     s, st, O, args = _declare(conv2d_nchw_implicit_gemm, epilogue, shape, dtype)
-    n, co, oh, ow = s[O].op.axis
-    if shape.N == 1:  # a loop of one, outside: no batch index in the pixels' bounds
-        pixels = s[O].fuse(oh, ow)
-    else:
-        s[O].reorder(co, n, oh, ow)
-        pixels = s[O].fuse(s[O].fuse(n, oh), ow)
+    pixels, co = _pixels(s, O, shape)
     K = shape.CI * shape.KH * shape.KW
     P = shape.N * shape.OH * shape.OW
     schedule_gemm_cpu(cfg, s, O, shape.CO, P, K, axes=(co, pixels))
@@ -215,9 +222,7 @@ def conv2d_implicit_gemm(
     """Implicit GEMM: the GPU GEMM schedule on ``conv_gemm`` (CO x N*OH*OW) with both operands
     inlined into its tile loads and the output stage's (n, oh, ow) fused as the GEMM's N."""
     s, st, O, args = _declare(conv2d_nchw_implicit_gemm, epilogue, shape, dtype)
-    n, co, oh, ow = s[O].op.axis
-    s[O].reorder(co, n, oh, ow)
-    pixels = s[O].fuse(s[O].fuse(n, oh), ow)
+    pixels, co = _pixels(s, O, shape)
     K = shape.CI * shape.KH * shape.KW
     schedule_gemm_gpu(
         cfg,
