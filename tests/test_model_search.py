@@ -424,3 +424,118 @@ def test_shipped_logs_are_read_by_device(tmp_path, monkeypatch):
     s2, args2, _ = task.instantiate(CPU_512)
     assert lowered(s, args) == lowered(s2, args2)
     assert model.shipped_logs("another / device") == []
+
+
+# ---------------------------------------------------------------------------- GEMM views
+
+CPU_LIMITS = DeviceLimits("test / cpu", 4096, (4096, 4096, 4096), 1 << 20)
+GUARDS = {"tail": "guard", "tail_k": "guard"}
+SMALL_CONV = (1, 8, 8, 8, 64, 3, 3, 1, 1)  # CO 64, 8x8 pixels, K = 8*3*3: GEMM 64 x 64 x 72
+
+
+def test_a_conv_scheduled_as_a_gemm_has_the_features_and_family_of_its_gemm_view():
+    shape = (1, 64, 56, 56, 64, 3, 3, 1, 1)  # CO 64, 56x56 pixels, K = 64*3*3
+    views = {
+        "gemm_cpu": ("cpu", (64, 3136, 576)),
+        "implicit_gemm": ("gpu_tiled", (64, 3136, 576)),
+        "im2col": ("cpu", (3136, 64, 576)),  # the patches are its rows
+        "im2col_gpu": ("gpu_tiled", (3136, 64, 576)),
+    }
+    for name, (gemm_name, mnk) in views.items():
+        conv, view = Task("conv2d", name, shape), Task("gemm", gemm_name, mnk)
+        assert features.shape_vector(conv) == tuple(map(float, mnk))
+        assert model.family(conv) == model.family(view)
+        space = conv.space()
+        assert model.knobs_of(space) == model.knobs_of(view.space())
+        here, there = SpaceFeatures(conv, space), SpaceFeatures(view, view.space())
+        assert here.columns == there.columns
+        for i in range(0, space.size(), space.size() // 5):
+            assert here.features(space.point(i)) == there.features(space.point(i))
+    direct = Task("conv2d", "spatial_pack", shape)  # no GEMM view: its own shape and family
+    assert features.shape_vector(direct) == tuple(map(float, shape))
+    assert model.family(direct) != model.family(Task("gemm", "cpu", (64, 3136, 576)))
+
+
+def test_an_untuned_conv_predicts_its_config_from_a_logged_gemm_neighbour(tmp_path):
+    log = tmp_path / "cpu.jsonl"
+    cpu_log(log, "test / cpu")  # GEMMs 512^3 and 64^3
+    small = Task("conv2d", "gemm_cpu", SMALL_CONV)
+    # CO 512, 23x23 pixels (529), K = 64*3*3: nearest 512^3, whose tile_x (64) leaves a tail
+    big = Task("conv2d", "gemm_cpu", (1, 64, 23, 23, 512, 3, 3, 1, 1))
+    assert model.history(small, "test / cpu", [str(log)]) == read_log(str(log))
+    with dispatch.apply_best(str(log), device="test / cpu"):
+        assert dispatch.predicted_config(small) == CPU_64 | GUARDS
+        assert dispatch.predicted_config(big) == CPU_512 | TAILS
+        s, args = dispatch.instantiate("conv2d", "gemm_cpu", SMALL_CONV)
+    s2, args2, _ = small.instantiate(CPU_64)
+    assert lowered(s, args) == lowered(s2, args2)
+
+
+def test_a_gemm_config_that_is_not_valid_for_the_conv_is_not_predicted(tmp_path):
+    """The nearest GEMM (64 x 60 x 72) shifts its last, partial column tile; at the conv's
+    64 x 64 x 72 the tiles divide, where the template refuses tail='shift': the next shape's
+    best is predicted."""
+    log = tmp_path / "cpu.jsonl"
+    cpu_log(log, "test / cpu")
+    shifted = {"tile_y": (2, 8), "tile_x": (1, 8), "vec": 8, "tile_k": (2,), "tail": "shift"}
+    write_log(log, "test / cpu", Task("gemm", "cpu", (64, 60, 72)), [(shifted, 0.001)])
+    conv = Task("conv2d", "gemm_cpu", SMALL_CONV)
+    assert nearest_bests(conv, conv.space(), read_log(str(log)))[0] == shifted | {"tail_k": "guard"}
+    with dispatch.apply_best(str(log), device="test / cpu"):
+        assert dispatch.predicted_config(conv) == CPU_64 | GUARDS  # 64^3's, the next nearest
+
+
+def test_configs_cross_only_between_templates_of_the_same_knobs(tmp_path, monkeypatch):
+    """A GEMM view given to a template of other knobs: the GEMM's trials are in its family,
+    yet neither seed nor teach it (their knobs are not its knobs)."""
+    space = Task("conv2d", "gemm_cpu", SMALL_CONV).space()
+    assert model.portable(CPU_64, space) and model.portable({}, space)
+    assert not model.portable({**CPU_64, "VH": 2}, space)  # a knob it does not have
+    assert not model.portable({**CPU_64, "vec": 3}, space)  # not a candidate
+    log = tmp_path / "cpu.jsonl"
+    cpu_log(log, "test / cpu")
+    conv_gemm = ts.ops.templates.GEMM_VIEWS[("conv2d", "gemm_cpu")][1]
+    monkeypatch.setitem(ts.ops.templates.GEMM_VIEWS, ("conv2d", "spatial_pack"), ("cpu", conv_gemm))
+    direct = Task("conv2d", "spatial_pack", SMALL_CONV)
+    past = model.history(direct, "test / cpu", [str(log)])
+    assert len(past) == 2  # in the family ...
+    assert nearest_bests(direct, direct.space(), past) == []  # ... but nothing carries over
+    prop = ModelProposer(direct, direct.space(), CPU_LIMITS, past, seed=0)
+    assert prop.model.rows == []
+    with dispatch.apply_best(str(log), device="test / cpu"):
+        assert dispatch.predicted_config(direct) is None
+
+
+def test_transfer_seeds_a_conv_search_with_the_gemm_logs_best_and_back(tmp_path):
+    log = tmp_path / "cpu.jsonl"
+    dev = "test / cpu"
+    near = Task("gemm", "cpu", (64, 64, 64))
+    second = {**CPU_64, "vec": 8}  # tile_x (1, 8): a multiple of 8 as of 4
+    write_log(log, dev, near, [(second, 0.02), (CPU_64, 0.01)])
+    write_log(log, dev, Task("gemm", "cpu", (512, 512, 512)), [(CPU_512, 1.0)])
+    conv = Task("conv2d", "gemm_cpu", SMALL_CONV)
+    past = model.past_records(conv, dev, str(log), [])
+    assert len(past) == 3
+    prop = ModelProposer(conv, conv.space(), CPU_LIMITS, past, seed=0)
+    try:
+        assert len(prop.model.rows) == 3  # the GEMM trials teach the conv's model
+        assert [prop.next() for _ in range(3)] == [
+            CPU_64 | GUARDS,  # the nearest GEMM's best, measured first
+            second | GUARDS,
+            CPU_512 | GUARDS,
+        ]
+    finally:
+        prop.close()
+    # and back: a conv's trials seed a GEMM near its view (64 x 64 x 72)
+    conv_log = tmp_path / "conv.jsonl"
+    write_log(conv_log, dev, conv, [(CPU_64 | {"vec": 8}, 0.01)])
+    gemm = Task("gemm", "cpu", (64, 64, 80))
+    back = model.past_records(gemm, dev, str(conv_log), [])
+    assert [r.task for r in back] == [json.loads(conv.key())]
+    prop = ModelProposer(gemm, gemm.space(), CPU_LIMITS, back, seed=0)
+    try:
+        assert prop.next() == second | GUARDS
+    finally:
+        prop.close()
+    with dispatch.apply_best(str(conv_log), device=dev):
+        assert dispatch.predicted_config(gemm) == second | GUARDS

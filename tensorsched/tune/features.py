@@ -6,7 +6,10 @@ Two kinds, named columns of float features (``NaN`` where a candidate has none):
   enough to rank thousands of candidates that were never built: each split's parts and their
   product (log2), how much of each shape extent a tile of that product covers without a
   remainder (``extent / (ceil(extent / tile) * tile)``: 1 when it divides), numeric knobs'
-  values, a categorical knob's candidate index, and the shape itself (log2).
+  values, a categorical knob's candidate index, and the shape itself (log2). A task whose
+  template schedules a GEMM with a GEMM template's knobs (``templates.GEMM_VIEWS``: a conv
+  scheduled as a GEMM) has the shape of that GEMM, ``(M, N, K)``, so its features and a GEMM
+  task's are comparable (``shape_vector``).
 - **IR features** (``ir_features``), from the lowered IR: work-group size and count, loop
   trips and unrolled extent per work-item, the widest vector, global bytes loaded and stored
   and FLOPs per work-item and per work-group, ``__local`` and private footprint, an occupancy
@@ -43,6 +46,7 @@ from ..ir import stmt as S
 from ..ir.dtype import NUMPY
 from ..ir.visitor import Visitor
 from ..ops.space import Config
+from ..ops.templates import gemm_view
 from ..runtime.device import DeviceLimits
 from ..schedules.lower import lower
 from .filter import PRIVATE_BYTES
@@ -73,8 +77,20 @@ IR_COLUMNS = (
 )
 
 
+def task_gemm_view(task: Task) -> tuple[str, tuple[int, ...]] | None:
+    """``(GEMM template, (M, N, K))`` of a task whose template is a GEMM scheduled with that
+    GEMM template's knobs (a GEMM task's own; ``templates.gemm_view``), else ``None``."""
+    if task.kind == "expr":
+        return None
+    return gemm_view(task.kind, task.template, task.shape)
+
+
 def shape_vector(task: Task) -> tuple[float, ...]:
-    """The task's extents as numbers (a text expression's from its ``i=64,...`` list)."""
+    """The task's extents as numbers: its GEMM view's ``(M, N, K)`` where it has one (a conv
+    scheduled as a GEMM), a text expression's from its ``i=64,...`` list, else its shape."""
+    view = task_gemm_view(task)
+    if view is not None:
+        return tuple(float(x) for x in view[1])
     if task.kind == "expr":
         out = []
         for part in task.expr_shapes.split(","):

@@ -16,6 +16,12 @@ the trials so far, explored by simulated annealing, with transfer from earlier l
   then each batch is the model's best unmeasured candidates plus a share (``EXPLORE``) of
   random ones; the model is retrained as trials land.
 - ``predict_config``: a config for a task no log has, from the logs of other shapes.
+- **Families**: the tasks whose trials teach each other. A template that schedules a GEMM with
+  a GEMM template's knobs (``templates.GEMM_VIEWS``: a conv scheduled as a GEMM) is in that
+  GEMM template's family, at the GEMM's ``(M, N, K)`` (``features.shape_vector``): GEMM trials
+  teach its model and seed its search, and its trials teach the GEMM's. A config crosses from
+  one template to another only as a point of the receiving task's space (``portable``), a row
+  only between templates of the same knobs and candidates (``knobs_of``).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import numpy as np
 from ..errors import TensorschedError
 from ..ops.space import Config
 from ..runtime.device import DeviceLimits
-from .features import IR_COLUMNS, Lowered, Lowering, SpaceFeatures, shape_vector
+from .features import IR_COLUMNS, Lowered, Lowering, SpaceFeatures, shape_vector, task_gemm_view
 from .log import read_log
 from .record import Record, config_key
 from .task import Task
@@ -108,8 +114,36 @@ def shipped_logs(device: str, folder: str | None = None) -> list[str]:
 
 
 def family(task: Task) -> tuple:
-    """What tasks share for their trials to teach each other: the template (and dtype)."""
+    """What tasks share for their trials to teach each other: the template (and dtype); for a
+    template with a GEMM view (a conv scheduled as a GEMM), that GEMM template's."""
+    view = task_gemm_view(task)
+    if view is not None:
+        return ("gemm", view[0], task.dtype, "")
     return (task.kind, task.template, task.dtype, task.expr)
+
+
+def knobs_of(space: Config) -> dict[str, tuple[Any, ...]]:
+    """A space's knobs and their candidates: two templates' trials teach one model only where
+    these are the same (the same feature columns, meaning the same)."""
+    return {name: knob.candidates for name, knob in space.space.items()}
+
+
+def portable(config: dict[str, Any], space: Config) -> bool:
+    """Whether ``config`` (a trial of another template of the family) names knobs of
+    ``space`` only, each with one of its candidates: then it is a point of ``space`` (the
+    knobs it does not name at their defaults). Whether that point is valid at the task's
+    shape and on the device is the template's to say (its constraints, the lowering)."""
+    for name, value in config.items():
+        knob = space.space.get(name)
+        if knob is None or (tuple(value) if isinstance(value, list) else value) not in (
+            knob.candidates
+        ):
+            return False
+    return True
+
+
+def _template_of(r: Record) -> tuple[Any, Any]:
+    return r.task.get("kind"), r.task.get("template")
 
 
 def history(task: Task, device: str, paths: Iterable[str]) -> list[Record]:
@@ -172,11 +206,16 @@ def nearest_bests(
     task: Task, space: Config, records: Sequence[Record], shapes: int = NEIGHBOURS
 ) -> list[dict[str, Any]]:
     """The best configs of the logged shapes nearest to ``task`` (log-shape distance), made
-    points of ``space``, nearest shape first, without duplicates."""
+    points of ``space``, nearest shape first, without duplicates. A shape of another template
+    of the family (a GEMM for a conv scheduled as one) is measured at its GEMM view's extents,
+    and gives only its configs that are points of ``space`` (``portable``)."""
     here = np.log2(np.array(shape_vector(task)) + 1)
+    mine = (task.kind, task.template)
     by_task: dict[str, list[Record]] = {}
     for r in records:
-        if r.status == "ok" and r.device_ms is not None and r.task_key() != task.key():
+        if r.status != "ok" or r.device_ms is None or r.task_key() == task.key():
+            continue
+        if _template_of(r) == mine or portable(r.config, space):
             by_task.setdefault(r.task_key(), []).append(r)
     ranked = []
     for key, recs in by_task.items():
@@ -340,6 +379,7 @@ class ModelProposer:
         self.size = space.size()
         self.filtered = 0  # candidates the IR proved invalid (never built)
         self._spaces: dict[str, SpaceFeatures | None] = {task.key(): self.sf}
+        self._knobs: dict[str, tuple[Any, ...]] | None = None  # the task's, unrestricted
         here = task.key()
         mine = [r for r in past if r.task_key() == here]
         others = sorted((r for r in past if r.task_key() != here), key=lambda r: -r.timestamp)
@@ -371,6 +411,15 @@ class ModelProposer:
                 self._spaces[key] = None
         return self._spaces[key]
 
+    def _teaches(self, task: Task, sf: SpaceFeatures) -> bool:
+        """Whether trials of ``task`` (of this task's family) are rows of this model: of the
+        same template, or of one with the same knobs and candidates (a GEMM view's)."""
+        if (task.kind, task.template) == (self.task.kind, self.task.template):
+            return True
+        if self._knobs is None:
+            self._knobs = knobs_of(self.task.space())
+        return knobs_of(sf.space) == self._knobs
+
     def _learn(self, records: Sequence[Record], lower: int) -> None:
         """Learn logged trials; the IR features of the first ``lower`` too (the IR model learns
         only from trials with them; the config model from all)."""
@@ -378,7 +427,7 @@ class ModelProposer:
         for n, r in enumerate(records):
             task = Task.from_dict(r.task)
             sf = self._space_of(task)
-            if sf is not None and sf.digits(r.config) is not None:
+            if sf is not None and self._teaches(task, sf) and sf.digits(r.config) is not None:
                 learnt.append((task, sf, r, n < lower and r.status != "invalid"))
         irs = iter(self.lowering.many([(t, r.config) for t, _, r, want in learnt if want]))
         for task, sf, r, want in learnt:
@@ -543,8 +592,9 @@ class ModelProposer:
 
 def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) -> dict | None:
     """A config for ``task`` from the logged ``records`` of other shapes (its family, on the
-    device): the nearest logged shape's best that is valid here (made legal), else the
-    model's best over the space (with LightGBM), else None (the template's defaults)."""
+    device; a conv scheduled as a GEMM: the GEMM template's records too): the nearest logged
+    shape's best that is valid here (made legal), else the model's best over the space (with
+    LightGBM), else None (the template's defaults)."""
     if not records:
         return None
     space = task.space()
@@ -563,7 +613,7 @@ def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) 
 
 
 def past_records(task: Task, device: str, log_path: str | None, transfer: Sequence[str]) -> list:
-    """What the logs know of ``task``'s family on ``device``: the user's log, the ``transfer``
-    logs and the package's shipped logs for the device."""
+    """What the logs know of ``task``'s family on ``device`` (GEMM views included): the user's
+    log, the ``transfer`` logs and the package's shipped logs for the device."""
     paths = ([log_path] if log_path else []) + list(transfer) + shipped_logs(device)
     return history(task, device, paths)
