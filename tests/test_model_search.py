@@ -471,18 +471,50 @@ def test_an_untuned_conv_predicts_its_config_from_a_logged_gemm_neighbour(tmp_pa
     assert lowered(s, args) == lowered(s2, args2)
 
 
-def test_a_gemm_config_that_is_not_valid_for_the_conv_is_not_predicted(tmp_path):
-    """The nearest GEMM (64 x 60 x 72) shifts its last, partial column tile; at the conv's
-    64 x 64 x 72 the tiles divide, where the template refuses tail='shift': the next shape's
-    best is predicted."""
+def test_an_untuned_conv_takes_no_config_from_a_far_gemm_but_its_search_measures_it(tmp_path):
+    """512^3 is far from the conv's 64 x 64 x 72 (``NEAR_VIEW``): the defaults are predicted,
+    while a search measures the GEMM's best first."""
     log = tmp_path / "cpu.jsonl"
-    cpu_log(log, "test / cpu")
-    shifted = {"tile_y": (2, 8), "tile_x": (1, 8), "vec": 8, "tile_k": (2,), "tail": "shift"}
-    write_log(log, "test / cpu", Task("gemm", "cpu", (64, 60, 72)), [(shifted, 0.001)])
+    write_log(log, "test / cpu", Task("gemm", "cpu", (512, 512, 512)), [(CPU_512, 1.0)])
     conv = Task("conv2d", "gemm_cpu", SMALL_CONV)
-    assert nearest_bests(conv, conv.space(), read_log(str(log)))[0] == shifted | {"tail_k": "guard"}
+    assert model.shape_distance(conv, Task("gemm", "cpu", (512, 512, 512))) > model.NEAR_VIEW
     with dispatch.apply_best(str(log), device="test / cpu"):
-        assert dispatch.predicted_config(conv) == CPU_64 | GUARDS  # 64^3's, the next nearest
+        assert dispatch.predicted_config(conv) is None
+    past = model.history(conv, "test / cpu", [str(log)])
+    assert nearest_bests(conv, conv.space(), past) == [CPU_512 | GUARDS]
+
+
+def test_a_gemm_config_that_is_not_valid_for_the_conv_is_not_predicted(tmp_path):
+    """The nearest GEMM (64 x 60 x 72) chose to shift its last, partial column of work-group
+    tiles; at the implicit-GEMM conv's 64 x 64 x 72 the tiles divide, where the template
+    refuses tail='shift': the next shape's best is predicted."""
+    log = tmp_path / "gpu.jsonl"
+    dev = "test / gpu"
+    shifted = {"tile_y": (1, 16, 4), "tile_x": (1, 16, 4), "tail": "shift"}
+    nearer = {"tile_y": (1, 8, 4), "tile_x": (2, 16, 2), "tile_k": (8,)}
+    write_log(log, dev, Task("gemm", "gpu_tiled", (64, 60, 72)), [(shifted, 0.001)])
+    write_log(log, dev, Task("gemm", "gpu_tiled", (64, 64, 64)), [(nearer, 0.001)])
+    conv = Task("conv2d", "implicit_gemm", SMALL_CONV)
+    defaults = {name: knob.default for name, knob in conv.space().space.items()}
+    assert nearest_bests(conv, conv.space(), read_log(str(log))) == [
+        defaults | shifted,
+        defaults | nearer,
+    ]
+    with dispatch.apply_best(str(log), device=dev):
+        assert dispatch.predicted_config(conv) == defaults | nearer
+
+
+def test_a_knob_logged_at_its_default_takes_the_default_of_the_new_shape():
+    """The CPU GEMM's tail defaults to 'guard' where the tiles divide the shape, to 'shift'
+    where they do not: a config logged with the default follows the new shape's; one that
+    chose 'guard' where the default was 'shift' keeps it."""
+    conv = Task("conv2d", "gemm_cpu", (1, 8, 7, 7, 64, 3, 3, 1, 1))  # GEMM 64 x 49 x 72
+    space = conv.space()
+    divides, ragged = Task("gemm", "cpu", (64, 64, 64)), Task("gemm", "cpu", (64, 60, 64))
+    logged = CPU_64 | GUARDS
+    assert model.carry_config(logged, divides, conv, space) == CPU_64 | TAILS
+    assert model.carry_config(logged, ragged, conv, space) == CPU_64 | GUARDS
+    assert model.carry_config(CPU_64, ragged, conv, space) == CPU_64 | TAILS
 
 
 def test_configs_cross_only_between_templates_of_the_same_knobs(tmp_path, monkeypatch):

@@ -2,7 +2,9 @@
 logged config (the fastest correct one on the current device). A task no log has is built
 with a config predicted from the logs of other shapes of its template on that device (the
 active logs and the package's shipped logs, ``tune/logs/``): the nearest logged shape's best,
-made legal for this shape (``model.predict_config``); with none, the template's defaults.
+made legal for this shape (``model.predict_config``); with none, the template's defaults. A
+conv scheduled as a GEMM (``templates.GEMM_VIEWS``) is predicted from that GEMM template's
+logs too, at the GEMM's extents, and a GEMM from such convs' logs (``model.family``).
 
     with ts.tune.apply_best("gemm.jsonl"):
         s, args = ts.tune.instantiate("gemm", "cpu", (1024, 1024, 1024))
@@ -68,8 +70,9 @@ def instantiate(
 
 def predicted_config(task: Task) -> dict | None:
     """A config for a task no active log has: from the records of other shapes of its
-    template in the active logs (on their device), else in the package's shipped logs for
-    the current device; ``None`` when none of them know the template."""
+    template's family (``model.family``: a conv scheduled as a GEMM and its GEMM template are
+    one) in the active logs (on their device), else in the package's shipped logs for the
+    current device; ``None`` when none of them know the family."""
     for limits, records in reversed(_LOGS):
         config = predict_config(task, same_family(task, records), limits)
         if config is not None:

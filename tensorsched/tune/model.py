@@ -30,7 +30,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,10 +38,10 @@ import numpy as np
 
 from ..errors import TensorschedError
 from ..ops.space import Config
-from ..runtime.device import DeviceLimits
+from ..runtime.device import PORTABLE_LIMITS, DeviceLimits
 from .features import IR_COLUMNS, Lowered, Lowering, SpaceFeatures, shape_vector, task_gemm_view
 from .log import read_log
-from .record import Record, config_key
+from .record import Record, config_key, jsonable
 from .task import Task
 
 try:  # the ``tune`` extra
@@ -58,7 +58,12 @@ EXHAUSTIVE = 4096  # spaces up to this size are scored whole instead of annealed
 MIN_ROWS = 4  # rows (with at least two distinct labels) before a model is fitted
 NEIGHBOURS = 3  # nearest logged shapes whose best configs are measured first
 SEEDS_PER_SHAPE = 2
-MAX_PAST = 1000  # other shapes' trials learned from (the most recent)
+# an untuned task's config comes from another template of its family (a GEMM for a conv
+# scheduled as one) only from a shape this near (log2-distance: one extent within a factor of
+# 2, the others equal): on PoCL, GEMM bests carried from farther (MobileNet-v1's 512 x 196 x
+# 512 from 512^3, 5.1 ms against the default's 0.64) were slower than the defaults
+NEAR_VIEW = 1.0
+MAX_PAST = 1000  # other shapes' trials learned from (this template's first, most recent first)
 MAX_PAST_IR = 250  # ... of which the IR features are computed (each lowered once)
 LOWER_WORKERS = 8  # at most this many processes lower candidates for a proposer
 LOGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logs")
@@ -202,14 +207,65 @@ def fit_config(config: dict[str, Any], space: Config) -> dict[str, Any]:
     }
 
 
+def defaults_with(task: Task, config: dict[str, Any]) -> dict[str, Any] | None:
+    """Each knob's default at ``task``'s shape given ``config``'s values of the others (a
+    default may depend on the shape and on them: the CPU GEMM's ``tail`` is ``shift`` where its
+    tiles leave a remainder, its ``tail_k`` ``peel`` where its ``tile_k`` does), or ``None``
+    where the template refuses ``config``."""
+    cfg = Config(config, limits=PORTABLE_LIMITS)  # limits decide constraints, not defaults
+    try:
+        task.instantiate(cfg)
+    except TensorschedError:
+        return None
+    return {name: knob.default for name, knob in cfg.space.items()}
+
+
+def carry_config(config: dict[str, Any], there: Task, task: Task, space: Config) -> dict[str, Any]:
+    """``config``, logged for task ``there``, made a point of ``space`` (``task``'s): each knob
+    it chose, or the nearest legal value (``fit_config``); a knob it left at its default at
+    ``there`` (or does not name) at its default here, given the others. A default that
+    depends on the shape follows the shape: a GEMM logged with ``tail="guard"`` where its tiles
+    divided it says nothing of a shape where they do not (guarded stores there once made
+    ResNet-18's 14x14 convs 45 times slower on PoCL than the default, ``shift``)."""
+    logged = defaults_with(there, config) or {}
+    chosen = {
+        name: value
+        for name, value in config.items()
+        if name not in logged or jsonable(value) != jsonable(logged[name])
+    }
+    fitted = {name: v for name, v in fit_config(chosen, space).items() if name in chosen}
+    here = defaults_with(task, fitted) or {}
+    return {
+        name: fit_value(fitted[name] if name in fitted else here.get(name, knob.default),
+                        knob.candidates, knob.default)
+        for name, knob in space.space.items()
+    }  # fmt: skip
+
+
+def shape_distance(a: Task, b: Task) -> float:
+    """The log2-distance of two tasks' shapes (``shape_vector``: a GEMM view's extents), or
+    infinity where they have different numbers of extents."""
+    x, y = np.array(shape_vector(a)), np.array(shape_vector(b))
+    if x.shape != y.shape:
+        return math.inf
+    return float(np.linalg.norm(np.log2(x + 1) - np.log2(y + 1)))
+
+
 def nearest_bests(
     task: Task, space: Config, records: Sequence[Record], shapes: int = NEIGHBOURS
 ) -> list[dict[str, Any]]:
     """The best configs of the logged shapes nearest to ``task`` (log-shape distance), made
     points of ``space``, nearest shape first, without duplicates. A shape of another template
     of the family (a GEMM for a conv scheduled as one) is measured at its GEMM view's extents,
-    and gives only its configs that are points of ``space`` (``portable``)."""
-    here = np.log2(np.array(shape_vector(task)) + 1)
+    and gives only its configs that are points of ``space`` (``portable``). Each config is
+    carried over by ``carry_config``."""
+    return list(_nearest_bests(task, space, records, shapes))
+
+
+def _nearest_bests(
+    task: Task, space: Config, records: Sequence[Record], shapes: int
+) -> Iterator[dict[str, Any]]:
+    """``nearest_bests``, one at a time (each carried over when it is asked for)."""
     mine = (task.kind, task.template)
     by_task: dict[str, list[Record]] = {}
     for r in records:
@@ -219,19 +275,17 @@ def nearest_bests(
             by_task.setdefault(r.task_key(), []).append(r)
     ranked = []
     for key, recs in by_task.items():
-        there = np.log2(np.array(shape_vector(Task.from_dict(recs[0].task))) + 1)
-        d = float(np.linalg.norm(there - here)) if there.shape == here.shape else math.inf
+        d = shape_distance(task, Task.from_dict(recs[0].task))
         ranked.append((d, key, sorted(recs, key=lambda r: r.device_ms or math.inf)))
     ranked.sort(key=lambda x: (x[0], x[1]))
-    out: list[dict[str, Any]] = []
     keys: set[str] = set()
     for _, _, recs in ranked[:shapes]:
+        there = Task.from_dict(recs[0].task)
         for r in recs[:SEEDS_PER_SHAPE]:
-            c = fit_config(r.config, space)
+            c = carry_config(r.config, there, task, space)
             if config_key(c) not in keys:
                 keys.add(config_key(c))
-                out.append(c)
-    return out
+                yield c
 
 
 # ---------------------------------------------------------------------------- the model
@@ -382,7 +436,13 @@ class ModelProposer:
         self._knobs: dict[str, tuple[Any, ...]] | None = None  # the task's, unrestricted
         here = task.key()
         mine = [r for r in past if r.task_key() == here]
-        others = sorted((r for r in past if r.task_key() != here), key=lambda r: -r.timestamp)
+        # other shapes of this template first (of another template of the family after them:
+        # a GEMM's trials for a conv's model), each the most recent first
+        template = (task.kind, task.template)
+        others = sorted(
+            (r for r in past if r.task_key() != here),
+            key=lambda r: (_template_of(r) != template, -r.timestamp),
+        )
         try:
             for r in mine:
                 self.seen.add(r.config_key())
@@ -592,14 +652,19 @@ class ModelProposer:
 
 def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) -> dict | None:
     """A config for ``task`` from the logged ``records`` of other shapes (its family, on the
-    device; a conv scheduled as a GEMM: the GEMM template's records too): the nearest logged
-    shape's best that is valid here (made legal), else the model's best over the space (with
-    LightGBM), else None (the template's defaults)."""
+    device; of another template of it, a GEMM for a conv scheduled as one, only within
+    ``NEAR_VIEW``): the nearest logged shape's best that is valid here (made legal), else the
+    model's best over the space (with LightGBM), else None (the template's defaults)."""
+    mine, near = (task.kind, task.template), {}
+    for r in records:
+        if _template_of(r) != mine and r.task_key() not in near:
+            near[r.task_key()] = shape_distance(task, Task.from_dict(r.task)) <= NEAR_VIEW
+    records = [r for r in records if _template_of(r) == mine or near[r.task_key()]]
     if not records:
         return None
     space = task.space()
     lowering = Lowering(limits)
-    for c in nearest_bests(task, space, records, shapes=len(records)):
+    for c in _nearest_bests(task, space, records, shapes=len(records)):
         _, why = lowering(task, c)
         if why is None:
             return c
