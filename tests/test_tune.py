@@ -884,26 +884,34 @@ def test_measure_one_recovers_from_inputs_spoilt_on_the_device(device):
 
 
 class Overlap:
-    """A proposer, a build pool and a runner (no device): the search keeps ``ahead``
-    candidates built, so proposal ``ahead + k`` is meant to come while measurement ``k`` runs;
-    each such proposal records whether one was running, and the measurement waits for it."""
+    """A proposer, a build pool and a runner (no device): each build and each measurement
+    takes 50 ms in a thread of its own, each proposal 20 ms; each proposal records whether a
+    build or a measurement ran meanwhile."""
 
     restarts, n, generation = 0, 1, 0
 
-    def __init__(self, configs, task, ahead):
-        self.configs, self.total, self.ahead = list(configs), len(configs), ahead
+    def __init__(self, configs, task):
+        self.configs = list(configs)
         self.result = {"status": "ok", "device_ms": 1.0, "gflops": task.flop / 1e6}  # 1 ms
-        self.measuring, self.asked = threading.Event(), threading.Event()
-        self.proposed = self.measured = 0
+        self.busy = 0  # builds and measurements running now
+        self.lock = threading.Lock()
         self.during = []
+        self.threads = cf.ThreadPoolExecutor(4)
+
+    def _work(self, value):
+        with self.lock:
+            self.busy += 1
+        time.sleep(0.05)
+        with self.lock:
+            self.busy -= 1
+        return value
 
     def next(self):
         if not self.configs:
             return None
-        self.proposed += 1
-        if self.proposed > self.ahead:
-            self.during.append(self.measuring.wait(20))
-            self.asked.set()
+        before = self.busy > 0
+        time.sleep(0.02)  # a proposal's own time (the model strategy's: tens of ms)
+        self.during.append(before or self.busy > 0)
         return self.configs.pop(0)
 
     def observe(self, config, status, gflops):
@@ -913,18 +921,10 @@ class Overlap:
         return ""
 
     def submit(self, task_dict, config):
-        built = cf.Future()
-        built.set_result(("ok", "", b"artifact"))
-        return built
+        return self.threads.submit(self._work, ("ok", "", b"artifact"))
 
     def measure(self, task_dict, config, repeat, artifact, budget_ms, upcoming):
-        self.measured += 1
-        self.measuring.set()
-        if self.ahead + self.measured <= self.total:  # until the next one is proposed
-            self.asked.wait(20)
-            self.asked.clear()
-        self.measuring.clear()
-        return dict(self.result)
+        return self._work(dict(self.result))
 
     def start(self):
         pass
@@ -936,17 +936,19 @@ class Overlap:
         pass
 
 
-def test_a_gpu_search_proposes_while_it_measures(tmp_path):
-    """Not quiet (a GPU device), each candidate is measured while the next one is proposed
-    and sent to the pool, and the trials are logged in the proposer's order."""
+def test_a_gpu_search_proposes_while_it_builds_and_measures(tmp_path):
+    """Not quiet (a GPU device), the search measures after the first few proposals and then
+    proposes while it waits for a build or a measurement; the trials are logged in the
+    proposer's order."""
     task = tmpl("gemm_tiny")
     space = task.space()
     configs = list(space.points())
-    fake = Overlap(configs, task, ahead=2)
+    fake = Overlap(configs, task)
     limits = DeviceLimits("fake / gpu", 256, (256, 256, 64), 48 * 1024)
     log = str(tmp_path / "g.jsonl")
     search = Search(task, space, fake, set(), LogWriter(log), fake, fake, limits, quiet=False)
-    search.run(budget=len(configs), ahead=2, repeat=1, budget_ms=None, progress=False)
+    search.run(budget=len(configs), ahead=4, repeat=1, budget_ms=None, progress=False)
     assert [r.config for r in read_log(log)] == configs
-    assert fake.during == [True] * (len(configs) - 2)
+    assert fake.during[0] is False  # the first: nothing running yet
+    assert all(fake.during[1:])  # the rest overlap a build or a measurement
     assert search.stats["proposed"] == len(configs) and search.stats["runner_s"] > 0

@@ -51,6 +51,7 @@ from .task import Task, TaskError
 STRATEGIES = ("model", "grid", "random")
 MEASURED = ("ok", "wrong", "timeout", "crash", "error")  # statuses that reached the runner
 LOAD_AHEAD = 2  # built candidates the runner loads while one runs
+START_AHEAD = 2  # candidates a GPU search proposes before its first measurement
 HOST = socket.gethostname()  # the host of the single-process tuner's records
 DEVICE_FAILURES = ("crash", "error")  # statuses that may be the device's fault, not the kernel's
 MAX_FAILURES = 4  # a cluster device failing this many trials in a row is taken out of the pool
@@ -598,18 +599,23 @@ class Search(Trials):
         self.deadline = deadline
         self.bar = _progress(budget, str(self.task), progress)
         try:
-            self._top_up(budget, ahead)
+            # a GPU's search starts measuring after a few proposals, not ``ahead`` (the model
+            # strategy's take tens of ms each: 34 of them used up a 15 s budget on 16 cores),
+            # then proposes whenever it would wait for a build or a measurement
+            self._top_up(budget, ahead, None if self.quiet else START_AHEAD)
             self.runner.start()  # it starts up while the pool builds the first ones
             while self.pending:
                 if self._should_stop(early_stop):
                     self.pending.clear()
                     break
                 cand = self.pending.popleft()
+                if not self.quiet:
+                    self._propose_until(cand.future, budget, ahead)
                 status, error, artifact = self._built(cand)
                 if status != "ok":
                     res = {"status": status, "error": error}
                     if not self.quiet:
-                        self._top_up(budget, ahead)
+                        self._top_up(budget, ahead, 1)
                 elif self.quiet:  # the batch's builds end before anything is timed
                     cf.wait([p.future for p in self.pending if p.future is not None])
                     res = self._measure(cand.config, artifact, repeat, budget_ms)
@@ -620,7 +626,8 @@ class Search(Trials):
                     measuring = self.measurer.submit(
                         self._run, cand.config, artifact, repeat, budget_ms, upcoming
                     )
-                    self._top_up(budget, ahead)
+                    self._top_up(budget, ahead, 1)
+                    self._propose_until(measuring, budget, ahead)
                     res = self._measured(artifact, *measuring.result())
                 self._log(cand.config, res)
                 if self.quiet and not self.pending:
@@ -634,16 +641,29 @@ class Search(Trials):
         self.stats["restarts"] = self.runner.restarts
         self.stats["uploads"] = sum(self.uploads.values())
 
-    def _top_up(self, budget: int, ahead: int) -> None:
+    def _propose_until(self, future: cf.Future | None, budget: int, ahead: int) -> None:
+        """Propose and send one candidate at a time to the pool while ``future`` runs and
+        fewer than ``ahead`` are pending."""
+        while future is not None and not future.done() and self._top_up(budget, ahead, 1):
+            pass
+
+    def _top_up(self, budget: int, ahead: int, most: int | None = None) -> int:
+        """Propose and send to the pool until ``ahead`` are pending (at most ``most``);
+        returns how many were sent."""
+        sent = 0
         while len(self.pending) < ahead and self.submitted < budget:
+            if most is not None and sent >= most:
+                break
             if self.deadline is not None and time.time() >= self.deadline:
-                return
+                break
             config = self._next_config()
             if config is None:
-                return
+                break
             future = self.builds.submit(self.task_dict, config)
             self.pending.append(Pending(config, future, self.builds.generation))
             self.submitted += 1
+            sent += 1
+        return sent
 
     def _built(self, cand: Pending) -> tuple[str, str, bytes | None]:
         """``(status, error, artifact)`` of a candidate's build; ``("ok", "", None)`` when the
