@@ -571,3 +571,22 @@ def test_transfer_seeds_a_conv_search_with_the_gemm_logs_best_and_back(tmp_path)
         prop.close()
     with dispatch.apply_best(str(conv_log), device=dev):
         assert dispatch.predicted_config(gemm) == second | GUARDS
+
+
+def test_a_device_with_no_shipped_log_predicts_from_one_on_its_platform(tmp_path, monkeypatch):
+    """TopHub-like: an H100 gets the H200's configs (each made legal for its own limits);
+    a device of another platform gets nothing."""
+    dev = current_limits().name
+    platform = dev.split(" / ", 1)[0]
+    monkeypatch.setattr(model, "LOGS_DIR", str(tmp_path))
+    sibling = f"{platform} / another device of the same platform"
+    cpu_log(tmp_path / f"{model.device_slug(sibling)}.jsonl", sibling)
+    cpu_log(tmp_path / "elsewhere.jsonl", "Another platform / a device")
+    assert model.shipped_logs(dev) == []
+    assert model.sibling_logs(dev) == (
+        sibling,
+        [str(tmp_path / f"{model.device_slug(sibling)}.jsonl")],
+    )
+    task = Task("gemm", "cpu", (500, 520, 480))
+    assert dispatch.predicted_config(task) == CPU_512 | TAILS
+    assert model.sibling_logs("Nobody's platform / device") is None

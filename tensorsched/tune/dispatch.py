@@ -18,7 +18,7 @@ from typing import Any
 
 from ..runtime.device import DeviceLimits, current_limits
 from .log import best_records, read_log
-from .model import history, predict_config, same_family, shipped_logs
+from .model import history, predict_config, same_family, shipped_logs, sibling_logs
 from .record import Record
 from .task import Task
 
@@ -72,7 +72,8 @@ def predicted_config(task: Task) -> dict | None:
     """A config for a task no active log has: from the records of other shapes of its
     template's family (``model.family``: a conv scheduled as a GEMM and its GEMM template are
     one) in the active logs (on their device), else in the package's shipped logs for the
-    current device; ``None`` when none of them know the family."""
+    current device, else in those of another device on its OpenCL platform (an H100 gets the
+    H200's: ``model.sibling_logs``); ``None`` when none of them know the family."""
     for limits, records in reversed(_LOGS):
         config = predict_config(task, same_family(task, records), limits)
         if config is not None:
@@ -81,4 +82,7 @@ def predicted_config(task: Task) -> dict | None:
     paths = shipped_logs(limits.name)
     if paths:
         return predict_config(task, history(task, limits.name, paths), limits)
+    sibling = sibling_logs(limits.name)  # none for this device: one on its platform
+    if sibling is not None:
+        return predict_config(task, history(task, sibling[0], sibling[1]), limits)
     return None

@@ -118,6 +118,35 @@ def shipped_logs(device: str, folder: str | None = None) -> list[str]:
     return out
 
 
+def sibling_logs(device: str, folder: str | None = None) -> tuple[str, list[str]] | None:
+    """For a device the package has no log of: ``(name, paths)`` of a shipped device on the
+    same OpenCL platform (``"NVIDIA CUDA / NVIDIA H100 80GB HBM3"`` gets the H200's), the one
+    whose name shares the longest start with ``device``'s; ``None`` when there is none. Its
+    configs are a starting point for this device (each checked against its limits), never
+    taken as measured here."""
+    folder = folder or LOGS_DIR
+    platform = device.split(" / ", 1)[0]
+    found: dict[str, list[str]] = {}
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        path = os.path.join(folder, name)
+        paths = (
+            [path]
+            if name.endswith(".jsonl") and os.path.isfile(path)
+            else sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".jsonl"))
+            if os.path.isdir(path)
+            else []
+        )
+        for p in paths:
+            for r in read_log(p):
+                if r.device != device and r.device.split(" / ", 1)[0] == platform:
+                    found.setdefault(r.device, []).append(p)
+                break  # a shipped log holds one device: its first record names it
+    if not found:
+        return None
+    best = max(found, key=lambda d: (len(os.path.commonprefix([d, device])), d))
+    return best, found[best]
+
+
 def family(task: Task) -> tuple:
     """What tasks share for their trials to teach each other: the template (and dtype); for a
     template with a GEMM view (a conv scheduled as a GEMM), that GEMM template's."""
