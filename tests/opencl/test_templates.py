@@ -1,6 +1,7 @@
 """Every operator template, at several knob settings and odd shapes, matches numpy on the CPU
 device (outputs poisoned first)."""
 
+import itertools
 import zlib
 
 import numpy as np
@@ -14,12 +15,38 @@ from tensorsched.ops.templates import TEMPLATES, space
 from tensorsched.runtime.numerics import compare, random_array
 
 
-def _points(cfg, k=2, seed=0):
-    """The default point, the first and last valid points, and a few random valid ones."""
-    pts = [p for p in cfg.points()]
+def _points(cfg, k=2, seed=0, keep=None):
+    """The default point, the first and last points of the grid, and ``k`` random ones (read
+    by index: a space can hold millions of points). ``keep``: the random ones are the first
+    ``k`` of a random order that ``keep(point)`` accepts."""
+    n = cfg.size()
     rng = np.random.default_rng(seed)
-    picks = [pts[0], pts[-1]] + [pts[i] for i in rng.choice(len(pts), min(k, len(pts)), False)]
-    return [{}] + picks
+    if keep is None:
+        picks = [cfg.point(int(i)) for i in rng.choice(n, min(k, n), False)]
+    else:
+        order = (cfg.point(int(i)) for i in rng.permutation(n))
+        picks = list(itertools.islice(filter(keep, order), k))
+    return [{}, cfg.point(0), cfg.point(n - 1)] + picks
+
+
+def _small_and_valid(tmpl, cfg, *args):
+    """A ``keep`` for ``_points``: valid points that unroll no more than the default does (the
+    product of every split's innermost factor: the outputs and K steps of one work-item). The
+    last point of the grid already covers the largest tiles; PoCL takes most of a minute to
+    compile each of them."""
+
+    def unrolled(point):
+        splits = [n for n, knob in cfg.space.items() if knob.kind == "split"]
+        return int(np.prod([point.get(n, cfg[n])[-1] for n in splits]))
+
+    def keep(point):
+        if unrolled(point) > unrolled({}):
+            return False
+        c = Config(point)
+        tmpl(c, *args)
+        return c.valid
+
+    return keep
 
 
 def _gemm_inputs(args, rng, transposed_b):
@@ -55,7 +82,9 @@ def test_gemm_template(ocl_device, rng, name, shape):
     M, N, K = shape
     if name == "adreno" and N % 4:
         N += 4 - N % 4  # the image path needs whole float4 texels
-    for k, point in enumerate(_points(space(tmpl, M, N, K), seed=zlib.crc32(name.encode()) % 100)):
+    cfg = space(tmpl, M, N, K)
+    keep = _small_and_valid(tmpl, cfg, M, N, K) if name == "cpu" else None
+    for k, point in enumerate(_points(cfg, seed=zlib.crc32(name.encode()) % 100, keep=keep)):
         cfg = Config(point)
         epilogue = (("bias", "relu"), ("sigmoid",), ())[k % 3]
         s, args = tmpl(cfg, M, N, K, epilogue=epilogue)
