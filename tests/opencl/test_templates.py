@@ -82,9 +82,9 @@ def test_gemm_template(ocl_device, rng, name, shape):
     M, N, K = shape
     if name == "adreno" and N % 4:
         N += 4 - N % 4  # the image path needs whole float4 texels
-    cfg = space(tmpl, M, N, K)
-    keep = _small_and_valid(tmpl, cfg, M, N, K) if name == "cpu" else None
-    for k, point in enumerate(_points(cfg, seed=zlib.crc32(name.encode()) % 100, keep=keep)):
+    knobs = space(tmpl, M, N, K)
+    keep = _small_and_valid(tmpl, knobs, M, N, K) if name == "cpu" else None
+    for k, point in enumerate(_points(knobs, seed=zlib.crc32(name.encode()) % 100, keep=keep)):
         cfg = Config(point)
         epilogue = (("bias", "relu"), ("sigmoid",), ())[k % 3]
         s, args = tmpl(cfg, M, N, K, epilogue=epilogue)
