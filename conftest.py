@@ -32,8 +32,26 @@ def fuzz_stats(pytestconfig):
     return pytestconfig.stash.setdefault(FUZZ_STATS, FuzzStats())
 
 
+def pytest_sessionfinish(session):
+    """In a pytest-xdist worker: hand this worker's fuzzer counts to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    stats = session.config.stash.get(FUZZ_STATS, None)
+    if workeroutput is not None and stats:
+        workeroutput["fuzz_stats"] = dict(stats)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: the controller adds up the workers'
+def pytest_testnodedown(node, error):
+    counts = getattr(node, "workeroutput", {}).get("fuzz_stats")
+    if counts:
+        from fuzzing import FuzzStats
+
+        node.config.stash.setdefault(FUZZ_STATS, FuzzStats()).update(counts)
+
+
 def pytest_terminal_summary(terminalreporter):
-    """The schedule fuzzer's counts, when any fuzz test ran."""
+    """The schedule fuzzer's counts, when any fuzz test ran (in this process or, with
+    pytest-xdist, in any worker)."""
     stats = terminalreporter.config.stash.get(FUZZ_STATS, None)
     if not stats:
         return
