@@ -239,6 +239,37 @@ def test_cpu_depthwise_loads_rows_as_vectors():
     assert "vload4(" in src and "data_pad" in src  # tile_w 4 below 32 columns
 
 
+DW_RAGGED = [  # 13 x 11 and 7 x 6 outputs: no patch grid below divides them
+    (1, 3, 13, 11, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+    (1, 2, 13, 11, 4, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1),  # stride 2, multiplier 2
+]
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("shape", DW_RAGGED, ids=str)
+@pytest.mark.parametrize("template", ["cpu", "direct"])
+@pytest.mark.parametrize("tail", ["guard", "shift"])
+def test_depthwise_tails_match_numpy_where_patches_do_not_divide(device, shape, template, tail):
+    task = Task("depthwise_conv2d", template, shape, epilogue=("bias", "relu6"))
+    for tiles in ({"tile_h": 2, "tile_w": 4, "threads_h": 2, "threads_w": 2}, {"tile_w": 2}):
+        for target in ("python", "opencl"):
+            _check_task(task, {**tiles, "tail": tail}, target)
+
+
+def test_a_shifted_depthwise_kernel_tests_no_bounds_and_loads_vectors():
+    """MobileNet's 14x14 layer with 8-column patch rows: 'guard' tests every element of the
+    last patch column, 'shift' moves it inwards: no test left, the rows load as vectors."""
+    shape = (1, 512, 14, 14, 512, 3, 3, 512, 1, 1, 1, 1, 1, 1, 1, 1)
+    task = Task("depthwise_conv2d", "cpu", shape, epilogue=("bias", "relu6"))
+    src = {}
+    for tail in ("guard", "shift"):
+        s, args, _ = task.instantiate({"threads_w": 2, "tail": tail})
+        src[tail] = ts.build(s, args, target="opencl").get_source()
+    conv = {k: v[v.rindex("__kernel") :] for k, v in src.items()}
+    assert "if (" in conv["guard"] and "if (" not in conv["shift"]
+    assert "vload4(" in conv["shift"]
+
+
 # ---------------------------------------------------------------- errors
 
 
