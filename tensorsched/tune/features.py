@@ -31,7 +31,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import math
-import multiprocessing as mp
 import threading
 import time
 from collections.abc import Sequence
@@ -50,7 +49,7 @@ from ..ops.templates import gemm_view
 from ..runtime.device import DeviceLimits
 from ..schedules.lower import lower
 from .filter import PRIVATE_BYTES
-from .measure import init_worker
+from .measure import worker_pool
 from .record import config_key
 from .task import Task
 
@@ -432,12 +431,7 @@ class Lowering:
                 return out + self._here(items)
         if self.workers >= 2 and len(items) >= POOL_MIN:
             if self.pool is None:
-                self.pool = cf.ProcessPoolExecutor(
-                    self.workers,
-                    mp_context=mp.get_context("spawn"),
-                    initializer=init_worker,
-                    initargs=(self.modules,),
-                )
+                self.pool = worker_pool(self.workers, self.modules)
             chunk = max(1, len(items) // (4 * self.workers))
             try:
                 return out + list(

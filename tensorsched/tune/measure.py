@@ -80,6 +80,14 @@ def init_worker(modules: tuple[str, ...] = ()) -> None:
         _IMPORT_ERROR.append(traceback.format_exc(limit=3)[-2000:])
 
 
+def worker_pool(n: int, modules: tuple[str, ...] = ()) -> cf.ProcessPoolExecutor:
+    """``n`` worker processes, started fresh (spawn: no forked OpenCL state), each exiting
+    with this one and importing the user's template ``modules`` (``init_worker``)."""
+    return cf.ProcessPoolExecutor(
+        n, mp_context=mp.get_context("spawn"), initializer=init_worker, initargs=(modules,)
+    )
+
+
 def _select_device(device: str | None) -> None:
     if device:
         os.environ["TS_DEVICE"] = device

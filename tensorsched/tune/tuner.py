@@ -21,7 +21,6 @@ import collections
 import concurrent.futures as cf
 import contextlib
 import math
-import multiprocessing as mp
 import numbers
 import os
 import re
@@ -44,7 +43,7 @@ from ..runtime.device import DeviceLimits, current_device, resolve_device
 from .distributed import Cluster, ClusterError, cluster_of
 from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
 from .log import LogLock, LogWriter, Record, best_records, config_key, read_log
-from .measure import TIME_BUDGET_MS, Runner, init_worker, prebuild, signature
+from .measure import TIME_BUDGET_MS, Runner, prebuild, signature, worker_pool
 from .model import LOWER_WORKERS, ModelProposer, past_records, require_lightgbm
 from .task import Task, TaskError
 
@@ -435,12 +434,7 @@ class BuildPool:
         """The future of ``config``'s build, or ``None`` if no pool takes it."""
         for _ in range(2):
             if self.pool is None:
-                self.pool = cf.ProcessPoolExecutor(
-                    self.n,
-                    mp_context=mp.get_context("spawn"),
-                    initializer=init_worker,
-                    initargs=(self.modules,),
-                )
+                self.pool = worker_pool(self.n, self.modules)
             try:
                 return self.pool.submit(prebuild, task_dict, config, self.device, self.limits)
             except (BrokenProcessPool, RuntimeError):  # broken since its last result was read
