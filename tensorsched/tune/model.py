@@ -26,6 +26,7 @@ the trials so far, explored by simulated annealing, with transfer from earlier l
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -137,14 +138,25 @@ def sibling_logs(device: str, folder: str | None = None) -> tuple[str, list[str]
             else []
         )
         for p in paths:
-            for r in read_log(p):
-                if r.device != device and r.device.split(" / ", 1)[0] == platform:
-                    found.setdefault(r.device, []).append(p)
-                break  # a shipped log holds one device: its first record names it
+            other = _first_device(p)  # a shipped log holds one device: its first record's
+            if other and other != device and other.split(" / ", 1)[0] == platform:
+                found.setdefault(other, []).append(p)
     if not found:
         return None
     best = max(found, key=lambda d: (len(os.path.commonprefix([d, device])), d))
     return best, found[best]
+
+
+def _first_device(path: str) -> str | None:
+    """The device that a log's first record names (only that line is read: the whole log is
+    read, and checked, by ``history`` when it is the one), or ``None``."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            line = next((ln for ln in f if ln.strip()), "")
+        device = json.loads(line).get("device") if line else None
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    return device if isinstance(device, str) else None
 
 
 def family(task: Task) -> tuple:
