@@ -246,6 +246,48 @@ def conv2d_nchw_implicit_gemm(
     return data, kernel, output
 
 
+def conv2d_nchw_row_gemm(
+    shape: ConvShape, dtype: str = "float32", out_dtype: str | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The convolution of batch 1 as a GEMM (CO x OH*OW) over three reduction axes (input
+    channel, kernel row, kernel column) whose right operand is ``data_rows``: for each input
+    channel, kernel column ``kw`` and row phase ``ph`` (row mod stride), the padded image's
+    rows of that phase, sampled at the output's columns, one after another. The patch of
+    ``(c, kh, kw)`` is then ``OH * OW`` consecutive elements of it, starting at row
+    ``kh // stride``: the GEMM reads its operand as contiguous vectors at offsets linear in its
+    loops, and the image is copied ``KW * min(stride, KH)`` times instead of the patch
+    matrix's ``KH * KW``. Returns ``(data, kernel, output)``."""
+    if shape.N != 1:
+        raise ComputeError(f"conv2d_nchw_row_gemm: batch 1 only, got {shape.N}")
+    out_dtype = out_dtype or dtype
+    data, kernel = _inputs(shape, dtype)
+    CI, CO, KH, KW, OH, OW = shape.CI, shape.CO, shape.KH, shape.KW, shape.OH, shape.OW
+    s, p = shape.stride, shape.pad
+    phases, rows = min(s, KH), OH + (KH - 1) // s
+    below = max(p, (rows - 1) * s + phases - shape.IH - p)  # rows past the image read as 0
+    data_pad = pad(data, [0, 0, p, p], [0, 0, below, p], name="data_pad")
+    data_rows = compute(
+        (CI, KW, phases, rows * OW),
+        lambda c, kw, ph, r: data_pad[0, c, r // OW * s + ph, r % OW * s + kw],
+        name="data_rows",
+    )
+    rc = reduce_axis((0, CI), name="rc")
+    rh = reduce_axis((0, KH), name="rh")
+    rw = reduce_axis((0, KW), name="rw")
+    gemm = compute(
+        (CO, OH * OW),
+        lambda co, q: I.sum(
+            kernel[co, rc, rh, rw].astype(out_dtype)
+            * data_rows[rc, rw, rh % s, rh // s * OW + q].astype(out_dtype),
+            axis=[rc, rh, rw],
+        ),
+        name="conv_gemm",
+        tag="gemm_NN",
+    )
+    output = compute((1, CO, OH, OW), lambda n, co, h, w: gemm[co, h * OW + w], name="output")
+    return data, kernel, output
+
+
 def stages_by_name(output: Tensor) -> dict[str, Tensor]:
     """``{name: tensor}`` of every compute stage feeding ``output`` (and ``output`` itself)."""
     found: dict[str, Tensor] = {}

@@ -2,10 +2,11 @@
 no ``__local`` staging (a CPU's caches do that job).
 
 Knobs: ``tile_y`` / ``tile_x`` = (work-items, outputs per work-item), ``vec`` (vector width of
-the columns), ``tile_k`` (K step, unrolled), and the tail strategies of splits that do not divide
-the shape: ``tail`` for M and N ("shift": the last work-group's tile moves inwards, so the
-register tile stays guard-free), ``tail_k`` for K ("peel": the last K step is written out after
-the loop). "guard" is TVM's per-element check.
+the columns), ``tile_k`` (K step, unrolled; for a convolution read through its image rows, the
+step over input channels, each with its kernel columns unrolled), and the tail strategies of
+splits that do not divide the shape: ``tail`` for M and N ("shift": the last work-group's tile
+moves inwards, so the register tile stays guard-free), ``tail_k`` for K ("peel": the last K step
+is written out after the loop). "guard" is TVM's per-element check.
 """
 
 from __future__ import annotations
@@ -40,9 +41,12 @@ def schedule_gemm_cpu(
     N: int,
     K: int,
     axes: tuple[IterVar, IterVar] | None = None,
+    k_unroll: int = 1,
 ) -> None:
     """Schedule the GEMM (plus elementwise epilogue) producing ``O``; ``axes``: the output
-    stage's loops that play M and N (default: its two axes)."""
+    stage's loops that play M and N (default: its two axes). A GEMM with the three reduction
+    axes (channel, kernel row, kernel column) of ``conv2d_nchw_row_gemm`` steps through the
+    channels (``K`` of them here) and unrolls each step's ``k_unroll`` kernel columns."""
     ty, wy = cfg.define_split(
         "tile_y",
         M,
@@ -68,6 +72,8 @@ def schedule_gemm_cpu(
     tail = cfg.define_knob("tail", ("guard", "shift"), default="shift" if ragged else "guard")
     tail_k = cfg.define_knob("tail_k", ("guard", "peel"), default="peel" if K % kstep else "guard")
     cfg.constrain(wx % vec == 0, "columns per work-item not a multiple of the vector width")
+    if k_unroll > 1:
+        cfg.constrain(kstep * k_unroll <= 24, "unrolls more than 24 reduction steps")
     cfg.constrain(
         tail == "guard" or M % (ty * wy) != 0 or N % (tx * wx) != 0,
         "the tiles divide M and N: tail='shift' is the same kernel as 'guard'",
@@ -88,10 +94,18 @@ def schedule_gemm_cpu(
 
     s[comp].compute_at(s[out], txx)
     ci, cj = s[comp].op.axis
-    (ck,) = s[comp].op.reduce_axis
-    ko, ki = s[comp].split(ck, kstep, tail=tail_k)
     cjo, cjv = s[comp].split(cj, vec)
-    s[comp].reorder(ko, ki, ci, cjo, cjv)
+    if len(s[comp].op.reduce_axis) == 3:
+        # a convolution's (channel, kernel row, kernel column): the channels step by
+        # ``tile_k``; one step's channels and kernel columns are unrolled
+        rc, rh, rw = s[comp].op.reduce_axis
+        ko, ki = s[comp].split(rc, kstep, tail=tail_k)
+        s[comp].reorder(ko, rh, ki, rw, ci, cjo, cjv)
+        s[comp].unroll(rw)
+    else:
+        (ck,) = s[comp].op.reduce_axis
+        ko, ki = s[comp].split(ck, kstep, tail=tail_k)
+        s[comp].reorder(ko, ki, ci, cjo, cjv)
     s[comp].unroll(ki)
     s[comp].unroll(ci)
     s[comp].unroll(cjo)
