@@ -68,6 +68,36 @@ def test_one_by_one_conv_reads_the_image():
     assert "vload16" in text
 
 
+@pytest.mark.parametrize(
+    "shape, rows",
+    [
+        ((1, 64, 56, 56, 64, 3, 3, 1, 1), 64 * 3 * 58 * 56),  # 3 copies of 58 padded rows
+        ((1, 3, 224, 224, 64, 7, 7, 2, 3), 3 * 7 * 2 * 115 * 112),  # 7 columns x 2 phases
+    ],
+    ids=["3x3", "7x7s2"],
+)
+def test_batch_one_reads_the_image_rows_not_the_patch_matrix(shape, rows):
+    """Batch 1: the GEMM's operand is the image's rows (KW shifted copies per row phase, the
+    kernel row an offset into them), KH / min(stride, KH) times smaller than the patch
+    matrix; the GEMM reads it as whole vectors at offsets linear in its loops (no division
+    in the GEMM kernel)."""
+    cs = ConvShape(*shape)
+    s, args, _ = Task("conv2d", "gemm_cpu", shape, "float32", ("bias", "relu")).instantiate()
+    func = ts.lower(s, args)
+    text = emit_opencl(func).text
+    assert "data_col" not in text
+    (alloc,) = [ln for ln in str(func).splitlines() if ln.startswith("allocate data_rows[")]
+    size = int(np.prod([int(d) for d in alloc.split("[")[1].split("]")[0].split(" * ")[1:]]))
+    assert size == rows < cs.CI * cs.KH * cs.KW * cs.OH * cs.OW
+    gemm = text[text.index("void default_function_relu") :]
+    assert "vload16(0, data_rows" in gemm
+    # offsets linear in the loops; at stride 2 only the kernel row's phase and half
+    divisions = {"rh / 2", "rh % 2"} if cs.stride == 2 else set()
+    for op in (" / ", " % "):
+        for i in [i for i in range(len(gemm)) if gemm.startswith(op, i)]:
+            assert gemm[i - 2 : i + 4] in divisions, gemm[i - 40 : i + 40]
+
+
 def test_networks_use_it_on_cpu_devices():
     from tensorsched.graph.tasks import choose_template
 
