@@ -2,7 +2,7 @@
 candidate the shipped logs offer (the best configs of each logged shape, carried to the new
 shape as ``predict_config`` carries them) measured on the device, beside cuBLAS and the
 config ``predict_config`` picks today. The JSON it writes lets a prediction rule be judged
-offline (``predict_rules.py``) against the best candidate there was.
+offline (``predict_report.py``) against the best candidate there was.
 
 Run on the GPU host, from the project root (``.whl`` carried, see ``gpu_env.sh``)::
 

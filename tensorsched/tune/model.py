@@ -57,8 +57,12 @@ BATCH = 8  # candidates proposed per model round
 SHORTLIST = 3  # the annealing's shortlist is this many batches, re-ranked with IR features
 EXHAUSTIVE = 4096  # spaces up to this size are scored whole instead of annealed
 MIN_ROWS = 4  # rows (with at least two distinct labels) before a model is fitted
-NEIGHBOURS = 3  # nearest logged shapes whose best configs are measured first
-SEEDS_PER_SHAPE = 2
+# the best configs of the nearest logged shapes are measured first: on an H100, over 20 GEMM
+# shapes no log held (benchmarks/gpu/predict_study.py, gpu/results/predict_study_2026-11-25/),
+# the best of those seeds reached 0.87x cuBLAS (geomean) with 3 shapes x 2 configs, 0.92x with
+# 8 x 4, and 0.93x with every logged shape's best 4
+NEIGHBOURS = 8
+SEEDS_PER_SHAPE = 4
 # an untuned task's config comes from another template of its family (a GEMM for a conv
 # scheduled as one) only from a shape this near (log2-distance: one extent within a factor of
 # 2, the others equal): on PoCL, GEMM bests carried from farther (MobileNet-v1's 512 x 196 x
