@@ -1,16 +1,27 @@
 """Read what ``predict_study.py`` measured and print, per shape and as geomeans over the shapes,
-cuBLAS against: the config an untuned prediction picks (``predict_config``), the template's
-defaults, the best of the candidates measured first by a search (the nearest ``N`` logged
-shapes' best ``R`` configs), and the best candidate there was.
+cuBLAS against: the config an untuned prediction picked when the study ran, the one
+``predict_config`` picks now from the shipped logs (looked up among the measured candidates;
+``--compute-units``: the study device's), the template's defaults, the best of the
+candidates measured first by a search (the nearest ``N`` logged shapes' best ``R`` configs),
+and the best candidate there was.
 
     python benchmarks/gpu/predict_report.py benchmarks/gpu/results/predict_study_2026-11-25/*.jsonl
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from tensorsched.runtime.device import DeviceLimits  # noqa: E402
+from tensorsched.tune.model import history, predict_config, shipped_logs  # noqa: E402
+from tensorsched.tune.record import config_key  # noqa: E402
+from tensorsched.tune.task import Task  # noqa: E402
 
 
 def geomean(xs: list[float]) -> float:
@@ -30,27 +41,37 @@ def best_of_seeds(row: dict, shapes: int, per_shape: int) -> float | None:
     return min(got) if got else None
 
 
-def main(paths: list[str]) -> None:
+def predicted_now(row: dict, compute_units: int) -> float | None:
+    """The measured ms of the config ``predict_config`` picks now for ``row``'s shape from the
+    shipped log the study used, on a device like the study's (None: not among the measured)."""
+    task = Task("gemm", "gpu_tiled", tuple(row["shape"]))
+    device = row["log_device"]
+    limits = DeviceLimits(row["device"], 1024, (1024, 1024, 64), 48 * 1024, compute_units)
+    config = predict_config(task, history(task, device, shipped_logs(device)), limits)
+    found = [c for c in row["candidates"] if config_key(c["config"]) == config_key(config or {})]
+    return found[0].get("ms") if found else None
+
+
+def main(paths: list[str], compute_units: int) -> None:
     rows = [json.loads(line) for p in paths for line in open(p) if line.strip()]
-    print("shape            | predicted | defaults | best candidate | candidates timed")
-    cols: dict[str, list[float]] = {"predicted": [], "defaults": [], "best": []}
+    print("shape            | predicted then | predicted now | defaults | best candidate")
+    cols: dict[str, list[float]] = {"then": [], "now": [], "defaults": [], "best": []}
     for r in rows:
         v, ok = r["cublas_ms"], [c for c in r["candidates"] if c.get("ms")]
-        pred = next((c["ms"] for c in ok if c.get("predicted")), None)
+        then = next((c["ms"] for c in ok if c.get("predicted")), None)
+        now = predicted_now(r, compute_units)
         dflt = next((c["ms"] for c in ok if c.get("default")), None)
         best = min(c["ms"] for c in ok)
-        for k, x in (("predicted", pred), ("defaults", dflt), ("best", best)):
+        got = {"then": then, "now": now, "defaults": dflt, "best": best}
+        for k, x in got.items():
             if x:
                 cols[k].append(v / x)
         shape = "x".join(map(str, r["shape"]))
-        print(
-            f"{shape:16} | {v / pred if pred else 0:8.2f}x | {v / dflt if dflt else 0:7.2f}x | "
-            f"{v / best:13.2f}x | {len(ok)} of {len(r['candidates'])}"
-        )
+        print(f"{shape:16} | " + " | ".join(f"{v / got[k] if got[k] else 0:.2f}x" for k in cols))
     print(
-        f"geomean over {len(rows)} shapes (device {rows[0]['device']}): predicted "
-        f"{geomean(cols['predicted']):.3f}x, defaults {geomean(cols['defaults']):.3f}x, best "
-        f"candidate {geomean(cols['best']):.3f}x cuBLAS"
+        f"geomean over {len(rows)} shapes (device {rows[0]['device']}): "
+        + ", ".join(f"{k} {geomean(x):.3f}x ({len(x)})" for k, x in cols.items())
+        + " cuBLAS"
     )
     print("\nbest of the search's first measurements (nearest N shapes' best R configs):")
     print("N shapes | R configs | geomean vs cuBLAS")
@@ -61,4 +82,8 @@ def main(paths: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("studies", nargs="+")
+    ap.add_argument("--compute-units", type=int, default=132, help="the study device's (H100: 132)")
+    opts = ap.parse_args()
+    main(opts.studies, opts.compute_units)

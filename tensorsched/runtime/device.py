@@ -219,6 +219,7 @@ class DeviceLimits:
     max_work_group_size: int
     max_work_item_sizes: tuple[int, ...]
     local_mem_size: int
+    compute_units: int = 1  # CL_DEVICE_MAX_COMPUTE_UNITS (1 where not read)
 
     @classmethod
     def of(cls, device: Device | str | None = None) -> DeviceLimits:
@@ -230,6 +231,7 @@ class DeviceLimits:
             int(dev.max_work_group_size),
             tuple(int(x) for x in dev.max_work_item_sizes),
             int(dev.local_mem_size),
+            max(1, int(getattr(dev.cl_device, "max_compute_units", 1))),
         )
 
 

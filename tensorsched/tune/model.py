@@ -68,6 +68,14 @@ SEEDS_PER_SHAPE = 4
 # 2, the others equal): on PoCL, GEMM bests carried from farther (MobileNet-v1's 512 x 196 x
 # 512 from 512^3, 5.1 ms against the default's 0.64) were slower than the defaults
 NEAR_VIEW = 1.0
+# an untuned prediction ranks the best configs of this many nearest logged shapes by their
+# times rescaled to the new shape (``rescaled_ms``), each distrusted by e^distance: on an
+# H100 over 30 GEMM shapes in no log (benchmarks/gpu/predict_report.py), 0.82x cuBLAS against
+# 0.75x for the nearest shape's best (0.63x against 0.80x on the 10 shapes farthest from the
+# log: 96x96x9216 0.23x -> 0.80x)
+PREDICT_SHAPES = 5
+GROUPS_PER_UNIT = 2  # work-groups a compute unit runs at once, as rescaled_ms assumes
+LAUNCH_MS = 0.003  # a kernel's launch, as rescaled_ms assumes
 MAX_PAST = 1000  # other shapes' trials learned from (this template's first, most recent first)
 MAX_PAST_IR = 250  # ... of which the IR features are computed (each lowered once)
 LOWER_WORKERS = 8  # at most this many processes lower candidates for a proposer
@@ -307,10 +315,11 @@ def nearest_bests(
     return list(_nearest_bests(task, space, records, shapes))
 
 
-def _nearest_bests(
-    task: Task, space: Config, records: Sequence[Record], shapes: int
-) -> Iterator[dict[str, Any]]:
-    """``nearest_bests``, one at a time (each carried over when it is asked for)."""
+def _logged_shapes(
+    task: Task, space: Config, records: Sequence[Record]
+) -> list[tuple[float, Task, list[Record]]]:
+    """``(log-shape distance, task, its correct trials fastest first)`` of each other logged
+    shape whose configs can be points of ``space``, nearest first."""
     mine = (task.kind, task.template)
     by_task: dict[str, list[Record]] = {}
     for r in records:
@@ -320,12 +329,19 @@ def _nearest_bests(
             by_task.setdefault(r.task_key(), []).append(r)
     ranked = []
     for key, recs in by_task.items():
-        d = shape_distance(task, Task.from_dict(recs[0].task))
-        ranked.append((d, key, sorted(recs, key=lambda r: r.device_ms or math.inf)))
-    ranked.sort(key=lambda x: (x[0], x[1]))
-    keys: set[str] = set()
-    for _, _, recs in ranked[:shapes]:
         there = Task.from_dict(recs[0].task)
+        recs = sorted(recs, key=lambda r: r.device_ms or math.inf)
+        ranked.append((shape_distance(task, there), key, there, recs))
+    ranked.sort(key=lambda x: (x[0], x[1]))
+    return [(d, there, recs) for d, _, there, recs in ranked]
+
+
+def _nearest_bests(
+    task: Task, space: Config, records: Sequence[Record], shapes: int
+) -> Iterator[dict[str, Any]]:
+    """``nearest_bests``, one at a time (each carried over when it is asked for)."""
+    keys: set[str] = set()
+    for _, there, recs in _logged_shapes(task, space, records)[:shapes]:
         for r in recs[:SEEDS_PER_SHAPE]:
             c = carry_config(r.config, there, task, space)
             if config_key(c) not in keys:
@@ -698,8 +714,10 @@ class ModelProposer:
 def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) -> dict | None:
     """A config for ``task`` from the logged ``records`` of other shapes (its family, on the
     device; of another template of it, a GEMM for a conv scheduled as one, only within
-    ``NEAR_VIEW``): the nearest logged shape's best that is valid here (made legal), else the
-    model's best over the space (with LightGBM), else None (the template's defaults)."""
+    ``NEAR_VIEW``): of the best configs of the ``PREDICT_SHAPES`` nearest logged shapes, made
+    legal here, the one ``rescaled_ms`` expects fastest; else the nearest logged shape's best
+    that is valid here; else the model's best over the space (with LightGBM); else None (the
+    template's defaults)."""
     mine, near = (task.kind, task.template), {}
     for r in records:
         if _template_of(r) != mine and r.task_key() not in near:
@@ -709,6 +727,20 @@ def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) 
         return None
     space = task.space()
     lowering = Lowering(limits)
+    shapes = _logged_shapes(task, space, records)[:PREDICT_SHAPES]
+    here = [carry_config(recs[0].config, there, task, space) for _, there, recs in shapes]
+    lowered = lowering.many(
+        [(task, c) for c in here] + [(there, recs[0].config) for _, there, recs in shapes]
+    )
+    guesses = [
+        (rescaled_ms(recs[0].device_ms or math.inf, src, new, limits) * math.exp(d), i)
+        for i, ((d, _, recs), (new, why), (src, _)) in enumerate(
+            zip(shapes, lowered[: len(here)], lowered[len(here) :])
+        )
+        if why is None and new is not None and src is not None
+    ]
+    if guesses:
+        return here[min(guesses)[1]]
     for c in _nearest_bests(task, space, records, shapes=len(records)):
         _, why = lowering(task, c)
         if why is None:
@@ -720,6 +752,24 @@ def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) 
         return None
     picks = prop._model_picks(1)
     return picks[0] if picks else None
+
+
+def rescaled_ms(
+    ms: float, there: dict[str, float], here: dict[str, float], limits: DeviceLimits
+) -> float:
+    """The time a config measured at ``ms`` on another shape (IR features ``there``) should
+    take on this one (``here``): its kernels' launch cost, plus the rest scaled by the waves
+    of work-groups (``GROUPS_PER_UNIT`` a compute unit at a time) times each work-group's
+    FLOPs. Crude, and meant only to rank the logged shapes' bests against one another."""
+
+    def work(f: dict[str, float]) -> float:
+        groups = round(2 ** f["ir.log2_work_groups"])
+        waves = math.ceil(groups / (GROUPS_PER_UNIT * limits.compute_units))
+        return waves * 2 ** f["ir.log2_flop_group"]
+
+    launch = LAUNCH_MS * there["ir.kernels"]
+    rest = max(ms - launch, 0.1 * ms) * work(here) / work(there)
+    return LAUNCH_MS * here["ir.kernels"] + rest
 
 
 def past_records(task: Task, device: str, log_path: str | None, transfer: Sequence[str]) -> list:
