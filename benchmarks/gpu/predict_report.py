@@ -76,8 +76,8 @@ def main(paths: list[str], compute_units: int) -> None:
     print("\nbest of the search's first measurements (nearest N shapes' best R configs):")
     print("N shapes | R configs | geomean vs cuBLAS")
     for n, r_ in ((3, 2), (3, 4), (5, 4), (8, 2), (8, 4), (99, 4)):
-        got = [best_of_seeds(r, n, r_) for r in rows]
-        ratios = [r["cublas_ms"] / g for r, g in zip(rows, got) if g]
+        seeds = [best_of_seeds(r, n, r_) for r in rows]
+        ratios = [r["cublas_ms"] / g for r, g in zip(rows, seeds) if g]
         print(f"{n:8} | {r_:9} | {geomean(ratios):.3f}x ({len(ratios)} shapes)")
 
 
