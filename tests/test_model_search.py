@@ -590,3 +590,46 @@ def test_a_device_with_no_shipped_log_predicts_from_one_on_its_platform(tmp_path
     task = Task("gemm", "cpu", (500, 520, 480))
     assert dispatch.predicted_config(task) == CPU_512 | TAILS
     assert model.sibling_logs("Nobody's platform / device") is None
+
+
+def test_rescaled_ms_scales_by_waves_of_work_groups_and_their_work():
+    limits = DeviceLimits("test / gpu", 1024, (1024, 1024, 64), 48 * 1024, compute_units=4)
+
+    def feats(groups, flop_group, kernels=1.0):
+        return {
+            "ir.log2_work_groups": math.log2(groups),
+            "ir.log2_flop_group": math.log2(flop_group),
+            "ir.kernels": kernels,
+        }
+
+    launch = model.LAUNCH_MS
+    there = feats(8, 1e6)  # 8 groups, 2 at once on each of 4 units: one wave
+    assert model.rescaled_ms(1.0, there, feats(16, 1e6), limits) == pytest.approx(
+        launch + (1.0 - launch) * 2
+    )  # two waves
+    assert model.rescaled_ms(1.0, there, feats(3, 1e6), limits) == pytest.approx(1.0)  # one
+    assert model.rescaled_ms(1.0, there, feats(8, 5e5), limits) == pytest.approx(
+        launch + (1.0 - launch) / 2
+    )  # half the work per group
+    # a second kernel (split-K's sum) costs a launch
+    assert model.rescaled_ms(1.0, there, feats(8, 1e6, 2.0), limits) == pytest.approx(1.0 + launch)
+
+
+def test_an_untuned_prediction_ranks_the_logged_bests_not_only_the_nearest(tmp_path):
+    """The nearest logged shape's best is slow; a slightly farther shape's best is 1000x faster
+    there: the prediction takes the latter (the nearest shape's best alone took the former)."""
+    log = tmp_path / "a.jsonl"
+    dev = "test / planted"
+    near, farther = (
+        Task("gemm", "gemm_planted_cost", (384, 256, 16)),
+        Task("gemm", "gemm_planted_cost", (1024, 256, 16)),
+    )
+    slow = {"tile_y": (4,), "tile_x": (32,), "unroll": 3, "vec": 2, "order": 1}
+    fast = {"tile_y": (2,), "tile_x": (64,), "unroll": 1, "vec": 4, "order": 0}
+    write_log(log, dev, near, [(slow, 10.0)])
+    write_log(log, dev, farther, [(fast, 0.01)])
+    b = Task("gemm", "gemm_planted_cost", (512, 256, 16))
+    assert model.shape_distance(b, near) < model.shape_distance(b, farther)
+    past = history(b, dev, [str(log)])
+    assert nearest_bests(b, b.space(), past)[0] == slow
+    assert model.predict_config(b, past, LIMITS) == fast
