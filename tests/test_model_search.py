@@ -633,3 +633,15 @@ def test_an_untuned_prediction_ranks_the_logged_bests_not_only_the_nearest(tmp_p
     past = history(b, dev, [str(log)])
     assert nearest_bests(b, b.space(), past)[0] == slow
     assert model.predict_config(b, past, LIMITS) == fast
+
+
+def test_an_untuned_prediction_takes_the_tasks_own_logged_best(tmp_path):
+    """A shipped log that holds the task itself (TVM's TopHub) gives its fastest trial."""
+    log = tmp_path / "a.jsonl"
+    dev = "test / planted"
+    b = Task("gemm", "gemm_planted_cost", (512, 256, 16))
+    best = {"tile_y": (4,), "tile_x": (32,), "unroll": 3, "vec": 2, "order": 1}
+    other = {"tile_y": (2,), "tile_x": (64,), "unroll": 1, "vec": 4, "order": 0}
+    write_log(log, dev, b, [(other, 2.0), (best, 1.0)])
+    write_log(log, dev, Task("gemm", "gemm_planted_cost", (500, 256, 16)), [(other, 0.001)])
+    assert model.predict_config(b, history(b, dev, [str(log)]), LIMITS) == best

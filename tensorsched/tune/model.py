@@ -712,12 +712,23 @@ class ModelProposer:
 
 
 def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) -> dict | None:
-    """A config for ``task`` from the logged ``records`` of other shapes (its family, on the
-    device; of another template of it, a GEMM for a conv scheduled as one, only within
-    ``NEAR_VIEW``): of the best configs of the ``PREDICT_SHAPES`` nearest logged shapes, made
-    legal here, the one ``rescaled_ms`` expects fastest; else the nearest logged shape's best
-    that is valid here; else the model's best over the space (with LightGBM); else None (the
-    template's defaults)."""
+    """A config for ``task`` from the logged ``records``: its own fastest trial where they
+    hold the task itself (a shipped log, like TVM's TopHub); else from other shapes (its
+    family, on the device; of another template of it, a GEMM for a conv scheduled as one, only
+    within ``NEAR_VIEW``): of the best configs of the ``PREDICT_SHAPES`` nearest logged shapes,
+    made legal here, the one ``rescaled_ms`` expects fastest; else the nearest logged shape's
+    best that is valid here; else the model's best over the space (with LightGBM); else None
+    (the template's defaults)."""
+    space = task.space()
+    lowering = Lowering(limits)
+    key = task.key()
+    own = [
+        r for r in records if r.status == "ok" and r.device_ms is not None and r.task_key() == key
+    ]
+    for r in sorted(own, key=lambda r: r.device_ms or math.inf)[:PREDICT_SHAPES]:
+        c = carry_config(r.config, task, task, space)
+        if lowering(task, c)[1] is None:
+            return c
     mine, near = (task.kind, task.template), {}
     for r in records:
         if _template_of(r) != mine and r.task_key() not in near:
@@ -725,8 +736,6 @@ def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) 
     records = [r for r in records if _template_of(r) == mine or near[r.task_key()]]
     if not records:
         return None
-    space = task.space()
-    lowering = Lowering(limits)
     shapes = _logged_shapes(task, space, records)[:PREDICT_SHAPES]
     here = [carry_config(recs[0].config, there, task, space) for _, there, recs in shapes]
     lowered = lowering.many(
