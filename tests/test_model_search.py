@@ -478,9 +478,8 @@ def test_an_untuned_conv_takes_no_config_from_a_far_gemm_but_its_search_measures
     write_log(log, "test / cpu", Task("gemm", "cpu", (512, 512, 512)), [(CPU_512, 1.0)])
     conv = Task("conv2d", "gemm_cpu", SMALL_CONV)
     assert model.shape_distance(conv, Task("gemm", "cpu", (512, 512, 512))) > model.NEAR_VIEW
-    with dispatch.apply_best(str(log), device="test / cpu"):
-        assert dispatch.predicted_config(conv) is None
     past = model.history(conv, "test / cpu", [str(log)])
+    assert model.predict_config(conv, past, CPU_LIMITS) is None  # (then the shipped logs')
     assert nearest_bests(conv, conv.space(), past) == [CPU_512 | GUARDS]
 
 

@@ -207,8 +207,40 @@ def _template_of(r: Record) -> tuple[Any, Any]:
 def history(task: Task, device: str, paths: Iterable[str]) -> list[Record]:
     """The records of ``task``'s family on ``device`` in the logs ``paths`` (each read once;
     a missing one is skipped), duplicates (same task and config) dropped."""
-    records = [r for path in dict.fromkeys(paths) for r in read_log(path) if r.device == device]
-    return same_family(task, records)
+    fam, seen, out = family(task), set(), []
+    for path in dict.fromkeys(paths):
+        for k, r in _read_by_family(path).get((device, fam), ()):
+            if k not in seen:
+                seen.add(k)
+                out.append(r)
+    return out
+
+
+_BY_FAMILY: dict[tuple[str, int, int], dict[tuple, list[tuple[tuple[str, str], Record]]]] = {}
+
+
+def _read_by_family(path: str) -> dict[tuple, list[tuple[tuple[str, str], Record]]]:
+    """A log's records grouped by ``(device, family)``, each with its ``(task key, config
+    key)``; read once per process while the file keeps its size and time (a network's tasks
+    all look in the shipped logs: reading and checking them again for each took 0.4 s a task)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {}
+    key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    got = _BY_FAMILY.get(key)
+    if got is None:
+        got = {}
+        for r in read_log(path):
+            try:
+                t = Task.from_dict(r.task)
+            except TensorschedError:
+                continue
+            got.setdefault((r.device, family(t)), []).append(((t.key(), r.config_key()), r))
+        if len(_BY_FAMILY) > 64:
+            _BY_FAMILY.clear()
+        _BY_FAMILY[key] = got
+    return got
 
 
 def same_family(task: Task, records: Iterable[Record]) -> list[Record]:

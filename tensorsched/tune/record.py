@@ -53,7 +53,12 @@ class Record:
         return config_key(self.config)
 
     def task_key(self) -> str:
-        return Task.from_dict(self.task).key()
+        """The key of the task the record names (made once per record: records are not
+        changed once read)."""
+        key = self.__dict__.get("_task_key")
+        if key is None:
+            key = self.__dict__["_task_key"] = Task.from_dict(self.task).key()
+        return key
 
 
 FIELDS = tuple(f.name for f in fields(Record))

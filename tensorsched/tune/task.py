@@ -152,8 +152,12 @@ class Task:
     # ---- identity
 
     def key(self) -> str:
-        """A stable string naming the task in logs."""
-        return json.dumps(asdict(self), sort_keys=True)
+        """A stable string naming the task in logs (made once per task object)."""
+        key = self.__dict__.get("_key")
+        if key is None:
+            key = json.dumps(asdict(self), sort_keys=True)
+            object.__setattr__(self, "_key", key)
+        return key
 
     @classmethod
     def from_dict(cls, d: Any) -> Task:
