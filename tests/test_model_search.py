@@ -644,3 +644,21 @@ def test_an_untuned_prediction_takes_the_tasks_own_logged_best(tmp_path):
     write_log(log, dev, b, [(other, 2.0), (best, 1.0)])
     write_log(log, dev, Task("gemm", "gemm_planted_cost", (500, 256, 16)), [(other, 0.001)])
     assert model.predict_config(b, history(b, dev, [str(log)]), LIMITS) == best
+
+
+def test_a_search_measures_the_tasks_own_trials_from_other_logs_first(tmp_path):
+    """Another log (a shipped one) holds the task itself: its fastest configs are proposed
+    before the nearest shapes' bests (the search skips those its own log has)."""
+    log = tmp_path / "a.jsonl"
+    dev = "test / planted"
+    b = Task("gemm", "gemm_planted_cost", (512, 256, 16))
+    best = {"tile_y": (4,), "tile_x": (32,), "unroll": 3, "vec": 2, "order": 1}
+    other = {"tile_y": (2,), "tile_x": (64,), "unroll": 1, "vec": 4, "order": 0}
+    near = {"tile_y": (1,), "tile_x": (64,), "unroll": 1, "vec": 8, "order": 5}
+    write_log(log, dev, b, [(other, 2.0), (best, 1.0)])
+    write_log(log, dev, Task("gemm", "gemm_planted_cost", (500, 256, 16)), [(near, 0.001)])
+    prop = ModelProposer(b, b.space(), LIMITS, history(b, dev, [str(log)]), seed=0)
+    try:
+        assert [prop.next() for _ in range(3)] == [best, other, near]
+    finally:
+        prop.close()

@@ -536,12 +536,21 @@ class ModelProposer:
             (r for r in past if r.task_key() != here),
             key=lambda r: (_template_of(r) != template, -r.timestamp),
         )
+        # this task's own fastest trials in the logs (a shipped log's, another machine's) are
+        # measured first, then the nearest shapes' bests; the search skips those its own log
+        # has already
+        own = sorted(
+            (r for r in mine if r.status == "ok" and r.device_ms is not None),
+            key=lambda r: r.device_ms or math.inf,
+        )[:SEEDS_PER_SHAPE]
+        own_seeds = [fit_config(r.config, space) for r in own]
         try:
             for r in mine:
                 self.seen.add(r.config_key())
             self._learn(mine + others[:MAX_PAST], MAX_PAST_IR)
             self.queue = self._keep_valid(
-                [c for c in nearest_bests(task, space, past) if config_key(c) not in self.seen]
+                own_seeds
+                + [c for c in nearest_bests(task, space, past) if config_key(c) not in self.seen]
             )
         except BaseException:
             self.close()
