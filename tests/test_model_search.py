@@ -662,3 +662,23 @@ def test_a_search_measures_the_tasks_own_trials_from_other_logs_first(tmp_path):
         assert [prop.next() for _ in range(3)] == [best, other, near]
     finally:
         prop.close()
+
+
+def test_a_shipped_log_that_holds_the_task_wins_over_an_active_logs_other_shapes(
+    tmp_path, monkeypatch
+):
+    """``instantiate`` with an active log of other shapes: a shipped log's trial of the task
+    itself is taken before anything predicted from the active log."""
+    limits = current_limits()
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    monkeypatch.setattr(model, "LOGS_DIR", str(shipped))
+    b = Task("gemm", "gemm_planted_cost", (512, 256, 16))
+    best = {"tile_y": (4,), "tile_x": (32,), "unroll": 3, "vec": 2, "order": 1}
+    near = {"tile_y": (1,), "tile_x": (64,), "unroll": 1, "vec": 8, "order": 5}
+    write_log(shipped / (model.device_slug(limits.name) + ".jsonl"), limits.name, b, [(best, 1.0)])
+    active = tmp_path / "mine.jsonl"
+    write_log(active, limits.name, Task("gemm", "gemm_planted_cost", (500, 256, 16)), [(near, 0.1)])
+    with dispatch.apply_best(str(active)):
+        assert dispatch.best_config(b) is None
+        assert dispatch.predicted_config(b) == best

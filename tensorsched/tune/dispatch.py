@@ -1,8 +1,10 @@
 """Using tuning results: ``apply_best(log)`` makes ``instantiate`` build each task with its best
 logged config (the fastest correct one on the current device). A task no log has is built
-with a config predicted from the logs of other shapes of its template on that device (the
-active logs and the package's shipped logs, ``tune/logs/``): the nearest logged shape's best,
-made legal for this shape (``model.predict_config``); with none, the template's defaults. A
+with the task's own best in the package's shipped logs (``tune/logs/``) where they hold it,
+else with a config predicted from the logs of other shapes of its template on that device
+(the active logs, then the shipped ones): of the nearest logged shapes' bests, made legal for
+this shape, the one expected fastest (``model.predict_config``, ``model.rescaled_ms``); with
+none, the template's defaults. A
 conv scheduled as a GEMM (``templates.GEMM_VIEWS``) is predicted from that GEMM template's
 logs too, at the GEMM's extents, and a GEMM from such convs' logs (``model.family``).
 
@@ -18,7 +20,7 @@ from typing import Any
 
 from ..runtime.device import DeviceLimits, current_limits
 from .log import best_records, read_log
-from .model import history, predict_config, same_family, shipped_logs, sibling_logs
+from .model import history, own_best, predict_config, same_family, shipped_logs, sibling_logs
 from .record import Record
 from .task import Task
 
@@ -69,20 +71,26 @@ def instantiate(
 
 
 def predicted_config(task: Task) -> dict | None:
-    """A config for a task no active log has: from the records of other shapes of its
+    """A config for a task no active log has: its own best trial in the package's shipped logs
+    (``model.own_best``), else one predicted from the records of other shapes of its
     template's family (``model.family``: a conv scheduled as a GEMM and its GEMM template are
     one) in the active logs (on their device), else in the package's shipped logs for the
     current device, else in those of another device on its OpenCL platform (an H100 gets the
     H200's: ``model.sibling_logs``); ``None`` when none of them know the family."""
-    for limits, records in reversed(_LOGS):
-        config = predict_config(task, same_family(task, records), limits)
-        if config is not None:
-            return config
+    sources = [(lim, same_family(task, records)) for lim, records in reversed(_LOGS)]
     limits = current_limits()
     paths = shipped_logs(limits.name)
+    sibling = None if paths else sibling_logs(limits.name)  # one on its platform
     if paths:
-        return predict_config(task, history(task, limits.name, paths), limits)
-    sibling = sibling_logs(limits.name)  # none for this device: one on its platform
-    if sibling is not None:
-        return predict_config(task, history(task, sibling[0], sibling[1]), limits)
+        sources.append((limits, history(task, limits.name, paths)))
+    elif sibling is not None:
+        sources.append((limits, history(task, sibling[0], sibling[1])))
+    for lim, records in sources:  # the task itself, in any of them, first
+        config = own_best(task, records, lim)
+        if config is not None:
+            return config
+    for lim, records in sources:
+        config = predict_config(task, records, lim)
+        if config is not None:
+            return config
     return None

@@ -752,6 +752,21 @@ class ModelProposer:
         return out
 
 
+def own_best(task: Task, records: Sequence[Record], limits: DeviceLimits) -> dict | None:
+    """``task``'s own fastest trial in ``records`` that is valid on a device with ``limits``
+    (made a point of today's space), or None."""
+    key = task.key()
+    own = [
+        r for r in records if r.status == "ok" and r.device_ms is not None and r.task_key() == key
+    ]
+    space, lowering = task.space(), Lowering(limits)
+    for r in sorted(own, key=lambda r: r.device_ms or math.inf)[:SEEDS_PER_SHAPE]:
+        c = carry_config(r.config, task, task, space)
+        if lowering(task, c)[1] is None:
+            return c
+    return None
+
+
 def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) -> dict | None:
     """A config for ``task`` from the logged ``records``: its own fastest trial where they
     hold the task itself (a shipped log, like TVM's TopHub); else from other shapes (its
@@ -760,16 +775,11 @@ def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) 
     made legal here, the one ``rescaled_ms`` expects fastest; else the nearest logged shape's
     best that is valid here; else the model's best over the space (with LightGBM); else None
     (the template's defaults)."""
+    own = own_best(task, records, limits)
+    if own is not None:
+        return own
     space = task.space()
     lowering = Lowering(limits)
-    key = task.key()
-    own = [
-        r for r in records if r.status == "ok" and r.device_ms is not None and r.task_key() == key
-    ]
-    for r in sorted(own, key=lambda r: r.device_ms or math.inf)[:PREDICT_SHAPES]:
-        c = carry_config(r.config, task, task, space)
-        if lowering(task, c)[1] is None:
-            return c
     mine, near = (task.kind, task.template), {}
     for r in records:
         if _template_of(r) != mine and r.task_key() not in near:
