@@ -594,10 +594,11 @@ def test_a_device_with_no_shipped_log_predicts_from_one_on_its_platform(tmp_path
 def test_rescaled_ms_scales_by_waves_of_work_groups_and_their_work():
     limits = DeviceLimits("test / gpu", 1024, (1024, 1024, 64), 48 * 1024, compute_units=4)
 
-    def feats(groups, flop_group, kernels=1.0):
+    def feats(groups, work_group, kernels=1.0):  # 64 work-items, each looping work_group / 64
         return {
             "ir.log2_work_groups": math.log2(groups),
-            "ir.log2_flop_group": math.log2(flop_group),
+            "ir.wg_size": 64.0,
+            "ir.log2_loop_trips": math.log2(work_group / 64),
             "ir.kernels": kernels,
         }
 

@@ -820,12 +820,13 @@ def rescaled_ms(
     """The time a config measured at ``ms`` on another shape (IR features ``there``) should
     take on this one (``here``): its kernels' launch cost, plus the rest scaled by the waves
     of work-groups (``GROUPS_PER_UNIT`` a compute unit at a time) times each work-group's
-    FLOPs. Crude, and meant only to rank the logged shapes' bests against one another."""
+    work (its work-items' loop trips: a tile that overhangs the shape counts whole). Crude,
+    and meant only to rank the logged shapes' bests against one another."""
 
     def work(f: dict[str, float]) -> float:
         groups = round(2 ** f["ir.log2_work_groups"])
         waves = math.ceil(groups / (GROUPS_PER_UNIT * limits.compute_units))
-        return waves * 2 ** f["ir.log2_flop_group"]
+        return waves * f["ir.wg_size"] * 2 ** f["ir.log2_loop_trips"]
 
     launch = LAUNCH_MS * there["ir.kernels"]
     rest = max(ms - launch, 0.1 * ms) * work(here) / work(there)
