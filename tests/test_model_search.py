@@ -282,6 +282,12 @@ def test_fit_config_maps_values_to_the_nearest_legal_ones():
     assert fit_config({}, space) == {n: k.default for n, k in space.space.items()}
 
 
+# three points of gemm_planted_cost's space, for logs written by the tests
+PLANTED_A = {"tile_y": (4,), "tile_x": (32,), "unroll": 3, "vec": 2, "order": 1}
+PLANTED_B = {"tile_y": (2,), "tile_x": (64,), "unroll": 1, "vec": 4, "order": 0}
+PLANTED_C = {"tile_y": (1,), "tile_x": (64,), "unroll": 1, "vec": 8, "order": 5}
+
+
 def test_transfer_proposes_the_nearest_shapes_best_first(tmp_path):
     log = tmp_path / "a.jsonl"
     dev = "test / planted"
@@ -289,9 +295,9 @@ def test_transfer_proposes_the_nearest_shapes_best_first(tmp_path):
         Task("gemm", "gemm_planted_cost", (256, 256, 16)),
         Task("gemm", "gemm_planted_cost", (16, 16, 4096)),
     )
-    best_a = {"tile_y": (4,), "tile_x": (32,), "unroll": 3, "vec": 2, "order": 1}
+    best_a = PLANTED_A
     other = {"tile_y": (2,), "tile_x": (2,), "unroll": 0, "vec": 1, "order": 0}
-    best_far = {"tile_y": (1,), "tile_x": (64,), "unroll": 1, "vec": 8, "order": 5}
+    best_far = PLANTED_C
     write_log(log, dev, a, [(other, 2.0), (best_a, 1.0)])
     write_log(log, dev, far, [(best_far, 0.5)])
     b = Task("gemm", "gemm_planted_cost", (512, 256, 16))
@@ -624,8 +630,8 @@ def test_an_untuned_prediction_ranks_the_logged_bests_not_only_the_nearest(tmp_p
         Task("gemm", "gemm_planted_cost", (384, 256, 16)),
         Task("gemm", "gemm_planted_cost", (1024, 256, 16)),
     )
-    slow = {"tile_y": (4,), "tile_x": (32,), "unroll": 3, "vec": 2, "order": 1}
-    fast = {"tile_y": (2,), "tile_x": (64,), "unroll": 1, "vec": 4, "order": 0}
+    slow = PLANTED_A
+    fast = PLANTED_B
     write_log(log, dev, near, [(slow, 10.0)])
     write_log(log, dev, farther, [(fast, 0.01)])
     b = Task("gemm", "gemm_planted_cost", (512, 256, 16))
@@ -640,8 +646,8 @@ def test_an_untuned_prediction_takes_the_tasks_own_logged_best(tmp_path):
     log = tmp_path / "a.jsonl"
     dev = "test / planted"
     b = Task("gemm", "gemm_planted_cost", (512, 256, 16))
-    best = {"tile_y": (4,), "tile_x": (32,), "unroll": 3, "vec": 2, "order": 1}
-    other = {"tile_y": (2,), "tile_x": (64,), "unroll": 1, "vec": 4, "order": 0}
+    best = PLANTED_A
+    other = PLANTED_B
     write_log(log, dev, b, [(other, 2.0), (best, 1.0)])
     write_log(log, dev, Task("gemm", "gemm_planted_cost", (500, 256, 16)), [(other, 0.001)])
     assert model.predict_config(b, history(b, dev, [str(log)]), LIMITS) == best
@@ -653,9 +659,9 @@ def test_a_search_measures_the_tasks_own_trials_from_other_logs_first(tmp_path):
     log = tmp_path / "a.jsonl"
     dev = "test / planted"
     b = Task("gemm", "gemm_planted_cost", (512, 256, 16))
-    best = {"tile_y": (4,), "tile_x": (32,), "unroll": 3, "vec": 2, "order": 1}
-    other = {"tile_y": (2,), "tile_x": (64,), "unroll": 1, "vec": 4, "order": 0}
-    near = {"tile_y": (1,), "tile_x": (64,), "unroll": 1, "vec": 8, "order": 5}
+    best = PLANTED_A
+    other = PLANTED_B
+    near = PLANTED_C
     write_log(log, dev, b, [(other, 2.0), (best, 1.0)])
     write_log(log, dev, Task("gemm", "gemm_planted_cost", (500, 256, 16)), [(near, 0.001)])
     prop = ModelProposer(b, b.space(), LIMITS, history(b, dev, [str(log)]), seed=0)
@@ -675,8 +681,8 @@ def test_a_shipped_log_that_holds_the_task_wins_over_an_active_logs_other_shapes
     shipped.mkdir()
     monkeypatch.setattr(model, "LOGS_DIR", str(shipped))
     b = Task("gemm", "gemm_planted_cost", (512, 256, 16))
-    best = {"tile_y": (4,), "tile_x": (32,), "unroll": 3, "vec": 2, "order": 1}
-    near = {"tile_y": (1,), "tile_x": (64,), "unroll": 1, "vec": 8, "order": 5}
+    best = PLANTED_A
+    near = PLANTED_C
     write_log(shipped / (model.device_slug(limits.name) + ".jsonl"), limits.name, b, [(best, 1.0)])
     active = tmp_path / "mine.jsonl"
     write_log(active, limits.name, Task("gemm", "gemm_planted_cost", (500, 256, 16)), [(near, 0.1)])

@@ -37,8 +37,8 @@ from tensorsched.tune.features import Lowering  # noqa: E402
 from tensorsched.tune.model import (  # noqa: E402
     carry_config,
     history,
+    logged_shapes,
     predict_config,
-    shape_distance,
     shipped_logs,
     sibling_logs,
 )
@@ -61,19 +61,10 @@ def _build(item: tuple[dict, dict]) -> str:
 def candidates(task: Task, records: list, per_shape: int) -> list[dict]:
     """Every logged shape's ``per_shape`` best configs carried to ``task``, with provenance."""
     space = task.space()
-    by_task: dict[str, list] = {}
-    for r in records:
-        if r.status == "ok" and r.device_ms is not None and r.task_key() != task.key():
-            if (r.task.get("kind"), r.task.get("template")) == (task.kind, task.template):
-                by_task.setdefault(r.task_key(), []).append(r)
     out, seen = [], {}
-    for recs in by_task.values():
-        recs.sort(key=lambda r: r.device_ms)
-        there = Task.from_dict(recs[0].task)
-        d = shape_distance(task, there)
+    for d, there, recs in logged_shapes(task, space, records):
         for rank, r in enumerate(recs[:per_shape]):
             c = carry_config(r.config, there, task, space)
-            key = config_key(c)
             src = {
                 "shape": list(there.shape),
                 "distance": d,
@@ -82,6 +73,7 @@ def candidates(task: Task, records: list, per_shape: int) -> list[dict]:
                 "best_ms": recs[0].device_ms,
                 "config": r.config,
             }
+            key = config_key(c)
             if key in seen:
                 seen[key]["sources"].append(src)
                 continue

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..runtime.device import DeviceLimits, current_limits
 from .log import best_records, read_log
-from .model import history, own_best, predict_config, same_family, shipped_logs, sibling_logs
+from .model import history, own_best, predict_from_shapes, same_family, shipped_logs, sibling_logs
 from .record import Record
 from .task import Task
 
@@ -90,7 +90,7 @@ def predicted_config(task: Task) -> dict | None:
         if config is not None:
             return config
     for lim, records in sources:
-        config = predict_config(task, records, lim)
+        config = predict_from_shapes(task, records, lim)
         if config is not None:
             return config
     return None

@@ -347,11 +347,12 @@ def nearest_bests(
     return list(_nearest_bests(task, space, records, shapes))
 
 
-def _logged_shapes(
+def logged_shapes(
     task: Task, space: Config, records: Sequence[Record]
 ) -> list[tuple[float, Task, list[Record]]]:
     """``(log-shape distance, task, its correct trials fastest first)`` of each other logged
-    shape whose configs can be points of ``space``, nearest first."""
+    shape (of ``task``'s template, or of another whose configs are points of ``space``),
+    nearest first."""
     mine = (task.kind, task.template)
     by_task: dict[str, list[Record]] = {}
     for r in records:
@@ -373,7 +374,7 @@ def _nearest_bests(
 ) -> Iterator[dict[str, Any]]:
     """``nearest_bests``, one at a time (each carried over when it is asked for)."""
     keys: set[str] = set()
-    for _, there, recs in _logged_shapes(task, space, records)[:shapes]:
+    for _, there, recs in logged_shapes(task, space, records)[:shapes]:
         for r in recs[:SEEDS_PER_SHAPE]:
             c = carry_config(r.config, there, task, space)
             if config_key(c) not in keys:
@@ -539,11 +540,7 @@ class ModelProposer:
         # this task's own fastest trials in the logs (a shipped log's, another machine's) are
         # measured first, then the nearest shapes' bests; the search skips those its own log
         # has already
-        own = sorted(
-            (r for r in mine if r.status == "ok" and r.device_ms is not None),
-            key=lambda r: r.device_ms or math.inf,
-        )[:SEEDS_PER_SHAPE]
-        own_seeds = [fit_config(r.config, space) for r in own]
+        own_seeds = [carry_config(r.config, task, task, space) for r in own_trials(task, mine)]
         try:
             for r in mine:
                 self.seen.add(r.config_key())
@@ -752,15 +749,21 @@ class ModelProposer:
         return out
 
 
+def own_trials(task: Task, records: Iterable[Record]) -> list[Record]:
+    """The correct trials of ``task`` itself in ``records``, fastest first, at most
+    ``SEEDS_PER_SHAPE``."""
+    key = task.key()
+    own = (
+        r for r in records if r.status == "ok" and r.device_ms is not None and r.task_key() == key
+    )
+    return sorted(own, key=lambda r: r.device_ms or math.inf)[:SEEDS_PER_SHAPE]
+
+
 def own_best(task: Task, records: Sequence[Record], limits: DeviceLimits) -> dict | None:
     """``task``'s own fastest trial in ``records`` that is valid on a device with ``limits``
     (made a point of today's space), or None."""
-    key = task.key()
-    own = [
-        r for r in records if r.status == "ok" and r.device_ms is not None and r.task_key() == key
-    ]
     space, lowering = task.space(), Lowering(limits)
-    for r in sorted(own, key=lambda r: r.device_ms or math.inf)[:SEEDS_PER_SHAPE]:
+    for r in own_trials(task, records):
         c = carry_config(r.config, task, task, space)
         if lowering(task, c)[1] is None:
             return c
@@ -776,8 +779,11 @@ def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) 
     best that is valid here; else the model's best over the space (with LightGBM); else None
     (the template's defaults)."""
     own = own_best(task, records, limits)
-    if own is not None:
-        return own
+    return own if own is not None else predict_from_shapes(task, records, limits)
+
+
+def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLimits) -> dict | None:
+    """``predict_config`` from the other shapes alone (its steps after ``own_best``)."""
     space = task.space()
     lowering = Lowering(limits)
     mine, near = (task.kind, task.template), {}
@@ -787,7 +793,7 @@ def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) 
     records = [r for r in records if _template_of(r) == mine or near[r.task_key()]]
     if not records:
         return None
-    shapes = _logged_shapes(task, space, records)[:PREDICT_SHAPES]
+    shapes = logged_shapes(task, space, records)[:PREDICT_SHAPES]
     here = [carry_config(recs[0].config, there, task, space) for _, there, recs in shapes]
     lowered = lowering.many(
         [(task, c) for c in here] + [(there, recs[0].config) for _, there, recs in shapes]

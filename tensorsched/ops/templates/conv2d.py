@@ -210,11 +210,7 @@ def conv2d_gemm_cpu(
         # (PoCL: ResNet-18's patches 2.9 -> 1.3 ms in the network, the GEMMs no slower)
         t = st["data_rows"]
         c, kw, ph, r = s[t].op.axis
-        rows, _ = s[t].split(r, shape.OW)
-        s[t].bind(s[t].fuse(c, kw, ph), thread_axis("blockIdx.x"))
-        ro, ri = s[t].split(rows, min(t.shape[-1] // shape.OW, 256))
-        s[t].bind(ro, thread_axis("blockIdx.y"))
-        s[t].bind(ri, thread_axis("threadIdx.x"))
+        _bind_image_rows(s, t, s[t].fuse(c, kw, ph), r, shape.OW)
         return s, args
     s, st, O, args = _declare(conv2d_nchw_implicit_gemm, epilogue, shape, dtype)
     pixels, co = _pixels(s, O, shape)
@@ -227,12 +223,19 @@ def conv2d_gemm_cpu(
     # a work-group per row of the matrix, a work-item per image row of it (PoCL: 0.25
     # against 0.65 ms for 64 consecutive elements per work-group, 56x56x64 3x3)
     k, q = s[col].op.axis
-    rows, _ = s[col].split(q, shape.OW)
-    s[col].bind(k, thread_axis("blockIdx.x"))
-    ro, ri = s[col].split(rows, min(shape.N * shape.OH, 256))
-    s[col].bind(ro, thread_axis("blockIdx.y"))
-    s[col].bind(ri, thread_axis("threadIdx.x"))
+    _bind_image_rows(s, col, k, q, shape.OW)
     return s, args
+
+
+def _bind_image_rows(s: Schedule, t: Tensor, outer: IterVar, r: IterVar, width: int) -> None:
+    """``t``'s ``outer`` axis bound to work-groups and its last axis ``r`` (image rows of
+    ``width`` one after another) to a work-item per row (at most 256 a work-group), each a
+    loop along its row."""
+    rows, _ = s[t].split(r, width)
+    s[t].bind(outer, thread_axis("blockIdx.x"))
+    ro, ri = s[t].split(rows, min(int(t.shape[-1]) // width, 256))
+    s[t].bind(ro, thread_axis("blockIdx.y"))
+    s[t].bind(ri, thread_axis("threadIdx.x"))
 
 
 def conv2d_implicit_gemm(
