@@ -6,6 +6,7 @@ import itertools
 import re
 import textwrap
 
+import numpy as np
 import pytest
 import seed_conv
 from hypothesis import given, settings
@@ -594,3 +595,28 @@ def test_simplify_and_insert_barriers_keep_unchanged_nodes():
     assert insert_barriers(body) is not body  # barriers are added again (not idempotent)
     once = insert_barriers(simplify_stmt(body))
     assert simplify_stmt(once) is once
+
+
+def test_a_padded_copy_row_is_partitioned_at_its_borders():
+    """partition_loops: the row loop of a padded copy, whose body tests its index against the
+    padding, becomes a store of zero, a loop without the column test, and a store of zero."""
+    A = ts.placeholder((4, 6, 10), name="A")
+    P = ts.compute(
+        (4, 8, 12),
+        lambda c, h, w: ts.if_then_else(
+            ts.all(h >= 1, h < 7, w >= 1, w < 11), A[c, h - 1, w - 1], 0.0
+        ),
+        name="P",
+    )
+    s = ts.create_schedule(P.op)
+    c, h, w = s[P].op.axis
+    s[P].bind(s[P].fuse(c, h), ts.thread_axis("blockIdx.x"))
+    text = str(ts.lower(s, [A, P]))
+    loops = re.findall(r"for \(w, 0, (\d+)\)", text)
+    assert loops == ["10"], text
+    assert "w >= 1" not in text and "w < 11" not in text, text
+    assert text.count("= 0f") == 2, text  # the first and last column of a row
+    A_np = np.random.default_rng(0).standard_normal((4, 6, 10)).astype(np.float32)
+    out = np.full((4, 8, 12), np.nan, np.float32)
+    ts.build(s, [A, P], target="python")(A_np, out)
+    np.testing.assert_array_equal(out, np.pad(A_np, ((0, 0), (1, 1), (1, 1))))

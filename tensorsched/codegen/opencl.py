@@ -84,6 +84,34 @@ HELPERS = {
     **_floor_helpers("_long", "long"),
 }
 
+
+def _strided_helper(name: str, ctype: str, space: str, lanes: int, stride: int) -> str:
+    """The function ``name`` returning ``lanes`` elements ``stride`` apart from ``p``: the
+    widest vector loads that read no element past the last lane, each element picked out by
+    its swizzle (a vector literal of scalars: Oclgrind mis-runs one built of vectors)."""
+    span = (lanes - 1) * stride + 1
+    body, picks, at, k = [], [], 0, 0
+    while at < span:
+        width = next((w for w in (16, 8, 4, 3, 2) if w <= span - at), 1)
+        if width == 1:
+            picks.append(f"p[{at}]")
+            at += stride
+            continue
+        ptr = f"p + {at}" if at else "p"
+        body.append(f"  const {ctype}{width} v{k} = vload{width}(0, {ptr});")
+        offsets = range((-at) % stride, width, stride)
+        picks += [f"v{k}.s{'0123456789abcdef'[o]}" for o in offsets]
+        at += width
+        at += (-at) % stride  # the next wanted element
+        k += 1
+    assert len(picks) == lanes
+    return (
+        f"{ctype}{lanes} {name}(const {space} {ctype}* p) {{\n"
+        + "\n".join(body)
+        + f"\n  return ({ctype}{lanes})({', '.join(picks)});\n}}"
+    )
+
+
 INDEX_LIMIT = dt.INT32_MAX
 """A kernel is indexed with 64-bit ``long`` (loop variables, work-item indices, and so all the
 index arithmetic on them) when one of its buffers has more elements than this, or one of its
@@ -127,6 +155,7 @@ class OpenCLEmitter(CStyleEmitter):
         super().__init__(names)
         self.fp16 = fp16
         self.vector_regs: dict[S.Buffer, int] = {}  # private Buffer -> lanes, as vectors
+        self.helper_defs: dict[str, str] = {}  # helpers written for this text (strided loads)
         self.uses_half = False
         if fp16 == "storage":
             self.types = dict(self.types, float16="float")
@@ -159,12 +188,36 @@ class OpenCLEmitter(CStyleEmitter):
                     f"vload_half{idx.lanes}" if self._half_global(e.buffer) else f"vload{idx.lanes}"
                 )
                 return f"{fn}(0, {ptr})", ATOM
+            stride = getattr(idx.stride, "value", None)
+            if (
+                isinstance(stride, int)
+                and 1 < stride <= 4
+                and e.buffer.scope in ("global", "shared")
+                and not self._half_global(e.buffer)
+            ):
+                return self._strided_load(e, idx, stride), ATOM
             lanes = [self.simp.visit(idx.base + idx.stride * k) for k in range(idx.lanes)]
             parts = [self.expr(E.Load(e.buffer, i)) for i in lanes]
             return f"(({self.ctype(e.dtype)})({', '.join(parts)}))", ATOM
         if self._half_global(e.buffer):
             return f"vload_half({self.expr(idx)}, {b})", ATOM
         return f"{b}[{self.expr(idx)}]", ATOM
+
+    def _strided_load(self, e: E.Load, idx: E.Ramp, stride: int) -> str:
+        """A vector of lanes ``stride`` elements apart (a stride-2 convolution's row), read by
+        a helper that loads vectors covering exactly the elements from its first lane to its
+        last and picks the lanes out of them (``ts_vload4_s2``: a ``vload4`` and a ``vload3``
+        for lanes 0, 2, 4, 6), rather than one scalar load per lane. Nothing past the last
+        lane is read."""
+        space = {"global": "__global", "shared": "__local"}[e.buffer.scope]
+        ctype = self.ctype(dt.element(e.dtype))
+        name = f"ts_vload{idx.lanes}_s{stride}" + ("" if ctype == "float" else f"_{ctype}")
+        name += "" if space == "__global" else "_local"
+        if name not in self.helper_defs:
+            self.helper_defs[name] = _strided_helper(name, ctype, space, idx.lanes, stride)
+        self.helpers.add(name)
+        b, base = self.buf(e.buffer), self.expr(idx.base)
+        return f"{name}({b} + {base})" if base != "0" else f"{name}({b})"
 
     def _image_load(self, e: E.Load) -> str:
         """Element (row, col) of a 2-d input read as an RGBA float image: texel (col/4, row)."""
@@ -408,6 +461,7 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
     temps, parts = split_kernels(func)
     names_used: set[str] = set()
     helpers: set[str] = set()
+    helper_defs = dict(HELPERS)
     kernels: list[KernelInfo] = []
     texts: list[str] = []
     uses_half = False
@@ -452,6 +506,7 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
         lines += em.lines
         lines.append("}")
         helpers |= em.helpers
+        helper_defs.update(em.helper_defs)
         uses_half = uses_half or em.uses_half
         texts.append("\n".join(lines))
         kernels.append(
@@ -466,7 +521,7 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
         head.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
     if any(b.image for b in func.args):
         head.append(SAMPLER)
-    head += [HELPERS[h] for h in sorted(helpers)]
+    head += [helper_defs[h] for h in sorted(helpers)]
     text = "\n\n".join(head + texts) + "\n"
     return KernelSource(func.name, text, tuple(kernels), tuple(temps))
 

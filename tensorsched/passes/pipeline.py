@@ -23,6 +23,7 @@ from .double_buffer import double_buffer
 from .hoist_guards import hoist_guards
 from .inject_virtual_threads import inject_virtual_threads
 from .insert_barriers import insert_barriers
+from .partition_loops import partition_loops
 from .peel_tail import peel_tail
 from .remove_trivial_loops import remove_trivial_loops
 from .simplify_stmt import simplify_stmt
@@ -45,6 +46,7 @@ PIPELINE: tuple[Pass, ...] = (
     # lowering: loop nests (schedule_ops) -> lowered function (ts.lower)
     Pass("inject_virtual_threads", LOWER, inject_virtual_threads),  # vthread loops interleaved
     Pass("peel_tail", LOWER, peel_tail),  # split(tail="peel"): last iteration written out
+    Pass("partition_loops", LOWER, partition_loops),  # constant index tests split the loop
     Pass("simplify", LOWER, simplify_stmt),  # canonical index arithmetic, dead guards
     Pass("remove_trivial_loops", LOWER, remove_trivial_loops),  # one-iteration loops go
     Pass("simplify_again", LOWER, simplify_stmt),  # fold what the removal exposed

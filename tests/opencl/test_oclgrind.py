@@ -5,6 +5,8 @@ Oclgrind interprets every work-item, so the sizes stay tiny. Each check runs in 
 (``tensorsched.runtime.oclgrind.run_checked``).
 """
 
+import re
+
 import numpy as np
 import pytest
 from ocl_util import assert_close, conv_ref, gemm, gemm_shared_schedule, make_arrays, random_array
@@ -81,6 +83,25 @@ def test_accepts_a_module_and_a_builder(ocl_device, rng):
         arrays, ins, outs = make_arrays([A, B, C], rng)
         run_checked(program, arrays)
         assert_close(arrays[2], ins[0].astype(np.float64) @ ins[1], "float32")
+
+
+@pytest.mark.parametrize("stride, lanes", [(2, 8), (2, 2), (3, 8), (2, 16)])
+def test_strided_vector_loads_read_nothing_past_their_last_lane(stride, lanes, rng):
+    """A vectorized row read at a stride (a stride-2 convolution's taps) is loaded as vectors
+    swizzled to the lanes they hold; the row ends at the last lane's element, so a vector
+    reaching one element further would be reported."""
+    width = stride * (lanes - 1) + 1
+    A = ts.placeholder((3, width), name="A")
+    B = ts.compute((3, lanes), lambda i, j: A[i, j * stride] * 2.0, name="B")
+    s = ts.create_schedule(B.op)
+    i, j = s[B].op.axis
+    s[B].bind(i, ts.thread_axis("threadIdx.x"))
+    s[B].vectorize(j)
+    func = check_clean(s, [A, B], "strided", rng, lambda a: 2 * a[:, ::stride])
+    text = emit_opencl(func).text
+    helper = f"ts_vload{lanes}_s{stride}"
+    assert f"float{lanes} {helper}(const __global float* p)" in text
+    assert re.search(helper + r"\(A\b", text), text
 
 
 # ---------------------------------------------------------------- the checker catches errors
