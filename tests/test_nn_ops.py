@@ -2,6 +2,8 @@
 sizes (outputs poisoned first), every template of the new kinds at its default config and one
 other on the Python target and on the OpenCL device, and the errors of bad arguments."""
 
+import re
+
 import numpy as np
 import pytest
 from ts_check import check
@@ -358,3 +360,29 @@ def test_templates_launch_their_kernels_in_parallel(kind, name, shape, epilogue,
     assert len(kernels) == KERNELS[kind, name]
     for k in kernels:
         assert np.prod(k.global_size) > 1, f"{k.name} runs on one work-item"
+
+
+INTERIOR_CASES = [
+    (1, 3, 20, 21, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),  # stride 1
+    (1, 2, 24, 20, 2, 3, 3, 2, 2, 2, 0, 0, 1, 1, 1, 1),  # stride 2, ONNX pads (0, 0, 1, 1)
+    (1, 2, 17, 30, 4, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1),  # stride 2, multiplier 2
+]
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("shape", INTERIOR_CASES, ids=["s1", "s2-onnx", "s2-m2"])
+@pytest.mark.parametrize("tail", ["guard", "shift"])
+def test_interior_work_items_read_the_padded_input_without_tests(device, shape, tail):
+    """specialize_interior: the work-items whose taps all fall inside the image run a copy of
+    the body without the padding's tests, its rows loaded as vectors; the border ones keep
+    the tests; both against numpy."""
+    config = {"pad_inline": 1, "tile_h": 2, "tile_w": 4, "threads_h": 2, "threads_w": 1}
+    config.update(vectorize=1, tail=tail)
+    task = Task("depthwise_conv2d", "cpu", shape, epilogue=("bias",))
+    s, args, cfg = task.instantiate(config)
+    assert cfg.valid, cfg.constraints
+    src = ts.build(s, args, target="opencl").get_source()
+    fast, slow = src.split("} else {")
+    assert "if (" in fast and re.search(r"(vload4|ts_vload4_s2)\(.*data", fast), fast
+    assert " ? data[" not in fast and " ? data[" in slow
+    _check_task(task, config, "opencl")

@@ -27,6 +27,7 @@ from .partition_loops import partition_loops
 from .peel_tail import peel_tail
 from .remove_trivial_loops import remove_trivial_loops
 from .simplify_stmt import simplify_stmt
+from .specialize_interior import specialize_interior
 from .unroll import unroll_loops
 from .vectorize import vectorize_loops
 
@@ -54,6 +55,7 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("insert_barriers", LOWER, insert_barriers),  # work-group barriers around tiles
     Pass("double_buffer", LOWER, double_buffer),  # marked tiles filled one step ahead
     # preparation: one kernel's statement -> what the emitter prints
+    Pass("specialize_interior", PREPARE, specialize_interior),  # test-free copy for the interior
     Pass("vectorize_loops", PREPARE, vectorize_loops),  # vector types from vectorized loops
     Pass("unroll_loops", PREPARE, unroll_loops),  # write out unrolled loops
     Pass("simplify_copies", PREPARE, simplify_stmt),  # fold the copies' index arithmetic

@@ -8,13 +8,24 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_data_vec(__glo
   const int threadIdx_y = get_local_id(1);
   const int threadIdx_z = get_local_id(2);
   // data_vec
-  for (int vh = 0; vh < 3; ++vh) {
-    data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 && blockIdx_y * 4 >= 1 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 57] : 0.0f);
-    data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 1] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 56] : 0.0f);
-    data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 2] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 55] : 0.0f);
-    data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 3] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 54] : 0.0f);
-    data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 4] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 53] : 0.0f);
-    data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 5] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 && blockIdx_y * 4 + 5 < 57 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 52] : 0.0f);
+  if (blockIdx_z >= 1 && blockIdx_z < 55 && blockIdx_y * 4 >= 1 && blockIdx_y * 4 < 52) {
+    for (int vh = 0; vh < 3; ++vh) {
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6] = data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 57];
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 1] = data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 56];
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 2] = data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 55];
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 3] = data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 54];
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 4] = data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 53];
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 5] = data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 52];
+    }
+  } else {
+    for (int vh = 0; vh < 3; ++vh) {
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 && blockIdx_y * 4 >= 1 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 57] : 0.0f);
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 1] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 56] : 0.0f);
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 2] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 55] : 0.0f);
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 3] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 54] : 0.0f);
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 4] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 53] : 0.0f);
+      data_vec[blockIdx_z * 64512 + blockIdx_y * 4608 + blockIdx_x * 18 + vh * 6 + 5] = (blockIdx_z + vh >= 1 && blockIdx_z + vh < 57 && blockIdx_y * 4 + 5 < 57 ? data[blockIdx_x * 3136 + blockIdx_z * 56 + vh * 56 + blockIdx_y * 4 - 52] : 0.0f);
+    }
   }
 }
 

@@ -104,6 +104,18 @@ def test_strided_vector_loads_read_nothing_past_their_last_lane(stride, lanes, r
     assert re.search(helper + r"\(A\b", text), text
 
 
+def test_a_depthwise_conv_with_its_interior_specialized_is_clean(rng):
+    """Padding read inline: the interior work-items' test-free copy (vector rows reaching
+    the image's edges) reads nothing outside the input."""
+    from tensorsched.tune import Task
+
+    task = Task("depthwise_conv2d", "cpu", (1, 2, 12, 13, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1))
+    config = {"pad_inline": 1, "tile_h": 2, "tile_w": 4, "threads_h": 1, "threads_w": 1}
+    s, args, _ = task.instantiate({**config, "vectorize": 1, "tail": "shift"})
+    func = check_clean(s, args, "dw", rng, lambda *ins: task.reference(list(ins)))
+    assert "} else {" in emit_opencl(func).text
+
+
 # ---------------------------------------------------------------- the checker catches errors
 
 
