@@ -12,6 +12,8 @@ variables at the end of their range that minimises the bound), and emits
     if (those conditions) { the body, those tests gone } else { the body }
 
 so that interior work-items run test-free code, which the vectorizer turns into vector loads.
+Tests of the work-item's indices alone (a row of the padded copy that is padding) join the
+outer test when there is a bound inside a loop to drop.
 Bodies with a work-group barrier are left alone (work-items of a group could take different
 branches around it), as are bounds that are not linear in the loops inside the work-item.
 """
@@ -65,7 +67,7 @@ def _holds_throughout(c: E.Expr, loops: Ranges) -> E.Expr | None:
     if not (dt.is_int(c.a.dtype) and dt.is_int(c.b.dtype) and dt.lanes(c.a.dtype) == 1):
         return None  # a test of values, not of indices
     if not any(v in loops for v in free_vars(c)):
-        return None  # a test of the work-item's indices alone: the body keeps it
+        return c  # a test of the work-item's indices alone: it moves to the outer test
     diff = c.a - c.b
     lowest = c.op in (">", ">=")
     x = _extreme(diff, loops, lowest)
@@ -144,8 +146,8 @@ def _specialize(stmt: S.Stmt) -> S.Stmt:
     col = _Selects()
     col.visit(stmt)
     found = {c: p for c, p in col.found.items() if not set(free_vars(p)) & col.inner}
-    if col.barrier or not found:
-        return stmt
+    if col.barrier or all(c is p for c, p in found.items()):
+        return stmt  # no bound inside a loop to drop: a copy would gain nothing
     conds = list(dict.fromkeys(found.values()))
     fast = _DropBounds(set(found)).visit(stmt)
     # the copy's private tiles are buffers of their own: vector registers where every access

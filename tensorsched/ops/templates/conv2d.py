@@ -231,7 +231,11 @@ def _bind_image_rows(s: Schedule, t: Tensor, outer: IterVar, r: IterVar, width: 
     """``t``'s ``outer`` axis bound to work-groups and its last axis ``r`` (image rows of
     ``width`` one after another) to a work-item per row (at most 256 a work-group), each a
     loop along its row."""
-    rows, _ = s[t].split(r, width)
+    rows, along = s[t].split(r, width)
+    lanes = next((v for v in (16, 8, 4) if width % v == 0), 0)
+    if lanes:  # the row as vectors (a stride-2 conv's row through ts_vloadN_s2)
+        _, lane = s[t].split(along, lanes)
+        s[t].vectorize(lane)
     s[t].bind(outer, thread_axis("blockIdx.x"))
     ro, ri = s[t].split(rows, min(int(t.shape[-1]) // width, 256))
     s[t].bind(ro, thread_axis("blockIdx.y"))
