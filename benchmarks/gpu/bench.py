@@ -83,6 +83,7 @@ from tensorsched.ops.conv2d import ConvShape, conv2d_ref
 from tensorsched.runtime.device import DeviceLimits, current_device, set_device
 from tensorsched.runtime.numerics import TOL, random_array, relative_error
 from tensorsched.runtime.table import format_table
+from tensorsched.tune.dispatch import predicted_config
 from tensorsched.tune.log import read_log
 from tensorsched.tune.model import past_records, predict_config
 from tensorsched.tune.task import Task
@@ -377,6 +378,8 @@ def measure_tensorsched(wl, template, log_path, inputs, ref, opts):
         device = DeviceLimits.of().name
         others = [t for t in opts.transfer if os.path.abspath(t) != os.path.abspath(log_path)]
         config = predict_config(task, past_records(task, device, None, others), DeviceLimits.of())
+        if config is None:  # no log of this device: instantiate's choice (a sibling's logs)
+            config = predicted_config(task)
         if config is not None:
             s, args, _ = task.instantiate(config)
             rec, label = SimpleNamespace(config=config), f"{template} predicted, untuned"
