@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, SupportsFloat
 
@@ -478,3 +478,16 @@ def is_const(e: Expr, value: float | None = None) -> bool:
 
 TRUE = IntImm(1, "bool")
 FALSE = IntImm(0, "bool")
+
+
+def conjuncts(cond: Expr) -> list[Expr]:
+    """The parts of a conjunction ``a && b && ...`` (one part when ``cond`` is no ``And``)."""
+    return conjuncts(cond.a) + conjuncts(cond.b) if isinstance(cond, And) else [cond]
+
+
+def all_of(conds: Sequence[Expr]) -> Expr:
+    """``conds[0] && conds[1] && ...`` (at least one condition)."""
+    out = conds[0]
+    for c in conds[1:]:
+        out = And(out, c)
+    return out

@@ -12,28 +12,17 @@ from ..ir import stmt as S
 from ..ir.visitor import StmtMutator, free_vars
 
 
-def _conjuncts(c):
-    return _conjuncts(c.a) + _conjuncts(c.b) if isinstance(c, E.And) else [c]
-
-
-def _all(conds):
-    out = None
-    for c in conds:
-        out = c if out is None else E.And(out, c)
-    return out
-
-
 class _Hoist(StmtMutator):
     def visit_For(self, f):
         body = self.visit(f.body)
         if isinstance(body, S.IfThenElse) and body.orelse is None:
-            parts = _conjuncts(body.cond)
+            parts = E.conjuncts(body.cond)
             inv = [c for c in parts if f.var not in free_vars(c)]
             rest = [c for c in parts if f.var in free_vars(c)]
             if inv:
-                inner = body.then if not rest else S.IfThenElse(_all(rest), body.then)
+                inner = body.then if not rest else S.IfThenElse(E.all_of(rest), body.then)
                 return S.IfThenElse(
-                    _all(inv), S.For(f.var, f.min, f.extent, f.kind, inner, f.pragmas)
+                    E.all_of(inv), S.For(f.var, f.min, f.extent, f.kind, inner, f.pragmas)
                 )
         return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
 

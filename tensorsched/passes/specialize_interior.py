@@ -1,5 +1,5 @@
-"""Boundary specialization: a work-item whose every bounds-tested load is provably inside
-its tensor runs a copy of its body without the tests.
+"""Boundary specialization: a work-item whose bounds tests (loads of a padded input, guards
+of a tile that overhangs its tensor) provably all hold runs a copy of its body without them.
 
 A padded input read through its padding (``pad_inline``) loads ``select(h + kh >= 1 && w + kw
 >= 1, data[...], 0)`` for every element and tap, which keeps the loads scalar and the tests in
@@ -25,62 +25,42 @@ from dataclasses import replace
 from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.simplify import Simplifier, simplify
-from ..ir.visitor import Mutator, Visitor, free_vars, substitute
+from ..ir.simplify import Lin, Simplifier, simplify
+from ..ir.visitor import Mutator, Visitor, free_vars
 
 Ranges = dict[E.Var, int]  # the loops inside the work-item: variable -> constant extent
 
 
-def _conjuncts(c: E.Expr) -> list[E.Expr]:
-    return _conjuncts(c.a) + _conjuncts(c.b) if isinstance(c, E.And) else [c]
-
-
-def _all(conds: list[E.Expr]) -> E.Expr:
-    out = conds[0]
-    for c in conds[1:]:
-        out = E.And(out, c)
-    return out
-
-
-def _extreme(e: E.Expr, loops: Ranges, lowest: bool) -> E.Expr | None:
-    """``e`` at the loop values that make it lowest (or highest), when ``e`` is linear in the
-    loops it mentions; ``None`` otherwise."""
-    simp = Simplifier()
-    lin = simp.lin(e)
-    values: dict[E.Var, E.Expr] = {}
-    for v, n in loops.items():
-        c = lin.terms.get(v, 0)
-        if not c:
-            continue
-        values[v] = E.IntImm(0 if (c > 0) == lowest else n - 1)
-    for atom in lin.terms:
-        if atom not in values and any(v in loops for v in free_vars(atom)):
-            return None  # a loop inside a non-linear term: min(), //, % ...
-    return simplify(substitute(simp.to_expr(lin), values))
-
-
 def _holds_throughout(c: E.Expr, loops: Ranges) -> E.Expr | None:
     """The condition on the work-item's indices under which the bound ``c`` holds for every
-    value of ``loops``, or ``None`` when ``c`` is not such a bound."""
+    value of ``loops`` (``c`` with each loop at the end of its range that is worst for it),
+    or ``None`` when ``c`` is not a bound linear in those loops."""
     if not isinstance(c, E.Cmp) or c.op not in ("<", "<=", ">", ">="):
         return None
     if not (dt.is_int(c.a.dtype) and dt.is_int(c.b.dtype) and dt.lanes(c.a.dtype) == 1):
         return None  # a test of values, not of indices
     if not any(v in loops for v in free_vars(c)):
         return c  # a test of the work-item's indices alone: it moves to the outer test
-    diff = c.a - c.b
+    simp = Simplifier()
+    lin = simp.lin(c.a - c.b)
     lowest = c.op in (">", ">=")
-    x = _extreme(diff, loops, lowest)
-    if x is None:
-        return None
-    lin = Simplifier().lin(x)  # written as "terms op constant": blockIdx_x * 8 >= 1
-    bound, lin.const = -lin.const, 0
-    cond = simplify(E.Cmp(c.op, Simplifier().to_expr(lin), E.IntImm(bound)))
+    const, rest = lin.const, {}
+    for atom, k in lin.terms.items():
+        n = loops.get(atom) if isinstance(atom, E.Var) else None
+        if n is not None:
+            const += k * (0 if (k > 0) == lowest else n - 1)
+        elif any(v in loops for v in free_vars(atom)):
+            return None  # a loop inside a non-linear term: min(), //, % ...
+        else:
+            rest[atom] = k
+    # written as "terms op constant": blockIdx_x * 8 >= 1
+    cond = simplify(E.Cmp(c.op, simp.to_expr(Lin(rest)), E.IntImm(-const)))
     return None if cond == E.FALSE else cond
 
 
-class _Selects(Visitor):
-    """The bounds of the ``select`` conditions in a statement, with the loops around each."""
+class _Bounds(Visitor):
+    """The bounds tested by the ``select`` conditions and guards of a statement, each with
+    the condition under which it holds (from the loops around it)."""
 
     def __init__(self) -> None:
         self.loops: Ranges = {}
@@ -105,7 +85,7 @@ class _Selects(Visitor):
         self.barrier = True
 
     def _bounds(self, cond: E.Expr) -> None:
-        for c in _conjuncts(cond):
+        for c in E.conjuncts(cond):
             if c not in self.found:
                 holds = _holds_throughout(c, self.loops)
                 if holds is not None:
@@ -121,39 +101,40 @@ class _Selects(Visitor):
 
 
 class _DropBounds(Mutator):
-    """The statement with the given bounds of its ``select`` conditions taken as true."""
+    """The statement with the given bounds of its ``select`` conditions and guards taken as
+    true."""
 
     def __init__(self, bounds: set[E.Expr]) -> None:
         self.bounds = bounds
 
     def visit_Select(self, e: E.Select) -> E.Expr:
         t, f = self.visit(e.t), self.visit(e.f)
-        rest = [c for c in _conjuncts(e.cond) if c not in self.bounds]
+        rest = [c for c in E.conjuncts(e.cond) if c not in self.bounds]
         if not rest:
             return t
-        return E.Select(_all(rest), t, f)
+        return E.Select(E.all_of(rest), t, f)
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
         then = self.visit(s.then)
         orelse = self.visit(s.orelse) if s.orelse is not None else None
-        rest = [c for c in _conjuncts(s.cond) if c not in self.bounds]
+        rest = [c for c in E.conjuncts(s.cond) if c not in self.bounds]
         if not rest:
             return then
-        return S.IfThenElse(_all(rest), then, orelse)
+        return S.IfThenElse(E.all_of(rest), then, orelse)
 
 
 def _specialize(stmt: S.Stmt) -> S.Stmt:
-    col = _Selects()
+    col = _Bounds()
     col.visit(stmt)
     found = {c: p for c, p in col.found.items() if not set(free_vars(p)) & col.inner}
     if col.barrier or all(c is p for c, p in found.items()):
         return stmt  # no bound inside a loop to drop: a copy would gain nothing
-    conds = list(dict.fromkeys(found.values()))
+    conds = [p for p in dict.fromkeys(found.values()) if p != E.TRUE]
     fast = _DropBounds(set(found)).visit(stmt)
     # the copy's private tiles are buffers of their own: vector registers where every access
     # of the copy is a vector, whatever the tested body does with its own
     fast = _Rename().visit(fast)
-    return S.IfThenElse(_all(conds), fast, stmt)
+    return S.IfThenElse(E.all_of(conds), fast, stmt) if conds else fast
 
 
 class _Rename(Mutator):
@@ -178,7 +159,7 @@ class _Rename(Mutator):
 
 def specialize_interior(stmt: S.Stmt) -> S.Stmt:
     """Requires: one kernel's statement (launch extents outermost). Guarantees: where the
-    body under the launch extents and allocations has ``select`` bounds linear in its loops,
+    body under the launch extents has bounds tests linear in its loops,
     it is ``if (interior) {body without those bounds} else {body}``; without a barrier in it."""
     return _descend(stmt, launched=False)
 

@@ -257,7 +257,7 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         for b, x in zip(ctx.bounds.buffers[st], ctx.bounds.bodies[st]):
             value = flat.visit(substitute(x, vmap))
             if domain:
-                value = E.Select(_all(domain), value, E.const(0, value.dtype))
+                value = E.Select(E.all_of(domain), value, E.const(0, value.dtype))
             stores.append(S.Store(b, out_index, value))
         main = _guard(all_guards + store_only, S.seq(*stores))
         first_reduce, init = None, None
@@ -534,15 +534,8 @@ def _leader_tags(ctx, st, env):
     return out
 
 
-def _all(conds):
-    c = conds[0]
-    for x in conds[1:]:
-        c = E.And(c, x)
-    return c
-
-
 def _guard(conds, stmt):
-    return S.IfThenElse(_all(conds), stmt) if conds else stmt
+    return S.IfThenElse(E.all_of(conds), stmt) if conds else stmt
 
 
 def _with_allocs(ctx, stages, stmt, skip=frozenset()):

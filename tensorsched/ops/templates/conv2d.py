@@ -230,7 +230,7 @@ def conv2d_gemm_cpu(
 def _bind_image_rows(s: Schedule, t: Tensor, outer: IterVar, r: IterVar, width: int) -> None:
     """``t``'s ``outer`` axis bound to work-groups and its last axis ``r`` (image rows of
     ``width`` one after another) to a work-item per row (at most 256 a work-group), each a
-    loop along its row."""
+    loop along its row, in vectors of 16, 8 or 4 where one divides ``width``."""
     rows, along = s[t].split(r, width)
     lanes = next((v for v in (16, 8, 4) if width % v == 0), 0)
     if lanes:  # the row as vectors (a stride-2 conv's row through ts_vloadN_s2)
