@@ -30,7 +30,7 @@ from ..errors import TensorschedError
 from ..frontend.onnx import from_onnx, to_onnx
 from ..graph.executor import Net, build
 from ..graph.graph import Graph
-from ..graph.passes import optimize
+from ..graph.passes import for_device, optimize
 from ..graph.reference import run_reference
 from ..graph.tasks import extract_tasks
 from ..nets import NETS
@@ -138,6 +138,7 @@ def _tune(args: argparse.Namespace) -> None:
             name = f"{dev.platform_name} / {dev.name}"
             logged = read_log(args.log) if os.path.exists(args.log) else []
             gpu, records = bool(dev.is_gpu), [r for r in logged if r.device == name]
+        g = for_device(g, gpu)  # the layouts a build on that device chooses
         tasks = extract_tasks(g, gpu, records)
         print(f"{g.name}: {len(tasks)} distinct tasks")
         rows = []

@@ -43,7 +43,7 @@ from ..tune.dispatch import apply_best
 from ..tune.log import read_log
 from ..tune.task import Task
 from .graph import Graph, GraphError, Node
-from .passes import VIEWS, optimize
+from .passes import VIEWS, for_device, optimize
 from .tasks import elementwise_kernel, node_task, task_config, workload
 
 TARGETS = ("opencl", "python")
@@ -327,19 +327,16 @@ def _attach(net: Net, layer: Layer, device: Device) -> None:
         nbytes = t.size * np.dtype(dt.NUMPY[t.dtype]).itemsize
         bufs[t] = cl.Buffer(device.context, cl.mem_flags.READ_WRITE, max(4, nbytes))
     constants = set(net.graph.constants)
-    dynamic = {b for b, t in zip(mod.func.args, tensors) if t not in constants}
+    packing = mod.weight_only_kernels(b for b, t in zip(mod.func.args, tensors) if t in constants)
     layer.buffers = bufs  # pyopencl's set_args keeps no reference to them
     q = device.queue
     for info in mod.source.kernels:
         kern = cl.Kernel(mod.program, info.name)  # its own: a module may serve several layers
-        reads = set(info.params) - set(info.writes)
         kern.set_args(*[bufs[b] for b in info.params])
-        static = not (reads & dynamic) and not (set(info.writes) & set(mod.func.outputs))
-        if static:
+        if info.name in packing:
             cl.enqueue_nd_range_kernel(q, kern, info.global_size, info.local_size)
             layer.prepacked += 1
         else:
-            dynamic |= set(info.writes)
             layer.launches.append(Launch(info.name, kern, info.global_size, info.local_size))
     q.finish()
 
@@ -393,7 +390,9 @@ def build(
     ``fp16=True`` stores weights and activations as half, computing in float (OpenCL only; see
     the module docstring). ``custom(net, node)`` (OpenCL only) may build a node's layer itself:
     it returns a ``Layer`` whose launches read and write ``net.buffer(tensor)``, or ``None`` to
-    leave the node to its template (the ACL-style baseline network uses it)."""
+    leave the node to its template (the ACL-style baseline network uses it); with ``custom``
+    the graph keeps NCHW throughout (no ``passes.for_device``). Otherwise a CPU device's
+    graph goes through ``passes.for_device`` (channels-last runs) first."""
     if target not in TARGETS:
         raise GraphError(f"build: unknown target {target!r}; use one of {', '.join(TARGETS)}")
     if target != "opencl" and (fp16 or custom is not None):
@@ -403,6 +402,8 @@ def build(
     g = graph if graph.plan is not None else optimize(graph)
     dev = resolve_device(device) if target == "opencl" else None
     gpu = bool(dev.is_gpu) if dev is not None else False
+    if dev is not None and custom is None:  # custom layers (the ACL-style network): NCHW
+        g = for_device(g, gpu)
     records = read_log(log) if log else []
     if dev is not None:
         records = [r for r in records if r.device == f"{dev.platform_name} / {dev.name}"]

@@ -576,6 +576,22 @@ def _infer_scale_shift(g: Graph, node: Node) -> tuple[int, ...]:
     return s
 
 
+LAYOUTS = ("NCHW", "NHWC")
+
+
+def _infer_layout_transform(g: Graph, node: Node) -> tuple[int, ...]:
+    """A change of memory order only (``passes.channels_last`` inserts it): the tensor's
+    shape stays the logical NCHW one."""
+    _arity(node, 1)
+    src, dst = node.attrs.get("src"), node.attrs.get("dst")
+    if src not in LAYOUTS or dst not in LAYOUTS or src == dst:
+        raise GraphError(
+            f"node '{node.name}' (layout_transform): src and dst must be two of {LAYOUTS}, "
+            f"got {src!r} -> {dst!r}"
+        )
+    return _rank(g, node, node.inputs[0], 4, "input")
+
+
 SHAPE_RULES = {
     "conv2d": _infer_conv2d,
     "batch_norm": _infer_batch_norm,
@@ -591,6 +607,7 @@ SHAPE_RULES = {
     "reshape": _infer_reshape,
     "softmax": _infer_softmax,
     "concat": _infer_concat,
+    "layout_transform": _infer_layout_transform,
 }
 OPS = tuple(SHAPE_RULES)
 

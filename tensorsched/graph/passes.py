@@ -9,6 +9,9 @@ pass requires and guarantees is in its docstring. ``optimize`` runs them in orde
 3. ``fuse_epilogues``  -- bias, residual add, relu and relu6 after a conv, dense or pool join it
 4. ``plan_memory``     -- intermediate tensors share buffers by liveness (``Graph.plan``)
 
+``for_device(g, gpu)`` runs what depends on the device, after them: on a CPU device,
+``channels_last`` (then ``plan_memory`` again).
+
 Weight pre-packing happens at build time (``executor.build``): each conv's weight-only
 kernels (seed 003's ``kernel_vec``, im2col's ``kernel_mat``) run once there and never per
 inference.
@@ -19,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import networkx as nx
 import numpy as np
 
 from .graph import Graph, Node
@@ -210,6 +214,112 @@ def plan_memory(g: Graph) -> Graph:
             slot[a] = slot[src]
     g.plan = MemoryPlan(slot, sizes, alias)
     return g
+
+
+def _channels_last_able(g: Graph, node: Node) -> bool:
+    """A conv that has a channels-last template worth running there: depthwise (channel
+    vectors, padding read inline) or 1x1 (a GEMM of pixels by output channels)."""
+    if node.op != "conv2d":
+        return False
+    CI = g.tensors[node.inputs[0]].shape[1]
+    CO, _, KH, KW = g.tensors[node.inputs[1]].shape
+    groups, dil = node.attrs.get("groups", 1), node.attrs.get("dilations", (1, 1))
+    if tuple(dil) != (1, 1):
+        return False
+    if groups == CI and CO % CI == 0:
+        return True
+    return _plain_conv(node) and KH == KW == 1 and not any(node.attrs.get("pads", (0, 0, 0, 0)))
+
+
+def _plain_conv(node: Node) -> bool:
+    """A conv of task kind ``conv2d`` (one group, square strides, the same pad all round)."""
+    (sh, sw), pads = node.attrs.get("strides", (1, 1)), node.attrs.get("pads", (0, 0, 0, 0))
+    dil = tuple(node.attrs.get("dilations", (1, 1)))
+    return node.attrs.get("groups", 1) == 1 and sh == sw and len(set(pads)) == 1 and dil == (1, 1)
+
+
+def _depthwise(g: Graph, node: Node) -> bool:
+    return node.attrs.get("groups", 1) == g.tensors[node.inputs[0]].shape[1] > 1
+
+
+def channels_last(g: Graph) -> Graph:
+    """Requires: fused epilogues (a CPU device's graph). Guarantees: each connected run of
+    depthwise and 1x1 convs that holds a depthwise conv reads and writes its activations
+    channels-last (``attrs["data_layout"]`` and ``attrs["layout"]`` ``"NHWC"``, a tensor
+    ``<name>_nhwc``); a plain conv that only the run reads writes its output channels-last
+    from NCHW data (``data_layout`` ``"NCHW"``); a ``layout_transform`` where the run meets
+    other NCHW tensors (its inputs, and outputs that an NCHW node or the network reads). The
+    graph's tensors keep their logical NCHW shapes.
+    On PoCL (2 cores) MobileNet-v1's depthwise layers need no padded copies then (11 kernels
+    fewer) and load a channel vector per tap."""
+    if any(n.op == "layout_transform" or "layout" in n.attrs for n in g.nodes.values()):
+        return g  # chosen already
+    order = g.topo_nodes()
+    able = {n.name for n in order if _channels_last_able(g, n)}
+    runs = nx.Graph()
+    runs.add_nodes_from(able)
+    for n in order:
+        for t in n.inputs if n.name in able else ():
+            if g.producer.get(t) in able:
+                runs.add_edge(g.producer[t], n.name)
+    chosen = set[str]()
+    for run in nx.connected_components(runs):
+        if any(_depthwise(g, g.nodes[x]) for x in run):
+            chosen |= run
+    if not chosen:
+        return g
+    g = g.copy()
+    order = g.topo_nodes()
+    # a plain conv whose output only the run reads writes it channels-last itself
+    heads = {
+        n.name for n in order
+        if n.name not in chosen and n.op == "conv2d" and _plain_conv(n)
+        and n.output not in g.outputs and g.consumers(n.output)
+        and all(c.name in chosen for c in g.consumers(n.output))
+    }  # fmt: skip
+    nhwc: dict[str, str] = {}  # an NCHW tensor -> its channels-last copy
+    for n in order:
+        if n.name not in chosen and n.name not in heads:
+            continue
+        inputs = list(n.inputs)
+        for i, t in enumerate(inputs):
+            if i == 0 and n.name in heads:
+                continue  # a head reads its data NCHW
+            if t not in nhwc:
+                if t in g.constants or len(g.tensors[t].shape) != 4:
+                    continue
+                # made by an NCHW node, or a network input
+                nhwc[t] = _transform(g, t, "NCHW", "NHWC", g.fresh_name(f"{t}_nhwc"))
+            inputs[i] = nhwc[t]
+        out = n.output
+        new_out = g.fresh_name(f"{out}_nhwc")
+        g.tensors[new_out] = g.tensors[out]
+        del g.producer[out]
+        data = "NCHW" if n.name in heads else "NHWC"
+        attrs = {**n.attrs, "data_layout": data, "layout": "NHWC"}
+        g.replace_node(Node(n.name, n.op, inputs, new_out, attrs))
+        nhwc[out] = new_out
+        del g.tensors[out]  # back under this name where NCHW readers need it
+        if out in g.outputs or any(c.name not in chosen for c in g.consumers(out)):
+            _transform(g, new_out, "NHWC", "NCHW", out)
+    return plan_memory(g)
+
+
+def _transform(g: Graph, t: str, src: str, dst: str, out: str) -> str:
+    """Add a ``layout_transform`` of ``t`` writing ``out``; its readers already in the graph
+    follow it."""
+    name = g.fresh_name(f"{t}_to_{dst.lower()}")
+    g.add_node("layout_transform", [t], {"src": src, "dst": dst}, name=name, output=out)
+    for c in g.consumers(out):
+        if c.name != name:
+            g.dag.add_edge(name, c.name, tensor=out)
+    return out
+
+
+def for_device(g: Graph, gpu: bool) -> Graph:
+    """The passes that depend on the device, after ``PIPELINE``: ``channels_last`` on a CPU
+    device (where its templates are the fast ones; a GPU keeps NCHW)."""
+    return g if gpu else channels_last(g)
 
 
 PIPELINE: tuple[GraphPass, ...] = (

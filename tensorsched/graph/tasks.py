@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..ir import intrin as I
 from ..ir.expr import const
-from ..ir.tensor import Tensor, compute, placeholder
+from ..ir.tensor import Tensor, compute, placeholder, thread_axis
 from ..ops import nn
 from ..ops.space import Config
 from ..ops.templates import templates_of
@@ -41,6 +41,9 @@ TEMPLATE_CHOICE: dict[str, dict[str, tuple[str, ...]]] = {
     # a work-group per row: batch-1 networks have one row (0.007 ms, not 0.39, on PoCL)
     "softmax": {"gpu": ("rows_gpu", "rows"), "cpu": ("rows_gpu", "rows")},
 }
+# the templates of a node that passes.channels_last made channels-last (attrs["layout"]); a
+# conv that writes NHWC from NCHW data (attrs["data_layout"]) is conv2d's "gemm_to_nhwc"
+CHANNELS_LAST = {"conv2d": "gemm_nhwc", "depthwise_conv2d": "nhwc"}
 TUNABLE = ("conv2d", "depthwise_conv2d", "group_conv2d", "dense")  # what ``net tune`` tunes
 
 
@@ -135,6 +138,9 @@ def node_task(g: Graph, node: Node, gpu: bool, records: Sequence[Record] = ()) -
     if w is None:
         return None
     ep = epilogue_kinds(node)
+    if node.attrs.get("layout") == "NHWC":
+        name = CHANNELS_LAST[w.kind] if node.attrs.get("data_layout") == "NHWC" else "gemm_to_nhwc"
+        return Task(w.kind, name, w.shape, "float32", ep)
     return Task(w.kind, choose_template(w.kind, w.shape, ep, gpu, records), w.shape, "float32", ep)
 
 
@@ -160,6 +166,15 @@ def elementwise_kernel(
         out = nn.relu(ins[0])
     elif node.op == "clip":
         out = nn.clip(ins[0], a["min"], a["max"])
+    elif node.op == "layout_transform":  # NCHW <-> NHWC: a transpose of memory order
+        N, C, H, W = g.tensors[node.inputs[0]].shape
+        nhwc_in = a["src"] == "NHWC"
+        x = placeholder((N, H, W, C) if nhwc_in else (N, C, H, W), dtype, name="in0")
+        ins = [x]
+        if nhwc_in:
+            out = compute((N, C, H, W), lambda n, c, h, w: x[n, h, w, c], name="to_nchw")
+        else:
+            out = compute((N, H, W, C), lambda n, h, w, c: x[n, c, h, w], name="to_nhwc")
     elif node.op == "concat":
         out = concat(ins, a["axis"])
     elif node.op == "scale_shift":
@@ -178,6 +193,9 @@ def elementwise_kernel(
     else:
         raise GraphError(f"node '{node.name}': no kernel for operator '{node.op}'")
     s = create_schedule(out.op)
+    if node.op == "layout_transform":
+        _schedule_transpose(s, out, to_nchw=nhwc_in)
+        return s, [*ins, out]
     if node.op == "softmax":
         stages = [t for t in _stages(out) if t.op.reduce_axis]
         for t in _stages(out):
@@ -187,6 +205,28 @@ def elementwise_kernel(
             schedule_injective(Config({}), s, t)
     schedule_injective(Config({}), s, out)
     return s, [*ins, out]
+
+
+def _schedule_transpose(s: Schedule, out: Tensor, to_nchw: bool) -> None:
+    """A layout transform's kernel: each work-item reads a vector along the input's last
+    axis (the channels of an NHWC input, a row of an NCHW one) and stores its lanes one by
+    one, where a vector width divides that axis; else one element a work-item."""
+    axes = s[out].op.axis
+    # loop order with the input's contiguous axis last: (n, h, w, c) or (n, h, c, w)
+    perm = (0, 2, 3, 1) if to_nchw else (0, 1, 3, 2)
+    order = [axes[i] for i in perm]
+    inner = order[-1]
+    lanes = next((v for v in (16, 8, 4) if int(out.shape[perm[-1]]) % v == 0), 1)
+    s[out].reorder(*order)
+    if lanes > 1:
+        outer, lane = s[out].split(inner, lanes)
+        s[out].vectorize(lane)
+        flat = s[out].fuse(*order[:-1], outer)
+    else:
+        flat = s[out].fuse(*order)
+    bx, tx = s[out].split(flat, 64)
+    s[out].bind(bx, thread_axis("blockIdx.x"))
+    s[out].bind(tx, thread_axis("threadIdx.x"))
 
 
 def _stages(out: Tensor) -> list[Tensor]:

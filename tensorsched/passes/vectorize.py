@@ -67,6 +67,14 @@ class _Vec(Mutator):
             e.name, tuple(self._widen(self.vec(a)) for a in e.args), dt.with_lanes(e.dtype, self.n)
         )
 
+    def visit_Select(self, e):
+        # a test the lanes share (a padded row, read a channel vector at a time) picks whole
+        # vectors: ``c ? vload16(...) : (float16)(0)`` loads nothing where it fails
+        if self.var in free_vars(e.cond):
+            raise _CannotVectorize()  # lane-wise tests: keep the loop
+        t, f = self._widen(self.vec(e.t)), self._widen(self.vec(e.f))
+        return E.Select(e.cond, t, f)
+
     def visit_Cast(self, e):
         v = self.vec(e.value)
         return E.Cast(dt.with_lanes(e.dtype, dt.lanes(v.dtype)), v)

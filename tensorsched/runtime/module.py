@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -418,6 +418,19 @@ class OpenCLModule(ModuleNames):
 
     def get_source(self) -> str:
         return self.source.text
+
+    def weight_only_kernels(self, constants: Iterable[Buffer]) -> frozenset[str]:
+        """The kernels that read only ``constants`` (weights) and what such kernels wrote
+        before them, and write none of the outputs: the weight repacking that a network runs
+        once at build time (``graph.executor``) and the tuner leaves out of its times."""
+        static = set(constants)
+        names = set()
+        for info in self.source.kernels:
+            reads = set(info.params) - set(info.writes)
+            if reads <= static and not set(info.writes) & set(self.func.outputs):
+                static |= set(info.writes)
+                names.add(info.name)
+        return frozenset(names)
 
     def _check_work_groups(self) -> None:
         dev = self.device

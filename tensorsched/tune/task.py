@@ -27,7 +27,7 @@ from ..ops.depthwise import group_conv2d_ref
 from ..ops.nn import EPILOGUE_KINDS, epilogue_ref, softmax_ref
 from ..ops.pool import MODES, pool2d_ref
 from ..ops.space import Config
-from ..ops.templates import KINDS, SHAPES, Template, templates_of
+from ..ops.templates import KINDS, SHAPES, Template, layouts_of, templates_of
 from ..runtime.build import build
 from ..runtime.numerics import random_array
 from ..schedules.schedule import create_schedule
@@ -249,6 +249,17 @@ class Task:
         if self.kind == "expr":
             return _expr_reference(self, inputs)
         x = [np.asarray(a, dtype=np.float64) for a in inputs]
+        if self.kind == "gemm":
+            return self._image_reference(x)
+        data, output = layouts_of(self.kind, self.template)
+        # channels-last data (and a residual, the output's layout) and output: the NCHW
+        # reference, transposed
+        x = [a.transpose(0, 3, 1, 2) if a.ndim == 4 and i != 1 and
+             (data if i == 0 else output) == "NHWC" else a for i, a in enumerate(x)]  # fmt: skip
+        ref = self._image_reference(x)
+        return ref.transpose(0, 2, 3, 1) if output == "NHWC" else ref
+
+    def _image_reference(self, x: list[np.ndarray]) -> np.ndarray:
         if self.kind in SHAPES:
             return self._network_reference(x)
         if self.kind == "gemm":

@@ -11,7 +11,7 @@ from ocl_util import conv_ref
 import tensorsched as ts
 from tensorsched.ops.conv2d import ConvShape
 from tensorsched.ops.space import Config
-from tensorsched.ops.templates import TEMPLATES, space
+from tensorsched.ops.templates import TEMPLATES, layouts_of, space
 from tensorsched.runtime.numerics import compare, random_array
 
 
@@ -118,8 +118,14 @@ def test_conv2d_template(ocl_device, rng, name, shape):
         mod = ts.build(s, args, target="opencl")
         d = random_array(args[0].shape, np.float32, rng)
         w = random_array(args[1].shape, np.float32, rng)
-        ref = conv_ref(d, w, shape.pad, shape.stride)
-        ref, extra = _apply_epilogue(ref, epilogue, args, rng, axis=1)
+        data_layout, out_layout = layouts_of("conv2d", name)  # channels-last: transposed
+        ref = conv_ref(d.transpose(0, 3, 1, 2) if data_layout == "NHWC" else d, w, shape.pad,
+                       shape.stride)  # fmt: skip
+        if out_layout == "NHWC":
+            ref = ref.transpose(0, 2, 3, 1)
+        ref, extra = _apply_epilogue(
+            ref, epilogue, args, rng, axis=3 if out_layout == "NHWC" else 1
+        )
         out = np.full(args[-1].shape, np.nan, np.float32)
         mod(d, w, *extra, out)
         compare(out, ref, "float32", name=f"{name} {point} {epilogue}")

@@ -49,6 +49,7 @@ from .gemm_gpu import gemm_gpu_tiled
 from .gemm_mobile import gemm_adreno, gemm_block2x2, gemm_vec_dot
 from .generic import generic
 from .injective import schedule_injective
+from .nhwc import conv2d_gemm_nhwc, conv2d_gemm_to_nhwc, depthwise_nhwc
 from .pool import pool_cpu, pool_direct, softmax_rows, softmax_rows_gpu
 
 Template = Callable[..., Any]
@@ -67,10 +68,13 @@ TEMPLATES: dict[str, dict[str, Template]] = {
         "im2col_gpu": partial(conv2d_im2col, gemm="gpu"),  # ... by the GPU template
         "implicit_gemm": conv2d_implicit_gemm,  # desktop GPU: one kernel, tiles from the image
         "gemm_cpu": conv2d_gemm_cpu,  # CPU: the CPU GEMM over (CO, pixels), NCHW out
+        "gemm_nhwc": conv2d_gemm_nhwc,  # CPU, channels-last: the CPU GEMM over (pixels, CO)
+        "gemm_to_nhwc": conv2d_gemm_to_nhwc,  # the same from NCHW data (a first conv)
     },
     "depthwise_conv2d": {
         "direct": conv_direct,  # register patches, work-groups over (h, w); GPU defaults
         "cpu": conv_direct_cpu,  # the same, CPU defaults: padded input first, vector rows
+        "nhwc": depthwise_nhwc,  # CPU, channels-last: channel vectors, padding read inline
     },
     "group_conv2d": {"direct": conv_direct, "cpu": conv_direct_cpu},
     "dense": {
@@ -116,7 +120,18 @@ GEMM_VIEWS: dict[tuple[str, str], tuple[str, Callable[[tuple[int, ...]], tuple[i
     ("conv2d", "implicit_gemm"): ("gpu_tiled", _conv_gemm),
     ("conv2d", "im2col"): ("cpu", _im2col_gemm),
     ("conv2d", "im2col_gpu"): ("gpu_tiled", _im2col_gemm),
+    ("conv2d", "gemm_nhwc"): ("cpu", _im2col_gemm),
+    ("conv2d", "gemm_to_nhwc"): ("cpu", _im2col_gemm),
 }
+
+
+def layouts_of(kind: str, name: str) -> tuple[str, str]:
+    """``(data layout, output layout)`` of template ``name`` of ``kind``: ``"NHWC"`` where a
+    channels-last template says so (its ``layout`` attribute: one layout for both, or a
+    pair), else ``"NCHW"`` (a GEMM's operands are matrices; this names an image
+    operator's)."""
+    layout = getattr(templates_of(kind).get(name), "layout", "NCHW")
+    return (layout, layout) if isinstance(layout, str) else (layout[0], layout[1])
 
 
 def gemm_view(kind: str, name: str, shape: tuple[int, ...]) -> tuple[str, tuple[int, ...]] | None:
@@ -226,6 +241,10 @@ __all__ = [
     "conv2d_im2col",
     "conv2d_implicit_gemm",
     "conv2d_gemm_cpu",
+    "conv2d_gemm_nhwc",
+    "conv2d_gemm_to_nhwc",
+    "depthwise_nhwc",
+    "layouts_of",
     "generic",
     "SHAPES",
     "conv_direct",

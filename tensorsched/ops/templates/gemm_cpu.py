@@ -42,11 +42,15 @@ def schedule_gemm_cpu(
     K: int,
     axes: tuple[IterVar, IterVar] | None = None,
     k_unroll: int = 1,
+    rows_fastest: bool = False,
 ) -> None:
     """Schedule the GEMM (plus elementwise epilogue) producing ``O``; ``axes``: the output
     stage's loops that play M and N (default: its two axes). A GEMM with the three reduction
     axes (channel, kernel row, kernel column) of ``conv2d_nchw_row_gemm`` steps through the
-    channels (``K`` of them here) and unrolls each step's ``k_unroll`` kernel columns."""
+    channels (``K`` of them here) and unrolls each step's ``k_unroll`` kernel columns.
+    ``rows_fastest``: the work-groups along M are OpenCL's first dimension, so consecutive
+    ones share a column slice of B (a channels-last conv's weights stay in cache; in
+    MobileNet-v1 on PoCL its 7x7 layers 0.82 -> 0.62 ms); by default those along N are."""
     ty, wy = cfg.define_split(
         "tile_y",
         M,
@@ -88,7 +92,10 @@ def schedule_gemm_cpu(
     by, tyy, wyy = split_axis(s[out], i, (ty, wy), tail)
     bx, txx, wxx = split_axis(s[out], j, (tx, wx), tail)
     s[out].reorder(by, bx, tyy, txx, wyy, wxx)
-    bind_2d(s, out, by, bx, tyy, txx)
+    if rows_fastest:
+        bind_2d(s, out, bx, by, txx, tyy)
+    else:
+        bind_2d(s, out, by, bx, tyy, txx)
     xo, xv = s[out].split(wxx, vec)
     s[out].vectorize(xv)
 
