@@ -183,3 +183,10 @@ def test_python_target_keeps_nchw():
     net = build(g, target="python")
     assert "layout_transform" not in net.graph.op_counts()
     assert rel_err(net(x), run_reference(g, x)[g.outputs[0]]) < TOL
+
+
+def test_a_layout_transform_is_the_passes_own():
+    g = Graph("hand")
+    x = g.input("x", (1, 4, 3, 3))
+    with pytest.raises(ts.TensorschedError, match="unknown operator 'layout_transform'"):
+        g.add_node("layout_transform", [x], {"src": "NCHW", "dst": "NHWC"})

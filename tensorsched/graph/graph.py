@@ -18,7 +18,10 @@ max_pool2d, avg_pool2d, global_avg_pool2d, dense, flatten, reshape, softmax, con
 fusion pass a conv2d, dense or pooling node also carries an ``epilogue``: a tuple of steps
 applied to its output in order, ``("bias",)``, ``("add",)`` (a residual tensor of the output's
 shape), ``("relu",)`` and ``("clip", lo, hi)``; the bias and residual tensors are extra inputs
-of the node, after its own (data, weight), in the order their steps come.
+of the node, after its own (data, weight), in the order their steps come. On a CPU device
+``passes.channels_last`` marks conv nodes ``attrs["layout"]`` / ``attrs["data_layout"]``
+``"NHWC"`` and adds ``layout_transform`` nodes (``PASS_OPS``: a memory order the logical NCHW
+shapes do not show, so no graph built by hand or imported holds one).
 """
 
 from __future__ import annotations
@@ -180,10 +183,11 @@ class Graph:
         attrs: dict[str, Any] | None = None,
         name: str | None = None,
         output: str | None = None,
+        internal: bool = False,
     ) -> str:
         """Add operator ``op`` reading ``inputs``; its output shape is inferred. Returns the
-        output tensor's name."""
-        if op not in OPS:
+        output tensor's name. (``internal``: a graph pass adding one of ``PASS_OPS``.)"""
+        if op not in OPS and not (op in PASS_OPS and internal):
             raise GraphError(f"unknown operator '{op}'; supported: {', '.join(sorted(OPS))}")
         name = name or self.fresh_name(op)
         if name in self.nodes:
@@ -609,7 +613,10 @@ SHAPE_RULES = {
     "concat": _infer_concat,
     "layout_transform": _infer_layout_transform,
 }
-OPS = tuple(SHAPE_RULES)
+# layout_transform is the graph passes' own (a change of memory order that the graph's
+# logical shapes do not show): a graph built by hand or imported cannot hold one
+PASS_OPS = ("layout_transform",)
+OPS = tuple(op for op in SHAPE_RULES if op not in PASS_OPS)
 
 
 def infer_shape(g: Graph, node: Node) -> TensorInfo:

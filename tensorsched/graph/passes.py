@@ -309,7 +309,9 @@ def _transform(g: Graph, t: str, src: str, dst: str, out: str) -> str:
     """Add a ``layout_transform`` of ``t`` writing ``out``; its readers already in the graph
     follow it."""
     name = g.fresh_name(f"{t}_to_{dst.lower()}")
-    g.add_node("layout_transform", [t], {"src": src, "dst": dst}, name=name, output=out)
+    g.add_node(
+        "layout_transform", [t], {"src": src, "dst": dst}, name=name, output=out, internal=True
+    )
     for c in g.consumers(out):
         if c.name != name:
             g.dag.add_edge(name, c.name, tensor=out)

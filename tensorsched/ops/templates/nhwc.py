@@ -2,10 +2,10 @@
 in memory, so a vector runs along the channels. A depthwise conv then loads one channel
 vector per tap and its padding is a test per pixel that all lanes share (``cond ?
 vload16(...) : 0``), so it reads its input with no padded copy; a pointwise conv is a GEMM
-of pixels (rows) by output channels (vector columns). ``graph.layouts`` chooses where a
-network runs channels-last; each template's ``layout`` attribute says what it reads and
-writes (the kernel stays OIHW: a weight-only kernel repacks it, which a network runs once at
-build time).
+of pixels (rows) by output channels (vector columns). ``graph.passes.channels_last``
+chooses where a network runs channels-last; each template's ``layout`` attribute says what
+it reads and writes (``templates.layouts_of``). The kernel stays OIHW: a weight-only kernel
+repacks it, which a network runs once at build time and the tuner does not time.
 
 ``depthwise_nhwc(cfg, GroupConvShape)``: each work-item computes ``tile_h x tile_w`` pixels of
 ``vec`` channels in registers; work-groups are ``threads_h x threads_w`` work-items over (h,
@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...errors import ComputeError
 from ...ir import intrin as I
 from ...ir.tensor import Tensor, compute, placeholder, reduce_axis, thread_axis
 from ...schedules.schedule import Schedule, create_schedule
@@ -58,7 +59,10 @@ def declare_depthwise_nhwc(shape: GroupConvShape, dtype: str = "float32") -> tup
     (``C*m x 1 x KH x KW``) and its ``KH x KW x C*m`` copy that the convolution reads."""
     shape.check()
     if not shape.depthwise:
-        raise ValueError("depthwise_nhwc: groups must equal the input channels")
+        raise ComputeError(
+            f"depthwise_nhwc: groups ({shape.groups}) must equal the input channels "
+            f"({shape.CI}); use group_conv2d's templates for a grouped conv"
+        )
     data = placeholder((shape.N, shape.IH, shape.IW, shape.CI), dtype, name="data")
     kernel = placeholder((shape.CO, 1, shape.KH, shape.KW), dtype, name="kernel")
     packed = _packed(kernel, (2, 3, 0), "kernel_hwc")  # [kh, kw, c]
@@ -143,7 +147,10 @@ def declare_conv_nhwc(
     ``conv_gemm`` (pixels x output channels) reads."""
     N, CI, CO, KH, KW, OH, OW = shape.N, shape.CI, shape.CO, shape.KH, shape.KW, shape.OH, shape.OW
     if OH <= 0 or OW <= 0:
-        raise ValueError(f"conv2d: the kernel {KH}x{KW} does not fit the padded input")
+        raise ComputeError(
+            f"conv2d: the kernel {KH}x{KW} does not fit the padded input {shape.IH}x{shape.IW} "
+            f"(pad {shape.pad})"
+        )
     st, p = shape.stride, shape.pad
     nchw = data_layout == "NCHW"
     dims = (N, CI, shape.IH, shape.IW) if nchw else (N, shape.IH, shape.IW, CI)
