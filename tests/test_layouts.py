@@ -190,3 +190,24 @@ def test_a_layout_transform_is_the_passes_own():
     x = g.input("x", (1, 4, 3, 3))
     with pytest.raises(ts.TensorschedError, match="unknown operator 'layout_transform'"):
         g.add_node("layout_transform", [x], {"src": "NCHW", "dst": "NHWC"})
+
+
+@pytest.mark.opencl
+def test_the_tuner_leaves_the_weight_repacking_out_of_its_times(device):
+    """A network repacks the weights once at build time, so a trial's time is the call's
+    less its weight-only kernels (here ``kernel_ihwo``, ahead of the GEMM)."""
+    from tensorsched.tune.measure import inference_seconds
+
+    task = Task("conv2d", "gemm_nhwc", (1, 64, 7, 7, 96, 1, 1, 1, 0))
+    s, args, _ = task.instantiate()
+    mod = ts.build(s, args, target="opencl")
+    assert mod.weight_only_kernels(mod.func.args[1:2]) == {mod.source.kernels[0].name}
+    assert mod.weight_only_kernels(mod.func.args[:1]) == frozenset()  # the data is no weight
+    rng = np.random.default_rng(4)
+    ins = [rng.standard_normal(tuple(int(d) for d in a.shape)).astype(np.float32) for a in args]
+    t = mod.time_evaluator(repeat=3)(*ins)
+    pack = np.array(t.kernel_times[mod.source.kernels[0].name])
+    want = float(np.median(np.array(t.device_times) - pack))
+    assert inference_seconds(mod, t, "conv2d") == pytest.approx(want)
+    assert inference_seconds(mod, t, "conv2d") < t.device_median
+    assert inference_seconds(mod, t, "gemm") == t.device_median  # no weights in a GEMM task
