@@ -67,9 +67,7 @@ def _image(g: Graph, path: str | None, seed: int = 0) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
-def latency_ms(
-    fn: Callable[[], Any], repeat: int, warmup: int = 2, warmup_s: float = 0.5
-) -> float:
+def latency_ms(fn: Callable[[], Any], repeat: int, warmup: int = 2, warmup_s: float = 0.5) -> float:
     """Median wall-clock milliseconds of ``fn()`` over ``repeat`` runs after at least
     ``warmup`` runs and ``warmup_s`` seconds of them (a freshly built network on PoCL runs its
     first 10-20 calls up to 2.5x slower: 18 ms, then 7.1 from about the 20th call on, for
