@@ -27,3 +27,14 @@ def check():
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture(scope="module")
+def device():
+    """The OpenCL device in use; a test that takes it is skipped where there is none."""
+    from tensorsched.runtime.device import DeviceError, current_device
+
+    try:
+        return current_device()
+    except (DeviceError, ImportError) as exc:
+        pytest.skip(f"no OpenCL device: {exc}")

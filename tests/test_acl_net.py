@@ -24,16 +24,6 @@ from tensorsched.nets import mobilenet_v1
 TOL = 1e-5
 
 
-@pytest.fixture(scope="module")
-def device():
-    from tensorsched.runtime.device import DeviceError, current_device
-
-    try:
-        return current_device()
-    except (DeviceError, ImportError) as exc:
-        pytest.skip(f"no OpenCL device: {exc}")
-
-
 def rel_err(out, ref):
     return float(np.max(np.abs(np.asarray(out, np.float64) - ref)) / np.max(np.abs(ref)))
 

@@ -32,16 +32,6 @@ from tensorsched.ops.conv2d import conv2d_ref
 from tensorsched.runtime.numerics import compare, random_array
 
 
-@pytest.fixture(scope="module")
-def device():
-    from tensorsched.runtime.device import DeviceError, current_device
-
-    try:
-        return current_device()
-    except (DeviceError, ImportError) as exc:
-        pytest.skip(f"no OpenCL device: {exc}")
-
-
 def random(shape, rng):
     return random_array(shape, np.float32, rng)
 

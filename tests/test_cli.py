@@ -30,16 +30,6 @@ def run(argv):
     return code, err.getvalue()
 
 
-@pytest.fixture(scope="module")
-def device():
-    from tensorsched.runtime.device import DeviceError, current_device
-
-    try:
-        return current_device()
-    except (DeviceError, ImportError) as exc:
-        pytest.skip(f"no OpenCL device: {exc}")
-
-
 TUNE = ["tune", "gemm", "--shape", "16,16,16", "--template", "cpu"]
 BAD_NUMBERS = [
     (TUNE + ["--trials", "0"], "--trials: expected a positive integer"),

@@ -8,23 +8,11 @@ import sys
 
 import pytest
 
-from tensorsched.runtime.device import DeviceError, current_device
-
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 SCRIPTS = sorted(
     p for p in glob.glob(os.path.join(EXAMPLES, "*.py")) if not os.path.basename(p).startswith("_")
 )
 TIMEOUT = 120
-
-
-@pytest.fixture(scope="module")
-def device():
-    try:
-        return current_device()
-    except DeviceError as exc:
-        pytest.skip(f"no OpenCL device: {exc}")
-    except ImportError as exc:  # pyopencl missing or broken
-        pytest.skip(f"pyopencl cannot be imported: {exc}")
 
 
 def test_examples_are_found():

@@ -47,16 +47,6 @@ def tiny_cnn(seed=0, size=7):
     return g, x_in
 
 
-@pytest.fixture(scope="module")
-def device():
-    from tensorsched.runtime.device import DeviceError, current_device
-
-    try:
-        return current_device()
-    except (DeviceError, ImportError) as exc:
-        pytest.skip(f"no OpenCL device: {exc}")
-
-
 # ---- shape inference and its errors
 
 

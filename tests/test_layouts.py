@@ -26,16 +26,6 @@ def rel_err(out, ref):
     return float(np.max(np.abs(np.asarray(out, np.float64) - ref)) / np.max(np.abs(ref)))
 
 
-@pytest.fixture(scope="module")
-def device():
-    from tensorsched.runtime.device import DeviceError, current_device
-
-    try:
-        return current_device()
-    except (DeviceError, ImportError) as exc:
-        pytest.skip(f"no OpenCL device: {exc}")
-
-
 # ---- templates
 
 

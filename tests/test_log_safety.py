@@ -45,16 +45,6 @@ GOOD = {"tile_y": [2, 4], "tile_x": [2, 8], "vec": 8, "tile_k": [4]}  # in cpu's
 GOOD2 = {"tile_y": [1, 4], "tile_x": [1, 8], "vec": 4, "tile_k": [2]}
 
 
-@pytest.fixture(scope="module")
-def device():
-    from tensorsched.runtime.device import DeviceError, current_device
-
-    try:
-        return current_device()
-    except (DeviceError, ImportError) as exc:
-        pytest.skip(f"no OpenCL device: {exc}")
-
-
 def line(config=None, status="ok", device_ms=1.0, **over):
     d = {
         "task": TASK,

@@ -14,7 +14,7 @@ import tune_templates  # noqa: F401  (registers the test templates)
 import tensorsched as ts
 from tensorsched.errors import TensorschedError
 from tensorsched.ops.gemm import gemm
-from tensorsched.runtime.device import DeviceError, DeviceLimits, current_device, current_limits
+from tensorsched.runtime.device import DeviceLimits, current_limits
 from tensorsched.tune import dispatch, features, model, register_template
 from tensorsched.tune.features import Lowering, SpaceFeatures, lower_features
 from tensorsched.tune.log import read_log
@@ -308,14 +308,6 @@ def test_transfer_proposes_the_nearest_shapes_best_first(tmp_path):
     assert prop.next() == best_a  # measured first
     assert prop.next() == other  # A's second best, then the farther shape's
     assert prop.next() == best_far
-
-
-@pytest.fixture(scope="module")
-def device():
-    try:
-        return current_device()
-    except (DeviceError, ImportError) as exc:
-        pytest.skip(f"no OpenCL device: {exc}")
 
 
 @pytest.mark.opencl
