@@ -42,16 +42,6 @@ def ort_run(g, x, outputs=None):
     return sess.run(None, {g.inputs[0]: x})
 
 
-@pytest.fixture(scope="module")
-def device():
-    from tensorsched.runtime.device import DeviceError, current_device
-
-    try:
-        return current_device()
-    except (DeviceError, ImportError) as exc:
-        pytest.skip(f"no OpenCL device: {exc}")
-
-
 def test_layers_of_the_networks():
     r = optimize(resnet18())
     m = optimize(mobilenet_v1())

@@ -107,16 +107,6 @@ def all_ops_model(rng):
     return model
 
 
-@pytest.fixture(scope="module")
-def device():
-    from tensorsched.runtime.device import DeviceError, current_device
-
-    try:
-        return current_device()
-    except (DeviceError, ImportError) as exc:
-        pytest.skip(f"no OpenCL device: {exc}")
-
-
 def test_every_operator_matches_onnxruntime_in_numpy():
     rng = np.random.default_rng(0)
     model = all_ops_model(rng)
