@@ -201,3 +201,11 @@ def test_the_tuner_leaves_the_weight_repacking_out_of_its_times(device):
     assert inference_seconds(mod, t, "conv2d") == pytest.approx(want)
     assert inference_seconds(mod, t, "conv2d") < t.device_median
     assert inference_seconds(mod, t, "gemm") == t.device_median  # no weights in a GEMM task
+
+
+def test_transpose_names_a_bad_permutation():
+    x = ts.placeholder((2, 3, 4), name="x")
+    from tensorsched.ops.transform import transpose
+
+    with pytest.raises(ts.TensorschedError, match=r"axes \(0, 0, 1\) are not a permutation"):
+        transpose(x, (0, 0, 1))

@@ -16,7 +16,7 @@ from tensorsched.ops.depthwise import depthwise_conv2d_nchw, group_conv2d_nchw, 
 from tensorsched.ops.pool import avg_pool2d, global_avg_pool2d, max_pool2d, pool2d_ref
 from tensorsched.ops.space import Config
 from tensorsched.ops.templates.injective import schedule_injective
-from tensorsched.ops.transform import concat, flatten, reshape
+from tensorsched.ops.transform import concat, flatten, reshape, transpose
 from tensorsched.runtime.device import DeviceError, current_device
 from tensorsched.runtime.numerics import compare, make_arrays
 from tensorsched.tune.task import Task, TaskError
@@ -126,6 +126,7 @@ def _injective_cases():
     yield "flatten", ([a], flatten(a)), lambda x: x.reshape(2, -1)
     yield "flatten_axis2", ([a], flatten(a, 2)), lambda x: x.reshape(6, 5)
     yield "reshape", ([a], reshape(a, (5, -1, 2))), lambda x: x.reshape(5, -1, 2)
+    yield "transpose", ([a], transpose(a, (2, 0, 1))), lambda x: x.transpose(2, 0, 1)
     yield "concat", ([a, e], concat([a, e, a], 1)), lambda x, y: np.concatenate([x, y, x], 1)
     yield "concat_last", ([a, c], concat([a, c], -1)), lambda x, y: np.concatenate([x, y], -1)
 

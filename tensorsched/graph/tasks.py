@@ -21,7 +21,7 @@ from ..ops import nn
 from ..ops.space import Config
 from ..ops.templates import templates_of
 from ..ops.templates.injective import schedule_injective
-from ..ops.transform import concat
+from ..ops.transform import concat, transpose
 from ..schedules.schedule import Schedule, create_schedule
 from ..tune.dispatch import best_config, predicted_config
 from ..tune.record import Record
@@ -172,9 +172,9 @@ def elementwise_kernel(
         x = placeholder((N, H, W, C) if nhwc_in else (N, C, H, W), dtype, name="in0")
         ins = [x]
         if nhwc_in:
-            out = compute((N, C, H, W), lambda n, c, h, w: x[n, h, w, c], name="to_nchw")
+            out = transpose(x, (0, 3, 1, 2), name="to_nchw")
         else:
-            out = compute((N, H, W, C), lambda n, h, w, c: x[n, c, h, w], name="to_nhwc")
+            out = transpose(x, (0, 2, 3, 1), name="to_nhwc")
     elif node.op == "concat":
         out = concat(ins, a["axis"])
     elif node.op == "scale_shift":

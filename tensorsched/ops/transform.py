@@ -1,6 +1,7 @@
-"""Injective operators that move elements without arithmetic: ``flatten``, ``reshape`` and
-``concat``, with row-major (C order) semantics as numpy and ONNX have them. Each is one compute
-stage; a consumer may inline it, or ``templates.injective`` schedules it as its own kernel."""
+"""Injective operators that move elements without arithmetic: ``flatten``, ``reshape``,
+``transpose`` and ``concat``, with row-major (C order) semantics as numpy and ONNX have them.
+Each is one compute stage; a consumer may inline it, or ``templates.injective`` schedules it
+as its own kernel."""
 
 from __future__ import annotations
 
@@ -60,6 +61,26 @@ def reshape(data: Tensor, shape: Sequence[int], name: str = "reshape") -> Tensor
         return data[tuple(_unravel(flat, data.shape))]
 
     return compute(tuple(dims), body, name=name, tag="injective")
+
+
+def transpose(data: Tensor, axes: Sequence[int], name: str = "transpose") -> Tensor:
+    """``data`` with its axes permuted: output axis ``i`` is input axis ``axes[i]`` (numpy's
+    ``transpose``; a channels-last layout, a repacked kernel)."""
+    data = _check(data, name)
+    order = list(axes)
+    if sorted(order) != list(range(data.ndim)):
+        raise ComputeError(
+            f"{name}: axes {tuple(axes)} are not a permutation of the {data.ndim} axes of "
+            f"'{data.name}'"
+        )
+
+    def body(*i: Any) -> Any:
+        src: list[Any] = [0] * data.ndim
+        for out_axis, a in enumerate(order):
+            src[a] = i[out_axis]
+        return data[tuple(src)]
+
+    return compute(tuple(data.shape[a] for a in order), body, name=name, tag="injective")
 
 
 def flatten(data: Tensor, axis: int = 1, name: str = "flatten") -> Tensor:

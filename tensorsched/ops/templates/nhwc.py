@@ -33,6 +33,7 @@ from ..depthwise import GroupConvShape
 from ..nn import epilogue as make_epilogue
 from ..pad import pad
 from ..space import Config, split_axis
+from ..transform import transpose
 from .common import reduction_and_epilogue
 from .gemm_cpu import schedule_gemm_cpu
 from .injective import bind_flat, padding_stage
@@ -40,23 +41,9 @@ from .injective import bind_flat, padding_stage
 LAYOUT = "NHWC"
 
 
-def _packed(kernel: Tensor, order: Sequence[int], name: str) -> Tensor:
-    """``kernel`` with its axes in ``order`` (axes left out have one element): a stage of its
-    own, a weight-only kernel."""
-    shape = tuple(kernel.shape[a] for a in order)
-
-    def body(*idx: Any) -> Any:
-        src: list[Any] = [0] * kernel.ndim
-        for pos, a in enumerate(order):
-            src[a] = idx[pos]
-        return kernel[tuple(src)]
-
-    return compute(shape, body, name=name)
-
-
 def declare_depthwise_nhwc(shape: GroupConvShape, dtype: str = "float32") -> tuple[Tensor, ...]:
     """``(data, kernel, kernel_hwc, output)``: NHWC data and output, the OIHW ``kernel``
-    (``C*m x 1 x KH x KW``) and its ``KH x KW x C*m`` copy that the convolution reads."""
+    (``C*m x 1 x KH x KW``) and its ``KH x KW x C*m x 1`` copy that the convolution reads."""
     shape.check()
     if not shape.depthwise:
         raise ComputeError(
@@ -65,7 +52,7 @@ def declare_depthwise_nhwc(shape: GroupConvShape, dtype: str = "float32") -> tup
         )
     data = placeholder((shape.N, shape.IH, shape.IW, shape.CI), dtype, name="data")
     kernel = placeholder((shape.CO, 1, shape.KH, shape.KW), dtype, name="kernel")
-    packed = _packed(kernel, (2, 3, 0), "kernel_hwc")  # [kh, kw, c]
+    packed = transpose(kernel, (2, 3, 0, 1), "kernel_hwc")  # [kh, kw, c, 0]
     t, left, b, r = shape.pads
     dp = pad(data, [0, t, left, 0], [0, b, r, 0], name="data_pad")
     m = shape.CO // shape.CI
@@ -76,7 +63,7 @@ def declare_depthwise_nhwc(shape: GroupConvShape, dtype: str = "float32") -> tup
         (shape.N, shape.OH, shape.OW, shape.CO),
         lambda n, h, w, c: I.sum(
             dp[n, h * s_h + kh * d_h, w * s_w + kw * d_w, c // m if m > 1 else c]
-            * packed[kh, kw, c],
+            * packed[kh, kw, c, 0],
             axis=[kh, kw],
         ),
         name="depthwise_conv2d",
@@ -156,7 +143,7 @@ def declare_conv_nhwc(
     dims = (N, CI, shape.IH, shape.IW) if nchw else (N, shape.IH, shape.IW, CI)
     data = placeholder(dims, dtype, name="data")
     kernel = placeholder((CO, CI, KH, KW), dtype, name="kernel")
-    packed = _packed(kernel, (1, 2, 3, 0), "kernel_ihwo")  # [ci, kh, kw, co]
+    packed = transpose(kernel, (1, 2, 3, 0), "kernel_ihwo")  # [ci, kh, kw, co]
     dp = pad(data, [0, 0, p, p] if nchw else [0, p, p, 0], name="data_pad")
     rc = reduce_axis((0, CI), name="rc")
     rh = reduce_axis((0, KH), name="rh")
