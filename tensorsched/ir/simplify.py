@@ -270,6 +270,16 @@ class Simplifier(Mutator):
             return self._mod(coarse, c // g).scaled(g).plus(fine)
         return self._atom(E.BinOp("%", self.to_expr(r), E.IntImm(c)))
 
+    def _mod_atom(self, a: E.Expr, c: int) -> E.Expr:
+        """The atom that ``a % c`` simplifies to (``(x % (c*m)) % c`` is ``x % c``), else
+        ``a % c`` itself."""
+        r = self._mod(self.lin(a), c)
+        if r.const == 0 and len(r.terms) == 1:
+            ((atom, k),) = r.terms.items()
+            if k == 1:
+                return atom
+        return E.BinOp("%", a, E.IntImm(c))
+
     def _minmax(self, op, la, lb):
         d = la.plus(lb, -1)
         lo, hi = self.bound(d)
@@ -299,7 +309,7 @@ class Simplifier(Mutator):
                     and atom.b.value > 0
                 ):
                     c = atom.b.value
-                    mod = E.BinOp("%", atom.a, atom.b)
+                    mod = self._mod_atom(atom.a, c)
                     if k % c == 0 and terms.get(mod) == k // c:
                         del terms[atom], terms[mod]
                         rest = Lin(terms, lin.const).plus(self.lin(atom.a).scaled(k // c))

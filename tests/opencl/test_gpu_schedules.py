@@ -156,6 +156,28 @@ def test_gpu_gemm_template_with_epilogue(knobs, rng):
     check(s, args, [a, b, bias], np.maximum(a @ b + bias, 0), targets=("opencl",))
 
 
+@pytest.mark.parametrize("epilogue", [(), ("bias",)])
+def test_split_k_sum_adds_the_slices_in_a_register(epilogue, rng):
+    """The second kernel of split-K: each work-item's slices loaded one after another into a
+    private accumulator (unrolled: all loads in flight), the output written once."""
+    M, N, K = 37, 29, 200
+    s, args = TEMPLATES["gemm"]["gpu_tiled"](
+        Config(dict(split_k=8, tile_k=(8,))), M, N, K, epilogue=epilogue
+    )
+    mod = ts.build(s, args, target="opencl")
+    src = mod.get_source()
+    sum_kernel = src[src.rindex("__kernel") :]
+    assert "for (" not in sum_kernel
+    assert sum_kernel.count("C_rf[") == 8
+    out_name = args[-1].name
+    assert sum_kernel.count(f"{out_name}[") == 1  # one store, no accumulation in global memory
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    extra = [rng.standard_normal(N, dtype=np.float32)] if epilogue else []
+    want = a.astype(np.float64) @ b + (extra[0] if epilogue else 0)
+    check(s, args, [a, b, *extra], want, targets=("opencl",))
+
+
 @pytest.mark.parametrize(
     "shape, knobs",
     [

@@ -184,9 +184,15 @@ def schedule_gemm_gpu(
 
 
 def _schedule_sum(s: Schedule, O: Tensor, R: Tensor, axes: tuple[IterVar, IterVar] | None) -> None:
-    """The kernel that adds the split-K partial products (and applies the epilogue): one
-    output element per work-item."""
+    """The kernel that adds the split-K partial products (and applies the epilogue), one
+    output element a work-item: the slices summed in a register by an unrolled loop, so that
+    a work-item's loads of them are all in flight at once. (H100, 729x128, split 16: 7.6 us
+    with the sum accumulated in global memory by a loop, 4.6 unrolled in a register; a kernel
+    of one element is timed at 3.6-5.8 us there. Four adjacent outputs a work-item, as
+    vectors, measured the same or slower.)"""
+    acc = s.cache_write(O, "local") if R is O else R
     f = s[O].fuse(*(axes if axes is not None else s[O].op.axis))
     _, fi = bind_1d(s, O, f, SUM_THREADS)
-    if R is not O:
-        s[R].compute_at(s[O], fi)
+    s[acc].compute_at(s[O], fi)
+    (kz,) = s[acc].op.reduce_axis
+    s[acc].unroll(kz)
