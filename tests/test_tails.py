@@ -121,3 +121,46 @@ def test_an_unknown_tail_is_refused():
     s = ts.create_schedule(C.op)
     with pytest.raises(ts.ScheduleError, match="tail must be one of 'guard', 'shift', 'peel'"):
         s[C].split(C.op.axis[0], 4, tail="pad")
+
+
+def staged(n, m, kk, dbuf, factors=(8, 8, 4)):
+    """``tiled`` with A and B staged per K step in work-group tiles computed at the K loop
+    (optionally double-buffered), the K split peeled."""
+    A, B, C = matmul(n, m, kk)
+    s = ts.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    AA, BB = s.cache_read(A, "shared", [CL]), s.cache_read(B, "shared", [CL])
+    i, j = s[C].op.axis
+    bi, ti = s[C].split(i, factors[0])
+    bj, tj = s[C].split(j, factors[1])
+    s[C].reorder(bi, bj, ti, tj)
+    for ax, tag in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (ti, "threadIdx.y")):
+        s[C].bind(ax, ts.thread_axis(tag))
+    s[C].bind(tj, ts.thread_axis("threadIdx.x"))
+    s[CL].compute_at(s[C], tj)
+    ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factors[2], tail="peel")
+    s[CL].unroll(ki)
+    for T in (AA, BB):
+        s[T].compute_at(s[CL], ko)
+        rest, fx = s[T].split(s[T].fuse(*s[T].op.axis), factors[1])
+        _, fy = s[T].split(rest, factors[0])
+        s[T].bind(fy, ts.thread_axis("threadIdx.y"))
+        s[T].bind(fx, ts.thread_axis("threadIdx.x"))
+        if dbuf:
+            s[T].double_buffer(dbuf)
+    return s, [A, B, C]
+
+
+@pytest.mark.parametrize("dbuf", [None, "shared", "local", "both"])
+def test_peel_a_k_loop_holding_its_tiles_and_double_buffered(dbuf):
+    """Tiles allocated at the peeled loop move out around both copies; a double-buffered
+    loop is peeled after the pipeline is built (its last step loads nothing ahead); the steps
+    before the last run guard-free; Python and OpenCL compute the product."""
+    s, args = staged(19, 13, 23, dbuf)
+    ir = str(ts.lower(s, args))
+    assert "for (k.outer, 0, 5)" in ir  # 6 steps of 4 over K = 23: 5 in the loop, 1 peeled
+    assert "k.outer*4 + k.inner < 23" not in ir  # no guard on the reduction in the loop
+    assert "k.inner + 20 < 23" in ir  # the peeled step's three elements
+    assert ir.count("allocate A.shared[") == 1
+    run(s, args, "python")
+    run(s, args, "opencl")

@@ -24,7 +24,7 @@ from .hoist_guards import hoist_guards
 from .inject_virtual_threads import inject_virtual_threads
 from .insert_barriers import insert_barriers
 from .partition_loops import partition_loops
-from .peel_tail import peel_tail
+from .peel_tail import peel_tail, peel_tail_late
 from .remove_trivial_loops import remove_trivial_loops
 from .simplify_stmt import simplify_stmt
 from .specialize_interior import specialize_interior
@@ -54,6 +54,7 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("hoist_guards", LOWER, hoist_guards),  # loop-invariant guard parts move out
     Pass("insert_barriers", LOWER, insert_barriers),  # work-group barriers around tiles
     Pass("double_buffer", LOWER, double_buffer),  # marked tiles filled one step ahead
+    Pass("peel_tail_late", LOWER, peel_tail_late),  # the double-buffered loops' last step
     # preparation: one kernel's statement -> what the emitter prints
     Pass("specialize_interior", PREPARE, specialize_interior),  # test-free copy for the interior
     Pass("vectorize_loops", PREPARE, vectorize_loops),  # vector types from vectorized loops

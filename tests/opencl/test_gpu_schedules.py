@@ -156,6 +156,24 @@ def test_gpu_gemm_template_with_epilogue(knobs, rng):
     check(s, args, [a, b, bias], np.maximum(a @ b + bias, 0), targets=("opencl",))
 
 
+@pytest.mark.parametrize("dbuf", ["none", "shared", "local", "both"])
+@pytest.mark.parametrize("split_k", [1, 4])
+def test_gpu_gemm_peels_the_last_k_step(dbuf, split_k, rng):
+    """``tail_k="peel"``: the K steps a work-group loops over (K / split_k of them, the last
+    one short) test no index; the last step, written out, does."""
+    M, N, K = 37, 29, 99  # split 4: slices of 25, the last one 24 long
+    cfg = Config(dict(tail_k="peel", split_k=split_k, tile_k=(8,), double_buffer=dbuf))
+    s, args = TEMPLATES["gemm"]["gpu_tiled"](cfg, M, N, K)
+    assert cfg.valid
+    ir = str(ts.lower(s, args))
+    loop, peeled = ir.split("for (k.")[1].split("\n    }\n", 1)
+    assert f"< {K})" not in loop and "< 25" not in loop
+    assert f"< {K})" in peeled
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    check(s, args, [a, b], a.astype(np.float64) @ b, targets=("opencl",))
+
+
 @pytest.mark.parametrize("epilogue", [(), ("bias",)])
 def test_split_k_sum_adds_the_slices_in_a_register(epilogue, rng):
     """The second kernel of split-K: each work-item's slices loaded one after another into a

@@ -23,6 +23,11 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
 - ``tail``: what the work-group tiles do where M or N is not a multiple of them (``split``'s
   tail strategy): ``"guard"`` checks every element, ``"shift"`` moves the last row (column) of
   work-groups inwards so that every tile is whole and guard-free.
+- ``tail_k``: where the K steps do not divide the reduction (of a work-group: ``K / split_k``),
+  ``"guard"`` tests every step's index, ``"peel"`` runs the last step after the loop
+  (``split(..., tail="peel")``, after double buffering), so the steps before it are
+  guard-free. On an H100 neither wins in general (37 logged configs: guard / peel 0.71x-1.46x,
+  geomean 0.99x; benchmarks/gpu/results/sumkernel_h100/peel_probe.txt): the search chooses.
 - ``reg_fetch``: copy each K step's slices of the ``__local`` tiles into registers first
   (``cache_read(..., "local")``), as vector loads, before the multiply-adds.
 """
@@ -94,6 +99,9 @@ def schedule_gemm_gpu(
     reg_fetch = cfg.define_knob("reg_fetch", (1, 0))
     dbuf = cfg.define_knob("double_buffer", ("none", "shared", "local", "both"), default="both")
     tail = cfg.define_knob("tail", ("guard", "shift"))
+    k_slice = -(-K // split_k)  # the reduction's extent in one work-group
+    ragged_k = k_slice % kstep != 0 or k_slice * split_k != K
+    tail_k = cfg.define_knob("tail_k", ("guard", "peel"))
     bm, bn = vy * ty * wy, vx * tx * wx
     threads = tx * ty
     a_rows = bm + (a_pad if a_layout == "col" else 0)
@@ -116,6 +124,10 @@ def schedule_gemm_gpu(
     cfg.constrain(
         tail == "guard" or M % bm != 0 or N % bn != 0,
         "the work-group tiles divide M and N: tail='shift' is the same kernel as 'guard'",
+    )
+    cfg.constrain(
+        tail_k == "guard" or ragged_k,
+        "the K steps divide K: tail_k='peel' is the same kernel as 'guard'",
     )
 
     R = O if is_reduction(O) else inline_epilogue(s, O)
@@ -149,7 +161,7 @@ def schedule_gemm_gpu(
     s[comp].compute_at(s[out], txx)
     *lead, ci, cj = s[comp].op.axis
     (ck,) = s[comp].op.reduce_axis
-    ko, ki = s[comp].split(ck, kstep)
+    ko, ki = s[comp].split(ck, kstep, tail=tail_k)
     s[comp].reorder(*lead, ko, ki, ci, cj)
     if unroll_k:
         s[comp].unroll(ki)
