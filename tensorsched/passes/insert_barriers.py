@@ -80,20 +80,34 @@ class _Insert(StmtMutator):
 
     def visit_Seq(self, s):
         out, run = [], []
+        since = set()  # tiles accessed in this sequence since its last barrier
         for x in s.stmts:
             if _is_tile_fill(x):
                 body = self.visit(x.body)
                 run.append(x if body is x.body else S.Produce(x.name, body))
                 continue
             if run:
-                out.append(self._group(run))
-                run = []
-            out.append(self.visit(x))
+                out.extend(self._after(since, run))
+                run, since = [], set()
+            x = self.visit(x)
+            out.append(x)
+            if _ends_with_barrier(x):
+                since = set()
+            else:
+                since |= set().union(*_shared_accesses(x))
         if run:
-            out.append(self._group(run))
+            out.extend(self._after(since, run))
         if len(out) == len(s.stmts) and all(a is b for a, b in zip(out, s.stmts)):
             return s  # nothing changed: keep the node
         return S.seq(*out)
+
+    def _after(self, since, fills):
+        """A run of fills after statements that accessed tiles since the last barrier: one
+        barrier first where the run overwrites such a tile (straight-line code of a loop's
+        steps, such as a peeled last step after a one-step loop the simplifier removed)."""
+        writes = set().union(*(_shared_accesses(f)[1] for f in fills))
+        group = self._group(fills)
+        return [S.Barrier("shared"), group] if writes & since else [group]
 
     def _group(self, fills):
         """Barriers around a run of fills, and between two fills of the run when the later one
@@ -114,8 +128,22 @@ class _Insert(StmtMutator):
         return S.seq(*out)
 
 
+def _ends_with_barrier(stmt):
+    """Whether every path through ``stmt`` ends at a work-group barrier."""
+    if isinstance(stmt, S.Barrier):
+        return True
+    if isinstance(stmt, S.Seq):
+        return bool(stmt.stmts) and _ends_with_barrier(stmt.stmts[-1])
+    if isinstance(stmt, S.For):
+        return getattr(stmt.extent, "value", 0) >= 1 and _ends_with_barrier(stmt.body)
+    if isinstance(stmt, (S.Allocate, S.AttrStmt, S.Produce)):
+        return _ends_with_barrier(stmt.body)
+    return False
+
+
 def insert_barriers(stmt: S.Stmt) -> S.Stmt:
     """Requires: shared buffers written only inside the Produce of their stage.
-    Guarantees: a barrier after each run of tile fills, and one at the end of the body of the
-    innermost loop around it."""
+    Guarantees: a barrier after each run of tile fills, one at the end of the body of the
+    innermost loop around it, and one before a fill that overwrites a tile read since the
+    last barrier in straight-line code."""
     return _Insert().visit(stmt)

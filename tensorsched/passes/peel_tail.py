@@ -17,7 +17,7 @@ import dataclasses
 
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.visitor import StmtMutator, Visitor, free_vars, substitute
+from ..ir.visitor import RebaseBuffers, StmtMutator, Visitor, free_vars, substitute
 from .simplify_stmt import simplify_stmt
 
 PEEL_PRAGMA = "peel_tail"  # set on the outer loop by Stage.split(..., tail="peel")
@@ -42,12 +42,28 @@ class _Peel(StmtMutator):
         if f.kind != "serial" or n is None or n < 2 or not _guarded_by(inner, f.var):
             return loop  # nothing to gain: no guard on this loop's index
         main = S.For(f.var, f.min, E.IntImm(n - 1), f.kind, inner, pragmas)
-        last = substitute(inner, {f.var: f.min + E.IntImm(n - 1)})
+        last = _renewed(substitute(inner, {f.var: f.min + E.IntImm(n - 1)}))
         out = S.seq(main, last)
         for w in reversed(wrappers):
             out = dataclasses.replace(w, body=out)
         self.peeled += 1
         return out
+
+
+def _renewed(stmt: S.Stmt) -> S.Stmt:
+    """``stmt`` with the private arrays allocated inside it replaced by new ones of the same
+    name (declared side by side with the loop's own where that loop of one step goes away,
+    the code generator names them apart, as for the copies of an unrolled loop)."""
+    found: list[S.Buffer] = []
+
+    class _V(Visitor):
+        def visit_Allocate(self, a: S.Allocate) -> None:
+            found.append(a.buffer)
+            self.generic_visit(a)
+
+    _V().visit(stmt)
+    moves = {b: (dataclasses.replace(b), E.IntImm(0)) for b in found}
+    return RebaseBuffers(moves).visit(stmt) if moves else stmt
 
 
 class _OneBarrier(StmtMutator):

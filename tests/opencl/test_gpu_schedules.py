@@ -174,6 +174,25 @@ def test_gpu_gemm_peels_the_last_k_step(dbuf, split_k, rng):
     check(s, args, [a, b], a.astype(np.float64) @ b, targets=("opencl",))
 
 
+@pytest.mark.parametrize("dbuf", ["none", "shared", "local", "both"])
+def test_gpu_gemm_peeled_after_a_single_step(dbuf, rng):
+    """Two K steps a work-group (700 / 16 = 44 = 32 + 12): the loop of one step disappears,
+    the peeled step follows it in straight-line code, with a barrier before its fill
+    overwrites the tiles the first step read (found wrong on an H200 by the tuner's check);
+    clean under Oclgrind where it is installed."""
+    M, N, K = 32, 48, 700  # tiles dividing M and N: Oclgrind judges the K steps alone
+    tiles = dict(tile_y=(1, 8, 2), tile_x=(1, 8, 2))
+    cfg = Config(dict(tail_k="peel", split_k=16, tile_k=(32,), double_buffer=dbuf, **tiles))
+    s, args = TEMPLATES["gemm"]["gpu_tiled"](cfg, M, N, K)
+    assert cfg.valid
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    check(s, args, [a, b], a.astype(np.float64) @ b, targets=("opencl",))
+    out = np.full((M, N), np.nan, dtype=np.float32)
+    run_checked(ts.lower(s, args), [a, b, out])
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("epilogue", [(), ("bias",)])
 def test_split_k_sum_adds_the_slices_in_a_register(epilogue, rng):
     """The second kernel of split-K: each work-item's slices loaded one after another into a
