@@ -27,7 +27,7 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
   ``"guard"`` tests every step's index, ``"peel"`` runs the last step after the loop
   (``split(..., tail="peel")``, after double buffering), so the steps before it are
   guard-free. On an H100 neither wins in general (37 logged configs: guard / peel 0.71x-1.46x,
-  geomean 0.99x; benchmarks/gpu/results/sumkernel_h100/peel_probe.txt): the search chooses.
+  geomean 0.99x; benchmarks/gpu/results/splitk_peel_2026-11-25/peel_probe.txt): the search chooses.
 - ``reg_fetch``: copy each K step's slices of the ``__local`` tiles into registers first
   (``cache_read(..., "local")``), as vector loads, before the multiply-adds.
 """
