@@ -29,7 +29,8 @@ legal), ``illegal`` (a legal prefix, then one known misuse that must raise) and 
 
 The GPU primitives: legal cases bind virtual threads (``ts.thread_axis("vthread", ...)``, in
 ``gpu_start`` and ``m_bind``), split-K (``split`` + ``rfactor`` bound to ``blockIdx.z``),
-``shared`` tiles filled per outer step of a reduction (``m_k_tiles``), ``double_buffer``,
+``shared`` tiles filled per outer step of a reduction (``k_tiles``, its split sometimes with
+``tail="peel"``, as any split may be), ``double_buffer``,
 ``transform_layout`` and ``storage_align`` on non-argument stages; illegal cases misuse them
 (a mapping that is no permutation, ``offset >= factor``, ``double_buffer("global")``, a layout
 on an argument or a double buffer on a stage that is no tile in a loop: refused at lowering).

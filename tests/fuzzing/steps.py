@@ -23,6 +23,9 @@ def split(live):
     n = live.choose(FACTORS)
     v = live.var[st]
     kw = (("nparts", n),) if live.choose((False, True)) else (("factor", n),)
+    tail = live.choose(("guard", "guard", "peel"))  # the last outer step written out
+    if tail != "guard":
+        kw += (("tail", tail),)
     return [
         Step(
             "split",
@@ -506,7 +509,10 @@ def k_tiles(live):
     st, iv, reads = live.choose(opts)
     v = live.var[st]
     ko, ki = Ax(v, iv.var.name + ".outer"), Ax(v, iv.var.name + ".inner")
-    steps = [Step("split", v, (live.ax(st, iv),), (("factor", live.choose(FACTORS)),), (ko, ki))]
+    kw = (("factor", live.choose(FACTORS)),)
+    if live.choose((False, True)):  # the last K step peeled (after double buffering, if any)
+        kw += (("tail", "peel"),)
+    steps = [Step("split", v, (live.ax(st, iv),), kw, (ko, ki))]
     taken = set()
     for t in reads:
         tv = live.fresh_var(f"{t.name}.shared")
