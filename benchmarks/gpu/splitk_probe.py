@@ -1,7 +1,7 @@
 """Where a split-K GEMM's time goes: for each log given, the fastest logged config of every
 ``split_k`` rebuilt, checked against float64 numpy and timed kernel by kernel (profiling
-events, median of 30 on device arrays), with cuBLAS (torch, TF32 off, CUDA events around 50
-back-to-back calls) and the profiled duration of a one-element kernel, the floor of any
+events, median of 30 on device arrays), with cuBLAS (timed as ``bench.py`` times it) and the
+profiled duration of a one-element kernel, the floor of any
 kernel's time on the device:
 
     . benchmarks/gpu/gpu_env.sh && python benchmarks/gpu/splitk_probe.py LOG.jsonl ...
@@ -17,10 +17,14 @@ import json
 import os
 import statistics
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench import cuda_time, load_torch  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
 from tensorsched.runtime.device import current_device  # noqa: E402
@@ -29,26 +33,14 @@ from tensorsched.tune.task import Task  # noqa: E402
 
 
 def cublas_us(M: int, N: int, K: int) -> float:
-    try:
-        import torch
-    except ImportError:
+    """cuBLAS's microseconds a call as ``bench.py`` measures them (torch, TF32 off, CUDA
+    events around back-to-back calls), or NaN without torch or CUDA."""
+    torch, _ = load_torch()
+    if torch is None:
         return float("nan")
-    if not torch.cuda.is_available():
-        return float("nan")
-    torch.backends.cuda.matmul.allow_tf32 = False
     a, b = torch.rand(M, K, device="cuda"), torch.rand(K, N, device="cuda")
-    for _ in range(5):
-        a @ b
-    times = []
-    for _ in range(7):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(50):
-            a @ b
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) / 50 * 1e3)
-    return statistics.median(times)
+    opts = SimpleNamespace(warmup=5, repeat=7, min_seconds=0.01)
+    return cuda_time(torch, lambda: a @ b, opts) * 1e6
 
 
 def best_per_split(path: str) -> tuple[Task, dict[int, dict]]:
