@@ -1,8 +1,7 @@
 """Where a split-K GEMM's time goes: for each log given, the fastest logged config of every
 ``split_k`` rebuilt, checked against float64 numpy and timed kernel by kernel (profiling
 events, median of 30 on device arrays), with cuBLAS (timed as ``bench.py`` times it) and the
-profiled duration of a one-element kernel, the floor of any
-kernel's time on the device:
+profiled duration of a one-element kernel, the floor of any kernel's time on the device:
 
     . benchmarks/gpu/gpu_env.sh && python benchmarks/gpu/splitk_probe.py LOG.jsonl ...
 
