@@ -164,3 +164,20 @@ def test_peel_a_k_loop_holding_its_tiles_and_double_buffered(dbuf):
     assert ir.count("allocate A.shared[") == 1
     run(s, args, "python")
     run(s, args, "opencl")
+
+
+@pytest.mark.parametrize("dbuf", [None, "shared", "local", "both"])
+def test_peel_two_k_steps_keeps_a_barrier_between_them(dbuf):
+    """Two K steps: the peeled step follows the first one (without double buffering, the
+    loop of one step goes away: straight-line code), and its fill must wait at a barrier
+    until every work-item has finished reading the first step's tiles."""
+    s, args = staged(19, 13, 7, dbuf)  # steps of 4 and 3
+    ir = str(ts.lower(s, args))
+    assert "k.inner + 4 < 7" in ir  # the peeled step's three elements
+    if dbuf is None:
+        assert "for (k.outer" not in ir
+        fills = ir.split("produce A.shared {")
+        assert len(fills) == 3
+        assert "barrier(shared)" in fills[1].split("produce B.shared {")[1]  # after step 1
+    run(s, args, "python")
+    run(s, args, "opencl")
