@@ -26,7 +26,7 @@ from ...ir.tensor import Tensor, thread_axis
 from ...schedules.schedule import Schedule
 from ..depthwise import GroupConvShape, declare
 from ..space import Config, split_axis
-from .common import reduction_and_epilogue
+from .common import bind_2d, reduction_and_epilogue
 from .injective import with_epilogue
 
 GPU_DEFAULTS = {
@@ -90,10 +90,7 @@ def schedule_conv_direct(cfg: Config, s: Schedule, O: Tensor, defaults: dict[str
     bx, txx, wi = split_axis(s[out], w, (tx, tw), tail)
     s[out].reorder(z, by, bx, tyy, txx, hi, wi)
     s[out].bind(z, thread_axis("blockIdx.z"))
-    s[out].bind(by, thread_axis("blockIdx.y"))
-    s[out].bind(bx, thread_axis("blockIdx.x"))
-    s[out].bind(tyy, thread_axis("threadIdx.y"))
-    s[out].bind(txx, thread_axis("threadIdx.x"))
+    bind_2d(s, out, by, bx, tyy, txx)
     s[out].unroll(hi)
     (s[out].vectorize if vec else s[out].unroll)(wi)
 

@@ -34,7 +34,7 @@ from ..nn import epilogue as make_epilogue
 from ..pad import pad
 from ..space import Config, split_axis
 from ..transform import transpose
-from .common import reduction_and_epilogue
+from .common import bind_2d, reduction_and_epilogue
 from .gemm_cpu import schedule_gemm_cpu
 from .injective import bind_flat, padding_stage
 
@@ -102,10 +102,7 @@ def depthwise_nhwc(
     s[o].reorder(n, by, bx, co, tyy, txx, hi, wi, ci)
     z = s[o].fuse(n, by)
     s[o].bind(z, thread_axis("blockIdx.z"))
-    s[o].bind(bx, thread_axis("blockIdx.y"))
-    s[o].bind(co, thread_axis("blockIdx.x"))
-    s[o].bind(tyy, thread_axis("threadIdx.y"))
-    s[o].bind(txx, thread_axis("threadIdx.x"))
+    bind_2d(s, o, bx, co, tyy, txx)  # channel blocks fastest: blockIdx.x
     s[o].unroll(hi)
     s[o].unroll(wi)
     s[o].vectorize(ci)
