@@ -80,7 +80,7 @@ class _Insert(StmtMutator):
 
     def visit_Seq(self, s):
         out, run = [], []
-        since = set()  # tiles accessed in this sequence since its last barrier
+        since = []  # the statements of this sequence since its last barrier
         for x in s.stmts:
             if _is_tile_fill(x):
                 body = self.visit(x.body)
@@ -88,13 +88,10 @@ class _Insert(StmtMutator):
                 continue
             if run:
                 out.extend(self._after(since, run))
-                run, since = [], set()
+                run, since = [], []
             x = self.visit(x)
             out.append(x)
-            if _ends_with_barrier(x):
-                since = set()
-            else:
-                since |= set().union(*_shared_accesses(x))
+            since = [] if _ends_with_barrier(x) else [*since, x]
         if run:
             out.extend(self._after(since, run))
         if len(out) == len(s.stmts) and all(a is b for a, b in zip(out, s.stmts)):
@@ -105,9 +102,12 @@ class _Insert(StmtMutator):
         """A run of fills after statements that accessed tiles since the last barrier: one
         barrier first where the run overwrites such a tile (straight-line code of a loop's
         steps, such as a peeled last step after a one-step loop the simplifier removed)."""
-        writes = set().union(*(_shared_accesses(f)[1] for f in fills))
         group = self._group(fills)
-        return [S.Barrier("shared"), group] if writes & since else [group]
+        if not since:
+            return [group]
+        writes = set().union(*(_shared_accesses(f)[1] for f in fills))
+        accessed = set().union(*(set().union(*_shared_accesses(x)) for x in since))
+        return [S.Barrier("shared"), group] if writes & accessed else [group]
 
     def _group(self, fills):
         """Barriers around a run of fills, and between two fills of the run when the later one
