@@ -209,6 +209,31 @@ def test_profile_is_a_table_per_layer(device):
 
 
 @pytest.mark.opencl
+def test_net_runs_on_the_queue_without_profiling(device, monkeypatch):
+    """A call enqueues on the device's run queue (no profiling: cheaper launches) and drains
+    it; profile() times on the profiling queue; calls and profiles interleave correctly."""
+    import pyopencl as cl
+
+    g, x = tiny_cnn()
+    ref = run_reference(g, x)["softmax"]
+    net = build(g, device=device)
+    props = device.run_queue.get_info(cl.command_queue_info.PROPERTIES)
+    assert not props & cl.command_queue_properties.PROFILING_ENABLE
+    used = []
+    real = cl.enqueue_nd_range_kernel
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", lambda q, *a: used.append(q) or real(q, *a))
+    x2 = x[::-1].copy() if x.shape[0] > 1 else x * 0.5
+    out1 = net(x)
+    assert used and all(q is device.run_queue for q in used)
+    used.clear()
+    net.profile(x2, repeat=1, warmup=0)
+    assert used and all(q is device.queue for q in used)
+    assert rel_err(out1, ref) < TOL
+    assert rel_err(net(x2), run_reference(g, x2)["softmax"]) < TOL
+    assert rel_err(net(x), ref) < TOL
+
+
+@pytest.mark.opencl
 def test_net_input_checked(device):
     g, x = tiny_cnn(size=5)
     net = build(g, device=device)

@@ -192,15 +192,17 @@ class Net:
     # ---- opencl
 
     def _run_opencl(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        self._write_inputs(feeds)
-        self._enqueue_all()
-        return self._read_outputs()
+        # untimed, so on the queue without profiling (cheaper launches); it is drained
+        # before returning, as profile() drains the profiling queue
+        assert self.device is not None
+        q = self.device.run_queue
+        self._write_inputs(feeds, q)
+        self._enqueue_all(q)
+        return self._read_outputs(q)
 
-    def _write_inputs(self, feeds: dict[str, np.ndarray]) -> None:
+    def _write_inputs(self, feeds: dict[str, np.ndarray], q: Any) -> None:
         import pyopencl as cl
 
-        assert self.device is not None
-        q = self.device.queue
         for name, arr in feeds.items():
             arr = arr.astype(self.storage, copy=False)
             if self.zero_copy:
@@ -213,22 +215,19 @@ class Net:
             else:
                 cl.enqueue_copy(q, self._bufs[name], arr, is_blocking=False)
 
-    def _enqueue_all(self, events: list[tuple[Layer, Any]] | None = None) -> None:
+    def _enqueue_all(self, q: Any, events: list[tuple[Layer, Any]] | None = None) -> None:
         import pyopencl as cl
 
-        assert self.device is not None
-        q = self.device.queue
         for layer in self.layers:
             for ln in layer.launches:
                 ev = cl.enqueue_nd_range_kernel(q, ln.kernel, ln.global_size, ln.local_size)
                 if events is not None:
                     events.append((layer, ev))
 
-    def _read_outputs(self) -> list[np.ndarray]:
+    def _read_outputs(self, q: Any) -> list[np.ndarray]:
         import pyopencl as cl
 
-        assert self.device is not None
-        q, g = self.device.queue, self.graph
+        g = self.graph
         outs = []
         for name in g.outputs:
             shape = g.tensors[name].shape
@@ -255,12 +254,13 @@ class Net:
         for _ in range(warmup):
             self._run_opencl(feeds)
         per: dict[str, list[float]] = {layer.node.name: [] for layer in self.layers}
-        self._write_inputs(feeds)
+        assert self.device is not None
+        q = self.device.queue
+        self._write_inputs(feeds, q)
         for _ in range(max(1, repeat)):
             events: list[tuple[Layer, Any]] = []
-            self._enqueue_all(events)
-            assert self.device is not None
-            self.device.queue.finish()
+            self._enqueue_all(q, events)
+            q.finish()
             sums: dict[str, float] = {}
             for layer, ev in events:
                 ms = (ev.profile.end - ev.profile.start) * 1e-6

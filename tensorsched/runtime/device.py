@@ -31,13 +31,16 @@ class DeviceError(TensorschedError):
 
 @dataclass(eq=False)
 class Device:
-    """An OpenCL device with its context and a profiling queue."""
+    """An OpenCL device with its context, a profiling queue (``queue``: every timed run and
+    every array ``ts.nd`` makes) and a queue without profiling (``run_queue``: a network's
+    calls, whose launches cost less there)."""
 
     cl_device: Any  # pyopencl.Device
     platform_index: int
     device_index: int
     _ctx: Any = field(default=None, repr=False)
     _queue: Any = field(default=None, repr=False)
+    _run_queue: Any = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -69,6 +72,19 @@ class Device:
                 self.context, properties=cl.command_queue_properties.PROFILING_ENABLE
             )
         return self._queue
+
+    @property
+    def run_queue(self) -> Any:
+        """An in-order queue without profiling, for work that is not timed and finishes
+        before its results are used (``Net.__call__``). NVIDIA's OpenCL (H200, driver 580)
+        takes about 12 us a launch on a profiling queue and 6 us on this one
+        (benchmarks/gpu/timing_probe.py); no two queues are ordered with each other, so a
+        caller drains one before the other touches the same buffers."""
+        if self._run_queue is None:
+            import pyopencl as cl
+
+            self._run_queue = cl.CommandQueue(self.context)
+        return self._run_queue
 
     @property
     def max_work_group_size(self) -> int:

@@ -1,0 +1,215 @@
+"""Would copies from global to ``__local`` memory that bypass registers (``cp.async``, sm_80
+and later) close the gap to cuBLAS? For each log given, its fastest config with
+``double_buffer="both"``, no split-K and a guard-free K loop is built, and variants are
+derived from the generated OpenCL C whose ``__local`` tiles are filled by inline-PTX
+``cp.async`` copies through a ring of S buffers (S-1 K steps in flight, one barrier a step,
+as cuBLAS's ``stage3`` kernels do). All are checked against float64 numpy and timed
+alternately by profiling events (medians); cuBLAS is timed as ``bench.py`` does:
+
+    . benchmarks/gpu/gpu_env.sh && python benchmarks/gpu/async_probe.py LOG.jsonl ...
+
+An experiment on the text of one kernel shape (the ``both`` loop as ``double_buffer``
+writes it), not a feature: it decides whether an asynchronous-copy lowering is worth building.
+"""
+
+import json
+import os
+import re
+import statistics
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import pyopencl as cl  # noqa: E402
+import pyopencl.array as cla  # noqa: E402
+from bench import cuda_time, load_torch  # noqa: E402
+
+import tensorsched as ts  # noqa: E402
+from tensorsched.runtime.device import current_device  # noqa: E402
+from tensorsched.runtime.numerics import relative_error  # noqa: E402
+from tensorsched.tune.task import Task  # noqa: E402
+
+dev = current_device()
+q = dev.queue
+# only configs with these knob values, e.g. FILTER=fetch_vec=4,a_layout=row
+FILTER = [kv.split("=") for kv in os.environ.get("FILTER", "").split(",") if kv]
+STAGES = tuple(int(s) for s in os.environ.get("STAGES", "2,3,4").split(","))
+
+HELPERS = """
+#define TS_CP_ASYNC4(dst, src) asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" \\
+    :: "r"((uint)(size_t)(dst)), "l"((ulong)(src)) : "memory")
+#define TS_CP_ASYNC16(dst, src) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" \\
+    :: "r"((uint)(size_t)(dst)), "l"((ulong)(src)) : "memory")
+#define TS_CP_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
+#define TS_CP_WAIT(n) asm volatile("cp.async.wait_group " #n ";" ::: "memory")
+"""
+
+
+VSTORE = r"\s+vstore4\((\w+\[\d+\]), 0, (\w+_shared) \+ \(k_outer \+ 1\) % 2 \* (\d+) \+ (.*)\);$"
+STORE = r"\s+(\w+_shared)\[\(k_outer \+ 1\) % 2 \* (\d+) \+ (.*)\] = (\w+\[\d+\]);$"
+
+
+def asyncify(src: str, S: int) -> str:
+    lines = src.split("\n")
+    i_loop = next(
+        i for i, l in enumerate(lines) if l.startswith("  for (int k_outer = 0; k_outer < ")
+    )
+    n = int(re.search(r"k_outer < (\d+);", lines[i_loop]).group(1))
+    last = n - 1
+    i_end = next(i for i in range(i_loop + 1, len(lines)) if lines[i] == "  }")
+    body = lines[i_loop + 1 : i_end]
+    assert body[0].strip() == f"if (k_outer < {last}) {{", body[0]
+    j = next(i for i in range(1, len(body)) if body[i] == "    }")
+    ahead = body[1:j]
+    k = next(i for i in range(j + 1, len(body)) if body[i].strip() == f"if (k_outer < {last}) {{")
+    compute = body[j + 1 : k]
+    m = next(i for i in range(k + 1, len(body)) if body[i] == "    }")
+    stores = body[k + 1 : m]
+    assert body[m + 1].strip() == "barrier(CLK_LOCAL_MEM_FENCE);" and m + 2 == len(body)
+    loads = {}
+    for l in ahead:
+        mm = re.match(r"\s+(\w+_shared_reg\[\d+\]) = (\w+)\[(.*)\];$", l)
+        if mm:
+            loads[mm.group(1)] = (mm.group(2), mm.group(3))
+        mm = re.match(r"\s+(\w+_shared_reg\[\d+\]) = vload4\(0, (\w+) \+ (.*)\);$", l)
+        if mm:
+            loads[mm.group(1)] = (mm.group(2), mm.group(3))
+    copies = []
+    for l in stores:
+        mm = re.match(STORE, l)
+        if mm:
+            copies.append((mm.group(1), int(mm.group(2)), mm.group(3), mm.group(4), 4))
+            continue
+        mm = re.match(VSTORE, l)
+        if mm:
+            copies.append((mm.group(2), int(mm.group(3)), mm.group(4), mm.group(1), 16))
+            continue
+        assert l.strip().startswith("//"), l
+    assert len(copies) == len(loads), (len(copies), len(loads))
+    sizes = {c[0]: c[1] for c in copies}
+
+    def copy(step: str) -> list[str]:
+        out = []
+        for arr, size, idx, reg, nbytes in copies:
+            garr, gexpr = loads[reg]
+            gexpr = re.sub(r"\bk_outer\b", f"({step} - 1)", gexpr)
+            dst = f"{arr} + ({step}) % {S} * {size} + {idx}"
+            out.append(f"    TS_CP_ASYNC{nbytes}({dst}, {garr} + {gexpr});")
+        return out
+
+    head = []
+    i_first = None
+    for i, l in enumerate(lines[:i_loop]):
+        mm = re.match(r"(\s+__local float (\w+)\[)(\d+)(\].*)", l)
+        if mm and mm.group(2) in sizes:
+            l = f"{mm.group(1)}{sizes[mm.group(2)] * S}{mm.group(4)}"
+        if re.match(r"\s+float \w+_shared_reg\[\d+\];", l) and i_first is None:
+            i_first = i
+        if i_first is not None:
+            continue  # the register fill before the loop, replaced by the copies below
+        head.append(l)
+    new = head[:1] + HELPERS.split("\n") + head[1:]
+    new += copy("0") + ["  TS_CP_COMMIT();"]
+    for s in range(1, S - 1):
+        new += [f"  if ({s} < {n}) {{"] + copy(str(s)) + ["  }", "  TS_CP_COMMIT();"]
+    new += [lines[i_loop]]
+    new += [f"    TS_CP_WAIT({S - 2});", "    barrier(CLK_LOCAL_MEM_FENCE);"]
+    new += [f"    if (k_outer + {S - 1} < {n}) {{"] + copy(f"k_outer + {S - 1}") + ["    }"]
+    new += ["    TS_CP_COMMIT();"]
+    new += [re.sub(r"k_outer % 2 \* (\d+)", rf"k_outer % {S} * \1", l) for l in compute]
+    new += ["  }"] + lines[i_end + 1 :]
+    return "\n".join(new)
+
+
+def best_both(path):
+    rs = [json.loads(l) for l in open(path) if l.strip()]
+    ok = [
+        r
+        for r in rs
+        if r.get("status") == "ok"
+        and r["config"].get("double_buffer") == "both"
+        and r["config"].get("split_k", 1) == 1
+        and r["config"].get("tail_k", "guard") == "guard"
+        and all(str(r["config"].get(k)) == v for k, v in FILTER)
+    ]
+    return min(ok, key=lambda r: r["device_ms"]) if ok else None
+
+
+def cublas_us(M, N, K):
+    torch, _ = load_torch()
+    if torch is None:
+        return float("nan")
+    a = torch.rand(M, K, device="cuda")
+    b = torch.rand(K, N, device="cuda")
+    opts = SimpleNamespace(warmup=5, repeat=7, min_seconds=0.01)
+    return cuda_time(torch, lambda: a @ b, opts) * 1e6
+
+
+rows = {S: [] for S in STAGES}
+for path in sys.argv[1:]:
+    r = best_both(path)
+    if r is None:
+        continue
+    task = Task.from_dict(r["task"])
+    M, N, K = task.shape
+    s, args, _ = task.instantiate(r["config"])
+    mod = ts.build(s, args, target="opencl", name="g")
+    src = mod.get_source()
+    info = mod.source.kernels[0]
+    texts = {"both": src}
+    for S in STAGES:
+        try:
+            texts[f"async{S}"] = asyncify(src, S)
+        except Exception as e:
+            print(task, "no variant:", repr(e)[:300])
+            break
+    if len(texts) == 1:
+        continue
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    ref = a.astype(np.float64) @ b
+    da, db = cla.to_device(q, a), cla.to_device(q, b)
+    kern, res = {}, {}
+    for name, text in texts.items():
+        try:
+            kern[name] = cl.Kernel(cl.Program(dev.context, text).build(), info.name)
+        except cl.Error as e:
+            print(name, "build failed:", str(e)[:1500])
+            open(os.path.join(os.environ.get("OUT", "/tmp"), name + ".cl"), "w").write(text)
+            continue
+        out = cla.to_device(q, np.full((M, N), np.nan, np.float32))
+        kern[name].set_args(da.data, db.data, out.data)
+        cl.enqueue_nd_range_kernel(q, kern[name], info.global_size, info.local_size).wait()
+        res[name] = relative_error(out.get(), ref)
+    times = {n_: [] for n_ in kern}
+    out = cla.empty(q, (M, N), np.float32)
+    names = list(kern)
+    for rep in range(6):
+        for name in names if rep % 2 == 0 else names[::-1]:
+            kn = kern[name]
+            kn.set_args(da.data, db.data, out.data)
+            ts_ = []
+            for _ in range(15):
+                ev = cl.enqueue_nd_range_kernel(q, kn, info.global_size, info.local_size)
+                ev.wait()
+                ts_.append((ev.profile.end - ev.profile.start) * 1e-3)
+            times[name].append(statistics.median(ts_[3:]))
+    med = {n_: statistics.median(t) for n_, t in times.items()}
+    cub = cublas_us(M, N, K)
+    print(f"{task} {r['config']}  cuBLAS {cub:.1f} us")
+    for name in names:
+        ratio = med["both"] / med[name]
+        if name != "both":
+            rows[int(name[5:])].append(ratio)
+        print(
+            f"  {name:7s} {med[name]:8.1f} us  both/this {ratio:.3f}  /cuBLAS {cub / med[name]:.3f}"
+            f"  err {res[name]:.1e}"
+        )
+for S, rs in rows.items():
+    if rs:
+        print(f"geomean both/async{S} {float(np.exp(np.mean(np.log(rs)))):.3f} over {len(rs)}")
