@@ -125,8 +125,13 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         if parent.kind != "reduce":
             data_guards.append(cond)
     # a work-group tile is filled with zeros outside the op's domain (every element the
-    # work-items read is written); a private tile that reads only tiles needs no domain test
-    zero_fill = ctx.scope[st] == "shared" and not isinstance(body, E.Reduce)
+    # work-items read is written), and so is a private tile of tiles clipped to their
+    # tensors (its elements outside feed only outputs that are never stored, but a vector
+    # of them must not hold uninitialized lanes); a private tile of unclipped tiles needs
+    # no domain test
+    zero_fill = not isinstance(body, E.Reduce) and (
+        ctx.scope[st] == "shared" or _reads_tiles_only(ctx, st)
+    )
     domain = []
     if st.attach_type == "scope" and not _private_reads_only(ctx, st):
         for iv, (_m, _e), dim in zip(st.op.axis, region, st.op.shape):
@@ -482,18 +487,27 @@ def _outer_index_extents(
     return out
 
 
-def _private_reads_only(ctx, st):
-    """A ``"local"`` stage that reads work-group or private tiles only may compute the part of
-    its tile outside the op's domain: it stays inside its own buffer, every read stays inside
-    a tile that bound inference sized to cover it (a tile clipped to its tensor's shape does
-    not count), and those elements are never stored by the guarded consumer. Dropping the
-    domain guards leaves the register tile's loops guard-free."""
+def _reads_tiles_only(ctx, st) -> bool:
+    """Whether ``st`` is a ``"local"`` stage reading work-group or private tiles only."""
     if ctx.scope.get(st) != "local":
         return False
     for t in (x for b in ctx.bounds.bodies[st] for x in tensors_read(b)):
         p = ctx.stage_of(t)
         if p is None or ctx.scope.get(p, "global") == "global":
             return False
+    return True
+
+
+def _private_reads_only(ctx, st):
+    """A ``"local"`` stage that reads work-group or private tiles only may compute the part of
+    its tile outside the op's domain: it stays inside its own buffer, every read stays inside
+    a tile that bound inference sized to cover it (a tile clipped to its tensor's shape does
+    not count), and those elements are never stored by the guarded consumer. Dropping the
+    domain guards leaves the register tile's loops guard-free."""
+    if not _reads_tiles_only(ctx, st):
+        return False
+    for t in (x for b in ctx.bounds.bodies[st] for x in tensors_read(b)):
+        p = ctx.stage_of(t)
         if any(_clipped(e, dim) for (_, e), dim in zip(ctx.region[p], p.op.shape)):
             return False
     return True

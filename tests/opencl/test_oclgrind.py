@@ -116,6 +116,22 @@ def test_a_depthwise_conv_with_its_interior_specialized_is_clean(rng):
     assert "} else {" in emit_opencl(func).text
 
 
+@pytest.mark.parametrize("reg_fetch", [0, 1])
+def test_gpu_gemm_with_tiles_larger_than_the_matrix_is_clean(reg_fetch, rng):
+    """37x29 against 128x128 work-group tiles: the ``__local`` tiles are clipped to the
+    matrix, so the registers copied from them (``reg_fetch``) are zero-filled outside it
+    rather than left unset; the vectors multiplied hold no uninitialized lanes."""
+    from tensorsched.tune import Task
+
+    task = Task("gemm", "gpu_tiled", (37, 29, 64))
+    s, args, _ = task.instantiate(
+        {"reg_fetch": reg_fetch, "tail": "guard", "split_k": 1, "tile_k": (8,)}
+    )
+    func = check_clean(s, args, "tiled", rng, lambda a, b: a @ b)
+    if reg_fetch:
+        assert "B_shared_local[4] = 0.0f;" in emit_opencl(func).text
+
+
 # ---------------------------------------------------------------- the checker catches errors
 
 
