@@ -6,7 +6,8 @@ derived from the generated OpenCL C whose ``__local`` tiles are filled by inline
 as cuBLAS's ``stage3`` kernels do). All are checked against float64 numpy and timed
 alternately by profiling events (medians); cuBLAS is timed as ``bench.py`` does:
 
-    . benchmarks/gpu/gpu_env.sh && python benchmarks/gpu/async_probe.py LOG.jsonl ...
+    . benchmarks/gpu/gpu_env.sh && [STAGES=2,3,4] [UNROLL=2,4] [WARPS=8,4] [FILTER=knob=value,...] \
+        python benchmarks/gpu/async_probe.py LOG.jsonl ...
 
 An experiment on the text of one kernel shape (the ``both`` loop as ``double_buffer``
 writes it), not a feature: it decides whether an asynchronous-copy lowering is worth building.
@@ -37,7 +38,11 @@ dev = current_device()
 q = dev.queue
 # only configs with these knob values, e.g. FILTER=fetch_vec=4,a_layout=row
 FILTER = [kv.split("=") for kv in os.environ.get("FILTER", "").split(",") if kv]
-STAGES = tuple(int(s) for s in os.environ.get("STAGES", "2,3,4").split(","))
+STAGES = tuple(int(s) for s in os.environ.get("STAGES", "2,3,4").split(",") if s)
+# also the original with its K loop unrolled by these factors (``#pragma unroll N``)
+UNROLL = tuple(int(s) for s in os.environ.get("UNROLL", "").split(",") if s)
+# also the original with its threads grouped into warps of LM M-threads x 32/LM N-threads
+WARPS = tuple(int(s) for s in os.environ.get("WARPS", "").split(",") if s)
 
 HELPERS = """
 #define TS_CP_ASYNC4(dst, src) asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" \\
@@ -125,6 +130,31 @@ def asyncify(src: str, S: int) -> str:
     return "\n".join(new)
 
 
+def warp_tiled(src: str, lm: int) -> str:
+    """The kernel with its multiply-adds and output stores (everything after the K loop)
+    spread over the work-group by warps of ``lm`` M-threads x ``32 / lm`` N-threads (the
+    cooperative fills keep the original order, so their global loads stay coalesced)."""
+    tx, ty = map(int, re.search(r"reqd_work_group_size\((\d+), (\d+), 1\)", src).groups())
+    ln = 32 // lm
+    assert tx % ln == 0 and ty % lm == 0, (tx, ty, lm)
+    out, in_loop, after = [], False, False
+    for line in src.split("\n"):
+        in_loop = in_loop or line.startswith("  for (int k_outer")
+        after = after or (in_loop and line == "  }")
+        if "C_local" in line or "_shared_local" in line or after:
+            line = re.sub(r"\bthreadIdx_x\b", "ts_cx", line)
+            line = re.sub(r"\bthreadIdx_y\b", "ts_cy", line)
+        out.append(line)
+        if line.strip().startswith("const int threadIdx_y = get_local_id(1);"):
+            out += [
+                f"  const int ts_lid = threadIdx_y * {tx} + threadIdx_x;",
+                "  const int ts_lane = ts_lid % 32, ts_warp = ts_lid / 32;",
+                f"  const int ts_cx = ts_warp % {tx // ln} * {ln} + ts_lane % {ln};",
+                f"  const int ts_cy = ts_warp / {tx // ln} * {lm} + ts_lane / {ln};",
+            ]
+    return "\n".join(out)
+
+
 def best_both(path):
     rs = [json.loads(l) for l in open(path) if l.strip()]
     ok = [
@@ -149,7 +179,7 @@ def cublas_us(M, N, K):
     return cuda_time(torch, lambda: a @ b, opts) * 1e6
 
 
-rows = {S: [] for S in STAGES}
+rows: dict[str, list[float]] = {}
 for path in sys.argv[1:]:
     r = best_both(path)
     if r is None:
@@ -167,6 +197,14 @@ for path in sys.argv[1:]:
         except Exception as e:
             print(task, "no variant:", repr(e)[:300])
             break
+    for lm in WARPS:
+        try:
+            texts[f"warp{lm}x{32 // lm}"] = warp_tiled(src, lm)
+        except AssertionError as e:
+            print(task, "no warp variant:", e)
+    for u in UNROLL:
+        loop = "  for (int k_outer = 0; k_outer < "
+        texts[f"unroll{u}"] = src.replace(loop, f"  #pragma unroll {u}\n{loop}", 1)
     if len(texts) == 1:
         continue
     rng = np.random.default_rng(0)
@@ -205,11 +243,10 @@ for path in sys.argv[1:]:
     for name in names:
         ratio = med["both"] / med[name]
         if name != "both":
-            rows[int(name[5:])].append(ratio)
+            rows.setdefault(name, []).append(ratio)
         print(
             f"  {name:7s} {med[name]:8.1f} us  both/this {ratio:.3f}  /cuBLAS {cub / med[name]:.3f}"
             f"  err {res[name]:.1e}"
         )
-for S, rs in rows.items():
-    if rs:
-        print(f"geomean both/async{S} {float(np.exp(np.mean(np.log(rs)))):.3f} over {len(rs)}")
+for name, rs in rows.items():
+    print(f"geomean both/{name} {float(np.exp(np.mean(np.log(rs)))):.3f} over {len(rs)}")

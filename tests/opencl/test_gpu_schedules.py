@@ -193,6 +193,36 @@ def test_gpu_gemm_peeled_after_a_single_step(dbuf, rng):
     np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("warp", [8, 4])
+@pytest.mark.parametrize(
+    "shape,knobs",
+    [
+        ((37, 29, 64), {"tail": "guard", "reg_fetch": 1}),
+        ((200, 300, 70), {"tail": "shift", "tail_k": "peel", "split_k": 2, "fetch_vec": 4}),
+    ],
+    ids=["guarded", "shifted-peeled-split"],
+)
+def test_gpu_gemm_warp_layouts(warp, shape, knobs, rng):
+    """``warp``: one dimension of work-items, every 32 consecutive ones computing a warp x
+    32/warp block of the work-items' register tiles (M x N); the fills of the ``__local``
+    tiles spread over the same 128 work-items in their own order."""
+    M, N, K = shape
+    tiles = dict(tile_y=(1, 8, 8), tile_x=(2, 16, 4), tile_k=(8,))
+    cfg = Config(dict(warp=warp, **tiles, **knobs))
+    s, args = TEMPLATES["gemm"]["gpu_tiled"](cfg, M, N, K)
+    assert cfg.valid, cfg.constraints
+    src = ts.build(s, args, target="opencl").get_source()
+    assert "reqd_work_group_size(128, 1, 1)" in src and "threadIdx_y" not in src
+    lanes_n = 32 // warp  # a warp's work-items: warp rows x lanes_n columns
+    warps_n = 16 // lanes_n  # warps side by side along N
+    column = "threadIdx_x / 32" + (f" % {warps_n}" if warps_n < 4 else "")
+    assert f"{column} * {lanes_n * 4}" in src  # the warp's first column, 4 outputs each
+    assert f"threadIdx_x / {lanes_n} % {warp} * 8" in src  # the row in its warp, 8 each
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    check(s, args, [a, b], a.astype(np.float64) @ b)
+
+
 @pytest.mark.parametrize("epilogue", [(), ("bias",)])
 def test_split_k_sum_adds_the_slices_in_a_register(epilogue, rng):
     """The second kernel of split-K: each work-item's slices loaded one after another into a

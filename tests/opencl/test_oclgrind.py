@@ -132,6 +132,18 @@ def test_gpu_gemm_with_tiles_larger_than_the_matrix_is_clean(reg_fetch, rng):
         assert "B_shared_local[4] = 0.0f;" in emit_opencl(func).text
 
 
+def test_gpu_gemm_in_warps_is_race_free(rng):
+    """The warp layout (one dimension of work-items, renumbered for the multiply-adds) over
+    double-buffered tiles: no race between the fills and the reads."""
+    from tensorsched.tune import Task
+
+    task = Task("gemm", "gpu_tiled", (40, 72, 24))
+    config = {"warp": 8, "tile_y": (1, 8, 2), "tile_x": (1, 8, 4), "tile_k": (8,)}
+    s, args, cfg = task.instantiate({**config, "tail": "shift", "double_buffer": "both"})
+    assert cfg.valid, cfg.constraints
+    check_clean(s, args, "warps", rng, lambda a, b: a @ b)
+
+
 # ---------------------------------------------------------------- the checker catches errors
 
 

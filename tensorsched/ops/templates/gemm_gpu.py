@@ -30,6 +30,12 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
   geomean 0.99x; benchmarks/gpu/results/splitk_peel_2026-11-25/peel_probe.txt): the search chooses.
 - ``reg_fetch``: copy each K step's slices of the ``__local`` tiles into registers first
   (``cache_read(..., "local")``), as vector loads, before the multiply-adds.
+- ``warp``: ``0``: a two-dimensional work-group (``threadIdx.x`` along N, ``.y`` along M), so
+  that 32 consecutive work-items span 32 / ``tile_x``'s work-items rows of it; ``8`` / ``4``:
+  one dimension, numbered so that every 32 consecutive work-items (a warp) compute an
+  8 x 4 / 4 x 8 block of work-items' register tiles, which read fewer distinct ``__local``
+  words a step (cuBLAS arranges its warps so). The fills of the ``__local`` tiles keep
+  their order either way.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ K_STEPS = (4, 8, 16, 32)
 MAX_ACCUMULATORS = 128  # floats of register tile per work-item (spills beyond)
 SPLIT_K = (1, 2, 4, 8, 16)
 SUM_THREADS = 256
+WARP = 32  # work-items a warp (NVIDIA; AMD's wavefronts hold 64: two of these)
 
 
 def gemm_gpu_tiled(
@@ -102,6 +109,7 @@ def schedule_gemm_gpu(
     k_slice = -(-K // split_k)  # the reduction's extent in one work-group
     ragged_k = k_slice % kstep != 0 or k_slice * split_k != K
     tail_k = cfg.define_knob("tail_k", ("guard", "peel"))
+    warp = cfg.define_knob("warp", (0, 8, 4))
     bm, bn = vy * ty * wy, vx * tx * wx
     threads = tx * ty
     a_rows = bm + (a_pad if a_layout == "col" else 0)
@@ -129,6 +137,10 @@ def schedule_gemm_gpu(
         tail_k == "guard" or ragged_k,
         "the K steps divide K: tail_k='peel' is the same kernel as 'guard'",
     )
+    cfg.constrain(
+        warp == 0 or (ty % warp == 0 and tx % (WARP // warp) == 0),
+        f"warps of {warp} x {WARP // max(warp, 1)} work-items do not tile {ty} x {tx}",
+    )
 
     R = O if is_reduction(O) else inline_epilogue(s, O)
     if split_k > 1:
@@ -150,7 +162,18 @@ def schedule_gemm_gpu(
     by, vyy, tyy, wyy = split_axis(s[out], i, (vy, ty, wy), tail)
     bx, vxx, txx, wxx = split_axis(s[out], j, (vx, tx, wx), tail)
     s[out].reorder(*outer, by, bx, vyy, vxx, tyy, txx, wyy, wxx)
-    bind_2d(s, out, by, bx, tyy, txx)
+    if warp:
+        # one dimension of work-items, numbered so that each warp of WARP consecutive ones
+        # holds warp x WARP/warp of them (M x N); the tiles' fills keep their own order
+        ty_w, ty_l = s[out].split(tyy, warp)
+        tx_w, tx_l = s[out].split(txx, WARP // warp)
+        s[out].reorder(ty_w, tx_w, ty_l, tx_l)
+        txx = s[out].fuse(ty_w, tx_w, ty_l, tx_l)
+        s[out].bind(by, thread_axis("blockIdx.y"))
+        s[out].bind(bx, thread_axis("blockIdx.x"))
+        s[out].bind(txx, thread_axis("threadIdx.x"))
+    else:
+        bind_2d(s, out, by, bx, tyy, txx)
     if outer:
         s[out].bind(outer[0], thread_axis("blockIdx.z"))
     s[out].bind(vyy, thread_axis("vthread", name="vy"))
@@ -184,9 +207,12 @@ def schedule_gemm_gpu(
         vec = math.gcd(fetch_vec, width)
         fused = s[T].fuse(*s[T].op.axis)
         rest, lanes = s[T].split(fused, vec)
-        rest, fx = s[T].split(rest, tx)
-        fill_outer, fy = s[T].split(rest, ty)
-        s[T].bind(fy, thread_axis("threadIdx.y"))
+        if warp:
+            fill_outer, fx = s[T].split(rest, threads)
+        else:
+            rest, fx = s[T].split(rest, tx)
+            fill_outer, fy = s[T].split(rest, ty)
+            s[T].bind(fy, thread_axis("threadIdx.y"))
         s[T].bind(fx, thread_axis("threadIdx.x"))
         s[T].unroll(fill_outer)
         if vec > 1:
