@@ -6,8 +6,8 @@ derived from the generated OpenCL C whose ``__local`` tiles are filled by inline
 as cuBLAS's ``stage3`` kernels do). All are checked against float64 numpy and timed
 alternately by profiling events (medians); cuBLAS is timed as ``bench.py`` does:
 
-    . benchmarks/gpu/gpu_env.sh && [STAGES=2,3,4] [UNROLL=2,4] [WARPS=8,4] [FILTER=knob=value,...] \
-        python benchmarks/gpu/async_probe.py LOG.jsonl ...
+    . benchmarks/gpu/gpu_env.sh && [STAGES=2,3,4] [UNROLL=2,4] [WARPS=8,4] \
+        [KNOBS='warp=8;warp=4'] [FILTER=knob=value,...] python benchmarks/gpu/async_probe.py LOG ...
 
 An experiment on the text of one kernel shape (the ``both`` loop as ``double_buffer``
 writes it), not a feature: it decides whether an asynchronous-copy lowering is worth building.
@@ -16,7 +16,6 @@ writes it), not a feature: it decides whether an asynchronous-copy lowering is w
 import json
 import os
 import re
-import statistics
 import sys
 from types import SimpleNamespace
 
@@ -25,17 +24,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import pyopencl as cl  # noqa: E402
-import pyopencl.array as cla  # noqa: E402
 from bench import cuda_time, load_torch  # noqa: E402
+from kernel_variants import best_both, both_loop, built, run_variants  # noqa: E402
 
-import tensorsched as ts  # noqa: E402
-from tensorsched.runtime.device import current_device  # noqa: E402
-from tensorsched.runtime.numerics import relative_error  # noqa: E402
-from tensorsched.tune.task import Task  # noqa: E402
-
-dev = current_device()
-q = dev.queue
 # only configs with these knob values, e.g. FILTER=fetch_vec=4,a_layout=row
 FILTER = [kv.split("=") for kv in os.environ.get("FILTER", "").split(",") if kv]
 STAGES = tuple(int(s) for s in os.environ.get("STAGES", "2,3,4").split(",") if s)
@@ -43,6 +34,10 @@ STAGES = tuple(int(s) for s in os.environ.get("STAGES", "2,3,4").split(",") if s
 UNROLL = tuple(int(s) for s in os.environ.get("UNROLL", "").split(",") if s)
 # also the original with its threads grouped into warps of LM M-threads x 32/LM N-threads
 WARPS = tuple(int(s) for s in os.environ.get("WARPS", "").split(",") if s)
+# also the template's own kernel at the config with these knobs changed, e.g. KNOBS=warp=8;warp=4
+KNOBS = [
+    dict(kv.split("=") for kv in v.split(",")) for v in os.environ.get("KNOBS", "").split(";") if v
+]
 
 HELPERS = """
 #define TS_CP_ASYNC4(dst, src) asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" \\
@@ -59,22 +54,9 @@ STORE = r"\s+(\w+_shared)\[\(k_outer \+ 1\) % 2 \* (\d+) \+ (.*)\] = (\w+\[\d+\]
 
 
 def asyncify(src: str, S: int) -> str:
-    lines = src.split("\n")
-    i_loop = next(
-        i for i, l in enumerate(lines) if l.startswith("  for (int k_outer = 0; k_outer < ")
-    )
-    n = int(re.search(r"k_outer < (\d+);", lines[i_loop]).group(1))
-    last = n - 1
-    i_end = next(i for i in range(i_loop + 1, len(lines)) if lines[i] == "  }")
-    body = lines[i_loop + 1 : i_end]
-    assert body[0].strip() == f"if (k_outer < {last}) {{", body[0]
-    j = next(i for i in range(1, len(body)) if body[i] == "    }")
-    ahead = body[1:j]
-    k = next(i for i in range(j + 1, len(body)) if body[i].strip() == f"if (k_outer < {last}) {{")
-    compute = body[j + 1 : k]
-    m = next(i for i in range(k + 1, len(body)) if body[i] == "    }")
-    stores = body[k + 1 : m]
-    assert body[m + 1].strip() == "barrier(CLK_LOCAL_MEM_FENCE);" and m + 2 == len(body)
+    loop = both_loop(src)
+    lines, i_loop, i_end, n = loop.lines, loop.start, loop.end, loop.steps
+    ahead, compute, stores = loop.ahead, loop.compute, loop.stores
     loads = {}
     for l in ahead:
         mm = re.match(r"\s+(\w+_shared_reg\[\d+\]) = (\w+)\[(.*)\];$", l)
@@ -155,20 +137,6 @@ def warp_tiled(src: str, lm: int) -> str:
     return "\n".join(out)
 
 
-def best_both(path):
-    rs = [json.loads(l) for l in open(path) if l.strip()]
-    ok = [
-        r
-        for r in rs
-        if r.get("status") == "ok"
-        and r["config"].get("double_buffer") == "both"
-        and r["config"].get("split_k", 1) == 1
-        and r["config"].get("tail_k", "guard") == "guard"
-        and all(str(r["config"].get(k)) == v for k, v in FILTER)
-    ]
-    return min(ok, key=lambda r: r["device_ms"]) if ok else None
-
-
 def cublas_us(M, N, K):
     torch, _ = load_torch()
     if torch is None:
@@ -181,72 +149,45 @@ def cublas_us(M, N, K):
 
 rows: dict[str, list[float]] = {}
 for path in sys.argv[1:]:
-    r = best_both(path)
+    r = best_both(path, **dict(FILTER))
     if r is None:
         continue
-    task = Task.from_dict(r["task"])
+    task, src, info = built(r)
     M, N, K = task.shape
-    s, args, _ = task.instantiate(r["config"])
-    mod = ts.build(s, args, target="opencl", name="g")
-    src = mod.get_source()
-    info = mod.source.kernels[0]
-    texts = {"both": src}
+    texts = {"both": (src, info)}
+    for change in KNOBS:
+        name = ",".join(f"{k}={v}" for k, v in change.items())
+        knobs = {k: json.loads(v) for k, v in change.items()}
+        _, cfg2 = task.instantiate({**r["config"], **knobs})[1:]
+        if not cfg2.valid:
+            print(task, name, "invalid:", cfg2.constraints)
+            continue
+        texts[name] = built({**r, "config": {**r["config"], **knobs}})[1:]
     for S in STAGES:
         try:
-            texts[f"async{S}"] = asyncify(src, S)
+            texts[f"async{S}"] = (asyncify(src, S), info)
         except Exception as e:
             print(task, "no variant:", repr(e)[:300])
             break
     for lm in WARPS:
         try:
-            texts[f"warp{lm}x{32 // lm}"] = warp_tiled(src, lm)
+            texts[f"warp{lm}x{32 // lm}"] = (warp_tiled(src, lm), info)
         except AssertionError as e:
             print(task, "no warp variant:", e)
     for u in UNROLL:
         loop = "  for (int k_outer = 0; k_outer < "
-        texts[f"unroll{u}"] = src.replace(loop, f"  #pragma unroll {u}\n{loop}", 1)
+        texts[f"unroll{u}"] = (src.replace(loop, f"  #pragma unroll {u}\n{loop}", 1), info)
     if len(texts) == 1:
         continue
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((M, K), dtype=np.float32)
-    b = rng.standard_normal((K, N), dtype=np.float32)
-    ref = a.astype(np.float64) @ b
-    da, db = cla.to_device(q, a), cla.to_device(q, b)
-    kern, res = {}, {}
-    for name, text in texts.items():
-        try:
-            kern[name] = cl.Kernel(cl.Program(dev.context, text).build(), info.name)
-        except cl.Error as e:
-            print(name, "build failed:", str(e)[:1500])
-            open(os.path.join(os.environ.get("OUT", "/tmp"), name + ".cl"), "w").write(text)
-            continue
-        out = cla.to_device(q, np.full((M, N), np.nan, np.float32))
-        kern[name].set_args(da.data, db.data, out.data)
-        cl.enqueue_nd_range_kernel(q, kern[name], info.global_size, info.local_size).wait()
-        res[name] = relative_error(out.get(), ref)
-    times = {n_: [] for n_ in kern}
-    out = cla.empty(q, (M, N), np.float32)
-    names = list(kern)
-    for rep in range(6):
-        for name in names if rep % 2 == 0 else names[::-1]:
-            kn = kern[name]
-            kn.set_args(da.data, db.data, out.data)
-            ts_ = []
-            for _ in range(15):
-                ev = cl.enqueue_nd_range_kernel(q, kn, info.global_size, info.local_size)
-                ev.wait()
-                ts_.append((ev.profile.end - ev.profile.start) * 1e-3)
-            times[name].append(statistics.median(ts_[3:]))
-    med = {n_: statistics.median(t) for n_, t in times.items()}
+    res = run_variants(texts, info.name, M, N, K)
     cub = cublas_us(M, N, K)
     print(f"{task} {r['config']}  cuBLAS {cub:.1f} us")
-    for name in names:
-        ratio = med["both"] / med[name]
+    for name, (t, err) in res.items():
+        ratio = res["both"][0] / t
         if name != "both":
             rows.setdefault(name, []).append(ratio)
         print(
-            f"  {name:7s} {med[name]:8.1f} us  both/this {ratio:.3f}  /cuBLAS {cub / med[name]:.3f}"
-            f"  err {res[name]:.1e}"
+            f"  {name:9s} {t:8.1f} us  both/this {ratio:.3f}  /cuBLAS {cub / t:.3f}  err {err:.1e}"
         )
 for name, rs in rows.items():
     print(f"geomean both/{name} {float(np.exp(np.mean(np.log(rs)))):.3f} over {len(rs)}")

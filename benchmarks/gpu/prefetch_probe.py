@@ -10,46 +10,22 @@ An experiment on the text of one kernel shape (the ``both`` loop as ``double_buf
 it), not a feature: it decides whether a prefetch-distance knob is worth building.
 """
 
-import json
 import os
 import re
-import statistics
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import pyopencl as cl  # noqa: E402
-import pyopencl.array as cla  # noqa: E402
-
-import tensorsched as ts  # noqa: E402
-from tensorsched.runtime.device import current_device  # noqa: E402
-from tensorsched.runtime.numerics import relative_error  # noqa: E402
-from tensorsched.tune.task import Task  # noqa: E402
-
-dev = current_device()
-q = dev.queue
+from kernel_variants import best_both, both_loop, built, run_variants  # noqa: E402
 
 
 def deep(src):
-    lines = src.split("\n")
-    i_loop = next(
-        i for i, l in enumerate(lines) if l.startswith("  for (int k_outer = 0; k_outer < ")
-    )
-    n = int(re.search(r"k_outer < (\d+);", lines[i_loop]).group(1))
-    last = n - 1
-    # the loop body: ahead block, compute, stores block, barrier, close
-    i_end = next(i for i in range(i_loop + 1, len(lines)) if lines[i] == "  }")
-    body = lines[i_loop + 1 : i_end]
-    assert body[0].strip() == f"if (k_outer < {last}) {{", body[0]
-    j = next(i for i in range(1, len(body)) if body[i] == "    }")
-    ahead = body[1:j]
-    k = next(i for i in range(j + 1, len(body)) if body[i].strip() == f"if (k_outer < {last}) {{")
-    compute = body[j + 1 : k]
-    m = next(i for i in range(k + 1, len(body)) if body[i] == "    }")
-    stores = body[k + 1 : m]
-    assert body[m + 1].strip() == "barrier(CLK_LOCAL_MEM_FENCE);" and m + 2 == len(body), body[m:]
+    loop = both_loop(src)
+    lines, i_loop, i_end, n = loop.lines, loop.start, loop.end, loop.steps
+    ahead, compute, stores = loop.ahead, loop.compute, loop.stores
     regs = sorted(set(re.findall(r"\b(\w+_shared_reg)\[", "\n".join(ahead))))
     decls = [l for l in lines[:i_loop] if re.match(r"\s+float \w+_shared_reg\[\d+\];", l)]
 
@@ -80,65 +56,24 @@ def deep(src):
     return "\n".join(new)
 
 
-def best_both(path):
-    rs = [json.loads(l) for l in open(path) if l.strip()]
-    ok = [
-        r
-        for r in rs
-        if r.get("status") == "ok"
-        and r["config"].get("double_buffer") == "both"
-        and r["config"].get("split_k", 1) == 1
-    ]
-    return min(ok, key=lambda r: r["device_ms"]) if ok else None
-
-
 rows = []
 for path in sys.argv[1:]:
     r = best_both(path)
     if r is None:
         continue
-    task = Task.from_dict(r["task"])
+    task, src, info = built(r)
     M, N, K = task.shape
-    s, args, _ = task.instantiate(r["config"])
-    mod = ts.build(s, args, target="opencl", name="g")
-    src = mod.get_source()
-    info = mod.source.kernels[0]
     try:
         dsrc = deep(src)
     except Exception as e:
         print(task, "no variant:", repr(e)[:200])
         continue
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((M, K), dtype=np.float32)
-    b = rng.standard_normal((K, N), dtype=np.float32)
-    ref = a.astype(np.float64) @ b
-    da, db = cla.to_device(q, a), cla.to_device(q, b)
-    kern = {}
-    for name, text in (("both", src), ("deep", dsrc)):
-        kern[name] = cl.Kernel(cl.Program(dev.context, text).build(), info.name)
-    res = {}
-    for name, kn in kern.items():
-        out = cla.to_device(q, np.full((M, N), np.nan, np.float32))
-        kn.set_args(da.data, db.data, out.data)
-        cl.enqueue_nd_range_kernel(q, kn, info.global_size, info.local_size).wait()
-        res[name] = relative_error(out.get(), ref)
-    times = {n_: [] for n_ in kern}
-    out = cla.empty(q, (M, N), np.float32)
-    for rep in range(6):
-        for name in ("both", "deep") if rep % 2 == 0 else ("deep", "both"):
-            kn = kern[name]
-            kn.set_args(da.data, db.data, out.data)
-            ts_ = []
-            for _ in range(15):
-                ev = cl.enqueue_nd_range_kernel(q, kn, info.global_size, info.local_size)
-                ev.wait()
-                ts_.append((ev.profile.end - ev.profile.start) * 1e-3)
-            times[name].append(statistics.median(ts_[3:]))
-    tb, td = statistics.median(times["both"]), statistics.median(times["deep"])
+    res = run_variants({"both": (src, info), "deep": (dsrc, info)}, info.name, M, N, K)
+    (tb, eb), (td, ed) = res["both"], res["deep"]
     rows.append(tb / td)
     print(
         f"{task} {r['config']}\n  both {tb:.1f} us  deep {td:.1f} us  both/deep "
-        f"{tb / td:.3f}  err {res['both']:.1e} / {res['deep']:.1e}"
+        f"{tb / td:.3f}  err {eb:.1e} / {ed:.1e}"
     )
 if rows:
     print(f"geomean both/deep {float(np.exp(np.mean(np.log(rows)))):.3f} over {len(rows)}")

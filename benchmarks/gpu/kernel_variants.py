@@ -1,0 +1,118 @@
+"""What the probes that rewrite a generated GEMM kernel share (``prefetch_probe.py``,
+``async_probe.py``): the fastest logged config of a kind, the parts of its double-buffered K
+loop, and checking and timing kernel variants side by side on the device in use."""
+
+import json
+import re
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from tensorsched.runtime.device import current_device
+from tensorsched.runtime.numerics import relative_error
+
+
+def best_both(path: str, **knobs: Any) -> dict | None:
+    """The fastest ok record of a log with ``double_buffer="both"``, no split-K, a guarded
+    K loop (not peeled) and the given knob values (compared as text)."""
+    rs = [json.loads(l) for l in open(path) if l.strip()]
+    ok = [
+        r
+        for r in rs
+        if r.get("status") == "ok"
+        and r["config"].get("double_buffer") == "both"
+        and r["config"].get("split_k", 1) == 1
+        and r["config"].get("tail_k", "guard") == "guard"
+        and all(str(r["config"].get(k)) == str(v) for k, v in knobs.items())
+    ]
+    return min(ok, key=lambda r: r["device_ms"]) if ok else None
+
+
+def built(record: dict) -> tuple[Any, str, Any]:
+    """``(task, OpenCL C, KernelInfo of its first kernel)`` of a log record's config, the
+    kernels named ``g_*``."""
+    import tensorsched as ts
+    from tensorsched.tune.task import Task
+
+    task = Task.from_dict(record["task"])
+    s, args, _ = task.instantiate(record["config"])
+    mod = ts.build(s, args, target="opencl", name="g")
+    return task, mod.get_source(), mod.source.kernels[0]
+
+
+@dataclass
+class BothLoop:
+    """The K loop ``double_buffer("both")`` writes: ``for (k_outer ...) { if (not last)
+    {ahead: next step's global loads into registers} compute; if (not last) {stores: the
+    registers into the other __local buffer} barrier }``, as lists of source lines."""
+
+    lines: list[str]  # the whole kernel
+    start: int  # index of the ``for`` line
+    end: int  # index of its closing ``  }``
+    steps: int  # the loop's trip count
+    ahead: list[str]
+    compute: list[str]
+    stores: list[str]
+
+
+def both_loop(src: str) -> BothLoop:
+    lines = src.split("\n")
+    start = next(
+        i for i, l in enumerate(lines) if l.startswith("  for (int k_outer = 0; k_outer < ")
+    )
+    steps = int(re.search(r"k_outer < (\d+);", lines[start]).group(1))
+    guard = f"if (k_outer < {steps - 1}) {{"
+    end = next(i for i in range(start + 1, len(lines)) if lines[i] == "  }")
+    body = lines[start + 1 : end]
+    assert body[0].strip() == guard, body[0]
+    j = next(i for i in range(1, len(body)) if body[i] == "    }")
+    k = next(i for i in range(j + 1, len(body)) if body[i].strip() == guard)
+    m = next(i for i in range(k + 1, len(body)) if body[i] == "    }")
+    assert body[m + 1].strip() == "barrier(CLK_LOCAL_MEM_FENCE);" and m + 2 == len(body), body[m:]
+    return BothLoop(lines, start, end, steps, body[1:j], body[j + 1 : k], body[k + 1 : m])
+
+
+def run_variants(
+    variants: dict[str, tuple[str, Any]], name: str, M: int, N: int, K: int, reps: int = 6
+) -> dict[str, tuple[float, float]]:
+    """``{variant: (median microseconds, relative error)}`` of GEMM kernels named ``name``,
+    ``{variant: (source, KernelInfo of its launch)}``: each built, checked on random data
+    against float64 numpy into a NaN-poisoned output, then timed by profiling events in
+    ``reps`` rounds that alternate the variants' order (15 launches a round, the first 3
+    dropped). A variant that does not build is reported and left out."""
+    dev = current_device()
+    q = dev.queue
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    ref = a.astype(np.float64) @ b
+    da, db = cla.to_device(q, a), cla.to_device(q, b)
+    kern, err = {}, {}
+    for v, (text, info) in variants.items():
+        try:
+            kern[v] = cl.Kernel(cl.Program(dev.context, text).build(), name)
+        except cl.Error as e:
+            print(v, "build failed:", str(e)[:1500])
+            continue
+        out = cla.to_device(q, np.full((M, N), np.nan, np.float32))
+        kern[v].set_args(da.data, db.data, out.data)
+        cl.enqueue_nd_range_kernel(q, kern[v], info.global_size, info.local_size).wait()
+        err[v] = relative_error(out.get(), ref)
+    times: dict[str, list[float]] = {v: [] for v in kern}
+    out = cla.empty(q, (M, N), np.float32)
+    order = list(kern)
+    for rep in range(reps):
+        for v in order if rep % 2 == 0 else order[::-1]:
+            info = variants[v][1]
+            kern[v].set_args(da.data, db.data, out.data)
+            t = []
+            for _ in range(15):
+                ev = cl.enqueue_nd_range_kernel(q, kern[v], info.global_size, info.local_size)
+                ev.wait()
+                t.append((ev.profile.end - ev.profile.start) * 1e-3)
+            times[v].append(statistics.median(t[3:]))
+    return {v: (statistics.median(times[v]), err[v]) for v in kern}
