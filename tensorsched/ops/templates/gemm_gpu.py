@@ -30,12 +30,15 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
   geomean 0.99x; benchmarks/gpu/results/splitk_peel_2026-11-25/peel_probe.txt): the search chooses.
 - ``reg_fetch``: copy each K step's slices of the ``__local`` tiles into registers first
   (``cache_read(..., "local")``), as vector loads, before the multiply-adds.
-- ``warp``: ``0``: a two-dimensional work-group (``threadIdx.x`` along N, ``.y`` along M), so
-  that 32 consecutive work-items span 32 / ``tile_x``'s work-items rows of it; ``8`` / ``4``:
-  one dimension, numbered so that every 32 consecutive work-items (a warp) compute an
-  8 x 4 / 4 x 8 block of work-items' register tiles, which read fewer distinct ``__local``
-  words a step (cuBLAS arranges its warps so). The fills of the ``__local`` tiles keep
-  their order either way.
+- ``warp``: ``0``: a two-dimensional work-group (``threadIdx.x`` along N, ``.y`` along M), a
+  warp of 32 consecutive work-items being whole rows of it; ``8`` / ``4``: one dimension,
+  numbered so that every 32 consecutive work-items compute an 8 x 4 / 4 x 8 block (M x N) of
+  the work-items' register tiles, which read fewer distinct ``__local`` words a step, as
+  cuBLAS arranges its warps. The fills of the ``__local`` tiles keep their order either way.
+  On the H200 ``warp=4`` makes the defaults with ``reg_fetch=0`` 1.3-1.8% faster at 4096^3
+  and 8192^3 (49.4 / 50.2 TFLOP/s, benchmarks/gpu/results/launch_2026-11-26/
+  large_warp_h200.txt); on mid-size shapes neither layout wins in general, so the default
+  stays ``0``.
 """
 
 from __future__ import annotations
