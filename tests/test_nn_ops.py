@@ -202,6 +202,8 @@ TEMPLATE_CASES = [  # (kind, template, shape, epilogue, another config)
     ("pool", "direct", (1, 5, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1), (), {"threads": 1}),  # global
     ("softmax", "rows", (3, 17), (), {"one_kernel": 0, "threads": 16}),
     ("softmax", "rows_gpu", (2, 37), ("relu",), {"row_threads": 32}),
+    # its reference applied no epilogue (relu after softmax changes nothing); a bias does
+    ("softmax", "rows", (3, 17), ("bias", "sigmoid"), {"row_threads": 32}),
 ]
 IDS = [f"{k}-{n}-{'x'.join(map(str, s[:8]))}-{'+'.join(e)}" for k, n, s, e, _ in TEMPLATE_CASES]
 

@@ -275,7 +275,7 @@ class Task:
     def _network_reference(self, x: list[np.ndarray]) -> np.ndarray:
         sh = self.shape_args()[0]
         if self.kind == "softmax":
-            return softmax_ref(x[0])
+            return epilogue_ref(softmax_ref(x[0]), self.epilogue, x[1:], 1)
         if self.kind == "pool":
             ref = pool2d_ref(x[0], (sh.KH, sh.KW), sh.stride, sh.pads, MODES[sh.mode])
             return epilogue_ref(ref, self.epilogue, x[1:], 1)
