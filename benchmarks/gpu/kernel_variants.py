@@ -32,14 +32,17 @@ def best_both(path: str, **knobs: Any) -> dict | None:
     return min(ok, key=lambda r: r["device_ms"]) if ok else None
 
 
-def built(record: dict) -> tuple[Any, str, Any]:
-    """``(task, OpenCL C, KernelInfo of its first kernel)`` of a log record's config, the
-    kernels named ``g_*``."""
+def built(record: dict, **knobs: Any) -> tuple[Any, str, Any]:
+    """``(task, OpenCL C, KernelInfo of its first kernel)`` of a log record's config with
+    ``knobs`` changed, the kernels named ``g_*``; ``ValueError`` naming the constraints the
+    config breaks where it is not valid."""
     import tensorsched as ts
     from tensorsched.tune.task import Task
 
     task = Task.from_dict(record["task"])
-    s, args, _ = task.instantiate(record["config"])
+    s, args, cfg = task.instantiate({**record["config"], **knobs})
+    if not cfg.valid:
+        raise ValueError(f"{task}: {', '.join(cfg.constraints)}")
     mod = ts.build(s, args, target="opencl", name="g")
     return task, mod.get_source(), mod.source.kernels[0]
 
