@@ -482,23 +482,26 @@ def test_an_untuned_conv_takes_no_config_from_a_far_gemm_but_its_search_measures
 
 
 def test_a_gemm_config_that_is_not_valid_for_the_conv_is_not_predicted(tmp_path):
-    """The nearest GEMM (64 x 60 x 72) chose to shift its last, partial column of work-group
-    tiles; at the implicit-GEMM conv's 64 x 64 x 72 the tiles divide, where the template
-    refuses tail='shift': the next shape's best is predicted."""
+    """The nearest GEMM (64 x 64 x 76) chose to peel its last, partial K step; at the
+    implicit-GEMM conv's 64 x 64 x 72 the K steps divide, where the template refuses
+    tail_k='peel': the next shape's best is predicted."""
     log = tmp_path / "gpu.jsonl"
     dev = "test / gpu"
-    shifted = {"tile_y": (1, 16, 4), "tile_x": (1, 16, 4), "tail": "shift"}
+    peeled = {"tile_y": (1, 16, 4), "tile_x": (1, 16, 4), "tile_k": (8,), "tail_k": "peel"}
     nearer = {"tile_y": (1, 8, 4), "tile_x": (2, 16, 2), "tile_k": (8,)}
-    write_log(log, dev, Task("gemm", "gpu_tiled", (64, 60, 72)), [(shifted, 0.001)])
+    write_log(log, dev, Task("gemm", "gpu_tiled", (64, 64, 76)), [(peeled, 0.001)])
     write_log(log, dev, Task("gemm", "gpu_tiled", (64, 64, 64)), [(nearer, 0.001)])
     conv = Task("conv2d", "implicit_gemm", SMALL_CONV)
+    # the defaults of the template's default tiles (128 x 128: tail "shift" at 64 x 64); both
+    # configs' tiles divide the conv, where the tail's default is "guard"
     defaults = {name: knob.default for name, knob in conv.space().space.items()}
+    divides = {"tail": "guard"}
     assert nearest_bests(conv, conv.space(), read_log(str(log))) == [
-        defaults | shifted,
-        defaults | nearer,
+        defaults | peeled | divides,
+        defaults | nearer | divides,
     ]
     with dispatch.apply_best(str(log), device=dev):
-        assert dispatch.predicted_config(conv) == defaults | nearer
+        assert dispatch.predicted_config(conv) == defaults | nearer | divides
 
 
 def test_a_knob_logged_at_its_default_takes_the_default_of_the_new_shape():

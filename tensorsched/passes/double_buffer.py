@@ -48,17 +48,30 @@ def _doubled(allocs):
 
 def _peel_allocs(body):
     """``{buffer: mode}`` of the tiles marked ``double_buffer_scope`` allocated around the
-    body (each mark directly around its allocation), and the body inside them."""
-    allocs = {}
-    while (
-        isinstance(body, S.AttrStmt)
-        and body.key == S.DOUBLE_BUFFER_SCOPE
-        and isinstance(body.body, S.Allocate)
-        and body.body.buffer is body.buffer
-    ):
-        allocs[body.buffer] = body.value
-        body = body.body.body
-    return allocs, body
+    body (each mark directly around its allocation), the other allocations among them (the
+    private arrays of a register cache computed at the same loop: they go around the new
+    loop body), and the body inside them all."""
+    allocs, private = {}, []
+    while True:
+        if (
+            isinstance(body, S.AttrStmt)
+            and body.key == S.DOUBLE_BUFFER_SCOPE
+            and isinstance(body.body, S.Allocate)
+            and body.body.buffer is body.buffer
+        ):
+            allocs[body.buffer] = body.value
+            body = body.body.body
+        elif isinstance(body, S.Allocate) and body.buffer.scope == "local":
+            private.append(body.buffer)
+            body = body.body
+        else:
+            return allocs, private, body
+
+
+def _allocated(buffers, body):
+    for b in reversed(buffers):
+        body = S.Allocate(b, body)
+    return body
 
 
 class _DoubleBuffer(StmtMutator):
@@ -67,7 +80,7 @@ class _DoubleBuffer(StmtMutator):
         items = body.stmts if isinstance(body, S.Seq) else (body,)
         if not items or f.kind != "serial":
             return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
-        marks, inner = _peel_allocs(items[0])
+        marks, private, inner = _peel_allocs(items[0])
         allocs = list(marks)
         if not allocs:
             return f if body is f.body else S.For(f.var, f.min, f.extent, f.kind, body, f.pragmas)
@@ -120,9 +133,8 @@ class _DoubleBuffer(StmtMutator):
                     S.Barrier("shared"),
                 )
                 allocs_out = list(allocs)
-            out = S.seq(
-                first, S.Barrier("shared"), S.For(v, f.min, f.extent, f.kind, loop_body, f.pragmas)
-            )
+            loop = S.For(v, f.min, f.extent, f.kind, _allocated(private, loop_body), f.pragmas)
+            out = S.seq(first, S.Barrier("shared"), loop)
             for b in [*reversed(allocs_out), *regs]:
                 out = S.Allocate(b, out)
             return out
@@ -135,7 +147,9 @@ class _DoubleBuffer(StmtMutator):
             f.min,
             f.extent,
             f.kind,
-            S.seq(S.IfThenElse(E.Cmp("<", v, last), ahead), now, S.Barrier("shared")),
+            _allocated(
+                private, S.seq(S.IfThenElse(E.Cmp("<", v, last), ahead), now, S.Barrier("shared"))
+            ),
             f.pragmas,
         )
         out = S.seq(first, S.Barrier("shared"), loop)

@@ -223,6 +223,38 @@ def test_gpu_gemm_warp_layouts(warp, shape, knobs, rng):
     check(s, args, [a, b], a.astype(np.float64) @ b)
 
 
+@pytest.mark.parametrize("dbuf", ["both", "shared", "local", "none"])
+def test_gpu_gemm_whole_k_step_in_registers(dbuf, rng):
+    """``reg_fetch=2``: a K step's slices of both tiles copied into private arrays right after
+    the barrier; those arrays live in the K loop's body, and the tiles are still doubled
+    (the ``double_buffer`` pass keeps the private arrays around its new loop body)."""
+    M, N, K = 37, 45, 70
+    tiles = dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), tail="shift")
+    cfg = Config(dict(reg_fetch=2, double_buffer=dbuf, **tiles))
+    s, args = TEMPLATES["gemm"]["gpu_tiled"](cfg, M, N, K)
+    assert cfg.valid, cfg.constraints
+    src = ts.build(s, args, target="opencl").get_source()
+    loop = src[src.index("for (int k_outer") :]
+    assert "float A_shared_local[32];" in loop and "float4 B_shared_local[8];" in loop
+    doubled = dbuf in ("both", "shared")
+    assert f"__local float B_shared[{256 * (2 if doubled else 1)}]" in src
+    assert src.count("barrier(") == {"both": 2, "shared": 2, "local": 3, "none": 2}[dbuf]
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    check(s, args, [a, b], a.astype(np.float64) @ b)
+
+
+def test_gpu_gemm_whole_k_step_in_registers_is_bounded():
+    """The register tile and a K step's operands together stay within 192 floats."""
+    big = dict(tile_y=(1, 8, 8), tile_x=(2, 16, 4), reg_fetch=2)
+    cfg = Config(dict(big, tile_k=(8,)))
+    TEMPLATES["gemm"]["gpu_tiled"](cfg, 256, 256, 256)
+    assert cfg.valid, cfg.constraints
+    cfg = Config(dict(big, tile_k=(16,)))
+    TEMPLATES["gemm"]["gpu_tiled"](cfg, 256, 256, 256)
+    assert not cfg.valid and "K step's operands over 192 floats" in cfg.constraints[0]
+
+
 @pytest.mark.parametrize("epilogue", [(), ("bias",)])
 def test_split_k_sum_adds_the_slices_in_a_register(epilogue, rng):
     """The second kernel of split-K: each work-item's slices loaded one after another into a

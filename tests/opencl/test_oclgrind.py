@@ -144,6 +144,18 @@ def test_gpu_gemm_in_warps_is_race_free(rng):
     check_clean(s, args, "warps", rng, lambda a, b: a @ b)
 
 
+def test_gpu_gemm_whole_k_step_in_registers_is_race_free(rng):
+    """``reg_fetch=2`` over double-buffered tiles with a peeled K tail: the private copies of
+    a step's slices are read from the half the last barrier completed."""
+    from tensorsched.tune import Task
+
+    task = Task("gemm", "gpu_tiled", (40, 72, 27))
+    config = {"reg_fetch": 2, "tile_y": (1, 8, 2), "tile_x": (1, 8, 4), "tile_k": (8,)}
+    s, args, cfg = task.instantiate({**config, "tail_k": "peel", "double_buffer": "both"})
+    assert cfg.valid, cfg.constraints
+    check_clean(s, args, "whole_step", rng, lambda a, b: a @ b)
+
+
 # ---------------------------------------------------------------- the checker catches errors
 
 

@@ -22,14 +22,19 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
   work-groups for a small M x N with a long K.
 - ``tail``: what the work-group tiles do where M or N is not a multiple of them (``split``'s
   tail strategy): ``"guard"`` checks every element, ``"shift"`` moves the last row (column) of
-  work-groups inwards so that every tile is whole and guard-free.
+  work-groups inwards so that every tile is whole and guard-free (the default where the
+  tiles do not divide the shape: a config logged where they did carries over as ``shift``).
 - ``tail_k``: where the K steps do not divide the reduction (of a work-group: ``K / split_k``),
   ``"guard"`` tests every step's index, ``"peel"`` runs the last step after the loop
   (``split(..., tail="peel")``, after double buffering), so the steps before it are
   guard-free. On an H100 neither wins in general (37 logged configs: guard / peel 0.71x-1.46x,
   geomean 0.99x; benchmarks/gpu/results/splitk_peel_2026-11-25/peel_probe.txt): the search chooses.
-- ``reg_fetch``: copy each K step's slices of the ``__local`` tiles into registers first
-  (``cache_read(..., "local")``), as vector loads, before the multiply-adds.
+- ``reg_fetch``: ``1``: copy the ``__local`` tiles' slices of each K index into registers
+  first (``cache_read(..., "local")`` at the K step's inner loop), as vector loads, before
+  its multiply-adds; ``2``: a whole K step's slices at once, right after the barrier (at the
+  outer loop; as cuBLAS's kernels hold a step's operands; at most ``MAX_REGISTER_FLOATS``
+  with the register tile). On the H200 ``2`` ran 1.00x-1.04x the logged bests with ``0`` /
+  ``1`` on four mid-size shapes (benchmarks/gpu/results/ptx_cuda_2026-11-26/regfetch2.txt).
 - ``warp``: ``0``: a two-dimensional work-group (``threadIdx.x`` along N, ``.y`` along M), a
   warp of 32 consecutive work-items being whole rows of it; ``8`` / ``4``: one dimension,
   numbered so that every 32 consecutive work-items compute an 8 x 4 / 4 x 8 block (M x N) of
@@ -56,6 +61,7 @@ THREADS = (8, 16, 32)
 PER_ITEM = (1, 2, 4, 8)
 K_STEPS = (4, 8, 16, 32)
 MAX_ACCUMULATORS = 128  # floats of register tile per work-item (spills beyond)
+MAX_REGISTER_FLOATS = 192  # with reg_fetch=2: accumulators and a K step's operands
 SPLIT_K = (1, 2, 4, 8, 16)
 SUM_THREADS = 256
 WARP = 32  # work-items a warp (NVIDIA; AMD's wavefronts hold 64: two of these)
@@ -106,9 +112,11 @@ def schedule_gemm_gpu(
     a_layout = cfg.define_knob("a_layout", ("col", "row"))
     a_pad = cfg.define_knob("a_pad", (0, 4), default=4)
     fetch_vec = cfg.define_knob("fetch_vec", (4, 1), default=1)
-    reg_fetch = cfg.define_knob("reg_fetch", (1, 0))
+    reg_fetch = cfg.define_knob("reg_fetch", (1, 0, 2))
     dbuf = cfg.define_knob("double_buffer", ("none", "shared", "local", "both"), default="both")
-    tail = cfg.define_knob("tail", ("guard", "shift"))
+    # by default, work-group tiles that do not divide the shape shift rather than guard
+    ragged = M % (vy * ty * wy) != 0 or N % (vx * tx * wx) != 0
+    tail = cfg.define_knob("tail", ("guard", "shift"), default="shift" if ragged else "guard")
     k_slice = -(-K // split_k)  # the reduction's extent in one work-group
     ragged_k = k_slice % kstep != 0 or k_slice * split_k != K
     tail_k = cfg.define_knob("tail_k", ("guard", "peel"))
@@ -126,6 +134,10 @@ def schedule_gemm_gpu(
     )
     cfg.constrain(bm <= 256 and bn <= 256, "work-group tile over 256")
     cfg.constrain(vy * wy * vx * wx <= MAX_ACCUMULATORS, "register tile over 128 floats")
+    cfg.constrain(
+        reg_fetch != 2 or vy * wy * vx * wx + kstep * (vy * wy + vx * wx) <= MAX_REGISTER_FLOATS,
+        f"register tile and a K step's operands over {MAX_REGISTER_FLOATS} floats",
+    )
     cfg.constrain(
         (a_rows + bn) * kstep * 4 * (1 + (dbuf in ("shared", "both"))) <= limits.local_mem_size,
         f"__local tiles over the device's {limits.local_mem_size // 1024} KiB",
@@ -197,7 +209,7 @@ def schedule_gemm_gpu(
         AL = s.cache_read(AA, "local", [comp])
         BL = s.cache_read(BB, "local", [comp])
         for T in (AL, BL):
-            s[T].compute_at(s[comp], ki)
+            s[T].compute_at(s[comp], ki if reg_fetch == 1 else ko)
             r, c = s[T].op.axis
             s[T].vectorize(c if T is BL or a_layout == "row" else r)
 
