@@ -1,0 +1,138 @@
+"""Our OpenCL kernels launched through CUDA, so that Nsight Compute can profile them: for
+each log given, the fastest config is built by NVIDIA's OpenCL, the PTX it returns is loaded
+with the CUDA driver (``cuModuleLoadData``) and launched on torch's buffers with the
+OpenCL NDRange; the result is checked against float64, then it and cuBLAS (torch, TF32
+off) are timed alternately by CUDA events, each over back-to-back launches:
+
+    . benchmarks/gpu/gpu_env.sh && python benchmarks/gpu/cuda_launch_probe.py LOG.jsonl ...
+
+ncu sees both kernels this way (``ncu`` does not see OpenCL's):
+
+    /usr/local/cuda/bin/ncu --target-processes all --section WarpStateStats ... \\
+        -k regex:'tsg|gemm|Kernel' --launch-skip 4 --launch-count 4 \\
+        python benchmarks/gpu/cuda_launch_probe.py --profile LOG.jsonl
+
+``--profile`` launches each kernel a few times only. ``KNOBS='name=value;...'`` changes
+knobs of the logged config before it is built.
+"""
+
+import ctypes
+import json
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+import torch  # noqa: E402
+
+import tensorsched as ts  # noqa: E402
+from tensorsched.tune.task import Task  # noqa: E402
+
+cuda = ctypes.CDLL("libcuda.so.1")
+
+
+def check(rc: int, what: str) -> None:
+    if rc:
+        msg = ctypes.c_char_p()
+        cuda.cuGetErrorString(rc, ctypes.byref(msg))
+        raise RuntimeError(f"{what}: CUDA error {rc} {msg.value}")
+
+
+class CudaKernels:
+    """The kernels of a built OpenCL module, loaded from its PTX into torch's context."""
+
+    def __init__(self, mod: object) -> None:
+        ptx = mod.binary().rstrip(b"\0") + b"\0"  # type: ignore[attr-defined]
+        # NVIDIA's OpenCL adds %envreg values (the NDRange's offsets, set by its runtime) to
+        # %ctaid for get_group_id; a CUDA launch leaves them undefined: they are 0 here
+        ptx = re.sub(rb"(mov\.b32\s+%r\d+,\s*)%envreg\d+;", rb"\g<1>0;", ptx)
+        self.module = ctypes.c_void_p()
+        check(cuda.cuModuleLoadData(ctypes.byref(self.module), ptx), "cuModuleLoadData")
+        self.launches = []
+        for info in mod.source.kernels:  # type: ignore[attr-defined]
+            fn = ctypes.c_void_p()
+            check(
+                cuda.cuModuleGetFunction(ctypes.byref(fn), self.module, info.name.encode()),
+                info.name,
+            )
+            gs = list(info.global_size) + [1] * (3 - len(info.global_size))
+            ls = list(info.local_size) + [1] * (3 - len(info.local_size))
+            grid = [g // l for g, l in zip(gs, ls)]
+            self.launches.append((fn, grid, ls, info.params))
+
+    def __call__(self, bufs: dict) -> None:
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        for fn, grid, block, params in self.launches:
+            ptrs = [ctypes.c_uint64(bufs[b.name].data_ptr()) for b in params]
+            argv = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
+            check(cuda.cuLaunchKernel(fn, *grid, *block, 0, stream, argv, None), "cuLaunchKernel")
+
+
+def timed(fn, n: int) -> float:
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(n):
+        fn()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) / n * 1000  # us
+
+
+def main(argv: list[str]) -> None:
+    profile = "--profile" in argv
+    paths = [a for a in argv if not a.startswith("--")]
+    knobs = {}
+    for kv in filter(None, os.environ.get("KNOBS", "").split(";")):
+        k, v = kv.split("=")
+        knobs[k] = json.loads(v) if v[:1] in "[0123456789" else v
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.zeros(1, device="cuda")
+    for path in paths:
+        rs = [json.loads(l) for l in open(path) if l.strip()]
+        r = min((r for r in rs if r.get("status") == "ok"), key=lambda r: r["device_ms"])
+        task = Task.from_dict(r["task"])
+        M, N, K = task.shape
+        config = {**r["config"], **knobs}
+        s, args, cfg = task.instantiate(config)
+        if not cfg.valid:
+            print(task, "invalid:", cfg.constraints)
+            continue
+        mod = ts.build(s, args, target="opencl", name="tsg")
+        kern = CudaKernels(mod)
+        g = torch.Generator(device="cuda").manual_seed(0)
+        a = torch.rand(M, K, device="cuda", generator=g) - 0.5
+        b = torch.rand(K, N, device="cuda", generator=g) - 0.5
+        bufs = {
+            args[0].name: a,
+            args[1].name: b,
+            args[2].name: torch.full((M, N), float("nan"), device="cuda"),
+        }
+        for t in mod.source.temps:
+            bufs[t.name] = torch.empty(int(t.size), device="cuda")
+        kern(bufs)
+        torch.cuda.synchronize()
+        ref = (a.double() @ b.double()).float()
+        err = float((bufs[args[2].name] - ref).abs().max() / ref.abs().max())
+        print(f"{task} logged {r['device_ms'] * 1000:.1f} us  config {config}")
+        print(f"  grid/block {[(g, bl) for _, g, bl, _ in kern.launches]}  max rel err {err:.1e}")
+        if err > 1e-4:
+            print("  WRONG RESULT, not timed")
+            continue
+        if profile:
+            for _ in range(8):
+                kern(bufs)
+                a @ b
+            torch.cuda.synchronize()
+            continue
+        ours, blas = [], []
+        for _ in range(15):
+            ours.append(timed(lambda: kern(bufs), 20))
+            blas.append(timed(lambda: a @ b, 20))
+        o, c = statistics.median(ours), statistics.median(blas)
+        print(f"  CUDA launch {o:.1f} us, cuBLAS {c:.1f} us: {c / o:.3f}x cuBLAS")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
