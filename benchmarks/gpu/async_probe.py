@@ -38,7 +38,9 @@ UNROLL = tuple(int(s) for s in os.environ.get("UNROLL", "").split(",") if s)
 WARPS = tuple(int(s) for s in os.environ.get("WARPS", "").split(",") if s)
 # also the template's own kernel at the config with these knobs changed, e.g. KNOBS=warp=8;warp=4
 KNOBS = [
-    dict(kv.split("=") for kv in v.split(",")) for v in os.environ.get("KNOBS", "").split(";") if v
+    dict(re.findall(r"(\w+)=(\[[^\]]*\]|[^,]+)", v))
+    for v in os.environ.get("KNOBS", "").split(";")
+    if v
 ]
 
 HELPERS = """

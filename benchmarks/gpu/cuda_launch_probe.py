@@ -8,9 +8,13 @@ off) are timed alternately by CUDA events, each over back-to-back launches:
 
 ncu sees both kernels this way (``ncu`` does not see OpenCL's):
 
-    /usr/local/cuda/bin/ncu --target-processes all --section WarpStateStats ... \\
-        -k regex:'tsg|gemm|Kernel' --launch-skip 4 --launch-count 4 \\
+    /usr/local/cuda/bin/ncu --target-processes all --section SchedulerStats \\
+        --section WarpStateStats --section SourceCounters --print-details all \\
+        --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio \\
+        -k regex:'tsg|gemm' --launch-skip 2 --launch-count 2 \\
         python benchmarks/gpu/cuda_launch_probe.py --profile LOG.jsonl
+
+(``--launch-skip 2``: past the check's launch and the first of the loop).
 
 ``--profile`` launches each kernel a few times only. ``KNOBS='name=value;...'`` changes
 knobs of the logged config before it is built.
