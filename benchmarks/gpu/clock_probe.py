@@ -10,7 +10,6 @@ per kernel:
 line timed cuBLAS's first call, set-up included; here cuBLAS is warmed up first.)
 """
 
-import json
 import os
 import sys
 import time
@@ -18,9 +17,11 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pyopencl.array as cla  # noqa: E402
 import torch  # noqa: E402
+from kernel_variants import fastest  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
 from tensorsched.runtime.device import current_device  # noqa: E402
@@ -29,8 +30,7 @@ from tensorsched.tune.task import Task  # noqa: E402
 torch.backends.cuda.matmul.allow_tf32 = False
 q = current_device().queue
 for path in sys.argv[1:]:
-    rs = [json.loads(line) for line in open(path) if line.strip()]
-    r = min((r for r in rs if r.get("status") == "ok"), key=lambda r: r["device_ms"])
+    r = fastest(path)
     task = Task.from_dict(r["task"])
     M, N, K = task.shape
     s, args, _ = task.instantiate(r["config"])

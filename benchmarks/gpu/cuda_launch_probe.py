@@ -28,8 +28,10 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
+from kernel_variants import fastest  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
 from tensorsched.tune.task import Task  # noqa: E402
@@ -94,8 +96,7 @@ def main(argv: list[str]) -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")
     for path in paths:
-        rs = [json.loads(l) for l in open(path) if l.strip()]
-        r = min((r for r in rs if r.get("status") == "ok"), key=lambda r: r["device_ms"])
+        r = fastest(path)
         task = Task.from_dict(r["task"])
         M, N, K = task.shape
         config = {**r["config"], **knobs}

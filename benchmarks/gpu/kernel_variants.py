@@ -1,6 +1,7 @@
-"""What the probes that rewrite a generated GEMM kernel share (``prefetch_probe.py``,
-``async_probe.py``): the fastest logged config of a kind, the parts of its double-buffered K
-loop, and checking and timing kernel variants side by side on the device in use."""
+"""What the probes of generated GEMM kernels share (``prefetch_probe.py``, ``async_probe.py``,
+``sass_probe.py``, ``timing_probe.py``, ``cuda_launch_probe.py``, ``clock_probe.py``): the
+fastest logged config (of a kind), the parts of its double-buffered K loop, and checking and
+timing kernel variants side by side on the device in use."""
 
 import json
 import re
@@ -14,6 +15,12 @@ import pyopencl.array as cla
 
 from tensorsched.runtime.device import current_device
 from tensorsched.runtime.numerics import relative_error
+
+
+def fastest(path: str) -> dict:
+    """The fastest ok record of a log."""
+    rs = [json.loads(line) for line in open(path) if line.strip()]
+    return min((r for r in rs if r.get("status") == "ok"), key=lambda r: r["device_ms"])
 
 
 def best_both(path: str, **knobs: Any) -> dict | None:

@@ -11,7 +11,6 @@ hand-edited variant of a generated kernel can be compared with the original.
 """
 
 import collections
-import json
 import os
 import re
 import subprocess
@@ -19,8 +18,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pyopencl as cl  # noqa: E402
+from kernel_variants import fastest  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
 from tensorsched.runtime.device import current_device  # noqa: E402
@@ -108,8 +109,7 @@ for path in sys.argv[1:]:
         print(name, "(file)")
         assemble(name, ptx_of(open(path).read()))
         continue
-    rs = [json.loads(l) for l in open(path) if l.strip()]
-    r = min((r for r in rs if r.get("status") == "ok"), key=lambda r: r["device_ms"])
+    r = fastest(path)
     task = Task.from_dict(r["task"])
     s, args, _ = task.instantiate(r["config"])
     mod = ts.build(s, args, target="opencl", name="tsg")

@@ -13,7 +13,6 @@ and for a kernel of one work-item, this prints:
     . benchmarks/gpu/gpu_env.sh && python benchmarks/gpu/timing_probe.py LOG.jsonl ...
 """
 
-import json
 import os
 import statistics
 import sys
@@ -28,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pyopencl as cl  # noqa: E402
 import pyopencl.array as cla  # noqa: E402
 from bench import cuda_time, load_torch  # noqa: E402
+from kernel_variants import fastest  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
 from tensorsched.runtime.device import current_device  # noqa: E402
@@ -110,8 +110,7 @@ for qname, queue in (("profiling queue", q), ("plain queue", plain)):
         f"args set once, enqueue_nd_range_kernel {b:.1f}"
     )
 for path in sys.argv[1:]:
-    rs = [json.loads(l) for l in open(path) if l.strip()]
-    r = min((r for r in rs if r.get("status") == "ok"), key=lambda r: r["device_ms"])
+    r = fastest(path)
     task = Task.from_dict(r["task"])
     M, N, K = task.shape
     s, args, _ = task.instantiate(r["config"])
