@@ -7,7 +7,8 @@ as cuBLAS's ``stage3`` kernels do). All are checked against float64 numpy and ti
 alternately by profiling events (medians); cuBLAS is timed as ``bench.py`` does:
 
     . benchmarks/gpu/gpu_env.sh && [STAGES=2,3,4] [UNROLL=2,4] [WARPS=8,4] \
-        [KNOBS='warp=8;warp=4'] [FILTER=knob=value,...] python benchmarks/gpu/async_probe.py LOG ...
+        [KNOBS='warp=8;warp=4'] [ORDER=serp,bmajor] [FILTER=knob=value,...] \
+        python benchmarks/gpu/async_probe.py LOG ...
 
 An experiment on the text of one kernel shape (the ``both`` loop as ``double_buffer``
 writes it), not a feature: it decides whether an asynchronous-copy lowering is worth building.
@@ -36,6 +37,10 @@ STAGES = tuple(int(s) for s in os.environ.get("STAGES", "2,3,4").split(",") if s
 UNROLL = tuple(int(s) for s in os.environ.get("UNROLL", "").split(",") if s)
 # also the original with its threads grouped into warps of LM M-threads x 32/LM N-threads
 WARPS = tuple(int(s) for s in os.environ.get("WARPS", "").split(",") if s)
+# also the original with each K index's multiply-adds in another order: "serp" (every other
+# row of the register tile backwards, so that consecutive ones share a B vector), "bmajor"
+# (by B vector, then row)
+ORDERS = tuple(s for s in os.environ.get("ORDER", "").split(",") if s)
 # also the template's own kernel at the config with these knobs changed, e.g. KNOBS=warp=8;warp=4
 KNOBS = [
     dict(re.findall(r"(\w+)=(\[[^\]]*\]|[^,]+)", v))
@@ -116,6 +121,49 @@ def asyncify(src: str, S: int) -> str:
     return "\n".join(new)
 
 
+def reordered(src: str, order: str) -> str:
+    """The kernel with the multiply-adds of each K index of its ``both`` loop reordered (each
+    statement ``C[i] = C[i] + ((floatN)(a)) * b;`` keeps its operands)."""
+    loop = both_loop(src)
+    fma = re.compile(r"\s+\w+\[\d+\] = \w+\[\d+\] \+ \(\(float\d*\)\((.*)\)\) \* (.*);$")
+    out, group = [], []
+
+    def flush() -> None:
+        if order == "serp":  # runs of one A operand; every other run backwards
+            runs: list[list[str]] = []
+            for line in group:
+                a = fma.match(line).group(1)
+                if not runs or fma.match(runs[-1][0]).group(1) != a:
+                    runs.append([])
+                runs[-1].append(line)
+            out.extend(x for n, run in enumerate(runs) for x in (run[::-1] if n % 2 else run))
+        else:  # bmajor
+            bs = list(dict.fromkeys(fma.match(x).group(2) for x in group))
+            out.extend(sorted(group, key=lambda x: bs.index(fma.match(x).group(2))))
+        group.clear()
+
+    seen: set[str] = set()
+    for line in loop.compute:
+        m = fma.match(line)
+        if m is None:
+            flush()
+            out.append(line)
+            continue
+        target = line.split("=")[0].strip()
+        if target in seen:  # the next K index starts
+            flush()
+            seen.clear()
+        seen.add(target)
+        group.append(line)
+    flush()
+    assert sorted(out) == sorted(loop.compute)
+    lines = loop.lines
+    body = lines[loop.start + 1 : loop.end]
+    i = body.index(loop.compute[0])
+    body[i : i + len(loop.compute)] = out
+    return "\n".join(lines[: loop.start + 1] + body + lines[loop.end :])
+
+
 def warp_tiled(src: str, lm: int) -> str:
     """The kernel with its multiply-adds and output stores (everything after the K loop)
     spread over the work-group by warps of ``lm`` M-threads x ``32 / lm`` N-threads (the
@@ -172,6 +220,8 @@ for path in sys.argv[1:]:
         except Exception as e:
             print(task, "no variant:", repr(e)[:300])
             break
+    for order in ORDERS:
+        texts[order] = (reordered(src, order), info)
     for lm in WARPS:
         try:
             texts[f"warp{lm}x{32 // lm}"] = (warp_tiled(src, lm), info)
