@@ -481,10 +481,11 @@ def test_an_untuned_conv_takes_no_config_from_a_far_gemm_but_its_search_measures
     assert nearest_bests(conv, conv.space(), past) == [CPU_512 | GUARDS]
 
 
-def test_a_gemm_config_that_is_not_valid_for_the_conv_is_not_predicted(tmp_path):
+def test_a_choice_the_new_shape_refuses_is_undone_not_dropped(tmp_path):
     """The nearest GEMM (64 x 64 x 76) chose to peel its last, partial K step; at the
     implicit-GEMM conv's 64 x 64 x 72 the K steps divide, where the template refuses
-    tail_k='peel': the next shape's best is predicted."""
+    tail_k='peel' (the same kernel as 'guard'): the config is carried with 'guard', so the
+    nearest shape's best still counts (it was dropped before, and a farther one predicted)."""
     log = tmp_path / "gpu.jsonl"
     dev = "test / gpu"
     peeled = {"tile_y": (1, 16, 4), "tile_x": (1, 16, 4), "tile_k": (8,), "tail_k": "peel"}
@@ -496,12 +497,35 @@ def test_a_gemm_config_that_is_not_valid_for_the_conv_is_not_predicted(tmp_path)
     # configs' tiles divide the conv, where the tail's default is "guard"
     defaults = {name: knob.default for name, knob in conv.space().space.items()}
     divides = {"tail": "guard"}
-    assert nearest_bests(conv, conv.space(), read_log(str(log))) == [
-        defaults | peeled | divides,
+    carried = nearest_bests(conv, conv.space(), read_log(str(log)))
+    assert carried == [
+        defaults | peeled | divides | {"tail_k": "guard"},
         defaults | nearer | divides,
     ]
+    for config in carried:
+        _, _, cfg = conv.instantiate(config)
+        assert cfg.valid, cfg.constraints
     with dispatch.apply_best(str(log), device=dev):
-        assert dispatch.predicted_config(conv) == defaults | nearer | divides
+        assert dispatch.predicted_config(conv) in carried
+
+
+def test_a_split_of_k_finer_than_the_new_shapes_step_is_undone():
+    """split_k=16 chosen at K = 2304 splits K = 72 finer than its K step of 8 there: the
+    carried config falls back to the new shape's default split, the rest kept."""
+    there, here = (
+        Task("gemm", "gpu_tiled", (196, 256, 2304)),
+        Task("gemm", "gpu_tiled", (96, 96, 72)),
+    )
+    logged = {"split_k": 16, "tile_y": (1, 8, 4), "tile_x": (2, 16, 2), "tile_k": (8,)}
+    carried = model.carry_config(logged, there, here, here.space())
+    assert carried["split_k"] == 1
+    assert (carried["tile_y"], carried["tile_x"], carried["tile_k"]) == (
+        (1, 8, 4),
+        (2, 16, 2),
+        (8,),
+    )
+    _, _, cfg = here.instantiate(carried)
+    assert cfg.valid, cfg.constraints
 
 
 def test_a_knob_logged_at_its_default_takes_the_default_of_the_new_shape():

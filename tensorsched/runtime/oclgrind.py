@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..codegen.opencl import emit_opencl
 from ..errors import TensorschedError
 from ..ir.stmt import LoweredFunc
 from .device import Device, all_devices, current_device
@@ -138,6 +139,9 @@ def run_checked(
         target = target.func
     if isinstance(target, LoweredFunc):
         check_call_args(target, arrays)
+        # a function OpenCL C cannot express is refused here, as the CodegenError it is,
+        # rather than as an OclgrindError from the subprocess
+        emit_opencl(target)
         kind = "func"
     elif isinstance(target, RawProgram):
         for k in target.kernels:

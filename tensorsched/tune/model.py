@@ -311,7 +311,9 @@ def carry_config(config: dict[str, Any], there: Task, task: Task, space: Config)
     ``there`` (or does not name) at its default here, given the others. A default that
     depends on the shape follows the shape: a GEMM logged with ``tail="guard"`` where its tiles
     divided it says nothing of a shape where they do not (guarded stores there once made
-    ResNet-18's 14x14 convs 45 times slower on PoCL than the default, ``shift``)."""
+    ResNet-18's 14x14 convs 45 times slower on PoCL than the default, ``shift``). A choice
+    the template refuses at ``task``'s shape whatever the device (``tail_k="peel"`` where the
+    K steps divide K) is undone: that knob takes its default here."""
     logged = defaults_with(there, config) or {}
     chosen = {
         name: value
@@ -320,11 +322,38 @@ def carry_config(config: dict[str, Any], there: Task, task: Task, space: Config)
     }
     fitted = {name: v for name, v in fit_config(chosen, space).items() if name in chosen}
     here = defaults_with(task, fitted) or {}
-    return {
+    carried = {
         name: fit_value(fitted[name] if name in fitted else here.get(name, knob.default),
                         knob.candidates, knob.default)
         for name, knob in space.space.items()
     }  # fmt: skip
+    why = _refusal(task, carried)
+    if why is None:
+        return carried
+    # a choice this shape refuses whatever the device (tail_k="peel" where the K steps divide
+    # K, a split of K finer than its step): that knob at its default here, the first such
+    # knob (those the refusal names first) that makes the config valid; limits of a device
+    # are left to the caller's check
+    undo = [n for n in chosen if n in carried and n in here and carried[n] != here[n]]
+    undo.sort(key=lambda n: n not in why)
+    for name in undo:
+        undone = {**carried, name: here[name]}
+        if _refusal(task, undone) is None:
+            return undone
+    return carried
+
+
+NO_LIMITS = DeviceLimits("no device limits", 1 << 20, (1 << 20,) * 3, 1 << 40)
+
+
+def _refusal(task: Task, config: dict[str, Any]) -> str | None:
+    """Why ``task``'s template refuses ``config`` on a device without limits, or None."""
+    cfg = Config(config, limits=NO_LIMITS)
+    try:
+        task.instantiate(cfg)
+    except TensorschedError as exc:
+        return str(exc)
+    return None if cfg.valid else "; ".join(cfg.constraints)
 
 
 def shape_distance(a: Task, b: Task) -> float:

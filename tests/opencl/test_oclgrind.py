@@ -13,6 +13,7 @@ from ocl_util import assert_close, conv_ref, gemm, gemm_shared_schedule, make_ar
 
 import tensorsched as ts
 from tensorsched.codegen.opencl import emit_opencl
+from tensorsched.errors import CodegenError
 from tensorsched.runtime.oclgrind import (
     OclgrindError,
     RawKernel,
@@ -154,6 +155,25 @@ def test_gpu_gemm_whole_k_step_in_registers_is_race_free(rng):
     s, args, cfg = task.instantiate({**config, "tail_k": "peel", "double_buffer": "both"})
     assert cfg.valid, cfg.constraints
     check_clean(s, args, "whole_step", rng, lambda a, b: a @ b)
+
+
+def test_a_function_opencl_cannot_express_is_refused_before_the_subprocess(rng):
+    """A global-scope cache computed under thread axes (every work-item would share it): the
+    CodegenError itself, as ``ts.build`` raises it, not an OclgrindError wrapping it."""
+    A = ts.placeholder((11, 2), name="A")
+    B = ts.placeholder((2, 5), name="B")
+    k = ts.reduce_axis((0, 2), name="k")
+    C = ts.compute((11, 5), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    i, j = s[C].op.axis
+    BG = s.cache_read(B, "global", [C])
+    s[C].bind(i, ts.thread_axis("threadIdx.x"))
+    s[C].bind(j, ts.thread_axis("threadIdx.y"))
+    s[BG].compute_at(s[C], j)
+    func = ts.lower(s, [A, B, C])
+    arrays, _, _ = make_arrays([A, B, C], rng)
+    with pytest.raises(CodegenError, match="allocated under threadIdx"):
+        run_checked(func, arrays)
 
 
 # ---------------------------------------------------------------- the checker catches errors
