@@ -133,37 +133,32 @@ def test_gpu_gemm_with_tiles_larger_than_the_matrix_is_clean(reg_fetch, rng):
         assert "B_shared_local[4] = 0.0f;" in emit_opencl(func).text
 
 
+def check_gpu_gemm_clean(shape, knobs, name, rng):
+    """``gpu_tiled`` at ``shape`` with small double-buffered tiles and ``knobs``, under Oclgrind."""
+    from tensorsched.tune import Task
+
+    config = {"tile_y": (1, 8, 2), "tile_x": (1, 8, 4), "tile_k": (8,), "double_buffer": "both"}
+    s, args, cfg = Task("gemm", "gpu_tiled", shape).instantiate({**config, **knobs})
+    assert cfg.valid, cfg.constraints
+    check_clean(s, args, name, rng, lambda a, b: a @ b)
+
+
 def test_gpu_gemm_in_warps_is_race_free(rng):
     """The warp layout (one dimension of work-items, renumbered for the multiply-adds) over
     double-buffered tiles: no race between the fills and the reads."""
-    from tensorsched.tune import Task
-
-    task = Task("gemm", "gpu_tiled", (40, 72, 24))
-    config = {"warp": 8, "tile_y": (1, 8, 2), "tile_x": (1, 8, 4), "tile_k": (8,)}
-    s, args, cfg = task.instantiate({**config, "tail": "shift", "double_buffer": "both"})
-    assert cfg.valid, cfg.constraints
-    check_clean(s, args, "warps", rng, lambda a, b: a @ b)
+    check_gpu_gemm_clean((40, 72, 24), {"warp": 8, "tail": "shift"}, "warps", rng)
 
 
 def test_gpu_gemm_whole_k_step_in_registers_is_race_free(rng):
     """``reg_fetch=2`` over double-buffered tiles with a peeled K tail: the private copies of
     a step's slices are read from the half the last barrier completed."""
-    from tensorsched.tune import Task
-
-    task = Task("gemm", "gpu_tiled", (40, 72, 27))
-    config = {"reg_fetch": 2, "tile_y": (1, 8, 2), "tile_x": (1, 8, 4), "tile_k": (8,)}
-    s, args, cfg = task.instantiate({**config, "tail_k": "peel", "double_buffer": "both"})
-    assert cfg.valid, cfg.constraints
-    check_clean(s, args, "whole_step", rng, lambda a, b: a @ b)
+    check_gpu_gemm_clean((40, 72, 27), {"reg_fetch": 2, "tail_k": "peel"}, "whole_step", rng)
 
 
 def test_a_function_opencl_cannot_express_is_refused_before_the_subprocess(rng):
     """A global-scope cache computed under thread axes (every work-item would share it): the
     CodegenError itself, as ``ts.build`` raises it, not an OclgrindError wrapping it."""
-    A = ts.placeholder((11, 2), name="A")
-    B = ts.placeholder((2, 5), name="B")
-    k = ts.reduce_axis((0, 2), name="k")
-    C = ts.compute((11, 5), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    A, B, C = gemm(11, 5, 2)
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
     BG = s.cache_read(B, "global", [C])
