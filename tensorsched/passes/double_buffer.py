@@ -69,6 +69,7 @@ def _peel_allocs(body):
 
 
 def _allocated(buffers, body):
+    """``body`` inside allocations of ``buffers``, the first outermost."""
     for b in reversed(buffers):
         body = S.Allocate(b, body)
     return body
@@ -135,9 +136,7 @@ class _DoubleBuffer(StmtMutator):
                 allocs_out = list(allocs)
             loop = S.For(v, f.min, f.extent, f.kind, _allocated(private, loop_body), f.pragmas)
             out = S.seq(first, S.Barrier("shared"), loop)
-            for b in [*reversed(allocs_out), *regs]:
-                out = S.Allocate(b, out)
-            return out
+            return _allocated([*reversed(regs), *allocs_out], out)
         doubled = _doubled(allocs)
         first = _halves(doubled, E.IntImm(0)).visit(substitute(S.seq(*fills), {v: f.min}))
         ahead = _halves(doubled, (v - f.min + 1) % 2).visit(substitute(S.seq(*fills), {v: v + 1}))
@@ -152,10 +151,7 @@ class _DoubleBuffer(StmtMutator):
             ),
             f.pragmas,
         )
-        out = S.seq(first, S.Barrier("shared"), loop)
-        for b in reversed(allocs):
-            out = S.Allocate(doubled[b][0], out)
-        return out
+        return _allocated([doubled[b][0] for b in allocs], S.seq(first, S.Barrier("shared"), loop))
 
 
 def _stage_in_registers(fills):
