@@ -555,6 +555,22 @@ def cuda_time(torch, call, opts):
     return float(np.median(times))
 
 
+def cuda_call_times(torch, call, n):
+    """Seconds of each of ``n`` calls timed alone by CUDA events (synchronized after each),
+    after three unmeasured calls."""
+    for _ in range(3):
+        call()
+    times = []
+    for _ in range(n):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3)
+    return times
+
+
 def measure_torch(torch, wl, inputs, ref, opts):
     x = [torch.from_numpy(v).cuda() for v in inputs]
     if wl.kind == "gemm":

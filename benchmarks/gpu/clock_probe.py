@@ -7,12 +7,13 @@ per kernel:
     . benchmarks/gpu/gpu_env.sh && python benchmarks/gpu/clock_probe.py LOG.jsonl ...
 
 (``gpu/results/unseen4_2026-11-26/clock_probe.txt`` was made by a first version whose cuBLAS
-line timed cuBLAS's first call, set-up included; here cuBLAS is warmed up first.)
+line timed cuBLAS's first call, set-up included; here cuBLAS is timed as ``bench.py`` times it.)
 """
 
 import os
 import sys
 import time
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -21,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pyopencl.array as cla  # noqa: E402
 import torch  # noqa: E402
+from bench import cuda_time  # noqa: E402
 from kernel_variants import fastest  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
@@ -47,16 +49,9 @@ for path in sys.argv[1:]:
 
     a, b = torch.rand(M, K, device="cuda"), torch.rand(K, N, device="cuda")
 
-    def cublas(n: int = 200) -> float:
-        for _ in range(5):
-            a @ b
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(n):
-            a @ b
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / n * 1000
+    def cublas() -> float:
+        opts = SimpleNamespace(warmup=5, repeat=7, min_seconds=0.01)
+        return cuda_time(torch, lambda: a @ b, opts) * 1e6
 
     print(task, f"logged {r['device_ms'] * 1000:.1f} us", r["config"])
     time.sleep(1.0)

@@ -18,6 +18,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench import cuda_call_times  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
 from tensorsched.runtime.numerics import random_array, relative_error  # noqa: E402
@@ -47,16 +50,7 @@ def cublas_tflops(M: int, N: int, K: int) -> float | None:
     torch.backends.cuda.matmul.allow_tf32 = False
     a = torch.rand(M, K, device="cuda")
     b = torch.rand(K, N, device="cuda")
-    for _ in range(3):
-        a @ b
-    times = []
-    for _ in range(20):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        a @ b
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) / 1e3)
+    times = cuda_call_times(torch, lambda: a @ b, 20)
     return 2 * M * N * K / statistics.median(times) / 1e12
 
 

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pyopencl as cl  # noqa: E402
 import pyopencl.array as cla  # noqa: E402
-from bench import cuda_time, load_torch  # noqa: E402
+from bench import cuda_call_times, cuda_time, load_torch  # noqa: E402
 from kernel_variants import fastest  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
@@ -68,15 +68,7 @@ def cublas_times(M, N, K) -> tuple[float, float]:
     b = torch.rand(K, N, device="cuda")
     opts = SimpleNamespace(warmup=5, repeat=7, min_seconds=0.01)
     b2b = cuda_time(torch, lambda: a @ b, opts) * 1e6
-    single = []
-    for _ in range(50):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        a @ b
-        e.record()
-        e.synchronize()
-        single.append(s.elapsed_time(e) * 1e3)
-    return b2b, statistics.median(single)
+    return b2b, statistics.median(cuda_call_times(torch, lambda: a @ b, 50)) * 1e6
 
 
 print(f"# {dev.name}; microseconds; COUNT={COUNT}")
