@@ -9,6 +9,7 @@ of a second per trial.
 
 import concurrent.futures as cf
 import csv
+import itertools
 import json
 import os
 import signal
@@ -183,10 +184,10 @@ def test_knob_reorder_constrain_and_values():
 
 def test_real_template_spaces_have_their_known_sizes():
     # gemm cpu: tile_y 3*4, tile_x 3*4, vec 3, tile_k 4, tail and tail_k 2 each; gpu_tiled:
-    # tile_y/x 2*3*4 each, tile_k 4, unroll_k, a_layout, a_pad, fetch_vec, tail, tail_k 2 each,
+    # tile_y/x 2*7*4 each, tile_k 4, unroll_k, a_layout, a_pad, fetch_vec, tail, tail_k 2 each,
     # reg_fetch 3, double_buffer 4, split_k 5, warp 3
     assert Task("gemm", "cpu", (256, 256, 256)).space().size() == 12 * 12 * 3 * 4 * 2 * 2
-    gpu_size = 24 * 24 * 4 * 2**6 * 3 * 4 * 5 * 3
+    gpu_size = 56 * 56 * 4 * 2**6 * 3 * 4 * 5 * 3
     assert Task("gemm", "gpu_tiled", (128, 128, 128)).space().size() == gpu_size
     # the cpu template's constraint: columns per work-item a multiple of the vector width
     _, _, cfg = Task("gemm", "cpu", (256, 256, 256)).instantiate({"tile_x": (2, 8), "vec": 16})
@@ -227,7 +228,7 @@ def test_grid_order_is_deterministic_and_point_matches_points():
     assert first[6] == {"a": (2,), "b": "x", "c": (0, 1)}
     # a real template, too
     gpu = Task("gemm", "gpu_tiled", (128, 128, 128)).space()
-    pts = list(gpu.points())
+    pts = list(itertools.islice(gpu.points(), 4096))
     for i in (0, 1, 17, 1000, 4095):
         assert gpu.point(i) == pts[i]
 

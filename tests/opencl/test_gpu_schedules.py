@@ -223,6 +223,36 @@ def test_gpu_gemm_warp_layouts(warp, shape, knobs, rng):
     check(s, args, [a, b], a.astype(np.float64) @ b)
 
 
+@pytest.mark.parametrize(
+    "shape,knobs",
+    [
+        ((1, 301, 260), dict(tile_y=(1, 1, 1), tile_x=(1, 64, 4), split_k=4, tail="shift")),
+        ((1, 77, 90), dict(tile_y=(1, 1, 1), tile_x=(2, 32, 1), fetch_vec=4)),
+        ((3, 130, 50), dict(tile_y=(1, 2, 2), tile_x=(1, 32, 2), tail_k="peel", tile_k=(16,))),
+        ((301, 1, 70), dict(tile_y=(2, 32, 1), tile_x=(1, 1, 1), double_buffer="local")),
+    ],
+    ids=["gemv-split", "gemv", "three-rows", "one-column"],
+)
+def test_gpu_gemm_work_groups_one_or_two_rows_tall(shape, knobs, rng):
+    """A matrix-vector product (M = 1) as a work-group of one row of work-items (64 along N
+    here), so that no work-item repeats another's multiply-adds on rows past the matrix; and
+    its transpose (N = 1), one column of work-items."""
+    M, N, K = shape
+    cfg = Config(dict(a_pad=0, **knobs))
+    s, args = TEMPLATES["gemm"]["gpu_tiled"](cfg, M, N, K)
+    assert cfg.valid, cfg.constraints
+    ty, tx = knobs["tile_y"][1], knobs["tile_x"][1]
+    src = ts.build(s, args, target="opencl").get_source()
+    assert f"reqd_work_group_size({tx}, {ty}, 1)" in src
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    check(s, args, [a, b], a.astype(np.float64) @ b)
+    # the A tile's columns are padded only where they are longer than the padding
+    padded = Config(dict(knobs, a_pad=4, a_layout="col"))
+    TEMPLATES["gemm"]["gpu_tiled"](padded, M, N, K)
+    assert padded.valid == (knobs["tile_y"][0] * ty * knobs["tile_y"][2] > 4)
+
+
 @pytest.mark.parametrize("dbuf", ["both", "shared", "local", "none"])
 def test_gpu_gemm_whole_k_step_in_registers(dbuf, rng):
     """``reg_fetch=2``: a K step's slices of both tiles copied into private arrays right after

@@ -155,6 +155,13 @@ def test_gpu_gemm_whole_k_step_in_registers_is_race_free(rng):
     check_gpu_gemm_clean((40, 72, 27), {"reg_fetch": 2, "tail_k": "peel"}, "whole_step", rng)
 
 
+def test_gpu_gemm_of_one_row_is_race_free(rng):
+    """A matrix-vector product in work-groups one work-item tall, split over K: the fills of
+    the one-row A tile (fewer elements than work-items) and the partial sums."""
+    knobs = {"tile_y": (1, 1, 1), "tile_x": (1, 32, 2), "split_k": 2, "a_pad": 0, "tail": "shift"}
+    check_gpu_gemm_clean((1, 70, 40), knobs, "one_row", rng)
+
+
 def test_a_function_opencl_cannot_express_is_refused_before_the_subprocess(rng):
     """A global-scope cache computed under thread axes (every work-item would share it): the
     CodegenError itself, as ``ts.build`` raises it, not an OclgrindError wrapping it."""

@@ -7,7 +7,11 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
 - ``tile_y`` / ``tile_x`` = (virtual threads, work-items, outputs per work-item) along M / N.
   A work-group computes ``vthreads*work-items*outputs`` rows (columns); a work-item's outputs
   along N form one vector, and its virtual threads sit ``work-items*outputs`` apart, so that
-  neighbouring work-items touch neighbouring memory.
+  neighbouring work-items touch neighbouring memory. From 1 to 64 work-items along either
+  axis (32 to 1024 in all): a matrix-vector product (M = 1) runs in work-groups one
+  work-item tall, where a taller one would repeat the same multiply-adds on rows past the
+  matrix (H200, 75 s of search: 1x2048x8192 35.9 -> 26.1 us, 1x4000x1000 16.3 -> 13.9;
+  benchmarks/gpu/results/data_shapes_2026-11-26/).
 - ``tile_k``: the K step staged per ``__local`` tile; ``unroll_k``: unroll the step's loop.
 - ``a_layout``: the ``__local`` tile of A row-major (``"row"``, as A) or column-major
   (``"col"``: a work-item's rows of A are adjacent, read as one vector); ``a_pad``: extra
@@ -57,7 +61,7 @@ from ..space import Config, split_axis
 from .common import bind_1d, bind_2d, declare_gemm, inline_epilogue, is_reduction
 
 VTHREADS = (1, 2)
-THREADS = (8, 16, 32)
+THREADS = (1, 2, 4, 8, 16, 32, 64)  # along one axis; a work-group holds 32 to 1024
 PER_ITEM = (1, 2, 4, 8)
 K_STEPS = (4, 8, 16, 32)
 MAX_ACCUMULATORS = 128  # floats of register tile per work-item (spills beyond)
@@ -143,6 +147,7 @@ def schedule_gemm_gpu(
         f"__local tiles over the device's {limits.local_mem_size // 1024} KiB",
     )
     cfg.constrain(a_pad == 0 or a_layout == "col", "a_pad pads the column-major tile only")
+    cfg.constrain(a_pad < bm, "a_pad pads columns of the A tile longer than a_pad")
     cfg.constrain(split_k == 1 or K // split_k >= kstep, "K split finer than the K step")
     cfg.constrain(
         tail == "guard" or M % bm != 0 or N % bn != 0,
@@ -215,7 +220,7 @@ def schedule_gemm_gpu(
 
     if a_layout == "col":
         s[AA].transform_layout(lambda r, c: [c, r])
-        if a_pad:  # columns bm + a_pad elements apart
+        if 0 < a_pad < bm:  # columns bm + a_pad elements apart
             s[AA].storage_align(AA.op.axis[1], bm, a_pad)
     for T, width in ((AA, kstep), (BB, bn)):
         s[T].compute_at(s[comp], ko)
