@@ -227,6 +227,27 @@ def test_model_finds_a_planted_optimum_in_far_fewer_trials_than_random():
     assert np.median(by_model) * 10 <= np.median(by_random), (by_model, by_random)
 
 
+def test_every_batch_tries_a_neighbour_of_the_fastest_trials():
+    """One candidate a batch (``LOCAL``) is one knob away from one of the three fastest trials
+    so far, never one measured or proposed before: a value the model has no data on (a new
+    candidate, a shape class no log has) is still tried where it matters most."""
+    task = Task("gemm", "gemm_planted_cost", (256, 256, 16))
+    prop = ModelProposer(task, task.space(), LIMITS, (), seed=0)
+    done = []
+    for _ in range(40):
+        c = prop.next()
+        done.append((planted_gflops(c), c))
+        prop.observe(c, "ok", done[-1][0])
+    fastest = [c for _, c in sorted(done, key=lambda t: -t[0])[:3]]
+    assert [c for _, c in prop.fastest] == fastest
+    picks = prop._neighbours(20, set())
+    assert len(picks) == 20
+    for c in picks:
+        assert any(sum(c[k] != f[k] for k in c) == 1 for f in fastest), c
+        assert config_key(c) not in prop.seen
+    assert len({config_key(c) for c in picks}) == len(picks)
+
+
 def test_model_whole_space_scoring_finds_the_optimum_of_a_small_space():
     task = Task("gemm", "gemm_planted_cost", (256, 256, 16))
     space = task.space().restrict({"order": [4, 5], "unroll": [1, 2]})

@@ -13,8 +13,10 @@ the trials so far, explored by simulated annealing, with transfer from earlier l
   (``features.Lowering``: in a pool of processes when the proposer has ``workers``, each
   candidate once per process), which is most of the proposer's time.
 - **Batches** (``ModelProposer``): the nearest logged shapes' best configs first (transfer),
-  then each batch is the model's best unmeasured candidates plus a share (``EXPLORE``) of
-  random ones; the model is retrained as trials land.
+  then each batch is the model's best unmeasured candidates, a share (``EXPLORE``) of random
+  ones and ``LOCAL`` neighbours of the fastest trials so far (one knob changed: values that
+  no logged trial had, which the model cannot rate, are tried where they matter most); the
+  model is retrained as trials land.
 - ``predict_config``: a config for a task no log has, from the logs of other shapes.
 - **Families**: the tasks whose trials teach each other. A template that schedules a GEMM with
   a GEMM template's knobs (``templates.GEMM_VIEWS``: a conv scheduled as a GEMM) is in that
@@ -53,6 +55,8 @@ except ImportError:  # pragma: no cover - the model strategy says what to instal
 FAIL = -4.0  # label of a failed trial (log-throughput relative to the task's best)
 FLOOR = -3.5  # correct trials' labels are clipped here, above FAIL
 EXPLORE = 0.15  # share of each batch chosen at random
+LOCAL = 1  # candidates a batch: one knob of one of the INCUMBENTS fastest trials changed
+INCUMBENTS = 3
 BATCH = 8  # candidates proposed per model round
 SHORTLIST = 3  # the annealing's shortlist is this many batches, re-ranked with IR features
 EXHAUSTIVE = 4096  # spaces up to this size are scored whole instead of annealed
@@ -552,6 +556,7 @@ class ModelProposer:
         self.model = CostModel(seed)
         self.lowering = Lowering(limits, workers, modules)
         self.seen: set[str] = set()  # measured, proposed or proven invalid here
+        self.fastest: list[tuple[float, dict[str, Any]]] = []  # (gflops, config), best first
         self.queue: list[dict[str, Any]] = []
         self.size = space.size()
         self.filtered = 0  # candidates the IR proved invalid (never built)
@@ -583,6 +588,9 @@ class ModelProposer:
             raise
         for c in self.queue:
             self.seen.add(config_key(c))
+        for r in mine:
+            if r.status == "ok" and r.gflops and self.sf.digits(r.config) is not None:
+                self._rank(r.config, r.gflops)
 
     def close(self) -> None:
         """Stop the lowering processes (a later batch would start them again)."""
@@ -630,6 +638,13 @@ class ModelProposer:
         ir = self.lowering(self.task, config)[0] if status != "invalid" else None
         good = gflops if status == "ok" and gflops else None
         self.model.add(Row(self.task.key(), self.sf.features(config), ir, good))
+        if good:
+            self._rank(config, good)
+
+    def _rank(self, config: dict[str, Any], gflops: float) -> None:
+        self.fastest.append((gflops, config))
+        self.fastest.sort(key=lambda t: -t[0])
+        del self.fastest[INCUMBENTS:]
 
     def _keep_valid(self, configs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """The ``configs`` whose lowering may run; each provably invalid one is learned as a
@@ -662,9 +677,14 @@ class ModelProposer:
             if len(self.seen) >= self.size:
                 return
             ready = self.model.fit()
-            n_model = self.batch - max(1, round(self.batch * self.explore)) if ready else 0
+            n_explore = max(1, round(self.batch * self.explore))
+            n_local = min(LOCAL, self.batch - n_explore) if ready and self.explore else 0
+            n_model = self.batch - n_explore - n_local if ready else 0
             picks = self._model_picks(n_model) if n_model else []
             keys = {config_key(c) for c in picks}
+            if n_local:
+                picks += self._keep_valid(self._neighbours(n_local, keys))
+                keys = {config_key(c) for c in picks}
             picks += self._keep_valid(self._random_points(self.batch - len(picks), keys))
             for c in picks:
                 self.seen.add(config_key(c))
@@ -684,6 +704,28 @@ class ModelProposer:
             if len(out) >= n:
                 break
             c = self.space.point(int(self.rng.integers(self.size)))
+            k = config_key(c)
+            if k not in self.seen and k not in taken:
+                taken.add(k)
+                out.append(c)
+        return out
+
+    def _neighbours(self, n: int, taken: set[str]) -> list[dict[str, Any]]:
+        """Up to ``n`` unseen points one knob away from one of the fastest trials so far."""
+        out: list[dict[str, Any]] = []
+        knobs = [k for k in self.sf.knobs if len(k.candidates) > 1]
+        if not self.fastest or not knobs:
+            return out
+        for _ in range(n * 50):
+            if len(out) >= n:
+                break
+            _, base = self.fastest[int(self.rng.integers(len(self.fastest)))]
+            knob = knobs[int(self.rng.integers(len(knobs)))]
+            value = knob.candidates[int(self.rng.integers(len(knob.candidates)))]
+            digits = self.sf.digits({**base, knob.name: value})
+            if digits is None:
+                continue
+            c = self.sf.config(digits)
             k = config_key(c)
             if k not in self.seen and k not in taken:
                 taken.add(k)
