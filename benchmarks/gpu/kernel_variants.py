@@ -1,6 +1,7 @@
 """What the probes of generated GEMM kernels share (``prefetch_probe.py``, ``async_probe.py``,
-``sass_probe.py``, ``timing_probe.py``, ``cuda_launch_probe.py``, ``clock_probe.py``): the
-fastest logged config (of a kind), the parts of its double-buffered K loop, and checking and
+``sass_probe.py``, ``timing_probe.py``, ``cuda_launch_probe.py``, ``clock_probe.py``,
+``peel_probe.py``, ``split_probe.py``): the fastest logged config (of a kind), random GEMM
+operands with their float64 product, the parts of a double-buffered K loop, and checking and
 timing kernel variants side by side on the device in use."""
 
 import json
@@ -15,6 +16,18 @@ import pyopencl.array as cla
 
 from tensorsched.runtime.device import current_device
 from tensorsched.runtime.numerics import relative_error
+
+
+def gemm_operands(
+    M: int, N: int, K: int, queue: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Any]]:
+    """``(a, b, a @ b in float64, [A, B, C] on queue)`` of an ``M x N x K`` GEMM: ``a`` and
+    ``b`` random (seed 0), ``C`` an uninitialised device array."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    dev = [cla.to_device(queue, a), cla.to_device(queue, b), cla.empty(queue, (M, N), np.float32)]
+    return a, b, a.astype(np.float64) @ b, dev
 
 
 def fastest(path: str) -> dict:
@@ -96,11 +109,7 @@ def run_variants(
     dropped). A variant that does not build is reported and left out."""
     dev = current_device()
     q = dev.queue
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((M, K), dtype=np.float32)
-    b = rng.standard_normal((K, N), dtype=np.float32)
-    ref = a.astype(np.float64) @ b
-    da, db = cla.to_device(q, a), cla.to_device(q, b)
+    _, _, ref, (da, db, _) = gemm_operands(M, N, K, q)
     kern, err = {}, {}
     for v, (text, info) in variants.items():
         try:

@@ -18,8 +18,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import pyopencl.array as cla  # noqa: E402
+from kernel_variants import gemm_operands  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
 from tensorsched.runtime.device import current_device  # noqa: E402
@@ -34,11 +35,7 @@ for path in sys.argv[2:]:
     ok = sorted((r for r in rs if r.get("status") == "ok"), key=lambda r: r["device_ms"])
     task = Task.from_dict(ok[0]["task"])
     M, N, K = task.shape
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((M, K), dtype=np.float32)
-    b = rng.standard_normal((K, N), dtype=np.float32)
-    ref = a.astype(np.float64) @ b
-    arrs = [cla.to_device(q, a), cla.to_device(q, b), cla.empty(q, (M, N), np.float32)]
+    a, b, ref, arrs = gemm_operands(M, N, K, q)
     seen, done = set(), 0
     print(f"\n{task}  best logged {ok[0]['device_ms'] * 1e3:.1f} us")
     for r in ok:

@@ -19,8 +19,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import pyopencl.array as cla  # noqa: E402
+from kernel_variants import gemm_operands  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
 from tensorsched.ops.templates import gemm_gpu  # noqa: E402
@@ -43,12 +44,7 @@ def by_shape(path: str) -> dict[tuple[int, ...], list[dict]]:
 
 def probe(record: dict, queue) -> None:
     task = Task.from_dict(record["task"])
-    M, N, K = task.shape
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((M, K), dtype=np.float32)
-    b = rng.standard_normal((K, N), dtype=np.float32)
-    ref = a.astype(np.float64) @ b
-    arrs = [cla.to_device(queue, a), cla.to_device(queue, b), cla.empty(queue, (M, N), np.float32)]
+    _, _, ref, arrs = gemm_operands(*task.shape, queue)
     mods = {}
     for split in SPLITS:
         s, args, cfg = task.instantiate(dict(record["config"], split_k=split))
