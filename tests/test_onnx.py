@@ -26,7 +26,7 @@ TOL = 1e-5
 SUPPORTED = {
     "Conv", "BatchNormalization", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
     "GlobalAveragePool", "Gemm", "MatMul", "Flatten", "Reshape", "Softmax", "Concat",
-    "Identity", "Constant",
+    "Identity", "Constant", "Sigmoid", "Tanh", "LeakyRelu", "Sub", "Mul", "Div", "Dropout",
 }  # fmt: skip
 
 
@@ -130,6 +130,52 @@ def test_every_operator_matches_onnxruntime_on_the_device(device, tmp_path):
     assert err < TOL
 
 
+def activations_model(rng):
+    """A conv followed by the elementwise operators of detection and mobile networks: swish
+    (x * Sigmoid(x)), LeakyRelu, Sub of a per-channel constant, Div by a scalar, Tanh and an
+    inference Dropout."""
+    f = np.float32
+    inits = [
+        init("w", (rng.standard_normal((6, 3, 3, 3)) * 0.5).astype(f)),
+        init("mean", rng.standard_normal((1, 6, 1, 1)).astype(f)),
+        init("two", np.array(2.0, f)),
+    ]
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w"], ["c"], "conv", pads=[1, 1, 1, 1]),
+        n("Sigmoid", ["c"], ["sig"], "sigmoid"),
+        n("Mul", ["c", "sig"], ["swish"], "swish"),
+        n("LeakyRelu", ["swish"], ["lr"], "leaky", alpha=0.2),
+        n("Sub", ["lr", "mean"], ["centred"], "centre"),
+        n("Div", ["centred", "two"], ["half"], "halve"),
+        n("Tanh", ["half"], ["th"], "tanh"),
+        n("Dropout", ["th"], ["y"], "dropout"),
+    ]
+    graph = helper.make_graph(
+        nodes, "activations",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 9])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 10, 9])], inits,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+@pytest.mark.opencl
+def test_elementwise_operators_match_onnxruntime(device):
+    rng = np.random.default_rng(2)
+    model = activations_model(rng)
+    x = rng.standard_normal((1, 3, 10, 9)).astype(np.float32)
+    ref = ort_run(model, {"x": x})[0]
+    g = from_onnx(model)
+    assert {n.op for n in g.nodes.values()} >= {"sigmoid", "mul", "leaky_relu", "sub", "div"}
+    (out,) = g.outputs  # "th": the Dropout's input, as an Identity's
+    assert rel_err(run_reference(g, x)[out], ref) < TOL
+    assert rel_err(build(g, device=device)(x), ref) < TOL
+    assert rel_err(ort_run(to_onnx(g), {"x": x})[0], ref) < TOL
+
+
 def test_export_roundtrip_through_onnxruntime():
     rng = np.random.default_rng(1)
     g = from_onnx(all_ops_model(rng))
@@ -143,7 +189,8 @@ def test_export_roundtrip_through_onnxruntime():
 
 CASE_MODULES = (
     "conv batch_normalization relu clip add maxpool averagepool globalaveragepool gemm matmul "
-    "flatten reshape softmax concat identity constant"
+    "flatten reshape softmax concat identity constant sigmoid tanh leakyrelu sub mul div "
+    "dropout"
 ).split()
 
 
@@ -172,7 +219,7 @@ def _with_constant_inputs(case):
     model.CopyFrom(case.model)
     inputs, outputs = case.data_sets[0]
     ops = {n.op_type for n in model.graph.node}
-    keep = len(inputs) if ops <= {"Add", "Concat", "Identity"} else 1
+    keep = len(inputs) if ops <= {"Add", "Sub", "Mul", "Div", "Concat", "Identity"} else 1
     feeds = {}
     for i, (vi, arr) in enumerate(zip(list(model.graph.input), inputs)):
         if i < keep:
@@ -203,12 +250,14 @@ def test_onnx_backend_node_tests():
     print(f"\nONNX backend node tests: {len(passed)} passed, {len(refused)} refused")
     for name, why in refused:
         print(f"  refused {name}: {why}")
-    assert len(passed) >= 88  # of 134: the others use int types, 1-d/3-d, dilations, ...
+    assert len(passed) >= 104  # of 181: the others use int types, 1-d/3-d, dilations, ...
     names = set(passed)
     for must in ("test_basic_conv_with_padding", "test_conv_with_strides_and_asymmetric_padding",
                  "test_batchnorm_example", "test_maxpool_2d_same_upper",
                  "test_averagepool_2d_pads", "test_gemm_transposeB", "test_gemm_beta", "test_softmax_axis_0",
-                 "test_reshape_negative_extended_dims", "test_concat_3d_axis_negative_2"):  # fmt: skip
+                 "test_reshape_negative_extended_dims", "test_concat_3d_axis_negative_2",
+                 "test_sigmoid", "test_tanh", "test_leakyrelu", "test_mul_bcast", "test_sub_bcast",
+                 "test_div_bcast", "test_dropout_default"):  # fmt: skip
         assert must in names
 
 

@@ -57,6 +57,13 @@ KEYWORDS = (
     "void",
     "inline",
     "static",
+    # built-in functions the kernels call: a tensor named "tanh" or "max" must not hide one
+    *CStyleEmitter.calls.values(),
+    *("max", "min", "fmax", "fmin", "select", "mad", "fma", "dot", "barrier", "mem_fence"),
+    *(f"get_{w}" for w in ("group_id", "local_id", "global_id", "local_size", "num_groups")),
+    *("get_global_size", "read_imagef", "vload_half", "vstore_half", "ts_v", "ts_sampler"),
+    *(f"{f}{n}" for f in ("vload", "vstore") for n in (2, 3, 4, 8, 16)),
+    *(f"{t}{n}" for t in ("float", "double", "half", "int", "long") for n in (2, 3, 4, 8, 16)),
 )
 
 SAMPLER = (

@@ -6,8 +6,9 @@ run: the file's size, the default opset (13 or later), every tensor's shape and 
 each initializer's stored bytes against its declared dims, and each operator's attributes are
 checked before anything is allocated from them; weights held in external files are refused
 (the model would name files to read). Operators read: Conv (with group), BatchNormalization,
-Relu, Clip, Add, MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul (by a constant),
-Flatten, Reshape, Softmax, Concat, Identity and Constant; any other is an
+Relu, Clip, Sigmoid, Tanh, LeakyRelu, Add, Sub, Mul, Div (numpy broadcasting), MaxPool,
+AveragePool, GlobalAveragePool, Gemm, MatMul (by a constant), Flatten, Reshape, Softmax,
+Concat, Dropout (inference: the identity), Identity and Constant; any other is an
 ``UnsupportedOperatorError`` naming its type and node.
 """
 
@@ -359,6 +360,33 @@ def _add(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -
     _rename_output(r, name, out)
 
 
+def _binary(op: str) -> Any:
+    def convert(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+        if len(ins) != 2 or not all(ins):
+            raise OnnxImportError(f"{where}: takes 2 inputs")
+        for t in ins:
+            if t in r.ints:
+                raise UnsupportedOperatorError(
+                    f"{where}: '{t}' is an integer tensor (shape arithmetic is not supported)"
+                )
+        r.g.add_node(op, ins, {}, name)
+        _rename_output(r, name, out)
+
+    return convert
+
+
+def _leaky_relu(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    r.g.add_node("leaky_relu", ins[:1], {"alpha": float(a.get("alpha", 0.01))}, name)
+    _rename_output(r, name, out)
+
+
+def _dropout(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Inference: the identity (a ``training_mode`` input is refused)."""
+    if len(ins) > 2 and ins[2]:
+        raise UnsupportedOperatorError(f"{where}: a training_mode input (inference only)")
+    _identity(r, name, where, a, ins[:1], out)
+
+
 def _pool(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str, op: str) -> None:
     _no_dilation(a, where)
     if a.get("ceil_mode", 0):
@@ -468,6 +496,13 @@ CONVERTERS: dict[str, Any] = {
     "Conv": _conv,
     "BatchNormalization": _batch_norm,
     "Relu": _simple("relu"),
+    "Sigmoid": _simple("sigmoid"),
+    "Tanh": _simple("tanh"),
+    "LeakyRelu": _leaky_relu,
+    "Sub": _binary("sub"),
+    "Mul": _binary("mul"),
+    "Div": _binary("div"),
+    "Dropout": _dropout,
     "Clip": _clip,
     "Add": _add,
     "MaxPool": lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "max_pool2d"),
@@ -494,6 +529,19 @@ def from_onnx(model_or_path: Any, shapes: Mapping[str, Sequence[int]] | None = N
 
 
 # ---- writing
+
+
+# graph operators written as the ONNX operator of that name, with no attributes
+ONNX_NAMES = {
+    "relu": "Relu",
+    "sigmoid": "Sigmoid",
+    "tanh": "Tanh",
+    "add": "Add",
+    "sub": "Sub",
+    "mul": "Mul",
+    "div": "Div",
+    "global_avg_pool2d": "GlobalAveragePool",
+}
 
 
 def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) -> Any:
@@ -537,9 +585,10 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
             nodes.append(helper.make_node(
                 "BatchNormalization", [*own, m, v], [out], n.name, epsilon=0.0
             ))  # fmt: skip
-        elif n.op in ("relu", "add", "global_avg_pool2d"):
-            onnx_op = {"relu": "Relu", "add": "Add", "global_avg_pool2d": "GlobalAveragePool"}
-            nodes.append(helper.make_node(onnx_op[n.op], own, [out], n.name))
+        elif n.op in ONNX_NAMES:
+            nodes.append(helper.make_node(ONNX_NAMES[n.op], own, [out], n.name))
+        elif n.op == "leaky_relu":
+            nodes.append(helper.make_node("LeakyRelu", own, [out], n.name, alpha=a["alpha"]))
         elif n.op == "clip":
             lo, hi = fresh(n.name + "_min"), fresh(n.name + "_max")
             inits.append(numpy_helper.from_array(np.array(a["min"], np.float32), lo))

@@ -13,8 +13,9 @@ at the node that makes it so.
     y = g.relu(g.batch_norm(y, *bn_params))
     g.output(g.dense(g.flatten(g.global_avg_pool2d(y)), g.constant("fc", fc)))
 
-Operators (``OPS``): conv2d (with groups), batch_norm, relu, clip, add (numpy broadcasting),
-max_pool2d, avg_pool2d, global_avg_pool2d, dense, flatten, reshape, softmax, concat. After the
+Operators (``OPS``): conv2d (with groups), batch_norm, relu, clip, sigmoid, tanh, leaky_relu
+(``alpha``), add, sub, mul, div (numpy broadcasting), max_pool2d, avg_pool2d,
+global_avg_pool2d, dense, flatten, reshape, softmax, concat. After the
 fusion pass a conv2d, dense or pooling node also carries an ``epilogue``: a tuple of steps
 applied to its output in order, ``("bias",)``, ``("add",)`` (a residual tensor of the output's
 shape), ``("relu",)`` and ``("clip", lo, hi)``; the bias and residual tensors are extra inputs
@@ -500,6 +501,11 @@ def _infer_same(g: Graph, node: Node) -> tuple[int, ...]:
     _arity(node, 1)
     if node.op == "clip" and not node.attrs.get("min", 0.0) <= node.attrs.get("max", 0.0):
         raise GraphError(f"node '{node.name}' (clip): min {node.attrs['min']} > max")
+    if node.op == "leaky_relu":
+        alpha = node.attrs.setdefault("alpha", 0.01)
+        if not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
+            raise GraphError(f"node '{node.name}' (leaky_relu): alpha must be a finite number")
+        node.attrs["alpha"] = float(alpha)
     return _shape(g, node.inputs[0])
 
 
@@ -602,7 +608,13 @@ SHAPE_RULES = {
     "scale_shift": _infer_scale_shift,  # x * scale[c] + shift[c]: a batch norm with no conv
     "relu": _infer_same,
     "clip": _infer_same,
+    "sigmoid": _infer_same,
+    "tanh": _infer_same,
+    "leaky_relu": _infer_same,
     "add": _infer_add,
+    "sub": _infer_add,
+    "mul": _infer_add,
+    "div": _infer_add,
     "max_pool2d": _infer_pool,
     "avg_pool2d": _infer_pool,
     "global_avg_pool2d": _infer_global_pool,

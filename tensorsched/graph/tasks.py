@@ -153,17 +153,25 @@ def task_config(task: Task) -> dict | None:
 def elementwise_kernel(
     g: Graph, node: Node, dtype: str = "float32"
 ) -> tuple[Schedule, list[Tensor]]:
-    """``(schedule, [*inputs, output])`` of a node without a template: add, relu, clip,
-    scale_shift, batch_norm, concat and softmax (along any axis), each one flat kernel
-    (softmax: its max and sum reductions stay kernels of their own). ``dtype``: of every
+    """``(schedule, [*inputs, output])`` of a node without a template: add, sub, mul, div,
+    relu, sigmoid, tanh, leaky_relu, clip, scale_shift, batch_norm, concat and softmax (along
+    any axis), each one flat kernel (softmax: its max and sum reductions stay kernels of their
+    own). ``dtype``: of every
     tensor (``"float16"``: half storage)."""
     ins = [placeholder(g.tensors[t].shape, dtype, name=f"in{i}") for i, t in enumerate(node.inputs)]
     a = node.attrs
     out: Tensor
-    if node.op == "add":
-        out = nn.add(ins[0], ins[1])
+    binary = {"add": nn.add, "sub": nn.subtract, "mul": nn.multiply, "div": nn.divide}
+    if node.op in binary:
+        out = binary[node.op](ins[0], ins[1])
     elif node.op == "relu":
         out = nn.relu(ins[0])
+    elif node.op == "sigmoid":
+        out = nn.sigmoid(ins[0])
+    elif node.op == "tanh":
+        out = nn.tanh(ins[0])
+    elif node.op == "leaky_relu":
+        out = nn.leaky_relu(ins[0], a["alpha"])
     elif node.op == "clip":
         out = nn.clip(ins[0], a["min"], a["max"])
     elif node.op == "layout_transform":  # NCHW <-> NHWC: a transpose of memory order

@@ -1,7 +1,8 @@
 """Elementwise operators and epilogues, and softmax, with their numpy references.
 
 Elementwise: ``bias_add``, ``relu``, ``relu6`` (clip to 0..6), ``clip(lo, hi)``, ``sigmoid``,
-``add(a, b)`` (numpy broadcasting). ``softmax(data, axis=-1)`` is numerically stable: stages
+``tanh``, ``leaky_relu(alpha)``, and ``add``, ``subtract``, ``multiply``, ``divide`` of two
+tensors (numpy broadcasting). ``softmax(data, axis=-1)`` is numerically stable: stages
 ``softmax_max`` (the max along ``axis``), ``softmax_exp`` (``exp(x - max)``, meant to be
 inlined), ``softmax_sum`` and the output ``softmax`` (``exp / sum``).
 
@@ -16,7 +17,7 @@ into the stage that writes the output. ``epilogue_ref`` applies the same chain i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,14 +90,51 @@ def _broadcast_load(t: Tensor, idx: Sequence[Any]) -> Any:
     return t[tuple(0 if d == 1 else i for i, d in zip(own, t.shape))]
 
 
-def add(a: Tensor, b: Tensor, name: str = "add") -> Tensor:
-    """``a + b`` with numpy broadcasting."""
+def _binary(a: Tensor, b: Tensor, name: str, fn: Callable[[Any, Any], Any]) -> Tensor:
     for t in (a, b):
         if not isinstance(t, Tensor):
             raise ComputeError(f"{name}: both operands must be tensors, got {t!r}")
     shape = broadcast_shape(a.shape, b.shape, name)
+
+    def body(*i: Any) -> Any:
+        return fn(_broadcast_load(a, i), _broadcast_load(b, i))
+
+    return compute(shape, body, name=name, tag="elemwise")
+
+
+def add(a: Tensor, b: Tensor, name: str = "add") -> Tensor:
+    """``a + b`` with numpy broadcasting."""
+    return _binary(a, b, name, lambda x, y: x + y)
+
+
+def subtract(a: Tensor, b: Tensor, name: str = "subtract") -> Tensor:
+    """``a - b`` with numpy broadcasting."""
+    return _binary(a, b, name, lambda x, y: x - y)
+
+
+def multiply(a: Tensor, b: Tensor, name: str = "multiply") -> Tensor:
+    """``a * b`` with numpy broadcasting."""
+    return _binary(a, b, name, lambda x, y: x * y)
+
+
+def divide(a: Tensor, b: Tensor, name: str = "divide") -> Tensor:
+    """``a / b`` with numpy broadcasting (floats: IEEE division, as numpy's)."""
+    return _binary(a, b, name, lambda x, y: x / y)
+
+
+def tanh(data: Tensor, name: str = "tanh") -> Tensor:
+    return compute(data.shape, lambda *i: I.tanh(data[i]), name=name, tag="elemwise")
+
+
+def leaky_relu(data: Tensor, alpha: float = 0.01, name: str = "leaky_relu") -> Tensor:
+    """``x`` where ``x >= 0``, else ``alpha * x`` (ONNX's ``LeakyRelu``)."""
+    a = const(float(alpha), data.dtype)
+    zero = const(0, data.dtype)
     return compute(
-        shape, lambda *i: _broadcast_load(a, i) + _broadcast_load(b, i), name=name, tag="elemwise"
+        data.shape,
+        lambda *i: I.if_then_else(data[i] >= zero, data[i], data[i] * a),
+        name=name,
+        tag="elemwise",
     )
 
 

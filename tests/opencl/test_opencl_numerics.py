@@ -590,6 +590,16 @@ def test_names_that_are_c_keywords(rng):
     run_check(s, [A, B], lambda a: (a + 1) * 2, rng, name="kernel")
 
 
+def test_names_of_builtin_functions(rng):
+    """Tensors named like the OpenCL built-ins the kernel calls (``tanh``, ``max``,
+    ``vload4``) get other identifiers, so the calls still reach the built-ins."""
+    A = ts.placeholder((7, 5), name="tanh")
+    T = ts.compute((7, 5), lambda i, j: ts.tanh(A[i, j]), name="max")
+    B = ts.compute((7, 5), lambda i, j: ts.max(T[i, j], 0.25), name="vload4")
+    s = ts.create_schedule(B.op)
+    run_check(s, [A, B], lambda a: np.maximum(np.tanh(a), 0.25), rng, name="exp")
+
+
 def test_int32_negative_floor_division_and_modulo(rng):
     A = ts.placeholder((M, N), name="A", dtype="int32")
     B = ts.compute(
