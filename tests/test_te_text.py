@@ -193,7 +193,7 @@ TE_ERRORS = [
         "input 'A' is read with 2 indices here and 1 elsewhere",
     ),
     ("C[i] = A[i, 0]", "i=4,A=4", 1, 8, "'A' has 1 dimensions, indexed with 2"),
-    ("C[i] = erf(A[i])", "i=4", 1, 8, "unknown function 'erf'"),
+    ("C[i] = gelu(A[i])", "i=4", 1, 8, "unknown function 'gelu'"),
     ("C[i] = max(A[i])", "i=4", 1, 8, "max() takes 2 arguments, got 1"),
     (
         "C[i] = pad(A[i] + 1.0, 0.0)",

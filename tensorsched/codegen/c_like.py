@@ -12,6 +12,7 @@ from ..errors import CodegenError
 from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.intrin import MORE_UNARY
 from ..ir.precedence import ATOM, BINARY, UNARY, needs_parens
 from ..ir.simplify import Simplifier
 
@@ -68,6 +69,7 @@ class CStyleEmitter:
         "trunc": "trunc",
         "cos": "cos",
         "sin": "sin",
+        **{name: name for name in MORE_UNARY},
     }
 
     def __init__(self, names: Names) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import CodegenError, RuntimeCallError
 from ..ir import dtype as dt
+from ..ir.intrin import MORE_UNARY
 from ..ir.simplify import size_vars
 from ..ir.stmt import LoweredFunc
 from ..ir.visitor import Visitor
@@ -33,6 +34,7 @@ _CALLS = {
     "trunc": "_trunc",
     "cos": "_cos",
     "sin": "_sin",
+    **{name: f"_{name}" for name in MORE_UNARY},
 }
 
 
@@ -69,6 +71,50 @@ def _integral(fn):
 _floor, _ceil, _trunc = _integral(math.floor), _integral(math.ceil), _integral(math.trunc)
 _round = _integral(lambda x: math.copysign(math.floor(math.fabs(x) + 0.5), x))
 _cos, _sin = _nan_on_domain_error(math.cos), _nan_on_domain_error(math.sin)
+
+
+def _log_of(fn, pole=0.0):
+    """A logarithm as C has it: -inf at its pole, NaN below."""
+
+    def wrapped(x):
+        if x == pole:
+            return -math.inf
+        return fn(x) if x > pole else math.nan
+
+    return wrapped
+
+
+def _overflowing(fn):
+    """A function whose overflow is an infinity of its result's sign (C's, not Python's raise)."""
+
+    def wrapped(x):
+        try:
+            return fn(x)
+        except OverflowError:
+            return math.copysign(math.inf, fn(math.copysign(1.0, x)))
+
+    return wrapped
+
+
+def _atanh(x):
+    if builtins_abs(x) == 1.0:
+        return math.copysign(math.inf, x)
+    return math.atanh(x) if -1.0 < x < 1.0 else math.nan
+
+
+def _rsqrt(x):
+    if x == 0:
+        return math.copysign(math.inf, x)
+    return 1.0 / math.sqrt(x) if x > 0 else math.nan
+
+
+builtins_abs = abs
+_exp2, _exp10 = _overflowing(lambda x: 2.0**x), _overflowing(lambda x: 10.0**x)
+_log2, _log10, _log1p = _log_of(math.log2), _log_of(math.log10), _log_of(math.log1p, -1.0)
+_sinh, _cosh = _overflowing(math.sinh), _overflowing(math.cosh)
+_tan, _asin, _acos = (_nan_on_domain_error(f) for f in (math.tan, math.asin, math.acos))
+_atan, _asinh, _erf = math.atan, math.asinh, math.erf
+_acosh = _nan_on_domain_error(math.acosh)
 
 
 def _log(x):
@@ -141,7 +187,8 @@ class PythonEmitter:
 
     def __init__(self, func: LoweredFunc) -> None:
         self.func = func
-        self.names = Names([*keyword.kwlist, "math", "run_lockstep"])
+        helpers = ("math", "run_lockstep", "_ix", "_fdiv", *_CALLS.values())
+        self.names = Names([*keyword.kwlist, *helpers])
         self.lines: list[str] = []
         self.sizes: dict = {}
 
@@ -336,19 +383,9 @@ def compile_python(func: LoweredFunc) -> tuple[Callable[..., None], str]:
     env = {
         "math": math,
         "_ix": _ix,
-        "_exp": _exp,
-        "_sigmoid": _sigmoid,
         "_fdiv": _fdiv,
-        "_sqrt": _sqrt,
-        "_log": _log,
-        "_pow": _pow,
-        "_floor": _floor,
-        "_ceil": _ceil,
-        "_round": _round,
-        "_trunc": _trunc,
-        "_cos": _cos,
-        "_sin": _sin,
         "run_lockstep": run_lockstep,
+        **{fn: globals()[fn] for fn in _CALLS.values() if fn.startswith("_")},
     }
     exec(code, env)
     return env[em.names.map[func]], src

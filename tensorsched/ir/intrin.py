@@ -172,6 +172,38 @@ def sin(x: E.ExprLike) -> E.Call:
     return _float_call("sin", x)
 
 
+def _unary(name: str, what: str) -> Callable[[E.ExprLike], E.Call]:
+    def fn(x: E.ExprLike) -> E.Call:
+        return _float_call(name, x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{what} of a float expression (OpenCL C's ``{name}``)."
+    return fn
+
+
+# TVM's other float intrinsics (tvm.te / tvm.tir), each an OpenCL C 1.2 built-in
+exp2 = _unary("exp2", "2 to the power")
+exp10 = _unary("exp10", "10 to the power")
+log2 = _unary("log2", "The base-2 logarithm")
+log10 = _unary("log10", "The base-10 logarithm")
+log1p = _unary("log1p", "``log(1 + x)``")
+rsqrt = _unary("rsqrt", "``1 / sqrt(x)``")
+tan = _unary("tan", "The tangent")
+sinh = _unary("sinh", "The hyperbolic sine")
+cosh = _unary("cosh", "The hyperbolic cosine")
+asin = _unary("asin", "The arc sine")
+acos = _unary("acos", "The arc cosine")
+atan = _unary("atan", "The arc tangent")
+asinh = _unary("asinh", "The inverse hyperbolic sine")
+acosh = _unary("acosh", "The inverse hyperbolic cosine")
+atanh = _unary("atanh", "The inverse hyperbolic tangent")
+erf = _unary("erf", "The error function")
+MORE_UNARY = (
+    "exp2", "exp10", "log2", "log10", "log1p", "rsqrt", "tan", "sinh", "cosh", "asin", "acos",
+    "atan", "asinh", "acosh", "atanh", "erf",
+)  # fmt: skip
+
+
 def abs(x: E.ExprLike) -> E.Expr:  # noqa: A001
     """``|x|``: ``fabs`` for floats, ``x < 0 ? -x : x`` for integers (as TVM's ``abs``)."""
     e = E.as_expr(x)

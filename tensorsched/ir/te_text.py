@@ -16,8 +16,10 @@ One statement per stage, in the spirit of Tensor Comprehensions::
 * A tensor that no statement defines is an input (a placeholder, float32 unless ``dtype``
   says otherwise); its shape is ``shapes["A"]`` (``A=34x34``, ``A=34`` if 1-d) if given,
   else the smallest that covers every index it is read at (``pad()`` reads do not count).
-* Calls: ``exp log sqrt tanh sigmoid fabs abs``, ``pow(a, b)``, ``max(a, b)``, ``min(a, b)``,
-  ``select(cond, a, b)`` (``if_then_else``), casts ``float16(x)``, and ``pad(A[...], value)``.
+* Calls: ``exp log sqrt tanh sigmoid fabs abs floor ceil round trunc cos sin`` and TVM's other
+  float intrinsics (``exp2 log2 erf atanh ...``: ``intrin.MORE_UNARY``), ``pow(a, b)``,
+  ``max(a, b)``, ``min(a, b)``, ``select(cond, a, b)`` (``if_then_else``), casts
+  ``float16(x)``, and ``pad(A[...], value)``.
   Operators are the IR's (``+ - * / // % < <= > >= == != && || !``) with its precedence;
   ``/`` needs floats, ``//`` and ``%`` integers, as in ``ts.compute``.
 
@@ -64,6 +66,7 @@ UNARY_CALLS = {
     "trunc": I.trunc,
     "cos": I.cos,
     "sin": I.sin,
+    **{name: getattr(I, name) for name in I.MORE_UNARY},
 }
 
 
@@ -390,8 +393,8 @@ class _Eval:
             arity(1)
             return E.as_expr(args[0]).astype(fn)
         raise self.prog.error(
-            f"unknown function '{fn}'; use exp, log, sqrt, tanh, sigmoid, "
-            "fabs, pow, max, min, select, pad or a cast (float16(x))",
+            f"unknown function '{fn}'; use {', '.join(UNARY_CALLS)}, pow, max, min, select, "
+            "pad or a cast (float16(x))",
             node,
         )
 
