@@ -1,5 +1,6 @@
 """Compare two bench.py tables of the same GEMM workloads, shape by shape, with geomeans of the
-ratio to cuBLAS over classes of shapes (shapes the second run's logs hold are starred):
+ratio to cuBLAS over classes of shapes (shapes added to the shipped log between the two runs
+are starred):
 
     python benchmarks/gpu/results/data_shapes_2026-11-26/compare.py BEFORE.txt AFTER.txt
 """
@@ -9,7 +10,24 @@ import re
 import sys
 
 ROW = re.compile(r"GEMM (\d+)x(\d+)x(\d+)\s+\|\s+([\d.]+)\s+\|\s+([\d.]+)\s+\|\s+([\d.]+)x")
-# shapes added to the shipped log between the two predicted runs
+# GEMM shapes the shipped log held before (OLD) and those added between the two runs (LOGGED)
+OLD = {
+    (169, 384, 2305),
+    (196, 512, 4608),
+    (300, 3000, 700),
+    (512, 768, 3072),
+    (729, 128, 1201),
+    (784, 128, 1152),
+    (784, 512, 4608),
+    (1024, 1024, 1024),
+    (2048, 333, 777),
+    (3025, 96, 364),
+    (3136, 64, 576),
+    (3136, 256, 2304),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (12544, 128, 1152),
+}
 LOGGED = {
     (1, 2048, 8192),
     (1, 768, 3072),
@@ -50,7 +68,10 @@ def main() -> None:
         "M = 1": lambda k: k[0] == 1,
         "M > 1": lambda k: k[0] > 1,
         "M > 1, >= 0.1 GFLOP": lambda k: k[0] > 1 and 2 * k[0] * k[1] * k[2] >= 1e8,
-        "in no log": lambda k: k not in LOGGED,
+        "in no shipped log": lambda k: k not in LOGGED | OLD,
+        "in no shipped log, M > 1, >= 0.1 GFLOP": lambda k: (
+            k not in LOGGED | OLD and k[0] > 1 and 2 * k[0] * k[1] * k[2] >= 1e8
+        ),
     }
     for name, keep in classes.items():
         ks = [k for k in both if keep(k)]
