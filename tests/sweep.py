@@ -49,10 +49,11 @@ def template_points(kind, name, k=2, seed=0):
     from tensorsched import tune
 
     task = tune.Task(kind, name, _shape(kind))
-    pts = list(task.space().points())
+    space = task.space()  # points picked by number: a space may hold 10^8 of them
+    n = space.size()
     rng = np.random.default_rng(seed)
-    picks = [pts[0], pts[-1]] + [
-        pts[i] for i in rng.choice(len(pts), min(k, len(pts)), replace=False)
+    picks = [space.point(0), space.point(n - 1)] + [
+        space.point(int(i)) for i in rng.choice(n, min(k, n), replace=False)
     ]
     out = [{}]
     for p in picks:

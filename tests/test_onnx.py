@@ -27,6 +27,7 @@ SUPPORTED = {
     "Conv", "BatchNormalization", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
     "GlobalAveragePool", "Gemm", "MatMul", "Flatten", "Reshape", "Softmax", "Concat",
     "Identity", "Constant", "Sigmoid", "Tanh", "LeakyRelu", "Sub", "Mul", "Div", "Dropout",
+    "HardSigmoid", "HardSwish",
 }  # fmt: skip
 
 
@@ -132,8 +133,8 @@ def test_every_operator_matches_onnxruntime_on_the_device(device, tmp_path):
 
 def activations_model(rng):
     """A conv followed by the elementwise operators of detection and mobile networks: swish
-    (x * Sigmoid(x)), LeakyRelu, Sub of a per-channel constant, Div by a scalar, Tanh and an
-    inference Dropout."""
+    (x * Sigmoid(x)), LeakyRelu, Sub of a per-channel constant, Div by a scalar, Tanh,
+    HardSwish, a HardSigmoid gate and an inference Dropout."""
     f = np.float32
     inits = [
         init("w", (rng.standard_normal((6, 3, 3, 3)) * 0.5).astype(f)),
@@ -148,7 +149,10 @@ def activations_model(rng):
         n("LeakyRelu", ["swish"], ["lr"], "leaky", alpha=0.2),
         n("Sub", ["lr", "mean"], ["centred"], "centre"),
         n("Div", ["centred", "two"], ["half"], "halve"),
-        n("Tanh", ["half"], ["th"], "tanh"),
+        n("Tanh", ["half"], ["th0"], "tanh"),
+        n("HardSwish", ["th0"], ["hsw"], "hard_swish"),
+        n("HardSigmoid", ["c"], ["gate"], "gate", alpha=0.3, beta=0.4),
+        n("Mul", ["hsw", "gate"], ["th"], "gated"),
         n("Dropout", ["th"], ["y"], "dropout"),
     ]
     graph = helper.make_graph(
@@ -156,7 +160,7 @@ def activations_model(rng):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 9])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 10, 9])], inits,
     )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])  # HardSwish
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
@@ -169,11 +173,13 @@ def test_elementwise_operators_match_onnxruntime(device):
     x = rng.standard_normal((1, 3, 10, 9)).astype(np.float32)
     ref = ort_run(model, {"x": x})[0]
     g = from_onnx(model)
-    assert {n.op for n in g.nodes.values()} >= {"sigmoid", "mul", "leaky_relu", "sub", "div"}
+    ops = {"sigmoid", "mul", "leaky_relu", "sub", "div", "hard_swish", "hard_sigmoid"}
+    assert {n.op for n in g.nodes.values()} >= ops
     (out,) = g.outputs  # "th": the Dropout's input, as an Identity's
     assert rel_err(run_reference(g, x)[out], ref) < TOL
     assert rel_err(build(g, device=device)(x), ref) < TOL
-    assert rel_err(ort_run(to_onnx(g), {"x": x})[0], ref) < TOL
+    assert rel_err(ort_run(to_onnx(g), {"x": x})[0], ref) < TOL  # HardSwish as x * HardSigmoid
+    assert rel_err(ort_run(to_onnx(g, opset=14), {"x": x})[0], ref) < TOL
 
 
 def test_export_roundtrip_through_onnxruntime():
@@ -190,7 +196,7 @@ def test_export_roundtrip_through_onnxruntime():
 CASE_MODULES = (
     "conv batch_normalization relu clip add maxpool averagepool globalaveragepool gemm matmul "
     "flatten reshape softmax concat identity constant sigmoid tanh leakyrelu sub mul div "
-    "dropout"
+    "dropout hardsigmoid hardswish"
 ).split()
 
 
@@ -250,14 +256,14 @@ def test_onnx_backend_node_tests():
     print(f"\nONNX backend node tests: {len(passed)} passed, {len(refused)} refused")
     for name, why in refused:
         print(f"  refused {name}: {why}")
-    assert len(passed) >= 104  # of 181: the others use int types, 1-d/3-d, dilations, ...
+    assert len(passed) >= 109  # of 186: the others use int types, 1-d/3-d, dilations, ...
     names = set(passed)
     for must in ("test_basic_conv_with_padding", "test_conv_with_strides_and_asymmetric_padding",
                  "test_batchnorm_example", "test_maxpool_2d_same_upper",
                  "test_averagepool_2d_pads", "test_gemm_transposeB", "test_gemm_beta", "test_softmax_axis_0",
                  "test_reshape_negative_extended_dims", "test_concat_3d_axis_negative_2",
                  "test_sigmoid", "test_tanh", "test_leakyrelu", "test_mul_bcast", "test_sub_bcast",
-                 "test_div_bcast", "test_dropout_default"):  # fmt: skip
+                 "test_div_bcast", "test_dropout_default", "test_hardsigmoid", "test_hardswish"):  # fmt: skip
         assert must in names
 
 

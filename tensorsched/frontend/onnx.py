@@ -6,10 +6,10 @@ run: the file's size, the default opset (13 or later), every tensor's shape and 
 each initializer's stored bytes against its declared dims, and each operator's attributes are
 checked before anything is allocated from them; weights held in external files are refused
 (the model would name files to read). Operators read: Conv (with group), BatchNormalization,
-Relu, Clip, Sigmoid, Tanh, LeakyRelu, Add, Sub, Mul, Div (numpy broadcasting), MaxPool,
-AveragePool, GlobalAveragePool, Gemm, MatMul (by a constant), Flatten, Reshape, Softmax,
-Concat, Dropout (inference: the identity), Identity and Constant; any other is an
-``UnsupportedOperatorError`` naming its type and node.
+Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub, Mul, Div (numpy
+broadcasting), MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul (by a constant), Flatten,
+Reshape, Softmax, Concat, Dropout (inference: the identity), Identity and Constant; any other
+is an ``UnsupportedOperatorError`` naming its type and node.
 """
 
 from __future__ import annotations
@@ -380,6 +380,12 @@ def _leaky_relu(r: _Reader, name: str, where: str, a: dict, ins: list[str], out:
     _rename_output(r, name, out)
 
 
+def _hard_sigmoid(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    attrs = {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}
+    r.g.add_node("hard_sigmoid", ins[:1], attrs, name)
+    _rename_output(r, name, out)
+
+
 def _dropout(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
     """Inference: the identity (a ``training_mode`` input is refused)."""
     if len(ins) > 2 and ins[2]:
@@ -499,6 +505,8 @@ CONVERTERS: dict[str, Any] = {
     "Sigmoid": _simple("sigmoid"),
     "Tanh": _simple("tanh"),
     "LeakyRelu": _leaky_relu,
+    "HardSigmoid": _hard_sigmoid,
+    "HardSwish": _simple("hard_swish"),
     "Sub": _binary("sub"),
     "Mul": _binary("mul"),
     "Div": _binary("div"),
@@ -536,6 +544,7 @@ ONNX_NAMES = {
     "relu": "Relu",
     "sigmoid": "Sigmoid",
     "tanh": "Tanh",
+    "hard_swish": "HardSwish",
     "add": "Add",
     "sub": "Sub",
     "mul": "Mul",
@@ -546,7 +555,8 @@ ONNX_NAMES = {
 
 def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) -> Any:
     """``g`` as an ONNX model (written to ``path`` when given); fused epilogues are written out
-    as their own nodes, a ``scale_shift`` as a BatchNormalization."""
+    as their own nodes, a ``scale_shift`` as a BatchNormalization, a ``hard_swish`` below opset
+    14 as ``x * HardSigmoid(x)``."""
     onnx = _onnx()
     from onnx import TensorProto, helper, numpy_helper
 
@@ -585,10 +595,20 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
             nodes.append(helper.make_node(
                 "BatchNormalization", [*own, m, v], [out], n.name, epsilon=0.0
             ))  # fmt: skip
+        elif n.op == "hard_swish" and opset < 14:  # no HardSwish before opset 14
+            gate = fresh(n.name + "_gate")
+            nodes.append(helper.make_node(
+                "HardSigmoid", own, [gate], n.name + "_gate", alpha=1.0 / 6.0, beta=0.5
+            ))  # fmt: skip
+            nodes.append(helper.make_node("Mul", [own[0], gate], [out], n.name))
         elif n.op in ONNX_NAMES:
             nodes.append(helper.make_node(ONNX_NAMES[n.op], own, [out], n.name))
         elif n.op == "leaky_relu":
             nodes.append(helper.make_node("LeakyRelu", own, [out], n.name, alpha=a["alpha"]))
+        elif n.op == "hard_sigmoid":
+            nodes.append(helper.make_node(
+                "HardSigmoid", own, [out], n.name, alpha=a["alpha"], beta=a["beta"]
+            ))  # fmt: skip
         elif n.op == "clip":
             lo, hi = fresh(n.name + "_min"), fresh(n.name + "_max")
             inits.append(numpy_helper.from_array(np.array(a["min"], np.float32), lo))

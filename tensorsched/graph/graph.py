@@ -14,8 +14,9 @@ at the node that makes it so.
     g.output(g.dense(g.flatten(g.global_avg_pool2d(y)), g.constant("fc", fc)))
 
 Operators (``OPS``): conv2d (with groups), batch_norm, relu, clip, sigmoid, tanh, leaky_relu
-(``alpha``), add, sub, mul, div (numpy broadcasting), max_pool2d, avg_pool2d,
-global_avg_pool2d, dense, flatten, reshape, softmax, concat. After the
+(``alpha``), hard_sigmoid (``alpha``, ``beta``), hard_swish, add, sub, mul, div (numpy
+broadcasting), max_pool2d, avg_pool2d, global_avg_pool2d, dense, flatten, reshape, softmax,
+concat. After the
 fusion pass a conv2d, dense or pooling node also carries an ``epilogue``: a tuple of steps
 applied to its output in order, ``("bias",)``, ``("add",)`` (a residual tensor of the output's
 shape), ``("relu",)`` and ``("clip", lo, hi)``; the bias and residual tensors are extra inputs
@@ -501,11 +502,12 @@ def _infer_same(g: Graph, node: Node) -> tuple[int, ...]:
     _arity(node, 1)
     if node.op == "clip" and not node.attrs.get("min", 0.0) <= node.attrs.get("max", 0.0):
         raise GraphError(f"node '{node.name}' (clip): min {node.attrs['min']} > max")
-    if node.op == "leaky_relu":
-        alpha = node.attrs.setdefault("alpha", 0.01)
-        if not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
-            raise GraphError(f"node '{node.name}' (leaky_relu): alpha must be a finite number")
-        node.attrs["alpha"] = float(alpha)
+    defaults = {"leaky_relu": {"alpha": 0.01}, "hard_sigmoid": {"alpha": 0.2, "beta": 0.5}}
+    for key, default in defaults.get(node.op, {}).items():
+        value = node.attrs.setdefault(key, default)
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise GraphError(f"node '{node.name}' ({node.op}): {key} must be a finite number")
+        node.attrs[key] = float(value)
     return _shape(g, node.inputs[0])
 
 
@@ -611,6 +613,8 @@ SHAPE_RULES = {
     "sigmoid": _infer_same,
     "tanh": _infer_same,
     "leaky_relu": _infer_same,
+    "hard_sigmoid": _infer_same,
+    "hard_swish": _infer_same,
     "add": _infer_add,
     "sub": _infer_add,
     "mul": _infer_add,

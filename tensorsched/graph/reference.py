@@ -107,6 +107,8 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     "sigmoid": lambda n, x: 1.0 / (1.0 + np.exp(-x[0])),
     "tanh": lambda n, x: np.tanh(x[0]),
     "leaky_relu": lambda n, x: np.where(x[0] >= 0, x[0], n.attrs["alpha"] * x[0]),
+    "hard_sigmoid": lambda n, x: np.clip(n.attrs["alpha"] * x[0] + n.attrs["beta"], 0, 1),
+    "hard_swish": lambda n, x: x[0] * np.clip(x[0] / 6 + 0.5, 0, 1),
     "add": lambda n, x: x[0] + x[1],
     "sub": lambda n, x: x[0] - x[1],
     "mul": lambda n, x: x[0] * x[1],

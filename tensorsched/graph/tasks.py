@@ -154,9 +154,9 @@ def elementwise_kernel(
     g: Graph, node: Node, dtype: str = "float32"
 ) -> tuple[Schedule, list[Tensor]]:
     """``(schedule, [*inputs, output])`` of a node without a template: add, sub, mul, div,
-    relu, sigmoid, tanh, leaky_relu, clip, scale_shift, batch_norm, concat and softmax (along
-    any axis), each one flat kernel (softmax: its max and sum reductions stay kernels of their
-    own). ``dtype``: of every
+    relu, sigmoid, tanh, leaky_relu, hard_sigmoid, hard_swish, clip, scale_shift, batch_norm,
+    concat and softmax (along any axis), each one flat kernel (softmax: its max and sum
+    reductions stay kernels of their own). ``dtype``: of every
     tensor (``"float16"``: half storage)."""
     ins = [placeholder(g.tensors[t].shape, dtype, name=f"in{i}") for i, t in enumerate(node.inputs)]
     a = node.attrs
@@ -172,6 +172,10 @@ def elementwise_kernel(
         out = nn.tanh(ins[0])
     elif node.op == "leaky_relu":
         out = nn.leaky_relu(ins[0], a["alpha"])
+    elif node.op == "hard_sigmoid":
+        out = nn.hard_sigmoid(ins[0], a["alpha"], a["beta"])
+    elif node.op == "hard_swish":
+        out = nn.hard_swish(ins[0])
     elif node.op == "clip":
         out = nn.clip(ins[0], a["min"], a["max"])
     elif node.op == "layout_transform":  # NCHW <-> NHWC: a transpose of memory order
