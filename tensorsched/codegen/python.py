@@ -97,7 +97,7 @@ def _overflowing(fn):
 
 
 def _atanh(x):
-    if builtins_abs(x) == 1.0:
+    if math.fabs(x) == 1.0:
         return math.copysign(math.inf, x)
     return math.atanh(x) if -1.0 < x < 1.0 else math.nan
 
@@ -108,7 +108,6 @@ def _rsqrt(x):
     return 1.0 / math.sqrt(x) if x > 0 else math.nan
 
 
-builtins_abs = abs
 _exp2, _exp10 = _overflowing(lambda x: 2.0**x), _overflowing(lambda x: 10.0**x)
 _log2, _log10, _log1p = _log_of(math.log2), _log_of(math.log10), _log_of(math.log1p, -1.0)
 _sinh, _cosh = _overflowing(math.sinh), _overflowing(math.cosh)
