@@ -84,14 +84,15 @@ def _log_of(fn, pole=0.0):
     return wrapped
 
 
-def _overflowing(fn):
-    """A function whose overflow is an infinity of its result's sign (C's, not Python's raise)."""
+def _overflowing(fn, odd=False):
+    """A function whose overflow is an infinity (C's, not Python's raise): ``x``'s sign for an
+    odd function, else positive."""
 
     def wrapped(x):
         try:
             return fn(x)
         except OverflowError:
-            return math.copysign(math.inf, fn(math.copysign(1.0, x)))
+            return math.copysign(math.inf, x) if odd else math.inf
 
     return wrapped
 
@@ -110,7 +111,7 @@ def _rsqrt(x):
 
 _exp2, _exp10 = _overflowing(lambda x: 2.0**x), _overflowing(lambda x: 10.0**x)
 _log2, _log10, _log1p = _log_of(math.log2), _log_of(math.log10), _log_of(math.log1p, -1.0)
-_sinh, _cosh = _overflowing(math.sinh), _overflowing(math.cosh)
+_sinh, _cosh = _overflowing(math.sinh, odd=True), _overflowing(math.cosh)
 _tan, _asin, _acos = (_nan_on_domain_error(f) for f in (math.tan, math.asin, math.acos))
 _atan, _asinh, _erf = math.atan, math.asinh, math.erf
 _acosh = _nan_on_domain_error(math.acosh)

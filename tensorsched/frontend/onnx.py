@@ -324,12 +324,27 @@ def _rename_output(r: _Reader, node: str, out: str) -> None:
         r.g.producer[out] = node
 
 
-def _simple(op: str) -> Any:
+def _simple(op: str, attrs: tuple[str, ...] = ()) -> Any:
+    """The graph operator ``op`` of the node's first input, with those of ``attrs`` the node
+    gives (the graph checks them and fills in the others' defaults, which are ONNX's)."""
+
     def convert(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-        r.g.add_node(op, ins[:1], {}, name)
+        r.g.add_node(op, ins[:1], {k: a[k] for k in attrs if k in a}, name)
         _rename_output(r, name, out)
 
     return convert
+
+
+# ONNX's elementwise operators of one input: graph operator and the attributes it takes
+UNARY = {
+    "Relu": ("relu", ()),
+    "Sigmoid": ("sigmoid", ()),
+    "Tanh": ("tanh", ()),
+    "LeakyRelu": ("leaky_relu", ("alpha",)),
+    "HardSigmoid": ("hard_sigmoid", ("alpha", "beta")),
+    "HardSwish": ("hard_swish", ()),
+}
+BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}  # numpy broadcasting
 
 
 def _batch_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -353,13 +368,6 @@ def _clip(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
     _rename_output(r, name, out)
 
 
-def _add(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    if len(ins) != 2:
-        raise OnnxImportError(f"{where}: Add takes 2 inputs")
-    r.g.add(ins[0], ins[1], name=name)
-    _rename_output(r, name, out)
-
-
 def _binary(op: str) -> Any:
     def convert(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
         if len(ins) != 2 or not all(ins):
@@ -373,17 +381,6 @@ def _binary(op: str) -> Any:
         _rename_output(r, name, out)
 
     return convert
-
-
-def _leaky_relu(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    r.g.add_node("leaky_relu", ins[:1], {"alpha": float(a.get("alpha", 0.01))}, name)
-    _rename_output(r, name, out)
-
-
-def _hard_sigmoid(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    attrs = {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}
-    r.g.add_node("hard_sigmoid", ins[:1], attrs, name)
-    _rename_output(r, name, out)
 
 
 def _dropout(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -501,18 +498,10 @@ def _constant(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: s
 CONVERTERS: dict[str, Any] = {
     "Conv": _conv,
     "BatchNormalization": _batch_norm,
-    "Relu": _simple("relu"),
-    "Sigmoid": _simple("sigmoid"),
-    "Tanh": _simple("tanh"),
-    "LeakyRelu": _leaky_relu,
-    "HardSigmoid": _hard_sigmoid,
-    "HardSwish": _simple("hard_swish"),
-    "Sub": _binary("sub"),
-    "Mul": _binary("mul"),
-    "Div": _binary("div"),
+    **{onnx_op: _simple(op, attrs) for onnx_op, (op, attrs) in UNARY.items()},
+    **{onnx_op: _binary(op) for onnx_op, op in BINARY.items()},
     "Dropout": _dropout,
     "Clip": _clip,
-    "Add": _add,
     "MaxPool": lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "max_pool2d"),
     "AveragePool": lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "avg_pool2d"),
     "GlobalAveragePool": _simple("global_avg_pool2d"),
@@ -539,17 +528,11 @@ def from_onnx(model_or_path: Any, shapes: Mapping[str, Sequence[int]] | None = N
 # ---- writing
 
 
-# graph operators written as the ONNX operator of that name, with no attributes
-ONNX_NAMES = {
-    "relu": "Relu",
-    "sigmoid": "Sigmoid",
-    "tanh": "Tanh",
-    "hard_swish": "HardSwish",
-    "add": "Add",
-    "sub": "Sub",
-    "mul": "Mul",
-    "div": "Div",
-    "global_avg_pool2d": "GlobalAveragePool",
+# graph operators written as one ONNX operator: its name and the attributes it takes
+ONNX_NAMES: dict[str, tuple[str, tuple[str, ...]]] = {
+    **{op: (onnx_op, attrs) for onnx_op, (op, attrs) in UNARY.items()},
+    **{op: (onnx_op, ()) for onnx_op, op in BINARY.items()},
+    "global_avg_pool2d": ("GlobalAveragePool", ()),
 }
 
 
@@ -602,13 +585,8 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
             ))  # fmt: skip
             nodes.append(helper.make_node("Mul", [own[0], gate], [out], n.name))
         elif n.op in ONNX_NAMES:
-            nodes.append(helper.make_node(ONNX_NAMES[n.op], own, [out], n.name))
-        elif n.op == "leaky_relu":
-            nodes.append(helper.make_node("LeakyRelu", own, [out], n.name, alpha=a["alpha"]))
-        elif n.op == "hard_sigmoid":
-            nodes.append(helper.make_node(
-                "HardSigmoid", own, [out], n.name, alpha=a["alpha"], beta=a["beta"]
-            ))  # fmt: skip
+            onnx_op, attrs = ONNX_NAMES[n.op]
+            nodes.append(helper.make_node(onnx_op, own, [out], n.name, **{k: a[k] for k in attrs}))
         elif n.op == "clip":
             lo, hi = fresh(n.name + "_min"), fresh(n.name + "_max")
             inits.append(numpy_helper.from_array(np.array(a["min"], np.float32), lo))

@@ -16,14 +16,14 @@ at the node that makes it so.
 Operators (``OPS``): conv2d (with groups), batch_norm, relu, clip, sigmoid, tanh, leaky_relu
 (``alpha``), hard_sigmoid (``alpha``, ``beta``), hard_swish, add, sub, mul, div (numpy
 broadcasting), max_pool2d, avg_pool2d, global_avg_pool2d, dense, flatten, reshape, softmax,
-concat. After the
-fusion pass a conv2d, dense or pooling node also carries an ``epilogue``: a tuple of steps
-applied to its output in order, ``("bias",)``, ``("add",)`` (a residual tensor of the output's
-shape), ``("relu",)`` and ``("clip", lo, hi)``; the bias and residual tensors are extra inputs
-of the node, after its own (data, weight), in the order their steps come. On a CPU device
-``passes.channels_last`` marks conv nodes ``attrs["layout"]`` / ``attrs["data_layout"]``
-``"NHWC"`` and adds ``layout_transform`` nodes (``PASS_OPS``: a memory order the logical NCHW
-shapes do not show, so no graph built by hand or imported holds one).
+concat. After the fusion pass a conv2d, dense or pooling node also carries an ``epilogue``: a
+tuple of steps applied to its output in order, ``("bias",)``, ``("add",)`` (a residual tensor
+of the output's shape), ``("relu",)`` and ``("clip", lo, hi)``; the bias and residual tensors
+are extra inputs of the node, after its own (data, weight), in the order their steps come. On
+a CPU device ``passes.channels_last`` marks conv nodes ``attrs["layout"]`` /
+``attrs["data_layout"]`` ``"NHWC"`` and adds ``layout_transform`` nodes (``PASS_OPS``: a
+memory order the logical NCHW shapes do not show, so no graph built by hand or imported holds
+one).
 """
 
 from __future__ import annotations

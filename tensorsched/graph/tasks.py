@@ -11,7 +11,7 @@ faster record of another template of the same workload (seed 003's ``spatial_pac
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..ir import intrin as I
@@ -150,32 +150,34 @@ def task_config(task: Task) -> dict | None:
     return config if config is not None else predicted_config(task)
 
 
+# elementwise operators of one input: the function and the node attributes it takes, in order
+UNARY: dict[str, tuple[Callable[..., Tensor], tuple[str, ...]]] = {
+    "relu": (nn.relu, ()),
+    "sigmoid": (nn.sigmoid, ()),
+    "tanh": (nn.tanh, ()),
+    "leaky_relu": (nn.leaky_relu, ("alpha",)),
+    "hard_sigmoid": (nn.hard_sigmoid, ("alpha", "beta")),
+    "hard_swish": (nn.hard_swish, ()),
+}
+BINARY = {"add": nn.add, "sub": nn.subtract, "mul": nn.multiply, "div": nn.divide}
+
+
 def elementwise_kernel(
     g: Graph, node: Node, dtype: str = "float32"
 ) -> tuple[Schedule, list[Tensor]]:
     """``(schedule, [*inputs, output])`` of a node without a template: add, sub, mul, div,
     relu, sigmoid, tanh, leaky_relu, hard_sigmoid, hard_swish, clip, scale_shift, batch_norm,
     concat and softmax (along any axis), each one flat kernel (softmax: its max and sum
-    reductions stay kernels of their own). ``dtype``: of every
-    tensor (``"float16"``: half storage)."""
+    reductions stay kernels of their own). ``dtype``: of every tensor (``"float16"``: half
+    storage)."""
     ins = [placeholder(g.tensors[t].shape, dtype, name=f"in{i}") for i, t in enumerate(node.inputs)]
     a = node.attrs
     out: Tensor
-    binary = {"add": nn.add, "sub": nn.subtract, "mul": nn.multiply, "div": nn.divide}
-    if node.op in binary:
-        out = binary[node.op](ins[0], ins[1])
-    elif node.op == "relu":
-        out = nn.relu(ins[0])
-    elif node.op == "sigmoid":
-        out = nn.sigmoid(ins[0])
-    elif node.op == "tanh":
-        out = nn.tanh(ins[0])
-    elif node.op == "leaky_relu":
-        out = nn.leaky_relu(ins[0], a["alpha"])
-    elif node.op == "hard_sigmoid":
-        out = nn.hard_sigmoid(ins[0], a["alpha"], a["beta"])
-    elif node.op == "hard_swish":
-        out = nn.hard_swish(ins[0])
+    if node.op in BINARY:
+        out = BINARY[node.op](ins[0], ins[1])
+    elif node.op in UNARY:
+        fn, attrs = UNARY[node.op]
+        out = fn(ins[0], *(a[k] for k in attrs))
     elif node.op == "clip":
         out = nn.clip(ins[0], a["min"], a["max"])
     elif node.op == "layout_transform":  # NCHW <-> NHWC: a transpose of memory order

@@ -3,9 +3,9 @@
 Elementwise: ``bias_add``, ``relu``, ``relu6`` (clip to 0..6), ``clip(lo, hi)``, ``sigmoid``,
 ``tanh``, ``leaky_relu(alpha)``, ``hard_sigmoid(alpha, beta)``, ``hard_swish``, and ``add``,
 ``subtract``, ``multiply``, ``divide`` of two tensors (numpy broadcasting).
-``softmax(data, axis=-1)`` is numerically stable: stages
-``softmax_max`` (the max along ``axis``), ``softmax_exp`` (``exp(x - max)``, meant to be
-inlined), ``softmax_sum`` and the output ``softmax`` (``exp / sum``).
+``softmax(data, axis=-1)`` is numerically stable: stages ``softmax_max`` (the max along
+``axis``), ``softmax_exp`` (``exp(x - max)``, meant to be inlined), ``softmax_sum`` and the
+output ``softmax`` (``exp / sum``).
 
 Epilogues (seed 002): ``epilogue(out, kinds, bias_axis)`` applies a chain of elementwise
 stages named by ``EPILOGUE_KINDS`` to the output of a GEMM, conv, depthwise conv or dense and
@@ -127,27 +127,29 @@ def tanh(data: Tensor, name: str = "tanh") -> Tensor:
     return compute(data.shape, lambda *i: I.tanh(data[i]), name=name, tag="elemwise")
 
 
+def _hard_gate(x: Any, alpha: float, beta: float, dtype: str) -> Any:
+    """``max(0, min(1, alpha * x + beta))``."""
+    lo, hi = const(0, dtype), const(1, dtype)
+    return I.min(I.max(x * const(float(alpha), dtype) + const(float(beta), dtype), lo), hi)
+
+
 def hard_sigmoid(
     data: Tensor, alpha: float = 0.2, beta: float = 0.5, name: str = "hard_sigmoid"
 ) -> Tensor:
     """``max(0, min(1, alpha * x + beta))`` (ONNX's ``HardSigmoid``)."""
-    a, b = const(float(alpha), data.dtype), const(float(beta), data.dtype)
-    zero, one = const(0, data.dtype), const(1, data.dtype)
     return compute(
         data.shape,
-        lambda *i: I.min(I.max(data[i] * a + b, zero), one),
+        lambda *i: _hard_gate(data[i], alpha, beta, data.dtype),
         name=name,
         tag="elemwise",
     )
 
 
 def hard_swish(data: Tensor, name: str = "hard_swish") -> Tensor:
-    """``x * max(0, min(1, x / 6 + 1 / 2))`` (ONNX's ``HardSwish``, MobileNet-v3's)."""
-    a, b = const(1.0 / 6.0, data.dtype), const(0.5, data.dtype)
-    zero, one = const(0, data.dtype), const(1, data.dtype)
+    """``x * hard_sigmoid(x, 1/6, 1/2)`` (ONNX's ``HardSwish``, MobileNet-v3's)."""
     return compute(
         data.shape,
-        lambda *i: data[i] * I.min(I.max(data[i] * a + b, zero), one),
+        lambda *i: data[i] * _hard_gate(data[i], 1.0 / 6.0, 0.5, data.dtype),
         name=name,
         tag="elemwise",
     )
