@@ -348,6 +348,7 @@ def test_tune_with_transfer_measures_shape_as_best_first(device, tmp_path):
         repeat=2,
         n_build=1,
         progress=False,
+        verify=0,
     )
     recs = read_log(str(tmp_path / "b.jsonl"))
     assert [r.config for r in recs] == [best_a, {**best_a, "unroll": 0}]
@@ -358,7 +359,7 @@ def test_tune_with_transfer_measures_shape_as_best_first(device, tmp_path):
 def test_budgets_time_and_early_stop(device, tmp_path):
     task = Task("gemm", "gemm_tiny", (16, 16, 16))
     kw = {"timeout": 20.0, "repeat": 2, "n_build": 1, "progress": False, "strategy": "model"}
-    res = tune(task, str(tmp_path / "e.jsonl"), early_stop=1, **kw)
+    res = tune(task, str(tmp_path / "e.jsonl"), early_stop=1, verify=0, **kw)
     recs = read_log(str(tmp_path / "e.jsonl"))
     assert 2 <= len(recs) < 8  # stopped at the first trial that was not faster
     faster = [r.device_ms < min(q.device_ms for q in recs[:i]) for i, r in enumerate(recs) if i]

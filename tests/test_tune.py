@@ -7,8 +7,10 @@ each ``tune`` call costs the start of its worker processes (about a second) plus
 of a second per trial.
 """
 
+import collections
 import concurrent.futures as cf
 import csv
+import dataclasses
 import itertools
 import json
 import os
@@ -39,7 +41,7 @@ from tensorsched.tune.log import (
     read_log,
 )
 from tensorsched.tune.task import Task
-from tensorsched.tune.tuner import Search, candidate_order, early_filter, tune
+from tensorsched.tune.tuner import VERIFY_TIMES, Search, candidate_order, early_filter, tune
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
@@ -52,6 +54,7 @@ def tmpl(name):
 
 def run_tune(task, log, **kw):
     kw = {"strategy": "grid", "timeout": 20.0, "repeat": 2, "n_build": 1, "progress": False, **kw}
+    kw.setdefault("verify", 0)  # the trials alone (measuring the best again: its own tests)
     return tune(task, str(log), **kw)
 
 
@@ -185,9 +188,9 @@ def test_knob_reorder_constrain_and_values():
 def test_real_template_spaces_have_their_known_sizes():
     # gemm cpu: tile_y 3*4, tile_x 3*4, vec 3, tile_k 4, tail and tail_k 2 each; gpu_tiled:
     # tile_y/x 2*7*4 each, tile_k 4, unroll_k, a_layout, a_pad, fetch_vec, tail, tail_k 2 each,
-    # reg_fetch 3, double_buffer 4, split_k 5, warp 3
+    # reg_fetch 3, double_buffer 4, split_k 5, warp 3, slice_k 4
     assert Task("gemm", "cpu", (256, 256, 256)).space().size() == 12 * 12 * 3 * 4 * 2 * 2
-    gpu_size = 56 * 56 * 4 * 2**6 * 3 * 4 * 5 * 3
+    gpu_size = 56 * 56 * 4 * 2**6 * 3 * 4 * 5 * 3 * 4
     assert Task("gemm", "gpu_tiled", (128, 128, 128)).space().size() == gpu_size
     # the cpu template's constraint: columns per work-item a multiple of the vector width
     _, _, cfg = Task("gemm", "cpu", (256, 256, 256)).instantiate({"tile_x": (2, 8), "vec": 16})
@@ -534,16 +537,18 @@ def test_apply_best_builds_the_logged_best(tiny_log, tmp_path):
     dev = fastest.device
     w = LogWriter(str(log))
     pick = {"tile_y": (8,), "tile_x": (4,), "unroll": 1}
-    w.append(
-        Record(
-            task=fastest.task,
-            device=dev,
-            config=pick,
-            status="ok",
-            device_ms=fastest.device_ms / 100,
-            gflops=task.flop / (fastest.device_ms / 100) / 1e6,
+    for _ in range(2):  # with its logged time, the median of three measurements
+        w.append(
+            Record(
+                task=fastest.task,
+                device=dev,
+                config=pick,
+                status="ok",
+                device_ms=fastest.device_ms / 100,
+                gflops=task.flop / (fastest.device_ms / 100) / 1e6,
+                remeasure=True,
+            )
         )
-    )
     w.append(
         Record(
             task=fastest.task,
@@ -566,6 +571,58 @@ def test_apply_best_builds_the_logged_best(tiny_log, tmp_path):
     c = np.full((16, 16), np.nan, dtype="float32")
     mod(a, b, c)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_config_counts_at_the_median_of_its_measurements(tmp_path):
+    """One lucky measurement of a config measured three times does not make it the best;
+    a config that one measurement found wrong is never the best."""
+    task = tmpl("gemm_tiny")
+
+    def rec(config, ms, status="ok", again=False):
+        gflops = task.flop / ms / 1e6 if status == "ok" else None
+        return Record(dataclasses.asdict(task), "dev", config, status, ms, None, gflops)
+
+    lucky = {"tile_y": (4,), "tile_x": (4,), "unroll": 0}
+    steady = {"tile_y": (8,), "tile_x": (4,), "unroll": 0}
+    racy = {"tile_y": (4,), "tile_x": (8,), "unroll": 1}
+    records = [rec(lucky, 1.0), rec(steady, 1.5), rec(racy, 0.5)]
+    again = [(lucky, 2.0), (steady, 1.4), (lucky, 2.2), (steady, 1.6), (racy, 0.4)]
+    records += [dataclasses.replace(rec(c, ms), remeasure=True) for c, ms in again]
+    records.append(dataclasses.replace(rec(racy, None, "wrong"), remeasure=True))
+    # through a log: the flag is written where it is set, and read back
+    w = LogWriter(str(tmp_path / "again.jsonl"))
+    for r in records:
+        w.append(r)
+    lines = (tmp_path / "again.jsonl").read_text().splitlines()
+    assert ['"remeasure"' in line for line in lines] == [False] * 3 + [True] * 6
+    read = read_log(str(tmp_path / "again.jsonl"))
+    assert [r.remeasure for r in read] == [r.remeasure for r in records]
+    best = best_records(read)[task.key()]
+    assert best.config == steady and best.device_ms == 1.5
+    assert best.gflops == pytest.approx(task.flop / 1.5 / 1e6)
+
+
+@pytest.mark.opencl
+def test_the_fastest_configs_are_measured_again_until_each_has_its_share(device, tmp_path):
+    """``verify=3``: after the trials, the three fastest configs (by the median of their
+    measurements) are measured again until each of them has ``VERIFY_TIMES``; the result's
+    best is a config measured that often, at its median."""
+    log = tmp_path / "verify.jsonl"
+    res = run_tune(tmpl("gemm_tiny"), log, verify=3)
+    recs = read_log(str(log))
+    trials = [r for r in recs if not r.remeasure]
+    assert len(trials) == 8 and len({config_key(r.config) for r in trials}) == 8
+    assert res.counts["ok"] == 8 and res.counts["remeasured"] == len(recs) - 8 >= 6
+    times = collections.defaultdict(list)
+    for r in recs:
+        times[config_key(r.config)].append(r.device_ms)
+    ranked = sorted(times, key=lambda k: float(np.median(times[k])))
+    assert all(len(times[k]) == VERIFY_TIMES for k in ranked[:3]), times
+    assert config_key(res.best.config) == ranked[0]
+    assert res.best.device_ms == pytest.approx(float(np.median(times[ranked[0]])))
+    # a resumed run measures nothing again: the fastest have their share
+    again = run_tune(tmpl("gemm_tiny"), log, verify=3, resume=True)
+    assert again.counts == {"skipped": 8}
 
 
 @pytest.mark.opencl
@@ -721,10 +778,13 @@ def test_kill_9_midway_then_resume_logs_every_config_once(device, tmp_path, stra
     assert log.read_bytes().startswith(damaged)  # appended only
     with pytest.warns(UserWarning, match="skipped a damaged log line"):
         recs = read_log(str(log))
-    keys = [config_key(r.config) for r in recs]
+    keys = [config_key(r.config) for r in recs if not r.remeasure]
     space = tmpl("gemm_slow").space()
     assert sorted(keys) == sorted(config_key(p) for p in space.points())  # each once
     assert all(r.status == "ok" for r in recs)
+    # then the fastest configs were measured again, VERIFY_TIMES times each in all
+    again = collections.Counter(config_key(r.config) for r in recs if r.remeasure)
+    assert again and all(n == VERIFY_TIMES - 1 for n in again.values()), again
 
 
 @pytest.mark.opencl

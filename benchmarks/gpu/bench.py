@@ -84,7 +84,7 @@ from tensorsched.runtime.device import DeviceLimits, current_device, set_device
 from tensorsched.runtime.numerics import TOL, random_array, relative_error
 from tensorsched.runtime.table import format_table
 from tensorsched.tune.dispatch import predicted_config
-from tensorsched.tune.log import read_log
+from tensorsched.tune.log import ranked_configs, read_log
 from tensorsched.tune.model import past_records, predict_config
 from tensorsched.tune.task import Task
 from tensorsched.tune.tuner import tune
@@ -307,16 +307,9 @@ def device_label():
 
 
 def logged_trials(task, log_path):
-    """The correct trials of ``task`` on this device in ``log_path``, fastest first."""
-    label = device_label()
-    return sorted(
-        (
-            r
-            for r in read_log(log_path)
-            if r.status == "ok" and r.device_ms and r.device == label and r.task_key() == task.key()
-        ),
-        key=lambda r: r.device_ms,
-    )
+    """The correct configs of ``task`` on this device in ``log_path``, fastest first, each
+    at the median of its measurements."""
+    return ranked_configs(read_log(log_path), task.key(), device_label())
 
 
 def best_buildable(task, log_path):

@@ -1,14 +1,18 @@
 """Split-K factors on logged configs: for each shape of each log given, its ``TOP`` fastest
 ``gpu_tiled`` configs rebuilt with every factor of ``SPLITS`` (default 1-16 with 3, 5, 6 and 12
 in between, which the template does not offer: the probe adds them to its candidates here
-only), each checked against float64 numpy, then timed alternately by profiling events (the
-median of 7 rounds of ``time_evaluator`` medians); printed as microseconds and as speed-up
-over the logged factor:
+only), and with K sliced within the work-group by every factor of ``SLICES`` instead (split
+1, or with split-K that many times coarser, marked ``s<split>x<slices>``; as logged, marked
+``/`` with that many times fewer work-items along M, marked ``h`` with work-group tiles half as
+tall and half as wide), each checked
+against float64 numpy, then timed alternately by profiling events (the median of 7 rounds of
+``time_evaluator`` medians); printed as microseconds and as speed-up over the logged config:
 
-    . benchmarks/gpu/gpu_env.sh && [SPLITS=1,2,4,8,16] [TOP=2] \\
+    . benchmarks/gpu/gpu_env.sh && [SPLITS=1,2,4,8,16] [SLICES=2,4] [TOP=2] \\
         python benchmarks/gpu/split_probe.py LOG.jsonl ...
 
-(``gpu/results/data_shapes_2026-11-26/split_probe.txt``: ten shapes of the shipped H200 log.)
+(``gpu/results/data_shapes_2026-11-26/split_probe.txt``: ten shapes of the shipped H200 log,
+before ``slice_k``.)
 """
 
 import json
@@ -29,6 +33,7 @@ from tensorsched.runtime.device import current_device  # noqa: E402
 from tensorsched.tune.task import Task  # noqa: E402
 
 SPLITS = tuple(int(s) for s in os.environ.get("SPLITS", "1,2,3,4,5,6,8,12,16").split(","))
+SLICES = tuple(int(s) for s in os.environ.get("SLICES", "").split(",") if s)
 TOP = int(os.environ.get("TOP", "2"))
 gemm_gpu.SPLIT_K = tuple(dict.fromkeys(gemm_gpu.SPLIT_K + SPLITS))  # this process only
 
@@ -45,9 +50,31 @@ def by_shape(path: str) -> dict[tuple[int, ...], list[dict]]:
 def probe(record: dict, queue) -> None:
     task = Task.from_dict(record["task"])
     _, _, ref, arrs = gemm_operands(*task.shape, queue)
+    logged = record["config"]
+    splits = dict.fromkeys((*SPLITS, logged["split_k"]))
+    variants = {f"split{split}": dict(logged, split_k=split) for split in splits}
+    vy, ty, wy = logged["tile_y"]
+    small = {}  # the work-group tile halved along M and N (fewer virtual threads or outputs)
+    for axis in ("tile_y", "tile_x"):
+        v, t, w = logged[axis]
+        small[axis] = [1, t, w] if v == 2 else [v, t, max(w // 2, 1)]
+    pad = logged.get("a_pad", 0)
+    for n in SLICES:
+        # slice_k=n instead of split-K, or with split-K n times coarser ("s<split>x<n>")
+        for split in dict.fromkeys((1, max(logged["split_k"] // n, 1))):
+            name = f"slice{n}" if split == 1 else f"s{split}x{n}"
+            sliced = dict(logged, split_k=split, slice_k=n, tail_k="guard")
+            variants[name + "h"] = dict(sliced, **small)
+            variants[name] = sliced
+            if ty % n == 0:
+                fewer = [vy, ty // n, wy]
+                warp = logged.get("warp", 0)
+                warp = warp if (ty // n) % max(warp, 1) == 0 else 0
+                fewer_pad = pad if vy * ty // n * wy > pad else 0
+                variants[name + "/"] = dict(sliced, tile_y=fewer, a_pad=fewer_pad, warp=warp)
     mods = {}
-    for split in SPLITS:
-        s, args, cfg = task.instantiate(dict(record["config"], split_k=split))
+    for name, config in variants.items():
+        s, args, cfg = task.instantiate(config)
         if not cfg.valid:
             continue
         mod = ts.build(s, args, target="opencl")
@@ -55,20 +82,19 @@ def probe(record: dict, queue) -> None:
         mod(*arrs)
         err = np.abs(arrs[2].get() - ref).max() / np.abs(ref).max()
         if not err < 1e-5:
-            print(f"  split {split}: WRONG, error {err:.1e}")
+            print(f"  {name}: WRONG, error {err:.1e}")
             continue
-        mods[split] = mod
-    times: dict[int, list[float]] = {split: [] for split in mods}
+        mods[name] = mod
+    times: dict[str, list[float]] = {name: [] for name in mods}
     for _ in range(7):
-        for split, mod in mods.items():
+        for name, mod in mods.items():
             t = mod.time_evaluator(number=1, repeat=15, warmup=2)(*arrs)
-            times[split].append(t.device_median * 1e6)
-    med = {split: statistics.median(v) for split, v in times.items()}
-    base = med[record["config"]["split_k"]]
-    cfg = record["config"]
-    tiles = {k: cfg[k] for k in ("tile_y", "tile_x", "tile_k")}
-    print(task, f"logged {record['device_ms'] * 1e3:.1f} us, split {cfg['split_k']}", tiles)
-    cells = (f"{k}:{med[k]:.1f}({base / med[k]:.2f})" for k in sorted(med))
+            times[name].append(t.device_median * 1e6)
+    med = {name: statistics.median(v) for name, v in times.items()}
+    base = med[f"split{logged['split_k']}"]
+    tiles = {k: logged[k] for k in ("tile_y", "tile_x", "tile_k")}
+    print(task, f"logged {record['device_ms'] * 1e3:.1f} us, split {logged['split_k']}", tiles)
+    cells = (f"{k}:{v:.1f}({base / v:.2f})" for k, v in med.items())
     print("   ", "  ".join(cells), flush=True)
 
 

@@ -40,8 +40,8 @@ from ..schedules.schedule import create_schedule
 from ..tune.distributed import Cluster
 from ..tune.log import best_records, read_log
 from ..tune.task import INDEX_MAX, Task
-from ..tune.tuner import parse_duration, tune, tune_devices
-from .net import add_net_parser, cmd_net
+from ..tune.tuner import VERIFY_TIMES, VERIFY_TOP, parse_duration, tune, tune_devices
+from .net import add_net_parser, cmd_net, count
 from .worker import add_worker_parser, cmd_worker
 
 # a small ACL-style search list (``compare`` without ``--acl-full``): one config per strategy
@@ -305,6 +305,7 @@ def _tune_tasks(
         "time_s": args.time,
         "early_stop": args.early_stop,
         "transfer": args.transfer or (),
+        "verify": args.verify,
     }
     rows = []
     for task in tasks:
@@ -628,6 +629,14 @@ def make_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="LOG",
         help="another tuning log to learn from (other shapes of the template; repeatable)",
+    )
+    tu.add_argument(
+        "--verify",
+        type=count,
+        default=VERIFY_TOP,
+        metavar="N",
+        help=f"then measure the N fastest configs again, {VERIFY_TIMES} times each in all, "
+        f"and rank them by their median (default {VERIFY_TOP}; 0: no)",
     )
     tu.add_argument(
         "--knob",

@@ -38,7 +38,7 @@ from ..runtime.device import resolve_device
 from ..runtime.table import print_table
 from ..tune.distributed import Cluster
 from ..tune.log import read_log
-from ..tune.tuner import parse_duration, tune
+from ..tune.tuner import VERIFY_TOP, parse_duration, tune
 
 
 def load_model(model: str, image_size: int | None = None) -> Graph:
@@ -161,6 +161,7 @@ def _tune(args: argparse.Namespace) -> None:
                 time_s=args.time,
                 early_stop=args.early_stop,
                 transfer=args.transfer or (),
+                verify=args.verify,
                 progress=not args.quiet,
                 cluster=cluster,
             )
@@ -316,6 +317,17 @@ def _positive(text: str) -> int:
     return value
 
 
+def count(text: str) -> int:
+    """An argparse type: an integer from 0 to 1000 (how many of something; 0: none)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0, got {text!r}") from None
+    if not 0 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 1000, got {text!r}")
+    return value
+
+
 def _duration(text: str) -> float:
     try:
         return parse_duration(text)
@@ -365,6 +377,13 @@ def add_net_parser(sub: Any) -> None:
     p.add_argument("--trials", type=_positive, help="tune: candidates per task")
     p.add_argument("--time", type=_duration, help="tune: time per task (90s, 2m)")
     p.add_argument("--early-stop", type=_positive, metavar="N")
+    p.add_argument(
+        "--verify",
+        type=count,
+        default=VERIFY_TOP,
+        metavar="N",
+        help=f"tune: then measure each task's N fastest configs again (default {VERIFY_TOP})",
+    )
     p.add_argument("--strategy", choices=["model", "grid", "random"], default="model")
     p.add_argument("--transfer", action="append", metavar="LOG")
     p.add_argument("--timeout", type=float, default=60.0, help="tune: seconds per candidate")

@@ -12,11 +12,13 @@ from __future__ import annotations
 import csv
 import fcntl
 import json
+import math
 import os
+import statistics
 import time
 import warnings
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from ..errors import TensorschedError
 from .record import (  # noqa: F401  (re-exported: a log's records)
@@ -167,6 +169,8 @@ class LogWriter:
     def append(self, record: Record) -> None:
         d = asdict(record)
         d["config"] = jsonable(record.config)
+        if not record.remeasure:  # the usual case: logs stay as they were before the field
+            del d["remeasure"]
         line = json.dumps(d, sort_keys=True) + "\n"
         if self._needs_newline:
             line = "\n" + line
@@ -193,20 +197,46 @@ class LogWriter:
 def best_records(
     records: Iterable[Record], task_key: str | None = None, device: str | None = None
 ) -> dict[str, Record]:
-    """The fastest correct record per task (optionally only one task / one device)."""
+    """The fastest correct config per task (optionally only one task / one device), as
+    ``ranked_configs`` gives it: a config measured several times (``remeasure``) counts at
+    the median of its measurements, not at its luckiest."""
     best: dict[str, Record] = {}
+    for r in ranked_configs(records, task_key, device):
+        best.setdefault(r.task_key(), r)
+    return best
+
+
+def ranked_configs(
+    records: Iterable[Record], task_key: str | None = None, device: str | None = None
+) -> list[Record]:
+    """Each correct config of each task (optionally one task / one device) once, fastest
+    first: its latest record, with ``device_ms`` and ``gflops`` those of the median of its
+    measurements. A config that one of its measurements found wrong is left out (a race
+    shows only sometimes)."""
+    times: dict[tuple[str, str, str], list[float]] = {}
+    latest: dict[tuple[str, str, str], Record] = {}
+    wrong: set[tuple[str, str, str]] = set()
     for r in records:
-        if r.status != "ok" or r.device_ms is None:
-            continue
         if device is not None and r.device != device:
             continue
         k = r.task_key()
         if task_key is not None and k != task_key:
             continue
-        held = best[k].device_ms if k in best else None
-        if held is None or r.device_ms < held:
-            best[k] = r
-    return best
+        key = (k, r.device, r.config_key())
+        if r.status == "wrong":
+            wrong.add(key)
+        if r.status == "ok" and r.device_ms is not None:
+            times.setdefault(key, []).append(r.device_ms)
+            latest[key] = r
+    ranked = []
+    for key, ms in times.items():
+        if key in wrong:
+            continue
+        r, median = latest[key], statistics.median(ms)
+        if median != r.device_ms and r.gflops is not None and r.device_ms is not None:
+            r = replace(r, device_ms=median, gflops=r.gflops * r.device_ms / median)
+        ranked.append(r)
+    return sorted(ranked, key=lambda r: r.device_ms or math.inf)
 
 
 def export_csv(records: Iterable[Record], path: str) -> None:

@@ -12,7 +12,10 @@ is kept only when every field has its type and range:
 - ``device_ms``, ``host_ms``, ``gflops``: absent or finite and non-negative; an ``ok`` record
   has a ``device_ms`` that is positive, at most ``MAX_DEVICE_MS``, and not faster than the
   task's FLOPs at ``PEAK_FLOPS`` allow, and a ``gflops`` that matches it (filled in from it
-  where the record has none).
+  where the record has none);
+- ``remeasure`` (optional, written only when true): the record measures again a config that
+  the same search measured before (the tuner's check of its fastest configs, ``tune``'s
+  ``verify``); a config's time is the median of all its measurements (``best_records``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Record:
     error: str = ""
     timestamp: float = field(default_factory=time.time)
     host: str = ""  # the machine that measured it ("" in logs written before hosts were kept)
+    remeasure: bool = False  # a config measured again (see the module's docstring)
 
     def config_key(self) -> str:
         return config_key(self.config)
@@ -158,6 +162,8 @@ def check_record(d: Any, spaces: KnobSpaces) -> Record:
         raise RecordError("device is empty")
     if d["status"] not in STATUSES:
         raise RecordError(f"status {d['status']!r} is not one of {', '.join(STATUSES)}")
+    if not isinstance(d.get("remeasure", False), bool):
+        raise RecordError(f"remeasure {_shown(d['remeasure'])} is not true or false")
     timestamp = _number("timestamp", d.get("timestamp", 0.0))
     device_ms, host_ms, gflops = (_number(k, d.get(k)) for k in ("device_ms", "host_ms", "gflops"))
 
@@ -203,4 +209,5 @@ def check_record(d: Any, spaces: KnobSpaces) -> Record:
         error=d.get("error", ""),
         timestamp=timestamp if timestamp is not None else 0.0,
         host=d.get("host", ""),
+        remeasure=d.get("remeasure", False),
     )

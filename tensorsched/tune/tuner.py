@@ -8,7 +8,8 @@ as it ends, in the search's order.
     result = tune(Task("gemm", "cpu", (1024, 1024, 1024)), "gemm.jsonl", trials=50)
 
 Budgets: ``trials``, ``time_s`` (seconds of tuning) and ``early_stop`` (trials without a
-better best), whichever ends first.
+better best), whichever ends first. Then the fastest configs are measured again (``verify``),
+so that the log's best is a config's typical time, not one lucky measurement of thousands.
 
 On a Dask cluster (``cluster=``, the ``distributed`` extra; see ``distributed.py``) the same
 search runs as ``ClusterSearch``: builds go to any worker, measurements to the workers holding
@@ -55,6 +56,9 @@ HOST = socket.gethostname()  # the host of the single-process tuner's records
 DEVICE_FAILURES = ("crash", "error")  # statuses that may be the device's fault, not the kernel's
 MAX_FAILURES = 4  # a cluster device failing this many trials in a row is taken out of the pool
 RETRIES = 3  # times a cluster trial whose task was lost is sent again
+VERIFY_TOP = 8  # configs the tuner measures again at the end (``tune``'s ``verify``)
+VERIFY_TIMES = 3  # measurements of each of them in all
+VERIFY_SHARE = 0.05  # the part of a ``time_s`` budget kept for measuring them again
 
 
 @dataclass
@@ -68,12 +72,14 @@ class TuneResult:
 
     @property
     def measured(self) -> int:
-        """Trials logged by this run (every status but ``skipped``)."""
+        """Records logged by this run: its trials and the measurements of the fastest ones
+        again (``remeasured``); every count but ``skipped``."""
         return sum(v for k, v in self.counts.items() if k not in ("skipped", "filtered"))
 
     @property
     def on_device(self) -> int:
-        """Trials that ran on the device (or were meant to: ok, wrong, timeout, crash, error)."""
+        """New trials that ran on the device (or were meant to: ok, wrong, timeout, crash,
+        error)."""
         return sum(v for k, v in self.counts.items() if k in MEASURED)
 
     @property
@@ -159,6 +165,7 @@ def tune(
     early_stop: int | None = None,
     transfer: Sequence[str] = (),
     cluster: str | Cluster | None = None,
+    verify: int = VERIFY_TOP,
 ) -> TuneResult:
     """Tune ``task``: measure up to ``trials`` candidates (all by default) and log each one.
 
@@ -236,7 +243,7 @@ def tune(
         if restrict:
             space.restrict(restrict)
         with _log_lock(log_path):
-            done = _logged_configs(task, log_path, limits.name, resume)
+            done, times, configs = _logged_configs(task, log_path, limits.name, resume)
             if strategy == "model":
                 past = past_records(task, limits.name, log_path, transfer)
                 # the driver lowers candidates in processes of its own: as many as build
@@ -272,14 +279,19 @@ def tune(
                     quiet=resolve_device(on or None).is_cpu,
                 )
             setup_s = time.time() - t0  # learning from the logs: not part of ``time_s``
+            end = time.time() + seconds if seconds is not None else None
+            again = verify if pool is None else 0
+            search.times, search.configs = times, configs
             search.run(
                 budget=trials if trials is not None else space.size(),
                 ahead=ahead,
                 repeat=repeat,
                 budget_ms=budget_ms,
                 progress=progress,
-                deadline=time.time() + seconds if seconds is not None else None,
+                deadline=end - VERIFY_SHARE * seconds if end and seconds and again else end,
                 early_stop=early_stop,
+                verify=again,
+                verify_deadline=end,
             )
             search.stats["setup_s"] = setup_s
             if strategy == "model":
@@ -404,20 +416,28 @@ def worker_modules(task: Task) -> tuple[str, ...]:
     return ()
 
 
-def _logged_configs(task: Task, log_path: str, device: str, resume: bool) -> set[str]:
-    """The keys of the configs of ``task`` on ``device`` already in the log (with ``resume``);
-    without it, ``TensorschedError`` when there are any."""
-    logged = {
-        r.config_key()
-        for r in read_log(log_path)
-        if r.device == device and r.task_key() == task.key()
-    }
+def _logged_configs(
+    task: Task, log_path: str, device: str, resume: bool
+) -> tuple[set[str], dict[str, list[float]], dict[str, dict]]:
+    """``(keys, times, configs)``: the keys of the configs of ``task`` on ``device`` already in
+    the log (with ``resume``), the device milliseconds of each one's measurements (NaN where
+    one found it wrong) and those configs by key; without ``resume``, ``TensorschedError``
+    when there are any."""
+    logged, times, configs = set[str](), dict[str, list[float]](), dict[str, dict]()
+    for r in read_log(log_path):
+        if r.device == device and r.task_key() == task.key():
+            key = r.config_key()
+            logged.add(key)
+            if r.status in ("ok", "wrong"):
+                ms = r.device_ms if r.status == "ok" and r.device_ms else math.nan
+                times.setdefault(key, []).append(ms)
+                configs[key] = r.config
     if logged and not resume:
         raise TensorschedError(
             f"{log_path} already has trials of {task} on this device; pass "
             "resume=True (--resume) to continue it, or choose another log"
         )
-    return logged
+    return logged, times, configs
 
 
 class BuildPool:
@@ -487,6 +507,8 @@ class Trials:
         self.since_best = 0  # trials logged since the best last improved
         self.deadline: float | None = None
         self.stopped = ""  # why the search stopped before its trials: "time", "early stop"
+        self.times: dict[str, list[float]] = {}  # config key -> its measurements (NaN: wrong)
+        self.configs: dict[str, dict] = {}  # config key -> config, of those in ``times``
 
     def _should_stop(self, early_stop: int | None) -> bool:
         if self.deadline is not None and time.time() >= self.deadline:
@@ -494,6 +516,17 @@ class Trials:
         elif early_stop is not None and self.since_best >= early_stop:
             self.stopped = "early stop"
         return bool(self.stopped)
+
+    def _unverified(self, top: int) -> list[dict]:
+        """The configs among the ``top`` fastest (by the median of their measurements; none
+        found wrong) with fewer than ``VERIFY_TIMES`` measurements, fastest first."""
+        ranked = sorted(
+            (float(np.median(ms)), key)
+            for key, ms in self.times.items()
+            if ms and not any(math.isnan(m) for m in ms)
+        )
+        need = [key for _, key in ranked[:top] if len(self.times[key]) < VERIFY_TIMES]
+        return [self.configs[key] for key in need]
 
     def _next_config(self) -> dict | None:
         """The next point of the order not in the log yet (counting those skipped)."""
@@ -517,7 +550,7 @@ class Trials:
         if "_uploads" in res:
             self.uploads[(res.get("_host", HOST), res["_pid"])] = res["_uploads"]
 
-    def _log(self, config: dict, res: dict) -> None:
+    def _log(self, config: dict, res: dict, remeasure: bool = False) -> None:
         t = time.perf_counter()
         rec = Record(
             task=self.task_dict,
@@ -529,8 +562,17 @@ class Trials:
             gflops=res.get("gflops"),
             error=res.get("error", ""),
             host=res.get("_host", HOST),
+            remeasure=remeasure,
         )
         self.writer.append(rec)
+        if rec.status in ("ok", "wrong"):
+            ms = rec.device_ms if rec.status == "ok" and rec.device_ms else math.nan
+            self.times.setdefault(rec.config_key(), []).append(ms)
+            self.configs[rec.config_key()] = config
+        if remeasure:
+            self.counts["remeasured"] = self.counts.get("remeasured", 0) + 1
+            self.stats["log_s"] += time.perf_counter() - t
+            return
         self.counts[rec.status] = self.counts.get(rec.status, 0) + 1
         t_obs = time.perf_counter()
         self.proposer.observe(config, rec.status, rec.gflops)
@@ -585,10 +627,13 @@ class Search(Trials):
         progress: bool,
         deadline: float | None = None,
         early_stop: int | None = None,
+        verify: int = 0,
+        verify_deadline: float | None = None,
     ) -> None:
         """Measure up to ``budget`` new candidates, keeping ``ahead`` built or building; stop
         at ``deadline`` (``time.time()``) or after ``early_stop`` trials without a better
-        best (the candidates still pending are dropped, unlogged)."""
+        best (the candidates still pending are dropped, unlogged); then measure the
+        ``verify`` fastest configs again (``_verify``) until ``verify_deadline``."""
         ahead = ahead or 2 * self.builds.n + 2
         self.deadline = deadline
         self.bar = _progress(budget, str(self.task), progress)
@@ -626,6 +671,8 @@ class Search(Trials):
                 self._log(cand.config, res)
                 if self.quiet and not self.pending:
                     self._top_up(budget, ahead)  # the next batch, once this one is measured
+            if verify:
+                self._verify(verify, repeat, budget_ms, verify_deadline)
         finally:
             self.bar.close()
             self.runner.close()  # a measurement still running (an error here) ends with it
@@ -634,6 +681,33 @@ class Search(Trials):
             self.builds.close()
         self.stats["restarts"] = self.runner.restarts
         self.stats["uploads"] = sum(self.uploads.values())
+
+    def _verify(
+        self, top: int, repeat: int, budget_ms: float | None, deadline: float | None
+    ) -> None:
+        """Measure the ``top`` fastest configs again, a round of those with fewer than
+        ``VERIFY_TIMES`` measurements at a time (each round built in parallel, then measured
+        one by one), until none among the ``top`` lacks one or ``deadline`` passes."""
+        while (todo := self._unverified(top)) and not (deadline and time.time() >= deadline):
+            round_ = []
+            for config in todo:
+                future = self.builds.submit(self.task_dict, config)
+                round_.append(Pending(config, future, self.builds.generation))
+            if self.quiet:  # no build runs while a kernel is timed
+                cf.wait([p.future for p in round_ if p.future is not None])
+            for cand in round_:
+                if deadline is not None and time.time() >= deadline:
+                    return
+                status, error, artifact = self._built(cand)
+                if status == "ok":
+                    res = self._measured(
+                        artifact, *self._run(cand.config, artifact, repeat, budget_ms, [])
+                    )
+                else:
+                    res = {"status": status, "error": error}
+                self._log(cand.config, res, remeasure=True)
+                if res["status"] not in ("ok", "wrong"):  # a timeout, say: not again
+                    self.times[config_key(cand.config)].append(math.nan)
 
     def _propose_until(self, future: cf.Future | None, budget: int, ahead: int) -> None:
         """Propose and send one candidate at a time to the pool while ``future`` runs and
@@ -755,9 +829,12 @@ class ClusterSearch(Trials):
         progress: bool,
         deadline: float | None = None,
         early_stop: int | None = None,
+        verify: int = 0,
+        verify_deadline: float | None = None,
     ) -> None:
         """Measure up to ``budget`` new candidates with ``ahead`` in flight (default: two per
-        worker thread of the cluster, and two), as ``Search.run``."""
+        worker thread of the cluster, and two), as ``Search.run``; measures nothing again
+        (``verify`` is not built on a cluster)."""
         ahead = ahead or 2 * self.cluster.slots() + 2
         self.deadline, self.repeat, self.budget_ms = deadline, repeat, budget_ms
         self.bar = _progress(budget, str(self.task), progress)

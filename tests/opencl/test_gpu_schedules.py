@@ -8,6 +8,7 @@ import pytest
 import tensorsched as ts
 from tensorsched.ops.conv2d import ConvShape, conv2d_ref
 from tensorsched.ops.gemm import gemm
+from tensorsched.ops.nn import epilogue_ref
 from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES
 from tensorsched.runtime.oclgrind import run_checked
@@ -251,6 +252,56 @@ def test_gpu_gemm_work_groups_one_or_two_rows_tall(shape, knobs, rng):
     padded = Config(dict(knobs, a_pad=4, a_layout="col"))
     TEMPLATES["gemm"]["gpu_tiled"](padded, M, N, K)
     assert padded.valid == (knobs["tile_y"][0] * ty * knobs["tile_y"][2] > 4)
+
+
+@pytest.mark.parametrize(
+    "shape,knobs,epilogue",
+    [
+        ((64, 64, 64), dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), slice_k=2), ()),
+        (
+            (100, 70, 301),
+            dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), slice_k=4, tail="shift"),
+            ("bias", "relu"),
+        ),
+        (
+            (100, 70, 300),
+            dict(tile_y=(2, 4, 4), tile_x=(2, 8, 4), tile_k=(16,), slice_k=2, warp=4),
+            (),
+        ),
+        ((1, 301, 1000), dict(tile_y=(1, 1, 1), tile_x=(1, 32, 4), slice_k=8, a_pad=0), ()),
+        (
+            (37, 45, 70),
+            dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), slice_k=2, reg_fetch=2),
+            ("add",),
+        ),
+        (
+            (100, 70, 600),
+            dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), slice_k=4, split_k=2),
+            ("bias",),
+        ),
+    ],
+    ids=["divides", "ragged-shift-bias-relu", "warps", "gemv", "whole-step-residual", "split"],
+)
+def test_gpu_gemm_k_sliced_within_a_work_group(shape, knobs, epilogue, rng):
+    """``slice_k``: ``slice_k`` sets of work-items each take their part of every K step from
+    the same ``__local`` tiles, store their register tiles in one ``__local`` array, and the
+    output stage (the epilogue with it), spread over all the work-items, adds the parts:
+    one kernel, where ``split_k`` needs a second one."""
+    M, N, K = shape
+    cfg = Config(dict(knobs))
+    s, args = TEMPLATES["gemm"]["gpu_tiled"](cfg, M, N, K, epilogue=epilogue)
+    assert cfg.valid, cfg.constraints
+    (vy, ty, wy), (vx, tx, wx) = knobs["tile_y"], knobs["tile_x"]
+    slices, bm, bn = knobs["slice_k"], vy * ty * wy, vx * tx * wx
+    src = ts.build(s, args, target="opencl").get_source()
+    split = knobs.get("split_k", 1)
+    assert src.count("__kernel") == (1 if split == 1 else 2)  # split-K: the sum kernel
+    assert f"reqd_work_group_size({slices * ty * tx}, 1, 1)" in src
+    sliced = "C_rf" if split == 1 else "C_rf_rf"  # split-K's partial products factored again
+    assert f"__local float {sliced}[{slices * bm * bn}]" in src
+    inputs = [rng.standard_normal([int(d) for d in t.shape], dtype=np.float32) for t in args[:-1]]
+    ref = epilogue_ref(inputs[0].astype(np.float64) @ inputs[1], epilogue, inputs[2:])
+    check(s, args, inputs, ref)
 
 
 @pytest.mark.parametrize("dbuf", ["both", "shared", "local", "none"])

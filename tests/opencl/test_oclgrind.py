@@ -162,6 +162,14 @@ def test_gpu_gemm_of_one_row_is_race_free(rng):
     check_gpu_gemm_clean((1, 70, 40), knobs, "one_row", rng)
 
 
+def test_gpu_gemm_with_k_sliced_within_a_work_group_is_race_free(rng):
+    """``slice_k``: two sets of work-items take alternate halves of each K step from the same
+    double-buffered tiles, store their register tiles in one ``__local`` array, and every
+    work-item adds its outputs' halves after a barrier."""
+    knobs = {"slice_k": 2, "tile_y": (1, 4, 2), "tail": "shift"}
+    check_gpu_gemm_clean((30, 40, 37), knobs, "k_slices", rng)
+
+
 def test_a_function_opencl_cannot_express_is_refused_before_the_subprocess(rng):
     """A global-scope cache computed under thread axes (every work-item would share it): the
     CodegenError itself, as ``ts.build`` raises it, not an OclgrindError wrapping it."""

@@ -24,6 +24,14 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
 - ``split_k``: split the reduction into that many slices computed by separate work-groups
   (``rfactor``; ``blockIdx.z``), then add the partial products in a second kernel: more
   work-groups for a small M x N with a long K.
+- ``slice_k``: split each K step among that many sets of work-items of one work-group (an
+  ``rfactor`` over the step's slices), which add their register tiles through a ``__local``
+  array before the output is written: more work-items for a small M x N without
+  ``split_k``'s second kernel (4-5 us a launch on NVIDIA's OpenCL), or fewer partial
+  products for it to add when both are used. On the H200 it beat the logged bests of 3 of
+  14 small shapes (1x4000x1000 1.25x, 3136x64x576 1.17x, 1x1500x6000 1.06x) and ran level
+  with or slower than split-K on the rest (benchmarks/gpu/results/slice_verify_2026-11-26/
+  slice_probe.txt): the search chooses.
 - ``tail``: what the work-group tiles do where M or N is not a multiple of them (``split``'s
   tail strategy): ``"guard"`` checks every element, ``"shift"`` moves the last row (column) of
   work-groups inwards so that every tile is whole and guard-free (the default where the
@@ -67,6 +75,7 @@ K_STEPS = (4, 8, 16, 32)
 MAX_ACCUMULATORS = 128  # floats of register tile per work-item (spills beyond)
 MAX_REGISTER_FLOATS = 192  # with reg_fetch=2: accumulators and a K step's operands
 SPLIT_K = (1, 2, 4, 8, 16)
+SLICE_K = (1, 2, 4, 8)
 SUM_THREADS = 256
 WARP = 32  # work-items a warp (NVIDIA; AMD's wavefronts hold 64: two of these)
 
@@ -125,8 +134,10 @@ def schedule_gemm_gpu(
     ragged_k = k_slice % kstep != 0 or k_slice * split_k != K
     tail_k = cfg.define_knob("tail_k", ("guard", "peel"))
     warp = cfg.define_knob("warp", (0, 8, 4))
+    slice_k = cfg.define_knob("slice_k", SLICE_K)
     bm, bn = vy * ty * wy, vx * tx * wx
-    threads = tx * ty
+    threads = tx * ty * slice_k
+    flat = warp or slice_k > 1  # work-items numbered along threadIdx.x alone
     a_rows = bm + (a_pad if a_layout == "col" else 0)
     limits = cfg.limits
     cfg.constrain(threads >= 32, "work-group under 32 work-items")
@@ -143,12 +154,20 @@ def schedule_gemm_gpu(
         f"register tile and a K step's operands over {MAX_REGISTER_FLOATS} floats",
     )
     cfg.constrain(
-        (a_rows + bn) * kstep * 4 * (1 + (dbuf in ("shared", "both"))) <= limits.local_mem_size,
+        (a_rows + bn) * kstep * slice_k * 4 * (1 + (dbuf in ("shared", "both")))
+        + (slice_k * bm * bn * 4 if slice_k > 1 else 0)
+        <= limits.local_mem_size,
         f"__local tiles over the device's {limits.local_mem_size // 1024} KiB",
     )
     cfg.constrain(a_pad == 0 or a_layout == "col", "a_pad pads the column-major tile only")
     cfg.constrain(a_pad < bm, "a_pad pads columns of the A tile longer than a_pad")
-    cfg.constrain(split_k == 1 or K // split_k >= kstep, "K split finer than the K step")
+    cfg.constrain(
+        split_k * slice_k == 1 or K // split_k >= kstep * slice_k,
+        "K split (among and within work-groups) finer than a step",
+    )
+    cfg.constrain(
+        slice_k == 1 or tail_k == "guard", "K sliced within a work-group tests each step's index"
+    )
     cfg.constrain(
         tail == "guard" or M % bm != 0 or N % bn != 0,
         "the work-group tiles divide M and N: tail='shift' is the same kernel as 'guard'",
@@ -163,35 +182,55 @@ def schedule_gemm_gpu(
     )
 
     R = O if is_reduction(O) else inline_epilogue(s, O)
+    outer: list[IterVar] = []  # bound to blockIdx.z: the K split among work-groups
+    inner: list[IterVar] = []  # fused with the work-items: the K slices within one
     if split_k > 1:
         # partial products over K / split_k each (blockIdx.z), then a kernel that sums them
         (k,) = s[R].op.reduce_axis
         ko, _ = s[R].split(k, nparts=split_k)
         partial = s.rfactor(R, ko)
         _schedule_sum(s, O, R, axes)
-        comp, out = s.cache_write(partial, "local"), partial
+        R, O, axes = partial, partial, None  # the rest computes the partial products
+    if slice_k > 1:
+        # each K step's slices computed by slice_k sets of work-items of one work-group,
+        # their register tiles added through a __local array by the output stage
+        (k,) = s[R].op.reduce_axis
+        _, kr = s[R].split(k, factor=slice_k * kstep)
+        kz, _ = s[R].split(kr, nparts=slice_k)
+        sliced = s.rfactor(R, kz)
+        s[sliced].set_scope("shared")
+        _schedule_slice_sum(s, O, R, sliced, axes, bm, bn, wx, threads, tail)
+        comp, out = s.cache_write(sliced, "local"), sliced
+        kz, *_, i, j = s[out].op.axis  # (slice, [split,] i, j)
+        inner = [kz]
+    elif split_k > 1:
+        comp, out = s.cache_write(O, "local"), O
         kz, i, j = s[out].op.axis
         outer = [kz]
     else:
         comp, out = (s.cache_write(O, "local"), O) if R is O else (R, O)
         i, j = axes if axes is not None else s[out].op.axis
-        outer = []
     AA = s.cache_read(A, "shared", [comp])
     BB = s.cache_read(B, "shared", [comp])
 
     by, vyy, tyy, wyy = split_axis(s[out], i, (vy, ty, wy), tail)
     bx, vxx, txx, wxx = split_axis(s[out], j, (vx, tx, wx), tail)
-    s[out].reorder(*outer, by, bx, vyy, vxx, tyy, txx, wyy, wxx)
-    if warp:
-        # one dimension of work-items, numbered so that each warp of WARP consecutive ones
-        # holds warp x WARP/warp of them (M x N); the tiles' fills keep their own order
-        ty_w, ty_l = s[out].split(tyy, warp)
-        tx_w, tx_l = s[out].split(txx, WARP // warp)
-        s[out].reorder(ty_w, tx_w, ty_l, tx_l)
-        txx = s[out].fuse(ty_w, tx_w, ty_l, tx_l)
-        s[out].bind(by, thread_axis("blockIdx.y"))
-        s[out].bind(bx, thread_axis("blockIdx.x"))
+    s[out].reorder(*outer, by, bx, vyy, vxx, *inner, tyy, txx, wyy, wxx)
+    if flat:
+        # one dimension of work-items (K slices outermost), numbered so that each warp of
+        # WARP consecutive ones holds warp x WARP/warp of them (M x N); the tiles' fills keep
+        # their own order
+        if warp:
+            ty_w, ty_l = s[out].split(tyy, warp)
+            tx_w, tx_l = s[out].split(txx, WARP // warp)
+            s[out].reorder(ty_w, tx_w, ty_l, tx_l)
+            txx = s[out].fuse(*inner, ty_w, tx_w, ty_l, tx_l)
+        else:
+            txx = s[out].fuse(*inner, tyy, txx)
         s[out].bind(txx, thread_axis("threadIdx.x"))
+        if not inner:  # a slice's tile is placed in the sum stage's work-group
+            s[out].bind(by, thread_axis("blockIdx.y"))
+            s[out].bind(bx, thread_axis("blockIdx.x"))
     else:
         bind_2d(s, out, by, bx, tyy, txx)
     if outer:
@@ -203,8 +242,11 @@ def schedule_gemm_gpu(
 
     s[comp].compute_at(s[out], txx)
     *lead, ci, cj = s[comp].op.axis
-    (ck,) = s[comp].op.reduce_axis
-    ko, ki = s[comp].split(ck, kstep, tail=tail_k)
+    if slice_k > 1:  # rfactor left the steps and their K indices
+        ko, ki = s[comp].op.reduce_axis
+    else:
+        (ck,) = s[comp].op.reduce_axis
+        ko, ki = s[comp].split(ck, kstep, tail=tail_k)
     s[comp].reorder(*lead, ko, ki, ci, cj)
     if unroll_k:
         s[comp].unroll(ki)
@@ -227,7 +269,7 @@ def schedule_gemm_gpu(
         vec = math.gcd(fetch_vec, width)
         fused = s[T].fuse(*s[T].op.axis)
         rest, lanes = s[T].split(fused, vec)
-        if warp:
+        if flat:
             fill_outer, fx = s[T].split(rest, threads)
         else:
             rest, fx = s[T].split(rest, tx)
@@ -254,3 +296,49 @@ def _schedule_sum(s: Schedule, O: Tensor, R: Tensor, axes: tuple[IterVar, IterVa
     s[acc].compute_at(s[O], fi)
     (kz,) = s[acc].op.reduce_axis
     s[acc].unroll(kz)
+
+
+def _schedule_slice_sum(
+    s: Schedule,
+    O: Tensor,
+    R: Tensor,
+    partial: Tensor,
+    axes: tuple[IterVar, IterVar] | None,
+    bm: int,
+    bn: int,
+    lanes: int,
+    threads: int,
+    tail: str,
+) -> None:
+    """The output stage of a K sliced within a work-group: the ``bm x bn`` tile of ``O``
+    spread over all ``threads`` work-items in vectors of ``lanes`` along N, each adding the
+    slices' partial products of its outputs from the ``__local`` array ``partial`` (placed in
+    this work-group) in a register, then applying the epilogue."""
+    acc = s.cache_write(O, "local") if R is O else R
+    if R is not O:
+        s[R].set_scope("local")
+    lead: list[IterVar] = []  # split-K's partial products: the split (blockIdx.z)
+    if axes is None:
+        *lead, i, j = s[O].op.axis
+    else:
+        i, j = axes
+    by, ii = s[O].split(i, factor=bm, tail=tail)
+    bx, jj = s[O].split(j, factor=bn, tail=tail)
+    jo, jv = s[O].split(jj, lanes)
+    s[O].reorder(*lead, by, bx, ii, jo, jv)
+    for kz in lead:
+        s[O].bind(kz, thread_axis("blockIdx.z"))
+    rest, item = s[O].split(s[O].fuse(ii, jo), threads)
+    s[O].reorder(item, rest)
+    s[O].bind(by, thread_axis("blockIdx.y"))
+    s[O].bind(bx, thread_axis("blockIdx.x"))
+    s[O].bind(item, thread_axis("threadIdx.x"))
+    s[O].unroll(rest)
+    s[O].vectorize(jv)
+    s[acc].compute_at(s[O], rest)
+    *_, lane = s[acc].op.axis
+    (kz,) = s[acc].op.reduce_axis
+    s[acc].reorder(kz, lane)
+    s[acc].unroll(kz)
+    s[acc].vectorize(lane)
+    s[partial].compute_at(s[O], bx)
