@@ -366,7 +366,7 @@ def test_budgets_time_and_early_stop(device, tmp_path):
     assert faster[:-1] == [True] * (len(faster) - 1) and not faster[-1]
     t0 = time.time()
     res = tune(task, str(tmp_path / "t.jsonl"), time_s="0.1s", **kw)
-    assert res.measured <= 1 and time.time() - t0 < 60
+    assert res.on_device <= 1 and time.time() - t0 < 60  # (and it measured again, briefly)
 
 
 def test_durations_and_budget_options():

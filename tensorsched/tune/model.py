@@ -43,7 +43,7 @@ from ..errors import TensorschedError
 from ..ops.space import Config
 from ..runtime.device import PORTABLE_LIMITS, DeviceLimits
 from .features import IR_COLUMNS, Lowered, Lowering, SpaceFeatures, shape_vector, task_gemm_view
-from .log import read_log
+from .log import ranked_configs, read_log
 from .record import Record, config_key, jsonable
 from .task import Task
 
@@ -383,7 +383,8 @@ def nearest_bests(
 def logged_shapes(
     task: Task, space: Config, records: Sequence[Record]
 ) -> list[tuple[float, Task, list[Record]]]:
-    """``(log-shape distance, task, its correct trials fastest first)`` of each other logged
+    """``(log-shape distance, task, its correct configs fastest first, each once at the
+    median of its measurements)`` of each other logged
     shape (of ``task``'s template, or of another whose configs are points of ``space``),
     nearest first."""
     mine = (task.kind, task.template)
@@ -396,7 +397,7 @@ def logged_shapes(
     ranked = []
     for key, recs in by_task.items():
         there = Task.from_dict(recs[0].task)
-        recs = sorted(recs, key=lambda r: r.device_ms or math.inf)
+        recs = ranked_configs(recs)  # each config once, at its median
         ranked.append((shape_distance(task, there), key, there, recs))
     ranked.sort(key=lambda x: (x[0], x[1]))
     return [(d, there, recs) for d, _, there, recs in ranked]
@@ -821,13 +822,9 @@ class ModelProposer:
 
 
 def own_trials(task: Task, records: Iterable[Record]) -> list[Record]:
-    """The correct trials of ``task`` itself in ``records``, fastest first, at most
-    ``SEEDS_PER_SHAPE``."""
-    key = task.key()
-    own = (
-        r for r in records if r.status == "ok" and r.device_ms is not None and r.task_key() == key
-    )
-    return sorted(own, key=lambda r: r.device_ms or math.inf)[:SEEDS_PER_SHAPE]
+    """The correct configs of ``task`` itself in ``records``, fastest first (each at the
+    median of its measurements), at most ``SEEDS_PER_SHAPE``."""
+    return ranked_configs(records, task.key())[:SEEDS_PER_SHAPE]
 
 
 def own_best(task: Task, records: Sequence[Record], limits: DeviceLimits) -> dict | None:

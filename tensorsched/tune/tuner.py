@@ -58,7 +58,8 @@ MAX_FAILURES = 4  # a cluster device failing this many trials in a row is taken 
 RETRIES = 3  # times a cluster trial whose task was lost is sent again
 VERIFY_TOP = 8  # configs the tuner measures again at the end (``tune``'s ``verify``)
 VERIFY_TIMES = 3  # measurements of each of them in all
-VERIFY_SHARE = 0.05  # the part of a ``time_s`` budget kept for measuring them again
+KEEP = 4 * VERIFY_TOP  # built modules of the fastest trials kept for measuring them again
+VERIFY_SHARE = 0.1  # the part of a ``time_s`` budget kept for measuring them again
 
 
 @dataclass
@@ -179,6 +180,16 @@ def tune(
     row without a faster kernel, whichever comes first; candidates built but not measured by
     then are not logged.
 
+    ``verify``: then the ``verify`` fastest configs of the task in the log (by the median of
+    their measurements, none found wrong) are measured again, in turns, until each has
+    ``VERIFY_TIMES`` measurements (logged as ``remeasure`` records; from the modules built
+    for their trials where this run measured them). Of ``time_s``, the trials take all but
+    ``VERIFY_SHARE``, these at most that share after the trials end (on a CPU device, whose
+    last batch is measured whole, that may be past ``time_s``). The fastest of thousands of
+    single measurements of a 15 us kernel is often one that ran lucky (H200, 196x256x1152:
+    logged at 13.3 us, 18.0 measured again, where 20 others ran 16.6-17.5). ``0`` measures
+    nothing again; on a cluster, nothing is measured again.
+
     ``restrict`` (``{knob: [values]}``, see ``Config.restrict``) narrows the template's space
     that the grid or random search visits.
 
@@ -291,7 +302,7 @@ def tune(
                 deadline=end - VERIFY_SHARE * seconds if end and seconds and again else end,
                 early_stop=early_stop,
                 verify=again,
-                verify_deadline=end,
+                verify_s=VERIFY_SHARE * seconds if seconds else None,
             )
             search.stats["setup_s"] = setup_s
             if strategy == "model":
@@ -509,6 +520,7 @@ class Trials:
         self.stopped = ""  # why the search stopped before its trials: "time", "early stop"
         self.times: dict[str, list[float]] = {}  # config key -> its measurements (NaN: wrong)
         self.configs: dict[str, dict] = {}  # config key -> config, of those in ``times``
+        self.artifacts: dict[str, bytes] = {}  # built modules of the fastest trials so far
 
     def _should_stop(self, early_stop: int | None) -> bool:
         if self.deadline is not None and time.time() >= self.deadline:
@@ -628,12 +640,14 @@ class Search(Trials):
         deadline: float | None = None,
         early_stop: int | None = None,
         verify: int = 0,
-        verify_deadline: float | None = None,
+        verify_s: float | None = None,
     ) -> None:
         """Measure up to ``budget`` new candidates, keeping ``ahead`` built or building; stop
         at ``deadline`` (``time.time()``) or after ``early_stop`` trials without a better
         best (the candidates still pending are dropped, unlogged); then measure the
-        ``verify`` fastest configs again (``_verify``) until ``verify_deadline``."""
+        ``verify`` fastest configs again (``_verify``) for at most ``verify_s`` seconds
+        after the deadline, or after the last trial where that ran past it (a CPU device's
+        last batch)."""
         ahead = ahead or 2 * self.builds.n + 2
         self.deadline = deadline
         self.bar = _progress(budget, str(self.task), progress)
@@ -669,10 +683,14 @@ class Search(Trials):
                     self._propose_until(measuring, budget, ahead)
                     res = self._measured(artifact, *measuring.result())
                 self._log(cand.config, res)
+                self._keep(cand.config, artifact, res)
                 if self.quiet and not self.pending:
                     self._top_up(budget, ahead)  # the next batch, once this one is measured
             if verify:
-                self._verify(verify, repeat, budget_ms, verify_deadline)
+                until = None
+                if verify_s is not None:
+                    until = max(deadline or 0.0, time.time()) + verify_s
+                self._verify(verify, repeat, budget_ms, until)
         finally:
             self.bar.close()
             self.runner.close()  # a measurement still running (an error here) ends with it
@@ -682,23 +700,36 @@ class Search(Trials):
         self.stats["restarts"] = self.runner.restarts
         self.stats["uploads"] = sum(self.uploads.values())
 
+    def _keep(self, config: dict, artifact: bytes | None, res: dict) -> None:
+        """Keep the built module of a trial among the ``KEEP`` fastest so far, for ``_verify``
+        to measure it again without building it again."""
+        if artifact is None or res.get("status") != "ok" or not res.get("device_ms"):
+            return
+        key = config_key(config)
+        self.artifacts[key] = artifact
+        if len(self.artifacts) > 2 * KEEP:
+            fastest = sorted(self.artifacts, key=lambda k: min(self.times.get(k) or [math.inf]))
+            self.artifacts = {k: self.artifacts[k] for k in fastest[:KEEP]}
+
     def _verify(
         self, top: int, repeat: int, budget_ms: float | None, deadline: float | None
     ) -> None:
         """Measure the ``top`` fastest configs again, a round of those with fewer than
-        ``VERIFY_TIMES`` measurements at a time (each round built in parallel, then measured
-        one by one), until none among the ``top`` lacks one or ``deadline`` passes."""
+        ``VERIFY_TIMES`` measurements at a time (from the modules built for their trials, or
+        built again in parallel: a resumed log's), until none among the ``top`` lacks one or
+        ``deadline`` passes."""
         while (todo := self._unverified(top)) and not (deadline and time.time() >= deadline):
             round_ = []
             for config in todo:
-                future = self.builds.submit(self.task_dict, config)
-                round_.append(Pending(config, future, self.builds.generation))
+                kept = self.artifacts.get(config_key(config))
+                future = None if kept else self.builds.submit(self.task_dict, config)
+                round_.append((Pending(config, future, self.builds.generation), kept))
             if self.quiet:  # no build runs while a kernel is timed
-                cf.wait([p.future for p in round_ if p.future is not None])
-            for cand in round_:
+                cf.wait([p.future for p, _ in round_ if p.future is not None])
+            for cand, kept in round_:
                 if deadline is not None and time.time() >= deadline:
                     return
-                status, error, artifact = self._built(cand)
+                status, error, artifact = ("ok", "", kept) if kept else self._built(cand)
                 if status == "ok":
                     res = self._measured(
                         artifact, *self._run(cand.config, artifact, repeat, budget_ms, [])
@@ -830,7 +861,7 @@ class ClusterSearch(Trials):
         deadline: float | None = None,
         early_stop: int | None = None,
         verify: int = 0,
-        verify_deadline: float | None = None,
+        verify_s: float | None = None,
     ) -> None:
         """Measure up to ``budget`` new candidates with ``ahead`` in flight (default: two per
         worker thread of the cluster, and two), as ``Search.run``; measures nothing again
