@@ -1,7 +1,8 @@
 """Add tuning logs to the logs tensorsched ships (``tensorsched/tune/logs/<device slug>.jsonl``).
 
-Of each task in the given logs it keeps the ``--best`` fastest trials, every ``--every``-th of
-the other valid ones and every fifth failed one (the model learns from failures too), for the
+Of each task in the given logs it keeps the ``--best`` fastest configs (each at the median of
+its measurements, with all of them), every ``--every``-th of the other valid ones and every
+fifth failed record (the model learns from failures too), for the
 device the records name; records already shipped are not added twice. Each record is read
 and checked by the log reader (nothing in a log is executed).
 
@@ -19,7 +20,7 @@ from dataclasses import asdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tensorsched.tune.log import read_log  # noqa: E402
+from tensorsched.tune.log import ranked_configs, read_log  # noqa: E402
 from tensorsched.tune.model import device_slug  # noqa: E402
 from tensorsched.tune.record import jsonable  # noqa: E402
 
@@ -38,11 +39,12 @@ def main(argv: list[str] | None = None) -> None:
             by_task[(r.device, r.task_key())].append(r)
     added: dict[str, int] = defaultdict(int)
     for (device, _), recs in sorted(by_task.items()):
-        ok = sorted(
-            (r for r in recs if r.status == "ok" and r.device_ms), key=lambda r: r.device_ms
-        )
+        # configs ranked at the median of their measurements; a kept config keeps them all
+        ranked = [r.config_key() for r in ranked_configs(recs)]
+        chosen = set(ranked[: a.best] + ranked[a.best :: a.every])
+        ok = [r for r in recs if r.status == "ok" and r.config_key() in chosen]
         bad = [r for r in recs if r.status not in ("ok", "skipped")]
-        keep = ok[: a.best] + ok[a.best :: a.every] + bad[::5]
+        keep = ok + bad[::5]
         out = os.path.join(SHIPPED, device_slug(device) + ".jsonl")
         have = set()
         if os.path.exists(out):
@@ -52,6 +54,8 @@ def main(argv: list[str] | None = None) -> None:
             for r in keep:
                 d = asdict(r)
                 d["config"] = jsonable(r.config)
+                if not r.remeasure:  # as the tuner writes it
+                    del d["remeasure"]
                 line = json.dumps(d, sort_keys=True)
                 if line not in have:
                     f.write(line + "\n")
