@@ -1,8 +1,8 @@
 """What the probes of generated GEMM kernels share (``prefetch_probe.py``, ``async_probe.py``,
 ``sass_probe.py``, ``timing_probe.py``, ``cuda_launch_probe.py``, ``clock_probe.py``,
-``peel_probe.py``, ``split_probe.py``): the fastest logged config (of a kind), random GEMM
-operands with their float64 product, the parts of a double-buffered K loop, and checking and
-timing kernel variants side by side on the device in use."""
+``peel_probe.py``, ``split_probe.py``, ``remeasure_probe.py``): the fastest logged config (of
+a kind), random GEMM operands with their float64 product, the parts of a double-buffered K
+loop, and checking and timing kernel variants or configs side by side on the device in use."""
 
 import json
 import re
@@ -135,3 +135,34 @@ def run_variants(
                 t.append((ev.profile.end - ev.profile.start) * 1e-3)
             times[v].append(statistics.median(t[3:]))
     return {v: (statistics.median(times[v]), err[v]) for v in kern}
+
+
+def time_configs(
+    task: Any, configs: dict[str, dict], queue: Any, rounds: int = 7
+) -> dict[str, float]:
+    """``{name: median microseconds}`` of a GEMM task's ``configs`` (``{name: config}``): each
+    built (one the template refuses is left out), checked against float64 numpy into a
+    NaN-poisoned output (a wrong one is reported and left out), then timed alternately by
+    profiling events: ``rounds`` rounds of ``time_evaluator`` medians of 15 runs each."""
+    import tensorsched as ts
+
+    _, _, ref, arrs = gemm_operands(*task.shape, queue)
+    mods = {}
+    for name, config in configs.items():
+        s, args, cfg = task.instantiate(config)
+        if not cfg.valid:
+            continue
+        mod = ts.build(s, args, target="opencl")
+        arrs[2].fill(np.nan)
+        mod(*arrs)
+        err = np.abs(arrs[2].get() - ref).max() / np.abs(ref).max()
+        if not err < 1e-5:
+            print(f"  {name}: WRONG, error {err:.1e}: {config}")
+            continue
+        mods[name] = mod
+    times: dict[str, list[float]] = {name: [] for name in mods}
+    for _ in range(rounds):
+        for name, mod in mods.items():
+            t = mod.time_evaluator(number=1, repeat=15, warmup=2)(*arrs)
+            times[name].append(t.device_median * 1e6)
+    return {name: statistics.median(v) for name, v in times.items()}

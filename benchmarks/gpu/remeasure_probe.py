@@ -15,14 +15,11 @@ import os
 import statistics
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from kernel_variants import gemm_operands  # noqa: E402
+from kernel_variants import time_configs  # noqa: E402
 
-import tensorsched as ts  # noqa: E402
 from tensorsched.runtime.device import current_device  # noqa: E402
 from tensorsched.tune.task import Task  # noqa: E402
 
@@ -55,26 +52,11 @@ def cublas_us(M: int, N: int, K: int) -> float:
 
 def probe(records: list[dict], queue) -> None:
     task = Task.from_dict(records[0]["task"])
-    _, _, ref, arrs = gemm_operands(*task.shape, queue)
-    mods = []
-    for r in records:
-        s, args, cfg = task.instantiate(r["config"])
-        mod = ts.build(s, args, target="opencl")
-        arrs[2].fill(np.nan)
-        mod(*arrs)
-        err = np.abs(arrs[2].get() - ref).max() / np.abs(ref).max()
-        if not err < 1e-5:
-            print(f"  WRONG, error {err:.1e}: {r['config']}")
-            continue
-        mods.append((r, mod, []))
-    for _ in range(7):
-        for _, mod, times in mods:
-            t = mod.time_evaluator(number=1, repeat=15, warmup=2)(*arrs)
-            times.append(t.device_median * 1e6)
-    rows = sorted(((statistics.median(t), r) for r, _, t in mods), key=lambda x: x[0])
-    logged_best = min(r["device_ms"] for r, _, _ in mods) * 1e3
+    med = time_configs(task, {str(i): r["config"] for i, r in enumerate(records)}, queue)
+    rows = sorted(((us, records[int(i)]) for i, us in med.items()), key=lambda x: x[0])
+    logged_best = min(r["device_ms"] for _, r in rows) * 1e3
     print(f"{task}: cuBLAS {cublas_us(*task.shape):.1f} us; logged best {logged_best:.1f} us")
-    order = sorted(x["device_ms"] for x, _, _ in mods)
+    order = sorted(r["device_ms"] for _, r in rows)
     for us, r in rows:
         logged_rank = order.index(r["device_ms"]) + 1
         print(f"  {us:6.1f} us  logged {r['device_ms'] * 1e3:6.1f} (#{logged_rank})", flush=True)

@@ -17,17 +17,13 @@ before ``slice_k``.)
 
 import json
 import os
-import statistics
 import sys
-
-import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from kernel_variants import gemm_operands  # noqa: E402
+from kernel_variants import time_configs  # noqa: E402
 
-import tensorsched as ts  # noqa: E402
 from tensorsched.ops.templates import gemm_gpu  # noqa: E402
 from tensorsched.runtime.device import current_device  # noqa: E402
 from tensorsched.tune.task import Task  # noqa: E402
@@ -49,7 +45,6 @@ def by_shape(path: str) -> dict[tuple[int, ...], list[dict]]:
 
 def probe(record: dict, queue) -> None:
     task = Task.from_dict(record["task"])
-    _, _, ref, arrs = gemm_operands(*task.shape, queue)
     logged = record["config"]
     splits = dict.fromkeys((*SPLITS, logged["split_k"]))
     variants = {f"split{split}": dict(logged, split_k=split) for split in splits}
@@ -72,25 +67,7 @@ def probe(record: dict, queue) -> None:
                 warp = warp if (ty // n) % max(warp, 1) == 0 else 0
                 fewer_pad = pad if vy * ty // n * wy > pad else 0
                 variants[name + "/"] = dict(sliced, tile_y=fewer, a_pad=fewer_pad, warp=warp)
-    mods = {}
-    for name, config in variants.items():
-        s, args, cfg = task.instantiate(config)
-        if not cfg.valid:
-            continue
-        mod = ts.build(s, args, target="opencl")
-        arrs[2].fill(np.nan)
-        mod(*arrs)
-        err = np.abs(arrs[2].get() - ref).max() / np.abs(ref).max()
-        if not err < 1e-5:
-            print(f"  {name}: WRONG, error {err:.1e}")
-            continue
-        mods[name] = mod
-    times: dict[str, list[float]] = {name: [] for name in mods}
-    for _ in range(7):
-        for name, mod in mods.items():
-            t = mod.time_evaluator(number=1, repeat=15, warmup=2)(*arrs)
-            times[name].append(t.device_median * 1e6)
-    med = {name: statistics.median(v) for name, v in times.items()}
+    med = time_configs(task, variants, queue)
     base = med[f"split{logged['split_k']}"]
     tiles = {k: logged[k] for k in ("tile_y", "tile_x", "tile_k")}
     print(task, f"logged {record['device_ms'] * 1e3:.1f} us, split {logged['split_k']}", tiles)
