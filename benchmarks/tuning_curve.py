@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     out = args.out or tempfile.mkdtemp(prefix="tuning_curve_")
     os.makedirs(out, exist_ok=True)
+    # the trials alone (no measuring the fastest again): the curves are of trials
     common = {"trials": args.trials, "device": args.device, "repeat": 3, "timeout": 60.0}
+    common["verify"] = 0
 
     transfer = []
     if "model+transfer" in args.strategies:

@@ -719,6 +719,7 @@ class Search(Trials):
         built again in parallel: a resumed log's), until none among the ``top`` lacks one or
         ``deadline`` passes."""
         while (todo := self._unverified(top)) and not (deadline and time.time() >= deadline):
+            self.bar.set_postfix_str(f"measuring the {top} fastest again ({len(todo)} to go)")
             round_ = []
             for config in todo:
                 kept = self.artifacts.get(config_key(config))
