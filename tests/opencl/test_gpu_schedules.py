@@ -367,10 +367,16 @@ def test_split_k_sum_adds_the_slices_in_a_register(epilogue, rng):
             dict(split_k=2, tile_y=(1, 8, 2), tile_x=(1, 8, 4)),
         ),
         (ConvShape(1, 3, 10, 10, 8, 1, 1, 1, 0), dict(double_buffer="local")),
+        (  # K = 72 sliced among the work-items of each work-group
+            ConvShape(1, 8, 9, 9, 12, 3, 3, 1, 1),
+            dict(slice_k=4, tile_y=(1, 4, 2), tile_x=(1, 8, 4), tile_k=(4,), tail="shift"),
+        ),
     ],
 )
 def test_implicit_gemm_conv_matches_numpy(shape, knobs, rng):
-    s, args = TEMPLATES["conv2d"]["implicit_gemm"](Config(knobs), shape)
+    cfg = Config(knobs)
+    s, args = TEMPLATES["conv2d"]["implicit_gemm"](cfg, shape)
+    assert cfg.valid, cfg.constraints
     d = rng.standard_normal((shape.N, shape.CI, shape.IH, shape.IW), dtype=np.float32)
     w = rng.standard_normal((shape.CO, shape.CI, shape.KH, shape.KW), dtype=np.float32)
     check(
