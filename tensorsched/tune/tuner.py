@@ -188,7 +188,7 @@ def tune(
     last batch is measured whole, that may be past ``time_s``). The fastest of thousands of
     single measurements of a 15 us kernel is often one that ran lucky (H200, 196x256x1152:
     logged at 13.3 us, 18.0 measured again, where 20 others ran 16.6-17.5). ``0`` measures
-    nothing again; on a cluster, nothing is measured again.
+    nothing again.
 
     ``restrict`` (``{knob: [values]}``, see ``Config.restrict``) narrows the template's space
     that the grid or random search visits.
@@ -291,7 +291,7 @@ def tune(
                 )
             setup_s = time.time() - t0  # learning from the logs: not part of ``time_s``
             end = time.time() + seconds if seconds is not None else None
-            again = verify if pool is None else 0
+            again = verify
             search.times, search.configs = times, configs
             search.run(
                 budget=trials if trials is not None else space.size(),
@@ -540,6 +540,17 @@ class Trials:
         need = [key for _, key in ranked[:top] if len(self.times[key]) < VERIFY_TIMES]
         return [self.configs[key] for key in need]
 
+    def _keep(self, config: dict, artifact: bytes | None, res: dict) -> None:
+        """Keep the built module of a trial among the ``KEEP`` fastest so far, for ``_verify``
+        to measure it again without building it again."""
+        if artifact is None or res.get("status") != "ok" or not res.get("device_ms"):
+            return
+        key = config_key(config)
+        self.artifacts[key] = artifact
+        if len(self.artifacts) > 2 * KEEP:
+            fastest = sorted(self.artifacts, key=lambda k: min(self.times.get(k) or [math.inf]))
+            self.artifacts = {k: self.artifacts[k] for k in fastest[:KEEP]}
+
     def _next_config(self) -> dict | None:
         """The next point of the order not in the log yet (counting those skipped)."""
         while True:
@@ -577,7 +588,7 @@ class Trials:
             remeasure=remeasure,
         )
         self.writer.append(rec)
-        if rec.status in ("ok", "wrong"):
+        if rec.status in ("ok", "wrong") or remeasure:  # a failure again (timeout): not again
             ms = rec.device_ms if rec.status == "ok" and rec.device_ms else math.nan
             self.times.setdefault(rec.config_key(), []).append(ms)
             self.configs[rec.config_key()] = config
@@ -700,17 +711,6 @@ class Search(Trials):
         self.stats["restarts"] = self.runner.restarts
         self.stats["uploads"] = sum(self.uploads.values())
 
-    def _keep(self, config: dict, artifact: bytes | None, res: dict) -> None:
-        """Keep the built module of a trial among the ``KEEP`` fastest so far, for ``_verify``
-        to measure it again without building it again."""
-        if artifact is None or res.get("status") != "ok" or not res.get("device_ms"):
-            return
-        key = config_key(config)
-        self.artifacts[key] = artifact
-        if len(self.artifacts) > 2 * KEEP:
-            fastest = sorted(self.artifacts, key=lambda k: min(self.times.get(k) or [math.inf]))
-            self.artifacts = {k: self.artifacts[k] for k in fastest[:KEEP]}
-
     def _verify(
         self, top: int, repeat: int, budget_ms: float | None, deadline: float | None
     ) -> None:
@@ -738,8 +738,6 @@ class Search(Trials):
                 else:
                     res = {"status": status, "error": error}
                 self._log(cand.config, res, remeasure=True)
-                if res["status"] not in ("ok", "wrong"):  # a timeout, say: not again
-                    self.times[config_key(cand.config)].append(math.nan)
 
     def _propose_until(self, future: cf.Future | None, budget: int, ahead: int) -> None:
         """Propose and send one candidate at a time to the pool while ``future`` runs and
@@ -818,6 +816,7 @@ class Flight:
     artifact: bytes | None = None
     tries: int = 0  # times its task was lost and sent again
     failed_on: set[str] = field(default_factory=set)  # devices taken out while it failed there
+    again: bool = False  # a config measured before, measured again (``remeasure``)
 
 
 class ClusterSearch(Trials):
@@ -865,8 +864,8 @@ class ClusterSearch(Trials):
         verify_s: float | None = None,
     ) -> None:
         """Measure up to ``budget`` new candidates with ``ahead`` in flight (default: two per
-        worker thread of the cluster, and two), as ``Search.run``; measures nothing again
-        (``verify`` is not built on a cluster)."""
+        worker thread of the cluster, and two), then the ``verify`` fastest again, as
+        ``Search.run``."""
         ahead = ahead or 2 * self.cluster.slots() + 2
         self.deadline, self.repeat, self.budget_ms = deadline, repeat, budget_ms
         self.bar = _progress(budget, str(self.task), progress)
@@ -883,14 +882,37 @@ class ClusterSearch(Trials):
                 if self.flights and time.time() - checked > 2.0:  # a device left to measure on?
                     self.cluster.check_holders(self.resource, waiting_since)
                     checked = time.time()
+            if verify:
+                self.cluster.cancel(self.flights)  # trials past the deadline: dropped
+                self.flights.clear()
+                until = None
+                if verify_s is not None:
+                    until = max(deadline or 0.0, time.time()) + verify_s
+                self._verify(verify, until)
         finally:
             self.cluster.cancel(self.flights)  # built or measured, never logged: dropped
             self.flights.clear()
             for slot in list(self.streaks):  # failures of a device still in the pool
                 for fl, res in self.streaks.pop(slot):
-                    self._log(fl.config, res)
+                    self._log_flight(fl, res)
             self.bar.close()
         self.stats["uploads"] = sum(self.uploads.values())
+
+    def _verify(self, top: int, deadline: float | None) -> None:
+        """``Search._verify`` on the cluster: each round's configs sent at once (measured from
+        their kept modules, or built first), their results logged as they land."""
+        while (todo := self._unverified(top)) and not (deadline and time.time() >= deadline):
+            self.bar.set_postfix_str(f"measuring the {top} fastest again ({len(todo)} to go)")
+            for config in todo:
+                kept = self.artifacts.get(config_key(config))
+                stage = "measure" if kept else "build"
+                self._send(Flight(config, stage=stage, artifact=kept, again=True))
+            while self.flights and not (deadline and time.time() >= deadline):
+                for fut in self.cluster.wait(self.flights, 0.5):
+                    self._landed(fut, self.flights.pop(fut))
+            for slot in list(self.streaks):  # a round's failures: logged before the next
+                for fl, res in self.streaks.pop(slot):
+                    self._log_flight(fl, res)
 
     def _top_up(self, budget: int, ahead: int) -> None:
         while len(self.flights) < ahead and self.submitted < budget:
@@ -937,7 +959,7 @@ class ClusterSearch(Trials):
             # builds it with the timeout, as in a single process
             status, error, artifact = value if kind == "ok" else ("ok", "", None)
             if status != "ok":
-                self._log(fl.config, {"status": status, "error": error})
+                self._log_flight(fl, {"status": status, "error": error})
                 return
             if artifact is None:
                 self.stats["built_by_runner"] += 1
@@ -947,7 +969,7 @@ class ClusterSearch(Trials):
             self._measured(fl, value)
         else:  # it killed the workers that measured it (crash), or the task itself failed
             status = "crash" if kind == "killed" else "error"
-            self._log(fl.config, {"status": status, "error": f"measuring: {value}"})
+            self._log_flight(fl, {"status": status, "error": f"measuring: {value}"})
 
     def _measured(self, fl: Flight, res: dict) -> None:
         """Log a measurement, holding back a device's failures while they come in a row:
@@ -961,7 +983,7 @@ class ClusterSearch(Trials):
                 self._send(fl)
                 return
             if fl.failed_on:  # it failed on a device taken out, and here too: its own fault
-                self._log(fl.config, res)
+                self._log_flight(fl, res)
                 return
             streak = self.streaks.setdefault(slot, [])
             streak.append((fl, res))
@@ -969,8 +991,14 @@ class ClusterSearch(Trials):
                 self._take_out(slot, res.get("_worker", ""), res.get("_device", ""))
             return
         for held, held_res in self.streaks.pop(slot, []):
-            self._log(held.config, held_res)
-        self._log(fl.config, res)
+            self._log_flight(held, held_res)
+        self._log_flight(fl, res)
+
+    def _log_flight(self, fl: Flight, res: dict) -> None:
+        """Log a flight's result (a measurement again as such); keep a fast trial's module."""
+        self._log(fl.config, res, remeasure=fl.again)
+        if not fl.again:
+            self._keep(fl.config, fl.artifact, res)
 
     def _take_out(self, slot: str, worker: str, pd: str) -> None:
         """Take the device ``slot`` out of the pool; measure its held-back trials, and those
