@@ -63,7 +63,7 @@ def one_run(task, args, run_dir, device, cluster=None):
         device=device,
         progress=False,
         cluster=cluster,
-        verify=0,  # a cluster measures nothing again: compare the trials alone
+        verify=0,  # the rate of trials alone, on the cluster and in one process alike
     )
     seconds = time.perf_counter() - t0
     records = read_log(log)

@@ -75,7 +75,7 @@ def records(path):
 
 def run(task, log, **kw):
     kw = {"strategy": "grid", "timeout": 20.0, "repeat": 2, "progress": False, **kw}
-    kw.setdefault("verify", 0)  # a cluster measures nothing again: compare the trials alone
+    kw.setdefault("verify", 0)  # the trials alone (measuring the best again: its own test)
     return tune(task, str(log), **kw)
 
 
