@@ -856,3 +856,30 @@ def test_explicit_unrolling_pass_keeps_the_numbers():
     c = np.full((7, 5), np.nan, "float32")
     ts.build(unrolled, target="python")(a, b, c)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_one_group_kernel_with_a_barrier_between_its_work_item_loops():
+    """A stage bound to threadIdx alone (one work-group) whose input is staged through
+    ``__local`` memory at a virtual-thread axis: the ``__local`` buffer and the barrier lie
+    between two loops over the work-items, outside both, and belong to the kernel on every
+    target (the python target ran them as the host's and never ran the kernel; the fuzzer
+    found it)."""
+    A = ts.placeholder((2, 8), name="A")
+    B = ts.compute((2, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    C = ts.compute((2, 8), lambda i, j: B[i, j] + 1.0, name="C")
+    s = ts.create_schedule(C.op)
+    i, j = s[B].op.axis
+    s[B].bind(i, ts.thread_axis("vthread", name="vx"))
+    s[B].bind(j, ts.thread_axis("threadIdx.x"))
+    AS = s.cache_read(A, "shared", [B])
+    s[AS].compute_at(s[B], i)
+    _, a1 = s[AS].op.axis
+    s[AS].bind(a1, ts.thread_axis("threadIdx.x"))
+    ci, cj = s[C].op.axis
+    s[C].bind(ci, ts.thread_axis("blockIdx.x"))
+    s[C].bind(cj, ts.thread_axis("threadIdx.x"))
+    a = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    for target in ("python", "opencl"):
+        out = np.full((2, 8), np.nan, np.float32)
+        ts.build(s, [A, C], target=target)(a, out)
+        np.testing.assert_allclose(out, a * 2 + 1, rtol=1e-6, err_msg=target)

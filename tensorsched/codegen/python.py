@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import CodegenError, RuntimeCallError
 from ..ir import dtype as dt
+from ..ir import stmt as S
 from ..ir.intrin import MORE_UNARY
 from ..ir.simplify import size_vars
 from ..ir.stmt import LoweredFunc
@@ -317,7 +318,18 @@ class PythonEmitter:
         self.emit("yield", ind)
 
     def s_ThreadExtent(self, t, ind):
-        # the outermost ThreadExtent of a kernel: launch the NDRange it and its body define
+        self.launch(t, ind)
+
+    def launch(self, t, ind):
+        """A kernel (a root stage with work-item axes, as OpenCL launches it): its whole
+        statement run by every work-item of the NDRange its ThreadExtents define, in
+        lockstep, so that what lies outside them (a ``__local`` buffer, a barrier between
+        two of them) belongs to the kernel too; its global buffers made before the launch."""
+        hoisted: list = []
+        t = _hoist_global_allocs(t, hoisted)
+        for b in hoisted:
+            fill = "float('nan')" if dt.is_float(b.dtype) else "None"
+            self.emit(f"{self.buf(b)} = [{fill}] * {self.size(b.size)}", ind)
         launch = {}
 
         class _Collect(Visitor):
@@ -345,11 +357,50 @@ class PythonEmitter:
 
     def source(self) -> str:
         f = self.func
-        self.stmt(f.body, 1)
+        body = f.body
+        while isinstance(body, S.Allocate):  # the root's buffers, between kernels
+            b = body.buffer
+            fill = "float('nan')" if dt.is_float(b.dtype) else "None"
+            self.emit(f"{self.buf(b)} = [{fill}] * {self.size(b.size)}", 1)
+            body = body.body
+        for part in body.stmts if isinstance(body, S.Seq) else (body,):
+            if _has_thread_extent(part):
+                self.launch(part, 1)
+            else:
+                self.stmt(part, 1)
         params = [self.buf(b) for b in f.args]
         params += [self.var(v) for v in size_vars(tuple(b.shape for b in f.args))]
         head = f"def {self.names(f, f.name)}({', '.join(params)}):"
         return "\n".join([head] + self.lines) + "\n"
+
+
+def _has_thread_extent(stmt) -> bool:
+    found = []
+
+    class _Find(Visitor):
+        def visit_ThreadExtent(self, x):
+            found.append(x)
+
+    _Find().visit(stmt)
+    return bool(found)
+
+
+def _hoist_global_allocs(stmt, hoisted: list):
+    """``stmt`` without its global allocations outside work-item axes (appended to
+    ``hoisted``): as OpenCL passes them to the kernel, every work-item shares them."""
+    from ..ir.visitor import Mutator
+
+    class _M(Mutator):
+        def visit_ThreadExtent(self, x):
+            return x
+
+        def visit_Allocate(self, a):
+            if a.buffer.scope == "global":
+                hoisted.append(a.buffer)
+                return self.visit(a.body)
+            return self.generic_visit(a)
+
+    return _M().visit(stmt)
 
 
 def _strip_thread_extents(t):
