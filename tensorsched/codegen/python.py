@@ -305,31 +305,27 @@ class PythonEmitter:
 
     def s_Allocate(self, a, ind):
         b = a.buffer
-        fill = "float('nan')" if dt.is_float(b.dtype) else "None"
         name = self.buf(b)
         if b.scope == "shared":
             # keyed by the buffer's unique identifier: two stages may share a name
-            self.emit(f"{name} = _shared.setdefault({name!r}, [{fill}] * {self.size(b.size)})", ind)
+            self.emit(f"{name} = _shared.setdefault({name!r}, {self.new_list(b)})", ind)
         else:
-            self.emit(f"{name} = [{fill}] * {self.size(b.size)}", ind)
+            self.emit(f"{name} = {self.new_list(b)}", ind)
         self.stmt(a.body, ind)
+
+    def new_list(self, b) -> str:
+        """A new flat list for buffer ``b``, poisoned (NaN, or None for integers)."""
+        fill = "float('nan')" if dt.is_float(b.dtype) else "None"
+        return f"[{fill}] * {self.size(b.size)}"
 
     def s_Barrier(self, b, ind):
         self.emit("yield", ind)
 
-    def s_ThreadExtent(self, t, ind):
-        self.launch(t, ind)
-
-    def launch(self, t, ind):
-        """A kernel (a root stage with work-item axes, as OpenCL launches it): its whole
+    def kernel(self, t, ind):
+        """A root stage. With work-item axes it is a kernel, as OpenCL launches it: its whole
         statement run by every work-item of the NDRange its ThreadExtents define, in
         lockstep, so that what lies outside them (a ``__local`` buffer, a barrier between
         two of them) belongs to the kernel too; its global buffers made before the launch."""
-        hoisted: list = []
-        t = _hoist_global_allocs(t, hoisted)
-        for b in hoisted:
-            fill = "float('nan')" if dt.is_float(b.dtype) else "None"
-            self.emit(f"{self.buf(b)} = [{fill}] * {self.size(b.size)}", ind)
         launch = {}
 
         class _Collect(Visitor):
@@ -339,6 +335,13 @@ class PythonEmitter:
                 self.generic_visit(x)
 
         _Collect().visit(t)
+        if not launch:
+            self.stmt(t, ind)
+            return
+        hoisted: list = []
+        t = _hoist_global_allocs(t, hoisted)
+        for b in hoisted:
+            self.emit(f"{self.buf(b)} = {self.new_list(b)}", ind)
         blocks = [(v, n) for tag, (v, n) in launch.items() if tag.startswith("blockIdx")]
         threads = [(v, n) for tag, (v, n) in launch.items() if tag.startswith("threadIdx")]
         fn = self.names(t, "workitem")
@@ -359,30 +362,14 @@ class PythonEmitter:
         f = self.func
         body = f.body
         while isinstance(body, S.Allocate):  # the root's buffers, between kernels
-            b = body.buffer
-            fill = "float('nan')" if dt.is_float(b.dtype) else "None"
-            self.emit(f"{self.buf(b)} = [{fill}] * {self.size(b.size)}", 1)
+            self.emit(f"{self.buf(body.buffer)} = {self.new_list(body.buffer)}", 1)
             body = body.body
         for part in body.stmts if isinstance(body, S.Seq) else (body,):
-            if _has_thread_extent(part):
-                self.launch(part, 1)
-            else:
-                self.stmt(part, 1)
+            self.kernel(part, 1)
         params = [self.buf(b) for b in f.args]
         params += [self.var(v) for v in size_vars(tuple(b.shape for b in f.args))]
         head = f"def {self.names(f, f.name)}({', '.join(params)}):"
         return "\n".join([head] + self.lines) + "\n"
-
-
-def _has_thread_extent(stmt) -> bool:
-    found = []
-
-    class _Find(Visitor):
-        def visit_ThreadExtent(self, x):
-            found.append(x)
-
-    _Find().visit(stmt)
-    return bool(found)
 
 
 def _hoist_global_allocs(stmt, hoisted: list):
