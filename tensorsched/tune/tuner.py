@@ -439,8 +439,8 @@ def _logged_configs(
         if r.device == device and r.task_key() == task.key():
             key = r.config_key()
             logged.add(key)
-            if r.status in ("ok", "wrong"):
-                ms = r.device_ms if r.status == "ok" and r.device_ms else math.nan
+            ms = _measurement(r)
+            if ms is not None:
                 times.setdefault(key, []).append(ms)
                 configs[key] = r.config
     if logged and not resume:
@@ -588,8 +588,8 @@ class Trials:
             remeasure=remeasure,
         )
         self.writer.append(rec)
-        if rec.status in ("ok", "wrong") or remeasure:  # a failure again (timeout): not again
-            ms = rec.device_ms if rec.status == "ok" and rec.device_ms else math.nan
+        ms = _measurement(rec)
+        if ms is not None:
             self.times.setdefault(rec.config_key(), []).append(ms)
             self.configs[rec.config_key()] = config
         if remeasure:
@@ -1029,6 +1029,15 @@ class ClusterSearch(Trials):
         for fl in streak:
             fl.failed_on.add(slot)
             self._send(fl)
+
+
+def _measurement(r: Record) -> float | None:
+    """What a record adds to its config's measurements for measuring the fastest again: its
+    time; NaN where it was wrong, or failed when measured again (a timeout: not again); None
+    for a trial that failed otherwise (its config is no candidate)."""
+    if r.status == "ok" and r.device_ms:
+        return r.device_ms
+    return math.nan if r.status == "wrong" or r.remeasure else None
 
 
 def _faster(a: Record, b: Record) -> bool:
