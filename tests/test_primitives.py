@@ -883,3 +883,67 @@ def test_a_one_group_kernel_with_a_barrier_between_its_work_item_loops():
         out = np.full((2, 8), np.nan, np.float32)
         ts.build(s, [A, C], target=target)(a, out)
         np.testing.assert_allclose(out, a * 2 + 1, rtol=1e-6, err_msg=target)
+
+
+def _split_k_in_one_kernel(M, N, K, parts=4, tile=16, scope="global"):
+    """``rfactor`` over a K split bound to blockIdx.z, its partial products computed at the
+    output's work-group axis in ``scope`` memory, the output's tile spread over 64 work-items."""
+    A = ts.placeholder((M, K), name="A")
+    B = ts.placeholder((K, N), name="B")
+    k = ts.reduce_axis((0, K), name="k")
+    C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    ko, _ = s[C].split(C.op.reduce_axis[0], nparts=parts)
+    P = s.rfactor(C, ko)
+    i, j = C.op.axis
+    by, ii = s[C].split(i, tile)
+    bx, jj = s[C].split(j, tile)
+    s[C].reorder(by, bx, ii, jj)
+    rest, item = s[C].split(s[C].fuse(ii, jj), 64)
+    s[C].reorder(item, rest)
+    s[C].bind(by, ts.thread_axis("blockIdx.y"))
+    s[C].bind(bx, ts.thread_axis("blockIdx.x"))
+    s[C].bind(item, ts.thread_axis("threadIdx.x"))
+    s[P].compute_at(s[C], bx)
+    s[P].set_scope(scope)
+    z, pi, pj = s[P].op.axis
+    s[P].bind(z, ts.thread_axis("blockIdx.z"))
+    _, pitem = s[P].split(s[P].fuse(pi, pj), 64)
+    s[P].bind(pitem, ts.thread_axis("threadIdx.x"))
+    return s, [A, B, C]
+
+
+def test_a_global_stage_spread_over_work_groups_of_its_own_is_added_by_the_last_of_them():
+    """A global stage computed at a work-group axis of its consumer, with an axis bound to a
+    block index that the consumer does not bind (a K split over blockIdx.z): each of its
+    work-groups computes its part of the consumer's tile into the whole array, and the
+    consumer's code after it is run by the last of them to arrive (``last_group`` in the IR,
+    an atomic counter per tile in OpenCL): one kernel, right on both targets and on a second
+    call, and the printed IR reads back as the same function."""
+    from tensorsched.ir.parser import check_roundtrip
+
+    M, N, K = 40, 48, 61
+    s, args = _split_k_in_one_kernel(M, N, K)
+    func = ts.lower(s, args)
+    text = str(func)
+    assert "allocate C.rf[float32 * 4 * 40 * 48], global" in text
+    assert "last_group (C.rf.arrivals[blockIdx.y*3 + blockIdx.x], blockIdx.z, 4) {" in text
+    check_roundtrip(func)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    for target in ("python", "opencl"):
+        mod = ts.build(s, args, target=target)
+        for _ in range(2):
+            out = np.full((M, N), np.nan, np.float32)
+            mod(a, b, out)
+            np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    assert ts.build(s, args, target="opencl").get_source().count("__kernel") == 1
+
+
+def test_a_work_group_stage_bound_to_a_block_index_of_its_own_is_refused():
+    """The same schedule with the partial products in ``__local`` memory (each work-group's
+    own copy) cannot spread them over work-groups: the error says so."""
+    s, args = _split_k_in_one_kernel(40, 48, 61, scope="shared")
+    with pytest.raises(ts.TensorschedError, match="private to one work-group"):
+        ts.lower(s, args)

@@ -8,8 +8,12 @@ tall and half as wide), each checked
 against float64 numpy, then timed alternately by profiling events (the median of 7 rounds of
 ``time_evaluator`` medians); printed as microseconds and as speed-up over the logged config:
 
-    . benchmarks/gpu/gpu_env.sh && [SPLITS=1,2,4,8,16] [SLICES=2,4] [TOP=2] \\
+    . benchmarks/gpu/gpu_env.sh && [SPLITS=1,2,4,8,16] [SLICES=2,4] [GROUP=1] [TOP=2] \\
         python benchmarks/gpu/split_probe.py LOG.jsonl ...
+
+``GROUP=1`` adds each split above 1 with its partial products added by the last work-group of
+each tile in the same kernel (``split_sum="group"``, marked ``group<split>``); every variant
+is checked again after its timing runs.
 
 (``gpu/results/data_shapes_2026-11-26/split_probe.txt``: ten shapes of the shipped H200 log,
 before ``slice_k``.)
@@ -31,6 +35,7 @@ from tensorsched.tune.task import Task  # noqa: E402
 SPLITS = tuple(int(s) for s in os.environ.get("SPLITS", "1,2,3,4,5,6,8,12,16").split(","))
 SLICES = tuple(int(s) for s in os.environ.get("SLICES", "").split(",") if s)
 TOP = int(os.environ.get("TOP", "2"))
+GROUP = bool(os.environ.get("GROUP"))
 gemm_gpu.SPLIT_K = tuple(dict.fromkeys(gemm_gpu.SPLIT_K + SPLITS))  # this process only
 
 
@@ -48,6 +53,11 @@ def probe(record: dict, queue) -> None:
     logged = record["config"]
     splits = dict.fromkeys((*SPLITS, logged["split_k"]))
     variants = {f"split{split}": dict(logged, split_k=split) for split in splits}
+    if GROUP:
+        for split in splits:
+            if split > 1:
+                group = dict(logged, split_k=split, split_sum="group", slice_k=1)
+                variants[f"group{split}"] = group
     vy, ty, wy = logged["tile_y"]
     small = {}  # the work-group tile halved along M and N (fewer virtual threads or outputs)
     for axis in ("tile_y", "tile_x"):

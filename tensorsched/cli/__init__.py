@@ -438,7 +438,14 @@ def cmd_source(args: argparse.Namespace) -> None:
                 for b in lower(s, targs).args
             ],
             "temporaries": [
-                {"name": b.name, "dtype": b.dtype, "shape": list(b.shape)} for b in src.temps
+                {
+                    "name": b.name,
+                    "dtype": b.dtype,
+                    "shape": list(b.shape),
+                    # zero before the first launch; the kernels leave it zero
+                    "zero_before_first_launch": b in src.zeroed,
+                }
+                for b in src.temps
             ],
             "kernels": [
                 {

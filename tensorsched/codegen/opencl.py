@@ -62,6 +62,7 @@ KEYWORDS = (
     *("max", "min", "fmax", "fmin", "select", "mad", "fma", "dot", "barrier", "mem_fence"),
     *(f"get_{w}" for w in ("group_id", "local_id", "global_id", "local_size", "num_groups")),
     *("get_global_size", "read_imagef", "vload_half", "vstore_half", "ts_v", "ts_sampler"),
+    *("atomic_inc", "atomic_xchg", "ts_last_group", "TS_DEVICE_FENCE"),
     *(f"{f}{n}" for f in ("vload", "vstore") for n in (2, 3, 4, 8, 16)),
     *(f"{t}{n}" for t in ("float", "double", "half", "int", "long") for n in (2, 3, 4, 8, 16)),
 )
@@ -89,6 +90,14 @@ HELPERS = {
     "  return k == 0 ? t.x : (k == 1 ? t.y : (k == 2 ? t.z : t.w));\n}",
     **_floor_helpers("", "int"),
     **_floor_helpers("_long", "long"),
+    # a fence that orders a work-item's global stores for every work-group (LastGroup): NVIDIA's
+    # OpenCL compiles mem_fence(CLK_GLOBAL_MEM_FENCE) to a work-group's fence (membar.cta), so
+    # there (its compiler defines __NV_CL_C_VERSION) the device-wide one, CUDA's __threadfence()
+    "TS_DEVICE_FENCE": "#ifdef __NV_CL_C_VERSION\n"
+    '#define TS_DEVICE_FENCE() asm volatile("membar.gl;" ::: "memory")\n'
+    "#else\n"
+    "#define TS_DEVICE_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)\n"
+    "#endif",
 }
 
 
@@ -150,6 +159,9 @@ class KernelSource:
     text: str
     kernels: tuple[KernelInfo, ...]
     temps: tuple[S.Buffer, ...]
+    # the temporaries that must be zero before the first launch (the kernels leave them so):
+    # counters of work-groups' arrivals (``ir.stmt.LastGroup``)
+    zeroed: tuple[S.Buffer, ...] = ()
 
 
 class OpenCLEmitter(CStyleEmitter):
@@ -285,6 +297,29 @@ class OpenCLEmitter(CStyleEmitter):
     def s_Barrier(self, b: S.Barrier, ind: int) -> None:
         self.emit(self.barrier_call, ind)
 
+    def s_LastGroup(self, g: S.LastGroup, ind: int) -> None:
+        # each work-item's global stores fenced for the whole device, one work-item counts the
+        # group's arrival (atomic_inc returns the count before it), and the last group to
+        # arrive resets the counter for the next launch and runs the body
+        count = str(g.count) if isinstance(g.count, int) else self.expr(E.as_expr(g.count))
+        counter = f"{self.buf(g.counter)} + {self.expr(g.index)}"
+        first = " && ".join(f"get_local_id({d}) == 0" for d in range(3))
+        self.helpers.add("TS_DEVICE_FENCE")
+        self.emit(f"// the last of the {count} work-groups along {g.tag} to arrive goes on", ind)
+        self.emit("TS_DEVICE_FENCE();", ind)
+        self.emit("barrier(CLK_GLOBAL_MEM_FENCE);", ind)
+        self.emit(f"if ({first}) {{", ind)
+        self.emit(f"ts_last_group = atomic_inc({counter}) == {count} - 1;", ind + 1)
+        self.emit("if (ts_last_group) {", ind + 1)
+        self.emit(f"atomic_xchg({counter}, 0);", ind + 2)
+        self.emit("}", ind + 1)
+        self.emit("}", ind)
+        self.emit("barrier(CLK_LOCAL_MEM_FENCE);", ind)
+        self.emit("if (ts_last_group) {", ind)
+        self.emit("TS_DEVICE_FENCE();", ind + 1)
+        self.stmt(g.body, ind + 1)
+        self.emit("}", ind)
+
     def s_Allocate(self, a: S.Allocate, ind: int) -> None:
         b = a.buffer
         if b.scope == "local":
@@ -367,6 +402,7 @@ class _Collect(Visitor):
         self.reads: dict[S.Buffer, None] = {}
         self.writes: dict[S.Buffer, None] = {}
         self.allocs: dict[S.Buffer, None] = {}
+        self.counters: dict[S.Buffer, None] = {}  # of LastGroup arrivals
         self.longest_loop = 0  # the largest end (min + extent) of a constant loop
         self.vars: dict[E.Var, None] = {}  # every variable used
         self.bound: set[E.Var] = set()  # loop variables and work-item indices
@@ -401,6 +437,11 @@ class _Collect(Visitor):
     def visit_Allocate(self, a: S.Allocate) -> None:
         self.allocs[a.buffer] = None
         self.generic_visit(a)
+
+    def visit_LastGroup(self, g: S.LastGroup) -> None:
+        self.counters[g.counter] = None
+        self.reads[g.counter] = self.writes[g.counter] = None
+        self.generic_visit(g)
 
 
 def prepare(stmt: S.Stmt, args: tuple = ()) -> S.Stmt:
@@ -470,6 +511,7 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
     helpers: set[str] = set()
     helper_defs = dict(HELPERS)
     kernels: list[KernelInfo] = []
+    zeroed: list[S.Buffer] = []
     texts: list[str] = []
     uses_half = False
     for stage_name, stmt in parts:
@@ -503,6 +545,9 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
         for tag, (var, _) in sorted(col.launch.items(), key=lambda kv: kv[0]):
             value = WORK_ITEM[tag] if em.index_type == "int" else f"(long){WORK_ITEM[tag]}"
             lines.append(f"  const {em.index_type} {em.var(var)} = {value};")
+        if col.counters:
+            lines.append(f"  {em.local_qualifier} int ts_last_group;")
+        zeroed += [b for b in col.counters if b not in zeroed]
         for b in col.allocs:
             if b.scope == "shared":
                 lines.append(
@@ -530,7 +575,7 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
         head.append(SAMPLER)
     head += [helper_defs[h] for h in sorted(helpers)]
     text = "\n\n".join(head + texts) + "\n"
-    return KernelSource(func.name, text, tuple(kernels), tuple(temps))
+    return KernelSource(func.name, text, tuple(kernels), tuple(temps), tuple(zeroed))
 
 
 def _scalars(func: S.LoweredFunc, col: _Collect, kname: str) -> tuple[E.Var, ...]:

@@ -192,6 +192,15 @@ class PythonEmitter:
         self.names = Names([*keyword.kwlist, *helpers])
         self.lines: list[str] = []
         self.sizes: dict = {}
+        self.work_items: list = []  # the current kernel's work-item indices
+        self.counters: set = set()  # LastGroup counters: made zero, as a device's must be
+
+        class _Counters(Visitor):
+            def visit_LastGroup(inner, g):  # noqa: N805
+                self.counters.add(g.counter)
+                inner.generic_visit(g)
+
+        _Counters().visit(func.body)
 
     def buf(self, b):
         self.sizes[b] = b.size
@@ -315,11 +324,28 @@ class PythonEmitter:
 
     def new_list(self, b) -> str:
         """A new flat list for buffer ``b``, poisoned (NaN, or None for integers)."""
+        if b in self.counters:
+            return f"[0] * {self.size(b.size)}"
         fill = "float('nan')" if dt.is_float(b.dtype) else "None"
         return f"[{fill}] * {self.size(b.size)}"
 
     def s_Barrier(self, b, ind):
         self.emit("yield", ind)
+
+    def s_LastGroup(self, g, ind):
+        # the work-groups run one after another: the one that finds the count at its last
+        # value arrives last (its work-item 0 counts, as on a device)
+        size, name = self.size(g.counter.size), g.counter.name
+        counter = f"{self.buf(g.counter)}[_ix({self.expr(g.index)}, {size}, {name!r})]"
+        key = repr(f"last_group:{g.counter.name}")
+        first = " and ".join(f"{self.var(v)} == 0" for v in self.work_items) or "True"
+        self.emit("yield", ind)
+        self.emit(f"if {first}:", ind)
+        self.emit(f"_shared[{key}] = {counter} == {self.size(g.count)} - 1", ind + 1)
+        self.emit(f"{counter} = 0 if _shared[{key}] else {counter} + 1", ind + 1)
+        self.emit("yield", ind)
+        self.emit(f"if _shared[{key}]:", ind)
+        self.stmt(g.body, ind + 1)
 
     def kernel(self, t, ind):
         """A root stage. With work-item axes it is a kernel, as OpenCL launches it: its whole
@@ -344,6 +370,7 @@ class PythonEmitter:
             self.emit(f"{self.buf(b)} = {self.new_list(b)}", ind)
         blocks = [(v, n) for tag, (v, n) in launch.items() if tag.startswith("blockIdx")]
         threads = [(v, n) for tag, (v, n) in launch.items() if tag.startswith("threadIdx")]
+        self.work_items = [v for v, _ in threads]
         fn = self.names(t, "workitem")
         params = ", ".join(self.var(v) for v, _ in blocks + threads)
         self.emit(f"def {fn}({params}{', ' if params else ''}_shared):", ind)

@@ -325,7 +325,12 @@ def _attach(net: Net, layer: Layer, device: Device) -> None:
     bufs: dict[Any, Any] = {b: net._bufs[t] for b, t in zip(mod.func.args, tensors)}
     for t in mod.source.temps:
         nbytes = t.size * np.dtype(dt.NUMPY[t.dtype]).itemsize
-        bufs[t] = cl.Buffer(device.context, cl.mem_flags.READ_WRITE, max(4, nbytes))
+        if t in mod.source.zeroed:  # counters that the kernels leave at zero again
+            zeros = np.zeros(max(4, nbytes), np.uint8)
+            flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+            bufs[t] = cl.Buffer(device.context, flags, hostbuf=zeros)
+        else:
+            bufs[t] = cl.Buffer(device.context, cl.mem_flags.READ_WRITE, max(4, nbytes))
     constants = set(net.graph.constants)
     packing = mod.weight_only_kernels(b for b, t in zip(mod.func.args, tensors) if t in constants)
     layer.buffers = bufs  # pyopencl's set_args keeps no reference to them

@@ -456,6 +456,17 @@ class IRBuilder(Transformer):
             )
         return S.Barrier(scope.value)
 
+    def last_group(self, meta, children):
+        counter, index, tag, count, body = children
+        if not tag.value.startswith("blockIdx") or tag.value not in THREAD_TAGS:
+            raise self.error(
+                f"last_group counts work-groups along a block tag (blockIdx.x/y/z), not "
+                f"'{tag.value}'",
+                tag,
+            )
+        buf = self._placeholder_buffer(counter, 1, meta)
+        return S.LastGroup(buf, index, tag.value, self._dim(count), body)
+
     def block(self, meta, children):
         return children[0]
 
@@ -794,6 +805,18 @@ class _Resolve(Mutator):
         index = self.visit(ld.index)
         return E.Load(self._buffer(ld.buffer, index), index)
 
+    def visit_LastGroup(self, g):
+        index = self.visit(g.index)
+        count = g.count if isinstance(g.count, int) else self.visit(g.count)
+        counter = self._buffer(g.counter, index)
+        if counter.dtype != "int32" or counter.scope != "global":
+            raise self.error(
+                f"last_group counts arrivals in a global int32 buffer; '{counter.name}' is "
+                f"{counter.scope} {counter.dtype}",
+                g.counter,
+            )
+        return S.LastGroup(counter, index, g.tag, count, self.visit(g.body))
+
     def visit_Call(self, e):
         # every buffer is final here once the arguments are known
         return _finish_call(self, e) if self.declared_only else self.generic_visit(e)
@@ -808,7 +831,7 @@ class _Resolve(Mutator):
 MAX_NESTING = 64  # loops, ifs, blocks, allocations and thread extents inside each other
 MAX_EXPR_DEPTH = 128  # operators and operands inside each other: a sum of n terms is n deep
 
-_NESTING_RULES = {"loop", "if_stmt", "produce", "block", "allocate", "thread_extent"}
+_NESTING_RULES = {"loop", "if_stmt", "produce", "block", "allocate", "thread_extent", "last_group"}
 _STATEMENT_RULES = _NESTING_RULES | {"start", "func", "param", "stmts", "store", "barrier"}
 
 

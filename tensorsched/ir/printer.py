@@ -30,6 +30,7 @@ KEYWORDS = frozenset(
         "if",
         "else",
         "produce",
+        "last_group",
         "allocate",
         "barrier",
         "thread_extent",
@@ -230,6 +231,11 @@ class Printer:
             out.append(f"{pad}}}")
         elif isinstance(s, S.Barrier):
             out.append(f"{pad}barrier({s.scope})")
+        elif isinstance(s, S.LastGroup):
+            counter = f"{ident(s.counter.name)}[{self.expr(s.index)}]"
+            out.append(f"{pad}last_group ({counter}, {s.tag}, {self.extent(s.count)}) {{")
+            self._stmt(s.body, ind + 1, out)
+            out.append(f"{pad}}}")
         else:
             out.append(f"{pad}<{type(s).__name__}>")
 

@@ -138,6 +138,28 @@ class Barrier(Stmt):
     scope: str = "shared"
 
 
+@dataclass(frozen=True, slots=True)
+class LastGroup(Stmt):
+    """The work-groups that differ only in their index along block ``tag`` (``count`` of
+    them: an int, or an expression of size variables) each arrive here once, when all their
+    work-items are done with what is above; the last of them to arrive runs ``body`` (which
+    may read what all of them wrote to global memory), the others skip it. ``counter`` (a
+    global ``int32`` buffer) counts the arrivals of each set of such groups at ``index``: it
+    must be zero before the first launch, and the last group sets it back to zero.
+
+    This is how one kernel reduces across work-groups (a K split among them, added by the
+    last of each tile's groups): the arrival is an atomic increment after a global memory
+    fence, the ordering that CUDA's ``__threadfence()`` reductions rely on. OpenCL 1.2 does
+    not promise it across work-groups, so a template offers it only where
+    ``DeviceLimits.group_ordering`` says the device gives it."""
+
+    counter: Buffer
+    index: Expr
+    tag: str
+    count: Any
+    body: Stmt
+
+
 def seq(*stmts: Stmt | None) -> Stmt:
     """A sequence with nested sequences flattened and ``None`` dropped; one item stays itself."""
     flat: list[Stmt] = []

@@ -39,6 +39,7 @@ _CHILDREN = {
     S.Seq: ("stmts",),
     S.IfThenElse: ("cond", "then", "orelse"),
     S.Barrier: (),
+    S.LastGroup: ("index", "body"),
     E.IntImm: (),
     E.FloatImm: (),
     E.Var: (),

@@ -236,6 +236,12 @@ class DeviceLimits:
     max_work_item_sizes: tuple[int, ...]
     local_mem_size: int
     compute_units: int = 1  # CL_DEVICE_MAX_COMPUTE_UNITS (1 where not read)
+    # whether a work-group's global stores, a device-wide fence and an atomic increment after
+    # them reach the work-group that increments last in that order (``ir.stmt.LastGroup``):
+    # true of NVIDIA's GPUs (the fence there is CUDA's __threadfence()) and CPU devices
+    # (coherent caches); OpenCL 1.2 does not promise it, and Oclgrind, which checks against
+    # the standard, reports such a kernel's reads of other groups' stores as data races
+    group_ordering: bool = False
 
     @classmethod
     def of(cls, device: Device | str | None = None) -> DeviceLimits:
@@ -248,7 +254,15 @@ class DeviceLimits:
             tuple(int(x) for x in dev.max_work_item_sizes),
             int(dev.local_mem_size),
             max(1, int(getattr(dev.cl_device, "max_compute_units", 1))),
+            group_ordering=_orders_groups(dev),
         )
+
+
+def _orders_groups(dev: Device) -> bool:
+    import pyopencl as cl
+
+    cl_dev = dev.cl_device
+    return bool(cl_dev.type & cl.device_type.CPU or "nvidia" in cl_dev.platform.vendor.lower())
 
 
 # What every OpenCL 1.2 device tensorsched targets allows: 256 work-items a work-group (Mali

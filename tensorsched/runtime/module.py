@@ -499,12 +499,14 @@ class OpenCLModule(ModuleNames):
         key = tuple(sorted((v.name, n) for v, n in (sizes or {}).items()))
         if self._temps is None or self._temps_key != key:
             self._temps_key = key
-            self._temps = {
-                t: cl.Buffer(
-                    ctx, mf.READ_WRITE, max(4, evaluate_extent(t.size, sizes or {}) * _itemsize(t))
-                )
-                for t in self.source.temps
-            }
+            self._temps = {}
+            for t in self.source.temps:
+                nbytes = max(4, evaluate_extent(t.size, sizes or {}) * _itemsize(t))
+                if t in self.source.zeroed:  # counters that the kernels leave at zero again
+                    zeros = np.zeros(nbytes, np.uint8)
+                    self._temps[t] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=zeros)
+                else:
+                    self._temps[t] = cl.Buffer(ctx, mf.READ_WRITE, nbytes)
         bufs.update(self._temps)
         return bufs, copies
 

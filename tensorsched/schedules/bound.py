@@ -105,9 +105,10 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
     # the whole shape's strides); an inlined B is not computed at all: its argument stays as
     # the caller passed it, as in TVM
     materialised = set()
-    for t in args:
+    spread = [st.op.output(0) for st in inf.stages if across_groups(st)]  # whole arrays too
+    for t in [*args, *spread]:
         st = inf.stage_of(t) if isinstance(t, Tensor) else None
-        if st is None or st.attach_type not in ("scope", "inline"):
+        if st is None or st.attach_type not in ("scope", "inline") or st in materialised:
             continue
         materialised.add(st)
         strides, shape = storage_layout(st, list(st.op.shape))
@@ -303,6 +304,31 @@ def private_binding(st: Stage, iv: IterVar, scope: str) -> bool:
     return SCOPE_RANK[scope] > tag_rank(tag)
 
 
+def across_groups(st: Stage) -> str | None:
+    """The block tag along which ``st``, a ``"global"`` stage computed in a work-group's code
+    of its consumer (no work-item axis around it), spreads over work-groups that its kernel
+    does not otherwise have (a K split among work-groups added in the same kernel); else
+    None. Such a stage is computed per work-group of its consumer (its region is not relaxed
+    along the consumer's block indices) into the whole array (absolute indices), and the
+    consumer's code after it is run by the last of its groups to arrive
+    (``ir.stmt.LastGroup``)."""
+    if st.attach_type != "scope" or st.scope != "global":
+        return None
+    around: set[str | None] = set()
+    for parent, iv in ancestors(st):
+        pos = parent.leaf_iter_vars.index(iv)
+        around |= {bound_tag(parent, x) for x in parent.leaf_iter_vars[: pos + 1]}
+    if any(t and t.startswith("threadIdx") for t in around):
+        return None
+    root = kernel_root(st)
+    bound = {bound_tag(root, x) for x in root.leaf_iter_vars}
+    for iv in st.leaf_iter_vars:
+        tag = bound_tag(st, iv)
+        if tag and tag.startswith("blockIdx") and tag not in bound and iv.kind != "reduce":
+            return tag
+    return None
+
+
 def kernel_root(st: Stage) -> Stage:
     """The root stage of the kernel that ``st`` is computed in."""
     anc = ancestors(st)
@@ -332,7 +358,8 @@ def _attached_region(
 ) -> list[tuple[E.Expr, Extent]]:
     parent, ax = ancestors(st)[0]  # st is attached (compute_at)
     ax_pos = parent.leaf_iter_vars.index(ax)
-    rank = SCOPE_RANK[ctx.scope[st]]
+    # a stage spread over groups of its own is computed per group of its consumer
+    rank = SCOPE_RANK["shared" if across_groups(st) else ctx.scope[st]]
     relaxed: dict[E.Var, Extent] = {}
     for iv in parent.leaf_iter_vars[ax_pos + 1 :]:
         tag = bound_tag(parent, iv)

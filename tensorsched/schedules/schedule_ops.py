@@ -19,6 +19,7 @@ from ..ir.visitor import Mutator, free_vars, substitute
 from .bound import (
     SCOPE_RANK,
     Bounds,
+    across_groups,
     ancestors,
     bound_tag,
     infer_bound,
@@ -81,6 +82,10 @@ class _Builder:
         # tag -> (extent, stage, axis) in the kernel being built
         self.kernel_extents: dict[str, tuple[Extent, Stage, IterVar]] = {}
         self.bound_vars: dict[E.Var, E.Var] = {}  # leaf Var -> thread Var
+        # global stages filled by several work-groups for one consumer's group (LastGroup):
+        # allocated at the root, with the counters of their groups' arrivals
+        self.group_reduced: list[Stage] = []
+        self.group_counters: list[S.Buffer] = []
         self.arg_tensors = args
         # the buffers of the arguments: the caller's arrays, never allocated here
         self.arg_buffers = frozenset(
@@ -271,9 +276,15 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
     for k in range(len(loop_leaves) - 1, -1, -1):
         iv = leaves[k]
         inner_env_k = envs[k + 1] if k + 1 < len(leaves) else inner_env
-        kids = [build_stage(ctx, c, inner_env_k) for c in attached.get(iv, [])]
-        prefix = kids + ([init] if first_reduce == k + 1 else [])
-        stmt = _with_allocs(ctx, attached.get(iv, []), S.seq(*prefix, stmt))
+        here = attached.get(iv, [])
+        kids = [build_stage(ctx, c, inner_env_k) for c in here]
+        if first_reduce == k + 1:
+            stmt = S.seq(init, stmt)
+        spread = [c for c in here if _across_groups(ctx, c, inner_env_k)]
+        if spread:  # the rest of the work-group's code waits for all of their groups
+            stmt = _last_group(ctx, st, spread, inner_env_k, stmt)
+        here = [c for c in here if c not in spread]  # their buffers: see schedule_to_stmt
+        stmt = _with_allocs(ctx, here, S.seq(*kids, stmt))
         for ltag, later in reversed(opened.get(k, [])):
             launch = _kernel_extent(ctx, st, later, ext[later], ltag)
             stmt = S.ThreadExtent(ctx.thread_var(ltag), ltag, launch, stmt)
@@ -552,6 +563,42 @@ def _guard(conds, stmt):
     return S.IfThenElse(E.all_of(conds), stmt) if conds else stmt
 
 
+def _across_groups(ctx: _Builder, c: Stage, env: Env) -> str | None:
+    """``bound.across_groups`` of a stage ``c`` computed where ``env``'s tags are bound."""
+    tag = across_groups(c)
+    return tag if tag is not None and tag not in env else None
+
+
+def _last_group(ctx: _Builder, st: Stage, across: list[Stage], env: Env, rest: S.Stmt) -> S.Stmt:
+    """``rest`` (the code of ``st``'s work-group after the stages ``across``) run by the last
+    of the work-groups that computed them to arrive: one counter per set of groups, indexed
+    by the block indices bound around (``env``)."""
+    tags = {_across_groups(ctx, c, env) for c in across}
+    if len(tags) != 1:
+        raise ScheduleError(
+            "compute_at",
+            st,
+            f"the stages {', '.join(c.name for c in across)} computed at one axis of "
+            f"'{st.name}' spread over work-groups along different block tags "
+            f"({', '.join(sorted(t for t in tags if t))}); bind them to the same one",
+        )
+    (tag,) = tags
+    assert tag is not None
+    c = across[0]
+    iv = next(x for x in c.leaf_iter_vars if bound_tag(c, x) == tag)
+    count = launch_extent(c, iv, ctx.ext[c][iv])
+    index: E.Expr = E.IntImm(0)
+    sets: Extent = 1
+    for k, t in enumerate(sorted((t for t in env if t.startswith("blockIdx")), reverse=True)):
+        var, n = env[t]  # z, y, x: the groups' linear index
+        index = var if k == 0 else index * n + var
+        sets = sets * n
+    counter = S.Buffer(f"{c.name}.arrivals", "int32", (sets,), "global")
+    ctx.group_counters.append(counter)
+    ctx.group_reduced += [x for x in across if x not in ctx.group_reduced]
+    return S.LastGroup(counter, index, tag, count, rest)
+
+
 def _with_allocs(ctx, stages, stmt, skip=frozenset()):
     """The allocations of ``stages`` (each buffer of a multi-output stage; none of ``skip``)
     around ``stmt``; a double-buffered stage's is marked ``double_buffer_scope`` for the
@@ -597,7 +644,11 @@ def _loop(ctx, st, iv, extent, body, env):
                 body = S.IfThenElse(var < extent, body)
             return body
         root = kernel_root(st)
-        if root is not st and not any(bound_tag(root, x) == tag for x in root.leaf_iter_vars):
+        if (
+            root is not st
+            and not any(bound_tag(root, x) == tag for x in root.leaf_iter_vars)
+            and not _across_groups(ctx, st, env)
+        ):
             raise ScheduleError(
                 "bind",
                 st,
@@ -775,6 +826,8 @@ def schedule_to_stmt(sched: Schedule, args: Sequence[Tensor]) -> tuple[S.Stmt, B
         parts.append(build_stage(ctx, st, {}))
         if not st.is_output:
             root_allocs.append(st)
-    stmt = _with_allocs(ctx, root_allocs, S.seq(*parts))
+    stmt = _with_allocs(ctx, root_allocs + ctx.group_reduced, S.seq(*parts))
+    for counter in reversed(ctx.group_counters):
+        stmt = S.Allocate(counter, stmt)
     stmt = substitute(stmt, ctx.bound_vars)
     return stmt, bounds

@@ -347,7 +347,7 @@ def carry_config(config: dict[str, Any], there: Task, task: Task, space: Config)
     return carried
 
 
-NO_LIMITS = DeviceLimits("no device limits", 1 << 20, (1 << 20,) * 3, 1 << 40)
+NO_LIMITS = DeviceLimits("no device limits", 1 << 20, (1 << 20,) * 3, 1 << 40, group_ordering=True)
 
 
 def _refusal(task: Task, config: dict[str, Any]) -> str | None:

@@ -371,6 +371,10 @@ def test_split_k_sum_adds_the_slices_in_a_register(epilogue, rng):
             ConvShape(1, 8, 9, 9, 12, 3, 3, 1, 1),
             dict(slice_k=4, tile_y=(1, 4, 2), tile_x=(1, 8, 4), tile_k=(4,), tail="shift"),
         ),
+        (  # K = 144 split among work-groups, added by the last of each tile's
+            ConvShape(2, 16, 7, 7, 12, 3, 3, 1, 1),
+            dict(split_k=4, split_sum="group", tile_y=(1, 8, 2), tile_x=(1, 8, 4)),
+        ),
     ],
 )
 def test_implicit_gemm_conv_matches_numpy(shape, knobs, rng):
@@ -397,3 +401,66 @@ def test_double_buffered_gemm_is_clean_under_oclgrind(dbuf, rng):
     )
     out = np.full((21, 35), np.nan, dtype=np.float32)
     run_checked(ts.lower(s, args), [a, b, out])
+
+
+@pytest.mark.parametrize(
+    "shape,knobs,epilogue",
+    [
+        ((64, 64, 256), dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), split_k=8), ()),
+        (
+            (100, 70, 601),
+            dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), split_k=4, tail="shift"),
+            ("bias", "relu"),
+        ),
+        (
+            (37, 45, 70),
+            dict(tile_y=(2, 4, 4), tile_x=(2, 8, 4), tile_k=(8,), split_k=2, warp=4, reg_fetch=2),
+            ("add",),
+        ),
+        ((1, 301, 1000), dict(tile_y=(1, 1, 1), tile_x=(1, 32, 4), split_k=16, a_pad=0), ()),
+        (
+            (50, 70, 601),
+            dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), split_k=4, tail_k="peel"),
+            (),
+        ),
+    ],
+    ids=["divides", "ragged-shift-bias-relu", "warps-residual", "gemv", "peeled-k"],
+)
+def test_gpu_gemm_split_k_added_by_the_last_work_group(shape, knobs, epilogue, rng):
+    """``split_sum="group"``: the K split's partial products are computed in the output's
+    kernel (a global array filled by ``split_k`` work-groups a tile) and the last of each
+    tile's groups to arrive adds them and applies the epilogue: one kernel, whose counters
+    are zero before the first launch and after every one (so a second call is right too)."""
+    M, N, K = shape
+    cfg = Config(dict(knobs, split_sum="group"))
+    s, args = TEMPLATES["gemm"]["gpu_tiled"](cfg, M, N, K, epilogue=epilogue)
+    assert cfg.valid, cfg.constraints
+    mod = ts.build(s, args, target="opencl")
+    src = mod.get_source()
+    assert src.count("__kernel") == 1 and "atomic_inc(C_rf_arrivals + " in src
+    assert [b.name for b in mod.source.zeroed] == ["C.rf.arrivals"]
+    inputs = [rng.standard_normal([int(d) for d in t.shape], dtype=np.float32) for t in args[:-1]]
+    ref = epilogue_ref(inputs[0].astype(np.float64) @ inputs[1], epilogue, inputs[2:])
+    targets = ("python", "opencl") if M * N * K < 10**6 else ("opencl",)
+    check(s, args, inputs, ref, targets)
+    for _ in range(2):  # the same module again: every tile's counter was left at zero
+        out = np.full(ref.shape, np.nan, dtype=np.float32)
+        mod(*inputs, out)
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_split_k_added_by_a_work_group_needs_a_device_that_orders_groups():
+    """OpenCL 1.2 does not order one work-group's global stores before another's atomics: the
+    template offers ``split_sum="group"`` only where ``DeviceLimits.group_ordering`` holds,
+    and never without a K split."""
+    from tensorsched.runtime.device import DeviceLimits
+
+    knobs = dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), split_k=4, split_sum="group")
+    for ordered, valid in ((True, True), (False, False)):
+        limits = DeviceLimits("test", 1024, (1024, 1024, 64), 48 * 1024, group_ordering=ordered)
+        cfg = Config(dict(knobs), limits=limits)
+        TEMPLATES["gemm"]["gpu_tiled"](cfg, 64, 64, 256)
+        assert cfg.valid is valid
+    cfg = Config(dict(knobs, split_k=1))
+    TEMPLATES["gemm"]["gpu_tiled"](cfg, 64, 64, 256)
+    assert not cfg.valid and "nothing to add" in " ".join(cfg.constraints)

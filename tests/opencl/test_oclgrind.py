@@ -253,3 +253,25 @@ def test_parse_log_splits_reports():
     assert len(reports) == 2
     assert reports[0].startswith("Invalid read") and "Entity" in reports[0]
     assert reports[1].startswith("Read-write data race")
+
+
+def test_gpu_gemm_with_k_split_added_by_the_last_group_under_oclgrind(rng):
+    """``split_sum="group"``: no out-of-bounds access or uninitialised read (the counters are
+    zero before the launch) and the right numbers; Oclgrind, which holds kernels to OpenCL
+    1.2, reports the last group's reads of the other groups' partial products as races,
+    which is why ``DeviceLimits.group_ordering`` is false there."""
+    from tensorsched.ops.space import Config
+    from tensorsched.ops.templates import TEMPLATES
+
+    knobs = dict(tile_y=(1, 8, 2), tile_x=(1, 8, 4), tile_k=(8,), split_k=4, split_sum="group")
+    cfg = Config(dict(knobs, tail="shift"))
+    s, args = TEMPLATES["gemm"]["gpu_tiled"](cfg, 30, 40, 77)
+    assert cfg.valid, cfg.constraints
+    func = ts.lower(s, args, name="by_group")
+    arrays, (a, b), outs = make_arrays(args, rng)
+    result = run_checked(func, arrays, data_races=False)
+    assert result.log.strip() == ""
+    assert_close(outs[0][1], a.astype(np.float64) @ b, "float32", name="C")
+    arrays, _, _ = make_arrays(args, rng)
+    with pytest.raises(OclgrindError, match="data race"):
+        run_checked(func, arrays)

@@ -24,6 +24,16 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
 - ``split_k``: split the reduction into that many slices computed by separate work-groups
   (``rfactor``; ``blockIdx.z``), then add the partial products in a second kernel: more
   work-groups for a small M x N with a long K.
+- ``split_sum``: who adds ``split_k``'s partial products: ``"kernel"``, a second kernel;
+  ``"group"``, the last of each tile's ``split_k`` work-groups to finish, in the same
+  kernel (the partial products computed at the output's work-group, ``compute_at``, into a
+  global array; ``ir.stmt.LastGroup``), which saves the second launch. It relies on an
+  ordering between work-groups that OpenCL 1.2 does not promise, so it is offered only where
+  ``DeviceLimits.group_ordering`` holds (NVIDIA's GPUs, CPU devices). On an H100, the
+  logged bests of 15 small shapes rebuilt with it: 0.54x-1.45x the second kernel, faster on
+  matrix-vector products and some tall skinny shapes, slower where the tiles are few and
+  each last group adds 16 slices alone (benchmarks/gpu/results/group_sum_2026-11-26/): the
+  search chooses.
 - ``slice_k``: split each K step among that many sets of work-items of one work-group (an
   ``rfactor`` over the step's slices), which add their register tiles through a ``__local``
   array before the output is written: more work-items for a small M x N without
@@ -135,9 +145,11 @@ def schedule_gemm_gpu(
     tail_k = cfg.define_knob("tail_k", ("guard", "peel"))
     warp = cfg.define_knob("warp", (0, 8, 4))
     slice_k = cfg.define_knob("slice_k", SLICE_K)
+    split_sum = cfg.define_knob("split_sum", ("kernel", "group"))
+    by_group = split_k > 1 and split_sum == "group"
     bm, bn = vy * ty * wy, vx * tx * wx
     threads = tx * ty * slice_k
-    flat = warp or slice_k > 1  # work-items numbered along threadIdx.x alone
+    flat = warp or slice_k > 1 or by_group  # work-items numbered along threadIdx.x alone
     a_rows = bm + (a_pad if a_layout == "col" else 0)
     limits = cfg.limits
     cfg.constrain(threads >= 32, "work-group under 32 work-items")
@@ -168,6 +180,12 @@ def schedule_gemm_gpu(
     cfg.constrain(
         slice_k == 1 or tail_k == "guard", "K sliced within a work-group tests each step's index"
     )
+    cfg.constrain(split_sum == "kernel" or split_k > 1, "no K split: nothing to add")
+    cfg.constrain(
+        split_sum == "kernel" or limits.group_ordering,
+        "the device does not order one work-group's global stores before another's atomics",
+    )
+    cfg.constrain(split_sum == "kernel" or slice_k == 1, "K split added by groups: not sliced")
     cfg.constrain(
         tail == "guard" or M % bm != 0 or N % bn != 0,
         "the work-group tiles divide M and N: tail='shift' is the same kernel as 'guard'",
@@ -189,7 +207,11 @@ def schedule_gemm_gpu(
         (k,) = s[R].op.reduce_axis
         ko, _ = s[R].split(k, nparts=split_k)
         partial = s.rfactor(R, ko)
-        _schedule_sum(s, O, R, axes)
+        if by_group:  # computed in the output's work-groups, added by the last of them
+            s[partial].set_scope("global")
+            _schedule_slice_sum(s, O, R, partial, axes, bm, bn, wx, threads, tail)
+        else:
+            _schedule_sum(s, O, R, axes)
         R, O, axes = partial, partial, None  # the rest computes the partial products
     if slice_k > 1:
         # each K step's slices computed by slice_k sets of work-items of one work-group,
@@ -228,7 +250,7 @@ def schedule_gemm_gpu(
         else:
             txx = s[out].fuse(*inner, tyy, txx)
         s[out].bind(txx, thread_axis("threadIdx.x"))
-        if not inner:  # a slice's tile is placed in the sum stage's work-group
+        if not inner and not by_group:  # else its tile is placed in the sum's work-group
             s[out].bind(by, thread_axis("blockIdx.y"))
             s[out].bind(bx, thread_axis("blockIdx.x"))
     else:
@@ -310,10 +332,12 @@ def _schedule_slice_sum(
     threads: int,
     tail: str,
 ) -> None:
-    """The output stage of a K sliced within a work-group: the ``bm x bn`` tile of ``O``
-    spread over all ``threads`` work-items in vectors of ``lanes`` along N, each adding the
-    slices' partial products of its outputs from the ``__local`` array ``partial`` (placed in
-    this work-group) in a register, then applying the epilogue."""
+    """The output stage of a K sliced within a work-group (or split among work-groups and
+    added by the last of them): the ``bm x bn`` tile of ``O`` spread over all ``threads``
+    work-items in vectors of ``lanes`` along N, each adding the slices' partial products of
+    its outputs from ``partial`` (computed at this work-group: a ``__local`` array, or a
+    global one that the K split's work-groups fill) in a register, then applying the
+    epilogue."""
     acc = s.cache_write(O, "local") if R is O else R
     if R is not O:
         s[R].set_scope("local")
