@@ -947,3 +947,26 @@ def test_a_work_group_stage_bound_to_a_block_index_of_its_own_is_refused():
     s, args = _split_k_in_one_kernel(40, 48, 61, scope="shared")
     with pytest.raises(ts.TensorschedError, match="private to one work-group"):
         ts.lower(s, args)
+
+
+def test_a_stage_spread_over_work_groups_inside_a_loop_is_refused():
+    """Computed inside a serial loop of its consumer, a work-group would arrive at the
+    consumer's code once per iteration, overwriting its part before the others had read it:
+    refused, saying where to compute it."""
+    M, N, K = 40, 48, 61
+    A = ts.placeholder((M, K), name="A")
+    B = ts.placeholder((K, N), name="B")
+    k = ts.reduce_axis((0, K), name="k")
+    C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    ko, _ = s[C].split(C.op.reduce_axis[0], nparts=4)
+    P = s.rfactor(C, ko)
+    i, j = C.op.axis
+    bx, jj = s[C].split(j, 16)
+    s[C].reorder(bx, i, jj)
+    s[C].bind(bx, ts.thread_axis("blockIdx.x"))
+    s[P].compute_at(s[C], i)  # a serial loop over the rows, in every work-item
+    s[P].set_scope("global")
+    s[P].bind(s[P].op.axis[0], ts.thread_axis("blockIdx.z"))
+    with pytest.raises(ts.TensorschedError, match="inside loop 'i'"):
+        ts.lower(s, [A, B, C])

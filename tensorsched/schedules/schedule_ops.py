@@ -585,6 +585,23 @@ def _last_group(ctx: _Builder, st: Stage, across: list[Stage], env: Env, rest: S
     (tag,) = tags
     assert tag is not None
     c = across[0]
+    at = c.attach_ivar
+    assert at is not None  # an attached stage
+    loops = [
+        x
+        for x in st.leaf_iter_vars[: st.leaf_iter_vars.index(at) + 1]
+        if not (bound_tag(st, x) or "").startswith("blockIdx") and ctx.ext[st][x] != 1
+    ]
+    if st.attach_type != "root" or loops:
+        where = f"inside loop '{loops[0].var.name}'" if loops else f"inside '{st.name}'"
+        raise ScheduleError(
+            "compute_at",
+            c,
+            f"it spreads over work-groups along {tag} and is computed {where}, where "
+            "a work-group would arrive once per iteration, before the others' first; "
+            f"compute it at the block axis of the kernel's root stage, with only "
+            "blockIdx loops outside",
+        )
     iv = next(x for x in c.leaf_iter_vars if bound_tag(c, x) == tag)
     count = launch_extent(c, iv, ctx.ext[c][iv])
     index: E.Expr = E.IntImm(0)
