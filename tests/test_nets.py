@@ -246,3 +246,30 @@ def test_net_export_writes_onnx(tmp_path):
 def test_unknown_input_is_an_error(tmp_path):
     with pytest.raises(TensorschedError):
         from_onnx(str(tmp_path / "missing.onnx"))
+
+
+@pytest.mark.opencl
+def test_a_layer_whose_k_split_is_added_by_the_last_work_group(device, tmp_path):
+    """A conv layer whose logged config adds its K split in the same kernel
+    (``split_sum="group"``): the net creates the layer's arrival counters zeroed, and every
+    call (each leaving them zero again) gives numpy's result."""
+    from dataclasses import asdict, replace
+
+    from tensorsched.tune.record import Record, jsonable
+
+    g = tiny_onnx(str(tmp_path / "tiny.onnx"))
+    task = replace(build(g, device=device).layers[0].task, template="implicit_gemm")
+    config = {"tile_y": (1, 8, 1), "tile_x": (1, 8, 4), "tile_k": (4,), "a_pad": 0,
+              "split_k": 4, "split_sum": "group"}  # fmt: skip
+    assert task.instantiate(config)[2].valid
+    name = f"{device.platform_name} / {device.name}"
+    rec = Record(asdict(task), name, config, "ok", device_ms=0.01)
+    log = tmp_path / "group.jsonl"
+    log.write_text(json.dumps(jsonable(asdict(rec))) + "\n")
+    net = build(g, device=device, log=str(log))
+    assert net.layers[0].config["split_sum"] == "group"
+    assert "atomic_inc" in net.layers[0].module.get_source()
+    x = np.random.default_rng(0).standard_normal((1, 3, 9, 9)).astype(np.float32)
+    want = run_reference(g, x)[g.outputs[0]]
+    for _ in range(3):
+        assert rel_err(net(x), want) < TOL
