@@ -846,6 +846,25 @@ ERRORS = [
     ("A[0] = (-1e39f)", 1, 10, "-1e39 is beyond float32"),
     ("A[0] = float16(65536)", 1, 8, "65536 is beyond float16 (largest 65504)"),
     ("A[0] = float64(1e400)", 1, 8, "1e400 is beyond float64"),
+    (
+        "func f(A: float32[4], C: int32[1]) {\n  last_group (C[0], threadIdx.x, 2) {\n  }\n}",
+        2,
+        21,
+        "last_group counts work-groups along a block tag",
+    ),
+    (
+        "func f(A: float32[4], C: float32[1]) {\n  last_group (C[0], blockIdx.z, 2) {\n  }\n}",
+        2,
+        15,
+        "last_group counts arrivals in a global int32 buffer; 'C' is global float32",
+    ),
+    (
+        "func f(A: float32[4], C: int32[1]) {\n  for (i, 0, 2) {\n"
+        "    last_group (C[0], blockIdx.z, 2) {\n    }\n  }\n}",
+        3,
+        17,
+        "last_group must be outside every loop",
+    ),
 ]
 
 
@@ -854,6 +873,27 @@ def test_parse_error_message(text, line, column, message):
     e = _error(text)
     assert (e.line, e.column) == (line, column), str(e)
     assert message in e.message, str(e)
+
+
+def test_last_group_reads_back():
+    """``last_group`` (the last of a K split's work-groups adds it in the same kernel) prints
+    and parses back, under a test of the other block indices."""
+    text = (
+        "func f(A: float32[8], C: float32[8]) {\n"
+        "  allocate arrivals[int32 * 2], global\n"
+        "  // attr [blockIdx.x] thread_extent = 2\n"
+        "  if (blockIdx.x < 2) {\n"
+        "    // attr [blockIdx.z] thread_extent = 4\n"
+        "    A[blockIdx.x*4 + blockIdx.z] = 1f\n"
+        "    last_group (arrivals[blockIdx.x], blockIdx.z, 4) {\n"
+        "      C[blockIdx.x] = A[blockIdx.x*4]\n"
+        "    }\n"
+        "  }\n"
+        "}"
+    )
+    f = ts.parse_ir(text)
+    assert "last_group (arrivals[blockIdx.x], blockIdx.z, 4) {" in f.script()
+    assert ts.parse_ir(f.script()).script() == f.script()
 
 
 def test_numbers_at_the_limits_of_their_types_parse():

@@ -61,6 +61,7 @@ from .simplify import size_vars
 from .structural import structural_equal
 from .tensor import Tensor
 from .visitor import Mutator, Visitor
+from .visitor import free_vars as vars_in
 
 GRAMMAR_FILE = os.path.join(os.path.dirname(__file__), "grammar.lark")
 THREAD_TAGS = (
@@ -625,6 +626,8 @@ class _Resolve(Mutator):
         self.dead = 0  # > 0 inside a loop that never runs
         self.free = {}  # name -> Var, free variables
         self.undeclared = {}  # name -> the first placeholder of an undeclared buffer
+        self.loops = 0  # loops around the statement being resolved
+        self.thread_tags = {}  # work-item and work-group index Var -> its tag
         # name -> Var: the size variables of the arguments' shapes, defined everywhere
         self.sizes = {v.name: v for v in size_vars(tuple(b.shape for b in args))}
 
@@ -632,10 +635,13 @@ class _Resolve(Mutator):
         line, col, width = self.b.where[placeholder]
         return _error_at(self.b.text, message, line, col, width, self.b.filename)
 
-    def _bind(self, var, rng, fn, within=None):
+    def _bind(self, var, rng, fn, within=None, tag=None):
         """Bind ``var`` over the inclusive range ``rng`` for ``fn``; ``within``: the loop's
-        ``(min, extent)`` where they are not constants (they then guard the body)."""
+        ``(min, extent)`` where they are not constants (they then guard the body); ``tag``:
+        the thread tag of a work-item or work-group index."""
         new = E.Var(var.name, var.dtype)
+        if tag is not None:
+            self.thread_tags[new] = tag
         self.vars.setdefault(var.name, []).append(new)
         empty = rng[0] is not None and rng[1] is not None and rng[1] < rng[0]
         self.ranges[new] = rng
@@ -676,15 +682,19 @@ class _Resolve(Mutator):
                 f.var,
             )
         constant = isinstance(lo, E.IntImm) and isinstance(ext, E.IntImm)
-        var, body = self._bind(
-            f.var, rng, lambda: self.visit(f.body), None if constant else (lo, ext)
-        )
+        self.loops += 1
+        try:
+            var, body = self._bind(
+                f.var, rng, lambda: self.visit(f.body), None if constant else (lo, ext)
+            )
+        finally:
+            self.loops -= 1
         return S.For(var, lo, ext, f.kind, body, f.pragmas)
 
     def visit_ThreadExtent(self, t):
         extent = t.extent if isinstance(t.extent, int) else self.visit(t.extent)
         hi = extent - 1 if isinstance(extent, int) else bounds(extent, self.ranges)[1]
-        var, body = self._bind(t.var, (0, hi), lambda: self.visit(t.body))
+        var, body = self._bind(t.var, (0, hi), lambda: self.visit(t.body), tag=t.tag)
         return S.ThreadExtent(var, t.tag, extent, body)
 
     def visit_IfThenElse(self, s):
@@ -808,6 +818,20 @@ class _Resolve(Mutator):
     def visit_LastGroup(self, g):
         index = self.visit(g.index)
         count = g.count if isinstance(g.count, int) else self.visit(g.count)
+        # each work-group arrives once: not in a loop, nor under a test of a work-item index
+        # or of the index it counts along
+        tested = {
+            self.thread_tags.get(v)
+            for cond, _ in self.guards
+            for v in vars_in(cond)
+            if v in self.thread_tags
+        }
+        if self.loops or any(t.startswith("threadIdx") or t == g.tag for t in tested):
+            raise self.error(
+                "last_group must be outside every loop and every if that tests a work-item "
+                f"index or {g.tag}: each work-group arrives there exactly once",
+                g.counter,
+            )
         counter = self._buffer(g.counter, index)
         if counter.dtype != "int32" or counter.scope != "global":
             raise self.error(
