@@ -423,8 +423,13 @@ def test_double_buffered_gemm_is_clean_under_oclgrind(dbuf, rng):
             dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), split_k=4, tail_k="peel"),
             (),
         ),
+        (  # each group's K part also sliced among its work-items (added in __local memory)
+            (37, 45, 700),
+            dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), split_k=4, slice_k=2),
+            ("bias",),
+        ),
     ],
-    ids=["divides", "ragged-shift-bias-relu", "warps-residual", "gemv", "peeled-k"],
+    ids=["divides", "ragged-shift-bias-relu", "warps-residual", "gemv", "peeled-k", "sliced"],
 )
 def test_gpu_gemm_split_k_added_by_the_last_work_group(shape, knobs, epilogue, rng):
     """``split_sum="group"``: the K split's partial products are computed in the output's

@@ -29,7 +29,8 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
   kernel (the partial products computed at the output's work-group, ``compute_at``, into a
   global array; ``ir.stmt.LastGroup``), which saves the second launch. It relies on an
   ordering between work-groups that OpenCL 1.2 does not promise, so it is offered only where
-  ``DeviceLimits.group_ordering`` holds (NVIDIA's GPUs, CPU devices). On an H100, the
+  ``DeviceLimits.group_ordering`` holds (NVIDIA's GPUs, CPU devices). With ``slice_k``, each
+  group's part of K is sliced among its work-items as well. On an H100, the
   logged bests of 15 small shapes rebuilt with it: 0.54x-1.45x the second kernel, faster on
   matrix-vector products and some tall skinny shapes, slower where the tiles are few and
   each last group adds 16 slices alone (benchmarks/gpu/results/group_sum_2026-11-26/): the
@@ -185,7 +186,6 @@ def schedule_gemm_gpu(
         split_sum == "kernel" or limits.group_ordering,
         "the device does not order one work-group's global stores before another's atomics",
     )
-    cfg.constrain(split_sum == "kernel" or slice_k == 1, "K split added by groups: not sliced")
     cfg.constrain(
         tail == "guard" or M % bm != 0 or N % bn != 0,
         "the work-group tiles divide M and N: tail='shift' is the same kernel as 'guard'",
@@ -221,7 +221,7 @@ def schedule_gemm_gpu(
         kz, _ = s[R].split(kr, nparts=slice_k)
         sliced = s.rfactor(R, kz)
         s[sliced].set_scope("shared")
-        _schedule_slice_sum(s, O, R, sliced, axes, bm, bn, wx, threads, tail)
+        _schedule_slice_sum(s, O, R, sliced, axes, bm, bn, wx, threads, tail, by_group)
         comp, out = s.cache_write(sliced, "local"), sliced
         kz, *_, i, j = s[out].op.axis  # (slice, [split,] i, j)
         inner = [kz]
@@ -331,6 +331,7 @@ def _schedule_slice_sum(
     lanes: int,
     threads: int,
     tail: str,
+    placed: bool = False,
 ) -> None:
     """The output stage of a K sliced within a work-group (or split among work-groups and
     added by the last of them): the ``bm x bn`` tile of ``O`` spread over all ``threads``
@@ -354,8 +355,9 @@ def _schedule_slice_sum(
         s[O].bind(kz, thread_axis("blockIdx.z"))
     rest, item = s[O].split(s[O].fuse(ii, jo), threads)
     s[O].reorder(item, rest)
-    s[O].bind(by, thread_axis("blockIdx.y"))
-    s[O].bind(bx, thread_axis("blockIdx.x"))
+    if not placed:  # else ``O`` is computed in a work-group of its own consumer
+        s[O].bind(by, thread_axis("blockIdx.y"))
+        s[O].bind(bx, thread_axis("blockIdx.x"))
     s[O].bind(item, thread_axis("threadIdx.x"))
     s[O].unroll(rest)
     s[O].vectorize(jv)
