@@ -37,6 +37,7 @@ import numpy as np
 from ..ir import dtype as dt
 from ..runtime.build import build as build_module
 from ..runtime.device import Device, resolve_device
+from ..runtime.module import temp_buffer
 from ..runtime.table import format_table
 from ..schedules.lower import lower
 from ..tune.dispatch import apply_best
@@ -325,12 +326,7 @@ def _attach(net: Net, layer: Layer, device: Device) -> None:
     bufs: dict[Any, Any] = {b: net._bufs[t] for b, t in zip(mod.func.args, tensors)}
     for t in mod.source.temps:
         nbytes = t.size * np.dtype(dt.NUMPY[t.dtype]).itemsize
-        if t in mod.source.zeroed:  # counters that the kernels leave at zero again
-            zeros = np.zeros(max(4, nbytes), np.uint8)
-            flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
-            bufs[t] = cl.Buffer(device.context, flags, hostbuf=zeros)
-        else:
-            bufs[t] = cl.Buffer(device.context, cl.mem_flags.READ_WRITE, max(4, nbytes))
+        bufs[t] = temp_buffer(device.context, nbytes, t in mod.source.zeroed)
     constants = set(net.graph.constants)
     packing = mod.weight_only_kernels(b for b, t in zip(mod.func.args, tensors) if t in constants)
     layer.buffers = bufs  # pyopencl's set_args keeps no reference to them

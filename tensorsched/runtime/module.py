@@ -499,14 +499,9 @@ class OpenCLModule(ModuleNames):
         key = tuple(sorted((v.name, n) for v, n in (sizes or {}).items()))
         if self._temps is None or self._temps_key != key:
             self._temps_key = key
-            self._temps = {}
-            for t in self.source.temps:
-                nbytes = max(4, evaluate_extent(t.size, sizes or {}) * _itemsize(t))
-                if t in self.source.zeroed:  # counters that the kernels leave at zero again
-                    zeros = np.zeros(nbytes, np.uint8)
-                    self._temps[t] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=zeros)
-                else:
-                    self._temps[t] = cl.Buffer(ctx, mf.READ_WRITE, nbytes)
+            src = self.source
+            nbytes = {t: evaluate_extent(t.size, sizes or {}) * _itemsize(t) for t in src.temps}
+            self._temps = {t: temp_buffer(ctx, n, t in src.zeroed) for t, n in nbytes.items()}
         bufs.update(self._temps)
         return bufs, copies
 
@@ -727,6 +722,18 @@ def _image(ctx: Any, array: np.ndarray) -> Any:
     rows, cols = array.shape
     texels = np.ascontiguousarray(array, dtype=np.float32).reshape(rows, cols // 4, 4)
     return cl.image_from_array(ctx, texels, num_channels=4, mode="r")
+
+
+def temp_buffer(context: Any, nbytes: int, zeroed: bool = False) -> Any:
+    """A device buffer of ``nbytes`` (at least 4) for a temporary: uninitialised, or zero
+    where ``zeroed`` (``KernelSource.zeroed``: counters that the kernels leave at zero)."""
+    import pyopencl as cl
+
+    nbytes = max(4, nbytes)
+    if not zeroed:
+        return cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
+    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+    return cl.Buffer(context, flags, hostbuf=np.zeros(nbytes, np.uint8))
 
 
 def _itemsize(buf: Buffer) -> int:

@@ -280,7 +280,7 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         kids = [build_stage(ctx, c, inner_env_k) for c in here]
         if first_reduce == k + 1:
             stmt = S.seq(init, stmt)
-        spread = [c for c in here if _across_groups(ctx, c, inner_env_k)]
+        spread = [c for c in here if _across_groups(c, inner_env_k)]
         if spread:  # the rest of the work-group's code waits for all of their groups
             stmt = _last_group(ctx, st, spread, inner_env_k, stmt)
         here = [c for c in here if c not in spread]  # their buffers: see schedule_to_stmt
@@ -563,7 +563,7 @@ def _guard(conds, stmt):
     return S.IfThenElse(E.all_of(conds), stmt) if conds else stmt
 
 
-def _across_groups(ctx: _Builder, c: Stage, env: Env) -> str | None:
+def _across_groups(c: Stage, env: Env) -> str | None:
     """``bound.across_groups`` of a stage ``c`` computed where ``env``'s tags are bound."""
     tag = across_groups(c)
     return tag if tag is not None and tag not in env else None
@@ -573,7 +573,7 @@ def _last_group(ctx: _Builder, st: Stage, across: list[Stage], env: Env, rest: S
     """``rest`` (the code of ``st``'s work-group after the stages ``across``) run by the last
     of the work-groups that computed them to arrive: one counter per set of groups, indexed
     by the block indices bound around (``env``)."""
-    tags = {_across_groups(ctx, c, env) for c in across}
+    tags = {_across_groups(c, env) for c in across}
     if len(tags) != 1:
         raise ScheduleError(
             "compute_at",
@@ -599,7 +599,7 @@ def _last_group(ctx: _Builder, st: Stage, across: list[Stage], env: Env, rest: S
             c,
             f"it spreads over work-groups along {tag} and is computed {where}, where "
             "a work-group would arrive once per iteration, before the others' first; "
-            f"compute it at the block axis of the kernel's root stage, with only "
+            "compute it at the block axis of the kernel's root stage, with only "
             "blockIdx loops outside",
         )
     iv = next(x for x in c.leaf_iter_vars if bound_tag(c, x) == tag)
@@ -664,7 +664,7 @@ def _loop(ctx, st, iv, extent, body, env):
         if (
             root is not st
             and not any(bound_tag(root, x) == tag for x in root.leaf_iter_vars)
-            and not _across_groups(ctx, st, env)
+            and not _across_groups(st, env)
         ):
             raise ScheduleError(
                 "bind",
