@@ -970,3 +970,46 @@ def test_a_stage_spread_over_work_groups_inside_a_loop_is_refused():
     s[P].bind(s[P].op.axis[0], ts.thread_axis("blockIdx.z"))
     with pytest.raises(ts.TensorschedError, match="inside loop 'i'"):
         ts.lower(s, [A, B, C])
+
+
+def test_register_staged_tiles_of_a_short_k_loop_match_numpy_on_every_target():
+    """The fuzzer's case (``--fuzz-long``): a conv whose 3-step reduction fills two
+    ``__local`` tiles through registers (``double_buffer("local")``) on three work-items with
+    virtual threads. PoCL 3.1 miscompiled the loop while the tiles' stores were skipped in its
+    last iteration (a test of the step between its two barriers; right under Oclgrind and on
+    the python target); they now run in every iteration, writing the same values again."""
+    from tensorsched.ops.conv2d import ConvShape, conv2d_nchw, conv2d_ref, stages_by_name
+
+    shape = ConvShape(N=1, CI=3, IH=1, IW=1, CO=5, KH=1, KW=1, stride=1, pad=0)
+    data, kernel, conv = conv2d_nchw(shape)
+    data_pad = stages_by_name(conv)["data_pad"]
+    s = ts.create_schedule(conv.op)
+    n, co, _, _ = s[conv].op.axis
+    no, coo, ni, coi = s[conv].tile(n, co, x_factor=1, y_factor=5)
+    cv, ct = s[conv].split(coi, nparts=2)
+    s[conv].reorder(no, coo, cv, ni, ct)
+    s[conv].bind(cv, ts.thread_axis("vthread", name="vx"))
+    s[conv].bind(no, ts.thread_axis("blockIdx.y"))
+    s[conv].bind(coo, ts.thread_axis("blockIdx.x"))
+    s[conv].bind(ni, ts.thread_axis("threadIdx.y"))
+    s[conv].bind(ct, ts.thread_axis("threadIdx.x"))
+    ci, _, _ = s[conv].op.reduce_axis
+    cio, _ = s[conv].split(ci, factor=1)
+    for t, mode in ((data_pad, "shared"), (kernel, "local")):
+        tile = s.cache_read(t, "shared", [conv])
+        s[tile].compute_at(s[conv], cio)
+        s[tile].double_buffer(mode)
+        a0, a1, _, _ = s[tile].op.axis
+        a0o, _ = s[tile].split(a0, nparts=3)
+        a1o, _ = s[tile].split(a1, nparts=1)
+        s[tile].reorder(a0o, a1o)
+        s[tile].bind(a0o, ts.thread_axis("threadIdx.x"))
+        s[tile].bind(a1o, ts.thread_axis("threadIdx.y"))
+    rng = np.random.default_rng(0)
+    d = rng.standard_normal((1, 3, 1, 1)).astype(np.float32)
+    w = rng.standard_normal((5, 3, 1, 1)).astype(np.float32)
+    want = conv2d_ref(d.astype(np.float64), w.astype(np.float64), stride=1, pad=0)
+    for target in ("python", "opencl"):
+        out = np.full((1, 5, 1, 1), np.nan, np.float32)
+        ts.build(s, [data, kernel, conv], target=target)(d, w, out)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6, err_msg=target)
