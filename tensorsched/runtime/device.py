@@ -261,8 +261,9 @@ class DeviceLimits:
 def _orders_groups(dev: Device) -> bool:
     import pyopencl as cl
 
-    cl_dev = dev.cl_device
-    return bool(cl_dev.type & cl.device_type.CPU or "nvidia" in cl_dev.platform.vendor.lower())
+    cl_dev, kind = dev.cl_device, cl.device_type
+    cpu = cl_dev.type & kind.CPU and not cl_dev.type & kind.GPU  # Oclgrind says it is all kinds
+    return bool(cpu or "nvidia" in cl_dev.platform.vendor.lower())
 
 
 # What every OpenCL 1.2 device tensorsched targets allows: 256 work-items a work-group (Mali

@@ -30,7 +30,7 @@ from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir.simplify import evaluate_extent
 from ..ir.stmt import Buffer, LoweredFunc
-from .device import Device, resolve_device
+from .device import Device, DeviceLimits, resolve_device
 from .nd import unwrap
 from .tvm_api import ModuleNames, Run, TimerOptions, benchmark
 
@@ -455,6 +455,14 @@ class OpenCLModule(ModuleNames):
         for k in self.source.kernels:
             if all(isinstance(n, int) for n in k.local_size):
                 self._check_work_group(k.name, k.local_size)
+        if self.source.zeroed and not DeviceLimits.of(dev).group_ordering:
+            warnings.warn(
+                f"{self.func.name}: its kernels hand work from one work-group to another "
+                f"(last_group), relying on an ordering that OpenCL 1.2 does not promise and "
+                f"'{dev.name}' is not known to give (DeviceLimits.group_ordering); its results "
+                "may be wrong at times. Keep the K split's sum in a kernel of its own there.",
+                stacklevel=3,
+            )
 
     def _check_work_group(self, name: str, local_size: Sequence[int]) -> None:
         dev = self.device
