@@ -441,11 +441,18 @@ def bad_double_buffer(live):
 
 def bad_vthread(live):
     """A virtual thread on a reduction axis, or on a stage in private ("local")
-    memory."""
+    memory whose kernel binds no virtual thread (where it does, the binding is the work-item's
+    own part, as documented in docs/tvm_compat.md: legal)."""
+    from tensorsched.schedules.bound import bound_tag, kernel_root
+
+    def vthreads(st):
+        root = kernel_root(st)
+        return any(bound_tag(root, x) == "vthread" for x in root.leaf_iter_vars)
+
     local = [
         (st, iv)
         for st in live.stages()
-        if st.scope == "local" and st.attach_type == "scope"
+        if st.scope == "local" and st.attach_type == "scope" and not vthreads(st)
         for iv in st.leaf_iter_vars
         if iv.kind == "data" and live.plain(st, iv) and live.usable(st, iv)
     ]
