@@ -1013,3 +1013,33 @@ def test_register_staged_tiles_of_a_short_k_loop_match_numpy_on_every_target():
         out = np.full((1, 5, 1, 1), np.nan, np.float32)
         ts.build(s, [data, kernel, conv], target=target)(d, w, out)
         np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6, err_msg=target)
+
+
+def test_a_stage_spread_over_work_groups_outside_a_block_axis_is_refused():
+    """Row sums split over blockIdx.z computed at the output's blockIdx.x axis, outside its
+    blockIdx.y axis: the groups along blockIdx.y would arrive at one counter too (4 x 3
+    arrivals where 4 are counted): refused, saying where to compute it."""
+    M, N, K = 32, 48, 64
+    A = ts.placeholder((M, K), name="A")
+    B = ts.placeholder((M, N), name="B")
+    k = ts.reduce_axis((0, K), name="k")
+    R = ts.compute((M,), lambda i: ts.sum(A[i, k], axis=k), name="R")
+    D = ts.compute((M, N), lambda i, j: R[i] + B[i, j], name="D")
+    s = ts.create_schedule(D.op)
+    ko, _ = s[R].split(R.op.reduce_axis[0], nparts=4)
+    P = s.rfactor(R, ko)
+    i, j = D.op.axis
+    by, ii = s[D].split(i, 16)
+    bx, jj = s[D].split(j, 16)
+    s[D].reorder(by, bx, ii, jj)
+    rest, item = s[D].split(s[D].fuse(ii, jj), 64)
+    s[D].reorder(item, rest)
+    s[D].bind(by, ts.thread_axis("blockIdx.x"))
+    s[D].bind(bx, ts.thread_axis("blockIdx.y"))
+    s[D].bind(item, ts.thread_axis("threadIdx.x"))
+    s[P].compute_at(s[D], by)
+    s[P].set_scope("global")
+    s[P].bind(s[P].op.axis[0], ts.thread_axis("blockIdx.z"))
+    s[R].compute_at(s[D], bx)
+    with pytest.raises(ts.TensorschedError, match="outside the axis of 'D' bound to blockIdx.y"):
+        ts.lower(s, [A, B, D])

@@ -301,7 +301,7 @@ class OpenCLEmitter(CStyleEmitter):
         # each work-item's global stores fenced for the whole device, one work-item counts the
         # group's arrival (atomic_inc returns the count before it), and the last group to
         # arrive resets the counter for the next launch and runs the body
-        count = str(g.count) if isinstance(g.count, int) else self.expr(E.as_expr(g.count))
+        count = self.expr(E.as_expr(g.count))
         counter = f"{self.buf(g.counter)} + {self.expr(g.index)}"
         first = " && ".join(f"get_local_id({d}) == 0" for d in range(3))
         self.helpers.add("TS_DEVICE_FENCE")

@@ -105,9 +105,9 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
     # the whole shape's strides); an inlined B is not computed at all: its argument stays as
     # the caller passed it, as in TVM
     materialised = set()
-    spread = [st.op.output(0) for st in inf.stages if across_groups(st)]  # whole arrays too
-    for t in [*args, *spread]:
-        st = inf.stage_of(t) if isinstance(t, Tensor) else None
+    stages = [inf.stage_of(t) if isinstance(t, Tensor) else None for t in args]
+    stages += [st for st in inf.stages if across_groups(st)]  # whole arrays too (LastGroup)
+    for st in stages:
         if st is None or st.attach_type not in ("scope", "inline") or st in materialised:
             continue
         materialised.add(st)

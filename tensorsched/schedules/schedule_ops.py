@@ -280,9 +280,13 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         kids = [build_stage(ctx, c, inner_env_k) for c in here]
         if first_reduce == k + 1:
             stmt = S.seq(init, stmt)
-        spread = [c for c in here if _across_groups(c, inner_env_k)]
-        if spread:  # the rest of the work-group's code waits for all of their groups
-            stmt = _last_group(ctx, st, spread, inner_env_k, stmt)
+        spread = {c: tag for c in here if (tag := _across_groups(c, inner_env_k))}
+        if spread:
+            # what follows the last of them (the stages after it, which may read them, and
+            # the rest of the work-group's code) waits for all of their groups
+            last = max(n for n, c in enumerate(here) if c in spread) + 1
+            stmt = _last_group(ctx, st, spread, inner_env_k, S.seq(*kids[last:], stmt))
+            kids = kids[:last]
         here = [c for c in here if c not in spread]  # their buffers: see schedule_to_stmt
         stmt = _with_allocs(ctx, here, S.seq(*kids, stmt))
         for ltag, later in reversed(opened.get(k, [])):
@@ -569,22 +573,24 @@ def _across_groups(c: Stage, env: Env) -> str | None:
     return tag if tag is not None and tag not in env else None
 
 
-def _last_group(ctx: _Builder, st: Stage, across: list[Stage], env: Env, rest: S.Stmt) -> S.Stmt:
-    """``rest`` (the code of ``st``'s work-group after the stages ``across``) run by the last
-    of the work-groups that computed them to arrive: one counter per set of groups, indexed
-    by the block indices bound around (``env``)."""
-    tags = {_across_groups(c, env) for c in across}
+def _last_group(
+    ctx: _Builder, st: Stage, spread: dict[Stage, str], env: Env, rest: S.Stmt
+) -> S.Stmt:
+    """``rest`` (the code of ``st``'s work-group after the stages ``spread``, each with the
+    block tag it spreads along) run by the last of the work-groups that computed them to
+    arrive: one counter per set of groups, indexed by the block indices bound around
+    (``env``)."""
+    tags = set(spread.values())
     if len(tags) != 1:
         raise ScheduleError(
             "compute_at",
             st,
-            f"the stages {', '.join(c.name for c in across)} computed at one axis of "
+            f"the stages {', '.join(c.name for c in spread)} computed at one axis of "
             f"'{st.name}' spread over work-groups along different block tags "
-            f"({', '.join(sorted(t for t in tags if t))}); bind them to the same one",
+            f"({', '.join(sorted(tags))}); bind them to the same one",
         )
     (tag,) = tags
-    assert tag is not None
-    c = across[0]
+    c = next(iter(spread))
     at = c.attach_ivar
     assert at is not None  # an attached stage
     loops = [
@@ -592,15 +598,24 @@ def _last_group(ctx: _Builder, st: Stage, across: list[Stage], env: Env, rest: S
         for x in st.leaf_iter_vars[: st.leaf_iter_vars.index(at) + 1]
         if not (bound_tag(st, x) or "").startswith("blockIdx") and ctx.ext[st][x] != 1
     ]
-    if st.attach_type != "root" or loops:
-        where = f"inside loop '{loops[0].var.name}'" if loops else f"inside '{st.name}'"
+    # groups that differ along a block index not bound here would share one counter
+    uncounted = sorted(
+        t
+        for x in st.leaf_iter_vars
+        if (t := bound_tag(st, x) or "").startswith("blockIdx") and t not in env
+    )
+    if st.attach_type != "root" or loops or uncounted:
+        where = f"inside '{st.name}'"
+        if loops:
+            where = f"inside loop '{loops[0].var.name}'"
+        elif uncounted:
+            where = f"outside the axis of '{st.name}' bound to {uncounted[0]}"
         raise ScheduleError(
             "compute_at",
             c,
             f"it spreads over work-groups along {tag} and is computed {where}, where "
-            "a work-group would arrive once per iteration, before the others' first; "
-            "compute it at the block axis of the kernel's root stage, with only "
-            "blockIdx loops outside",
+            "its work-groups' arrivals cannot be counted once each; compute it at the "
+            "innermost block axis of the kernel's root stage, with only blockIdx loops outside",
         )
     iv = next(x for x in c.leaf_iter_vars if bound_tag(c, x) == tag)
     count = launch_extent(c, iv, ctx.ext[c][iv])
@@ -612,7 +627,7 @@ def _last_group(ctx: _Builder, st: Stage, across: list[Stage], env: Env, rest: S
         sets = sets * n
     counter = S.Buffer(f"{c.name}.arrivals", "int32", (sets,), "global")
     ctx.group_counters.append(counter)
-    ctx.group_reduced += [x for x in across if x not in ctx.group_reduced]
+    ctx.group_reduced += [x for x in spread if x not in ctx.group_reduced]
     return S.LastGroup(counter, index, tag, count, rest)
 
 

@@ -276,3 +276,39 @@ def test_gpu_gemm_with_k_split_added_by_the_last_group_under_oclgrind(rng):
     arrays, _, _ = make_arrays(args, rng)
     with pytest.raises(OclgrindError, match="data race"):
         run_checked(func, arrays)
+
+
+def test_a_stage_reading_a_k_split_added_by_the_last_group_runs_after_it_arrives(rng):
+    """Row sums split over blockIdx.z (a global ``rfactor`` stage computed at the output's
+    block axis) and the sums themselves computed at the same axis: the sums read every
+    group's part, so they are computed inside ``last_group``, after all of them arrived
+    (outside it, every group read parts not written yet: uninitialised reads here)."""
+    M, N, K = 32, 48, 64
+    A = ts.placeholder((M, K), name="A")
+    B = ts.placeholder((M, N), name="B")
+    k = ts.reduce_axis((0, K), name="k")
+    R = ts.compute((M,), lambda i: ts.sum(A[i, k], axis=k), name="R")
+    D = ts.compute((M, N), lambda i, j: R[i] + B[i, j], name="D")
+    s = ts.create_schedule(D.op)
+    ko, _ = s[R].split(R.op.reduce_axis[0], nparts=4)
+    P = s.rfactor(R, ko)
+    i, j = D.op.axis
+    by, ii = s[D].split(i, 16)
+    rest, item = s[D].split(s[D].fuse(ii, j), 64)
+    s[D].reorder(by, item, rest)
+    s[D].bind(by, ts.thread_axis("blockIdx.x"))
+    s[D].bind(item, ts.thread_axis("threadIdx.x"))
+    s[P].compute_at(s[D], by)
+    s[P].set_scope("global")
+    z, pi = s[P].op.axis
+    s[P].bind(z, ts.thread_axis("blockIdx.z"))
+    s[P].bind(pi, ts.thread_axis((0, 64), "threadIdx.x"))
+    s[R].compute_at(s[D], by)
+    s[R].bind(s[R].op.axis[0], ts.thread_axis((0, 64), "threadIdx.x"))
+    func = ts.lower(s, [A, B, D], name="rows")
+    assert "last_group (R.rf.arrivals[blockIdx.x], blockIdx.z, 4) {\n    produce R {" in str(func)
+    arrays, (a, b), outs = make_arrays([A, B, D], rng)
+    result = run_checked(func, arrays, data_races=False)
+    assert result.log.strip() == ""
+    want = a.astype(np.float64).sum(axis=1, keepdims=True) + b
+    assert_close(outs[0][1], want, "float32", name="D")
