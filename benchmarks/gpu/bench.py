@@ -39,7 +39,12 @@ Contenders, on the workloads they apply to:
   defaults and with ``TUNED_XGEMM`` (``CLBlastOverrideParameters``, on NVIDIA GPUs or with
   ``--clblast-tuned``); GEMM only;
 - cuBLAS (``torch.matmul``) and cuDNN (``torch.nn.functional.conv2d``, its autotuner on), TF32
-  off; skipped with a note where torch or CUDA is missing.
+  off; skipped with a note where torch or CUDA is missing;
+- ts via CUDA: on NVIDIA's OpenCL, tensorsched's kernels above (their PTX, which NVIDIA's
+  OpenCL returns as the binary) launched through the CUDA driver and timed as cuBLAS is (a CUDA
+  graph's replay); its ratio to cuBLAS compares the kernels alone, where ``ts/cuBLAS`` includes
+  NVIDIA's OpenCL cost of a kernel (about 5 us by its profiling events, 1 us through CUDA;
+  ``floor_probe.py``), most of a small GEMM's gap. ``--skip cuda-launch`` leaves it out.
 
 Checks: the output is poisoned with NaN, one run fills it, and max |out - ref| / max |ref|
 against a float64 numpy reference must be at most 1e-5 (torch allocates its convolution's
@@ -94,6 +99,7 @@ from tensorsched.tune.tuner import tune
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # clblast_lib: CLBlast through ctypes, loaded on the GPU host only
 from clblast_lib import ClBlast, ClBlastError, ClBlastGemm  # noqa: E402
+from cuda_kernels import CudaKernels, cuda_graph_seconds  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RTOL = TOL["float32"]
@@ -119,8 +125,15 @@ TUNED_XGEMM = {
 }
 
 TS, ACL, CLB, CLBT, VENDOR = "tensorsched", "ACL-style", "CLBlast", "CLBlast tuned", "cuBLAS/cuDNN"
-CONTENDERS = (TS, ACL, CLB, CLBT, VENDOR)
-SKIPPABLE = {"tensorsched": (TS,), "acl": (ACL,), "clblast": (CLB, CLBT), "torch": (VENDOR,)}
+TSC = "ts via CUDA"  # tensorsched's kernels (their PTX) launched through CUDA, NVIDIA only
+CONTENDERS = (TS, ACL, CLB, CLBT, VENDOR, TSC)
+SKIPPABLE = {
+    "tensorsched": (TS, TSC),
+    "acl": (ACL,),
+    "clblast": (CLB, CLBT),
+    "torch": (VENDOR, TSC),
+    "cuda-launch": (TSC,),
+}
 
 
 # ---- workloads
@@ -254,6 +267,7 @@ class Result:
     error: float | None = None  # relative max error of the checked run (NaN: unwritten)
     note: str = ""  # the config measured, or why there is no figure
     failed: bool = False  # an exception stopped the measurement (see the note)
+    built: tuple | None = None  # tensorsched's (module, inputs it ran on), for TSC
 
     @property
     def checked(self):
@@ -389,7 +403,9 @@ def measure_tensorsched(wl, template, log_path, inputs, ref, opts):
     out = np.full(wl.out_shape, np.nan, np.float32)
     mod(*inputs, out)
     res = Result(
-        error=relative_error(out, ref), note=f"{label} {fmt_config(rec.config)}{stale_note}"
+        error=relative_error(out, ref),
+        note=f"{label} {fmt_config(rec.config)}{stale_note}",
+        built=(mod, inputs),
     )
     if res.checked:  # time on device arrays: no transfers in the loop
         q = current_device().queue
@@ -554,27 +570,8 @@ def cuda_graph_time(torch, call, opts, n=20):
     """Median seconds per call of ``n`` calls captured in a CUDA graph and replayed (CUDA
     events around each replay): the device's time without the host's launch cost between
     calls, which on small GEMMs is torch's (10-20 us a call, more than the kernel) and moves
-    with the host; tensorsched's profiling events measure its kernels' device time alike."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up off the default stream, as capture requires
-        for _ in range(3):
-            call()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(n):
-            call()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    graph.replay()
-    times = []
-    for _ in range(opts.repeat):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3 / n)
-    return float(np.median(times))
+    with the host."""
+    return cuda_graph_seconds(torch, call, opts.repeat, n)
 
 
 def cuda_call_times(torch, call, n):
@@ -625,6 +622,31 @@ def measure_torch(torch, wl, inputs, ref, opts):
     return res
 
 
+def measure_ts_cuda(torch, wl, ts_result, ref, opts):
+    """tensorsched's checked kernels (the module ``measure_tensorsched`` built) launched
+    through CUDA from their PTX on NVIDIA's OpenCL, checked again into a NaN-poisoned output
+    and timed as cuBLAS is, by a CUDA graph's replay: the kernels alone, without NVIDIA's
+    OpenCL launch and profiling cost (about 5 us a kernel by its events; floor_probe.py)."""
+    if ts_result is None or not ts_result.checked or ts_result.built is None:
+        return Result(note="no checked tensorsched kernel to launch")
+    if "NVIDIA" not in current_device().platform_name:
+        return Result(note="not NVIDIA's OpenCL (its binaries are not PTX)")
+    mod, inputs = ts_result.built
+    try:
+        kern = CudaKernels(mod, torch)
+    except ValueError as exc:  # a scalar or an image argument: this launcher passes neither
+        return Result(note=f"not launched through CUDA: {exc}")
+    out = torch.full(wl.out_shape, float("nan"), device="cuda")
+    tensors = [torch.from_numpy(np.ascontiguousarray(x)).cuda() for x in inputs] + [out]
+    bufs = kern.buffers({b.name: t for b, t in zip(mod.func.args, tensors)})
+    kern(bufs)
+    torch.cuda.synchronize()
+    res = Result(error=relative_error(out.cpu().numpy(), ref), note="PTX through CUDA, graph")
+    if res.checked:
+        res.seconds = cuda_graph_time(torch, lambda: kern(bufs), opts)
+    return res
+
+
 # ---- the run
 
 
@@ -654,8 +676,10 @@ def ratio(results, num, den):
 
 def print_table(workloads, results):
     cols = [c for c in CONTENDERS if any(c in results[w.name] for w in workloads)]
-    ratios = [c for c in cols if c != TS]
-    head = ["workload"] + [f"{c} TF/s" for c in cols] + [f"ts/{c}" for c in ratios]
+    ratios = [c for c in cols if c not in (TS, TSC)]
+    pairs = [(TS, c) for c in ratios] + ([(TSC, VENDOR)] if {TSC, VENDOR} <= set(cols) else [])
+    head = ["workload"] + [f"{c} TF/s" for c in cols]
+    head += [f"ts/{d}" if n == TS else "via CUDA/cuBLAS" for n, d in pairs]
     rows = []
     for w in workloads:
         r = results[w.name]
@@ -669,8 +693,8 @@ def print_table(workloads, results):
                 if res.measured
                 else ("WRONG" if res.error is not None else "-")
             )
-        for c in ratios:
-            x = ratio(r, TS, c)
+        for n, d in pairs:
+            x = ratio(r, n, d)
             row.append(f"{x:.2f}x" if x is not None else "-")
         rows.append(row)
     say(format_table(head, rows, "<" + ">" * (len(head) - 1)))
@@ -771,12 +795,15 @@ def run(opts, workloads):
             todo.append((ACL, measure_acl, w, acl_results, inputs, ref, opts))
         if lib is not None and w.kind == "gemm":
             todo.append((CLB, measure_clblast, lib, w, inputs, ref, opts, "defaults"))
-        if torch is not None:
+        if torch is not None and VENDOR not in skip:
             todo.append((VENDOR, measure_torch, torch, w, inputs, ref, opts))
         r = results[w.name] = {}
         for name, measure, *args in todo:
             r[name] = attempt(measure, *args)
             print_result(name, r[name], w.flop)
+        if torch is not None and TSC not in skip:
+            r[TSC] = attempt(measure_ts_cuda, torch, w, r.get(TS), ref, opts)
+            print_result(TSC, r[TSC], w.flop)
 
     gemms = [w for w in workloads if w.kind == "gemm"]
     if lib is not None and gemms:

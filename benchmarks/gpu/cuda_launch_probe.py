@@ -20,10 +20,8 @@ ncu sees both kernels this way (``ncu`` does not see OpenCL's):
 knobs of the logged config before it is built.
 """
 
-import ctypes
 import json
 import os
-import re
 import statistics
 import sys
 
@@ -31,49 +29,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
+from cuda_kernels import CudaKernels  # noqa: E402
 from kernel_variants import fastest  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
 from tensorsched.tune.task import Task  # noqa: E402
-
-cuda = ctypes.CDLL("libcuda.so.1")
-
-
-def check(rc: int, what: str) -> None:
-    if rc:
-        msg = ctypes.c_char_p()
-        cuda.cuGetErrorString(rc, ctypes.byref(msg))
-        raise RuntimeError(f"{what}: CUDA error {rc} {msg.value}")
-
-
-class CudaKernels:
-    """The kernels of a built OpenCL module, loaded from its PTX into torch's context."""
-
-    def __init__(self, mod: object) -> None:
-        ptx = mod.binary().rstrip(b"\0") + b"\0"  # type: ignore[attr-defined]
-        # NVIDIA's OpenCL adds %envreg values (the NDRange's offsets, set by its runtime) to
-        # %ctaid for get_group_id; a CUDA launch leaves them undefined: they are 0 here
-        ptx = re.sub(rb"(mov\.b32\s+%r\d+,\s*)%envreg\d+;", rb"\g<1>0;", ptx)
-        self.module = ctypes.c_void_p()
-        check(cuda.cuModuleLoadData(ctypes.byref(self.module), ptx), "cuModuleLoadData")
-        self.launches = []
-        for info in mod.source.kernels:  # type: ignore[attr-defined]
-            fn = ctypes.c_void_p()
-            check(
-                cuda.cuModuleGetFunction(ctypes.byref(fn), self.module, info.name.encode()),
-                info.name,
-            )
-            gs = list(info.global_size) + [1] * (3 - len(info.global_size))
-            ls = list(info.local_size) + [1] * (3 - len(info.local_size))
-            grid = [g // l for g, l in zip(gs, ls)]
-            self.launches.append((fn, grid, ls, info.params))
-
-    def __call__(self, bufs: dict) -> None:
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        for fn, grid, block, params in self.launches:
-            ptrs = [ctypes.c_uint64(bufs[b.name].data_ptr()) for b in params]
-            argv = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
-            check(cuda.cuLaunchKernel(fn, *grid, *block, 0, stream, argv, None), "cuLaunchKernel")
 
 
 def timed(fn, n: int) -> float:
@@ -105,17 +65,12 @@ def main(argv: list[str]) -> None:
             print(task, "invalid:", cfg.constraints)
             continue
         mod = ts.build(s, args, target="opencl", name="tsg")
-        kern = CudaKernels(mod)
+        kern = CudaKernels(mod, torch)
         g = torch.Generator(device="cuda").manual_seed(0)
         a = torch.rand(M, K, device="cuda", generator=g) - 0.5
         b = torch.rand(K, N, device="cuda", generator=g) - 0.5
-        bufs = {
-            args[0].name: a,
-            args[1].name: b,
-            args[2].name: torch.full((M, N), float("nan"), device="cuda"),
-        }
-        for t in mod.source.temps:
-            bufs[t.name] = torch.empty(int(t.size), device="cuda")
+        out = torch.full((M, N), float("nan"), device="cuda")
+        bufs = kern.buffers({args[0].name: a, args[1].name: b, args[2].name: out})
         kern(bufs)
         torch.cuda.synchronize()
         ref = (a.double() @ b.double()).float()
