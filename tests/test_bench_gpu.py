@@ -132,3 +132,22 @@ def test_table_and_goals_from_made_up_figures(bench, capsys):
     assert "tensorsched / cuBLAS >= 0.9: 0.80 -> not met" in text
     assert "tensorsched / cuDNN >= 0.8: 0.60 -> not met" in text
     assert "tensorsched / GEMM method >= 2: 2.40 -> met" in text
+
+
+def test_kernels_launched_through_cuda_get_their_own_ratio_to_cublas(bench, capsys):
+    """The ``ts via CUDA`` column (NVIDIA only) is compared with cuBLAS, not with
+    tensorsched's own OpenCL figure: ``via CUDA/cuBLAS`` beside ``ts/cuBLAS/cuDNN``."""
+    R = bench.Result
+    w = bench.STANDARD["gemm4096"]
+    results = {
+        "gemm4096": {
+            bench.TS: R(seconds=w.flop / 40e12, error=1e-6),
+            bench.VENDOR: R(seconds=w.flop / 50e12, error=1e-6),
+            bench.TSC: R(seconds=w.flop / 55e12, error=1e-6),
+        }
+    }
+    bench.print_table([w], results)
+    head, _, row = capsys.readouterr().out.splitlines()[:3]
+    cells = dict(zip([c.strip() for c in head.split("|")], [c.strip() for c in row.split("|")]))
+    assert cells["ts/cuBLAS/cuDNN"] == "0.80x" and cells["via CUDA/cuBLAS"] == "1.10x"
+    assert "ts/ts via CUDA" not in head
