@@ -941,6 +941,43 @@ def test_a_global_stage_spread_over_work_groups_of_its_own_is_added_by_the_last_
     assert ts.build(s, args, target="opencl").get_source().count("__kernel") == 1
 
 
+def test_a_spread_stage_leaves_a_thread_tag_it_does_not_bind_to_one_work_item():
+    """The fuzzer's case: partial sums spread over work-groups whose own loops bind
+    threadIdx.x but not the consumer's threadIdx.y. Each work-group's part is a work-group
+    tile, as a ``shared`` stage's is: work-item 0 along threadIdx.y computes it (every one
+    of them did, adding its products 16 times on the python target, racing in OpenCL)."""
+    M, N, K = 40, 48, 61
+    A = ts.placeholder((M, K), name="A")
+    B = ts.placeholder((K, N), name="B")
+    k = ts.reduce_axis((0, K), name="k")
+    C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    ko, _ = s[C].split(C.op.reduce_axis[0], nparts=3)
+    P = s.rfactor(C, ko)
+    by, bx, ty, tx = s[C].tile(*C.op.axis, 16, 16)
+    for axis, tag in (
+        (by, "blockIdx.y"),
+        (bx, "blockIdx.x"),
+        (ty, "threadIdx.y"),
+        (tx, "threadIdx.x"),
+    ):
+        s[C].bind(axis, ts.thread_axis(tag))
+    s[P].set_scope("global")
+    s[P].compute_at(s[C], bx)
+    z, _, pj = s[P].op.axis
+    s[P].bind(z, ts.thread_axis("blockIdx.z"))
+    s[P].bind(pj, ts.thread_axis("threadIdx.x"))
+    text = str(ts.lower(s, [A, B, C]))
+    assert "if (threadIdx.y == 0 && " in text
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    for target in ("python", "opencl"):
+        out = np.full((M, N), np.nan, np.float32)
+        ts.build(s, [A, B, C], target=target)(a, b, out)
+        np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
 def test_a_work_group_stage_bound_to_a_block_index_of_its_own_is_refused():
     """The same schedule with the partial products in ``__local`` memory (each work-group's
     own copy) cannot spread them over work-groups: the error says so."""

@@ -536,11 +536,15 @@ def _clipped(extent: Extent, dim: Extent) -> bool:
 
 def _leader_tags(ctx, st, env):
     """``[(tag, var, extent, enclosing)]``: the threadIdx tags of the kernel that ``st``, a
-    stage in work-group memory, binds no axis to. Every work-item along such a tag would
-    compute the whole tile (bound inference relaxes the tile over the work-group), so the
-    stores are left to work-item 0 along it: for a reduction, redundant read-modify-writes
-    of one tile element race. ``enclosing``: a loop around the stage is bound to the tag."""
-    if ctx.scope.get(st) != "shared" or st.attach_type != "scope":
+    stage in work-group memory or a global one spread over work-groups (``across_groups``:
+    each work-group's part is a work-group tile too), binds no axis to. Every work-item along
+    such a tag would compute the whole tile (bound inference relaxes the tile over the
+    work-group), so the stores are left to work-item 0 along it: for a reduction, redundant
+    read-modify-writes of one tile element race. ``enclosing``: a loop around the stage is
+    bound to the tag."""
+    if st.attach_type != "scope":
+        return []
+    if ctx.scope.get(st) != "shared" and _across_groups(st, env) is None:
         return []
     root = kernel_root(st)
     own = {bound_tag(st, iv) for iv in st.leaf_iter_vars}

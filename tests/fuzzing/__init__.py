@@ -28,7 +28,9 @@ legal), ``illegal`` (a legal prefix, then one known misuse that must raise) and 
 (primitives with arbitrary arguments: each must raise or be legal and right).
 
 The GPU primitives: legal cases bind virtual threads (``ts.thread_axis("vthread", ...)``, in
-``gpu_start`` and ``m_bind``), split-K (``split`` + ``rfactor`` bound to ``blockIdx.z``),
+``gpu_start`` and ``m_bind``), split-K (``split`` + ``rfactor`` bound to ``blockIdx.z``;
+sometimes added in the same kernel, ``group_sum``: the partial sums in global memory computed
+at the output's innermost block axis, their tile spread over its work-items or not),
 ``shared`` tiles filled per outer step of a reduction (``k_tiles``, its split sometimes with
 ``tail="peel"``, as any split may be), ``double_buffer``,
 ``transform_layout`` and ``storage_align`` on non-argument stages; illegal cases misuse them

@@ -231,16 +231,19 @@ def compute_at(live, only=None):
     return [Step("compute_at", live.var[st], (live.var[parent], live.ax(parent, iv)))]
 
 
-def coop_fetch(live, only=None):
+def coop_fetch(live, only=None, group_part=False):
     """Fill a work-group tile cooperatively: split a ``shared`` stage's axes into as many
-    parts as the kernel has work-items along each threadIdx tag and bind them."""
+    parts as the kernel has work-items along each threadIdx tag and bind them. With
+    ``group_part``: the same for a ``global`` stage of ``group_sum`` (its work-group's part of
+    the tile), whose only bound axis is its K part on ``blockIdx.z``."""
     opts = []
     for st in only or live.stages():
+        spread = [iv for iv in st.leaf_iter_vars if live.bound(st, iv)]
         if (
             st.attach_type != "scope"
-            or st.scope != "shared"
+            or st.scope != ("global" if group_part else "shared")
             or st.relations
-            or st.attrs
+            or (len(spread) != 1 if group_part else st.attrs)
             or live.has_attached(st)
         ):
             continue
@@ -251,7 +254,7 @@ def coop_fetch(live, only=None):
             for iv, st_a in root.attrs.items()
             if st_a.bind is not None and st_a.bind.tag.startswith("threadIdx")
         ]
-        axes = [iv for iv in st.op.axis if live.usable(st, iv)]
+        axes = [iv for iv in st.op.axis if live.usable(st, iv) and iv not in spread]
         if tags and all(e for _, e in tags) and len(axes) >= len(tags):
             opts.append((st, sorted(tags), axes))
     if not opts:
@@ -425,6 +428,43 @@ def split_k(live):
     return steps
 
 
+def group_sum(live):
+    """Split-K in one kernel: partial sums whose K part is bound to ``blockIdx.z`` (from
+    ``split_k``) moved into global memory at the innermost block axis of their consumer, so
+    that each work-group of a tile computes its part into the whole array and the last of
+    them to arrive runs the consumer's code (``last_group``)."""
+    opts = []
+    for st in live.stages():
+        if st.attach_type != "root" or st.is_output or live.has_attached(st):
+            continue
+        tags = [st.attrs[iv].bind.tag for iv in st.leaf_iter_vars if live.bound(st, iv)]
+        if "blockIdx.z" not in tags or any(t.startswith("blockIdx.") for t in tags if t[-1] != "z"):
+            continue
+        readers = live.readers(st)
+        if len(readers) != 1 or readers[0].attach_type != "root":
+            continue
+        parent = readers[0]
+        blocks = [
+            iv
+            for iv in parent.leaf_iter_vars
+            if live.bound(parent, iv) and parent.attrs[iv].bind.tag.startswith("blockIdx.")
+        ]
+        if (
+            blocks
+            and all(parent.attrs[iv].bind.tag != "blockIdx.z" for iv in blocks)
+            and live.usable(parent, blocks[-1])
+        ):
+            opts.append((st, parent, blocks[-1]))
+    if not opts:
+        return None
+    st, parent, at = live.choose(opts)
+    v = live.var[st]
+    return [
+        Step("set_scope", v, ("global",)),
+        Step("compute_at", v, (live.var[parent], live.ax(parent, at))),
+    ]
+
+
 def layout(live):
     """``transform_layout`` (a permutation of the storage order) or ``storage_align``
     (rows padded to ``k*factor + offset``) on a stage that is not an argument."""
@@ -546,6 +586,7 @@ LEGAL_STEPS = {
     "parallel": parallel,
     "coop_fetch": coop_fetch,
     "split_k": split_k,
+    "group_sum": group_sum,
     "layout": layout,
     "double_buffer": double_buffer,
     "k_tiles": k_tiles,

@@ -23,13 +23,22 @@ def cases(workloads=WORKLOADS, mode="legal", max_steps=8, small=True, duplicate_
         sizes = draw_sizes(draw, workload, small)
         live = Live(draw, workload, sizes, mode, duplicate_names)
         if mode != "random" and draw(st.booleans()):
-            if draw(st.integers(0, 3)) == 0:  # split-K first (reductions only)
+            split = draw(st.integers(0, 3)) == 0
+            if split:  # split-K first (reductions only)
                 for step in moves.split_k(live) or ():
                     if not live.apply(step):
                         break
             for step in moves.gpu_start(live) or ():
                 if not live.apply(step):
                     break
+            if split and not live.dead and draw(st.booleans()):  # ... added in one kernel
+                for step in moves.group_sum(live) or ():
+                    if not live.apply(step):
+                        break
+                if not live.dead and draw(st.integers(0, 3)):  # its part spread over threads
+                    for step in moves.coop_fetch(live, group_part=True) or ():
+                        if not live.apply(step):
+                            break
         n = draw(st.integers(0, max_steps))
         for _ in range(n):
             if live.dead:
