@@ -465,6 +465,38 @@ def bad_vthread(live):
     return [Step("bind", live.var[st], (live.ax(st, iv), live.vthread_axis()), expect="error")]
 
 
+def bad_group_sum(live):
+    """``group_sum`` at a loop inside the output's innermost block axis (a loop of more than
+    one trip or a work-item axis on the way): each work-group would arrive once per
+    iteration, or a work-item's code would bind a block index: refused."""
+    steps = legal.group_sum(live)
+    if steps is None:
+        return None
+    parent_var, at = steps[1].args
+    parent = next(st for st, v in live.var.items() if v == parent_var)
+    leaves = parent.leaf_iter_vars
+    pos = next(n for n, iv in enumerate(leaves) if live.ax(parent, iv).ident == at.ident)
+    ext = live.root_extents(parent)
+
+    def refused(n):  # a loop of more than one trip, or a work-item axis, up to leaf n
+        return any(
+            ext.get(x, 2) != 1
+            or (live.bound(parent, x) and parent.attrs[x].bind.tag.startswith("threadIdx"))
+            for x in leaves[pos + 1 : n + 1]
+        )
+
+    inner = [
+        iv for n, iv in enumerate(leaves) if n > pos and live.usable(parent, iv) and refused(n)
+    ]
+    if not inner:
+        return None
+    iv = live.choose(inner)
+    return [
+        steps[0],
+        Step("compute_at", steps[1].stage, (parent_var, live.ax(parent, iv)), expect="error"),
+    ]
+
+
 # the misuses, in the order they are drawn from; each returns steps whose last must raise
 MISUSES = {
     "stale_axis": bad_stale_axis,
@@ -489,6 +521,7 @@ MISUSES = {
     "align": bad_align,
     "double_buffer": bad_double_buffer,
     "vthread": bad_vthread,
+    "group_sum": bad_group_sum,
 }
 
 
