@@ -730,3 +730,52 @@ def test_a_shipped_log_that_holds_the_task_wins_over_an_active_logs_other_shapes
     with dispatch.apply_best(str(active)):
         assert dispatch.best_config(b) is None
         assert dispatch.predicted_config(b) == best
+
+
+GPU_48 = DeviceLimits("test / gpu", 1024, (1024, 1024, 64), 48 * 1024, compute_units=48)
+
+
+def _gpu_tiled(shape, split):
+    """A gpu_tiled config of 64 x 64 work-group tiles with K split ``split`` times."""
+    task = Task("gemm", "gpu_tiled", shape)
+    config = {name: knob.default for name, knob in task.space().space.items()}
+    config.update(tile_y=(1, 16, 4), tile_x=(1, 16, 4), tile_k=(16,), split_k=split)
+    return task, config
+
+
+def test_an_untuned_prediction_splits_k_to_fill_the_device_where_tiles_are_few(tmp_path):
+    """A deep layer's GEMM (49 rows) predicted from a shape with four times its row tiles:
+    the neighbour's split (4: 128 work-groups there, under two waves of 2 a compute unit on
+    48 of them) leaves it 32 work-groups; the prediction raises the split to the largest that
+    fills one wave (8: 64 groups; 16 would be 128, past 96), whose work-groups loop half as
+    long (on the H200, a 7x7x512 convolution ran 3.5 times faster so)."""
+    log = tmp_path / "a.jsonl"
+    dev = "test / gpu"
+    there, logged = _gpu_tiled((196, 512, 4608), 4)
+    write_log(log, dev, there, [(logged, 0.1)])
+    here = Task("gemm", "gpu_tiled", (49, 512, 4608))
+    past = history(here, dev, [str(log)])
+    assert nearest_bests(here, here.space(), past)[0]["split_k"] == 4  # the carried config
+    predicted = model.predict_config(here, past, GPU_48)
+    assert predicted["split_k"] == 8
+    assert {k: v for k, v in predicted.items() if k != "split_k"} == {
+        k: v for k, v in nearest_bests(here, here.space(), past)[0].items() if k != "split_k"
+    }
+
+
+def test_a_k_split_is_kept_within_two_waves_and_cut_past_them():
+    """``_split_to_fill``: work-groups of one to two waves keep their split; more than two
+    waves cut it to the largest split that fits one (or the smallest); fewer than a wave
+    raise it."""
+    space = Task("gemm", "gpu_tiled", (1024, 1024, 1024)).space()
+
+    def split(groups, split_k):
+        feats = {"ir.log2_work_groups": math.log2(groups)}
+        out = model._split_to_fill({"split_k": split_k}, feats, space, GPU_48)
+        return None if out is None else out["split_k"]
+
+    assert split(128, 4) is None  # 96 < 128 <= 192
+    assert split(32, 4) == 8  # 8 a split: 64 <= 96 < 128
+    assert split(96, 16) is None  # one wave exactly: the largest that fits is its own
+    assert split(640, 16) == 2  # 40 a split: 80 <= 96
+    assert split(784, 4) == 1  # 196 a split: none fits, the smallest

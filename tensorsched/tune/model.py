@@ -866,15 +866,28 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
     lowered = lowering.many(
         [(task, c) for c in here] + [(there, recs[0].config) for _, there, recs in shapes]
     )
-    guesses = [
-        (rescaled_ms(recs[0].device_ms or math.inf, src, new, limits) * math.exp(d), i)
-        for i, ((d, _, recs), (new, why), (src, _)) in enumerate(
-            zip(shapes, lowered[: len(here)], lowered[len(here) :])
+    # (distance, logged ms, features there, config here, features here) of each candidate
+    cands = [
+        (d, recs[0].device_ms or math.inf, src, c, new)
+        for (d, _, recs), c, (new, why), (src, _) in zip(
+            shapes, here, lowered[: len(here)], lowered[len(here) :]
         )
         if why is None and new is not None and src is not None
     ]
+    # each also with its K split over as many work-groups as fill the device once
+    variants = [(x, _split_to_fill(x[3], x[4], space, limits)) for x in cands]
+    variants = [(x, v) for x, v in variants if v is not None]
+    for ((d, ms, src, _, _), v), (new, why) in zip(
+        variants, lowering.many([(task, v) for _, v in variants])
+    ):
+        if why is None and new is not None:
+            cands.append((d, ms, src, v, new))
+    guesses = [
+        (rescaled_ms(ms, src, new, limits) * math.exp(d), i)
+        for i, (d, ms, src, _, new) in enumerate(cands)
+    ]
     if guesses:
-        return here[min(guesses)[1]]
+        return cands[min(guesses)[1]][3]
     for c in _nearest_bests(task, space, records, shapes=len(records)):
         _, why = lowering(task, c)
         if why is None:
@@ -886,6 +899,31 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
         return None
     picks = prop._model_picks(1)
     return picks[0] if picks else None
+
+
+def _split_to_fill(
+    config: dict[str, Any], feats: dict[str, float], space: Config, limits: DeviceLimits
+) -> dict[str, Any] | None:
+    """``config`` with its ``split_k`` (a K split over work-groups, where the template has
+    one) changed where its work-groups leave the device's compute units idle (fewer than a
+    wave of ``GROUPS_PER_UNIT`` each) or queue for more than two waves: the largest split
+    whose work-groups fit in one wave, or the smallest where none does; None where that is
+    its split or it fills one or two waves. A config carried from a shape with more (or
+    fewer) tiles brings a split that made sense there: on the H200 a deep convolution's
+    7x7 tiles given a 14x14 one's split ran 3.5 times slower, a 3136x128x128 GEMM given
+    3136x64x576's 1.3 times (``benchmarks/README.md``)."""
+    knob = space.space.get("split_k")
+    split = config.get("split_k")
+    if knob is None or not isinstance(split, int) or split < 1:
+        return None
+    options = sorted(v for v in knob.candidates if isinstance(v, int) and v >= 1)
+    wave = GROUPS_PER_UNIT * limits.compute_units
+    groups = 2 ** feats["ir.log2_work_groups"]
+    if not options or wave < groups <= 2 * wave:
+        return None  # one or two waves: the split the tuner chose there stands
+    fit = [v for v in options if groups / split * v <= wave]
+    target = max(fit) if fit else options[0]
+    return None if target == split else {**config, "split_k": target}
 
 
 def rescaled_ms(
