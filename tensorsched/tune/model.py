@@ -877,10 +877,13 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
     # each also with its K split over as many work-groups as fill the device once
     variants = [(x, _split_to_fill(x[3], x[4], space, limits)) for x in cands]
     variants = [(x, v) for x, v in variants if v is not None]
-    for ((d, ms, src, _, _), v), (new, why) in zip(
+    for ((d, ms, src, c, was), v), (new, why) in zip(
         variants, lowering.many([(task, v) for _, v in variants])
     ):
-        if why is None and new is not None:
+        # kept where the split did spread over work-groups (a template's ``split_k`` may
+        # mean something else: dense_gpu's work-items per output)
+        spread = was["ir.log2_work_groups"] + math.log2(v["split_k"] / c["split_k"])
+        if why is None and new is not None and abs(new["ir.log2_work_groups"] - spread) < 0.01:
             cands.append((d, ms, src, v, new))
     guesses = [
         (rescaled_ms(ms, src, new, limits) * math.exp(d), i)
