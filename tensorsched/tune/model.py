@@ -875,8 +875,9 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
         if why is None and new is not None and src is not None
     ]
     # each also with its K split over as many work-groups as fill the device once
-    variants = [(x, _split_to_fill(x[3], x[4], space, limits)) for x in cands]
-    variants = [(x, v) for x, v in variants if v is not None]
+    variants = [
+        (x, v) for x in cands if (v := _split_to_fill(x[3], x[4], space, limits)) is not None
+    ]
     for ((d, ms, src, c, was), v), (new, why) in zip(
         variants, lowering.many([(task, v) for _, v in variants])
     ):
