@@ -885,16 +885,22 @@ def test_a_one_group_kernel_with_a_barrier_between_its_work_item_loops():
         np.testing.assert_allclose(out, a * 2 + 1, rtol=1e-6, err_msg=target)
 
 
-def _split_k_in_one_kernel(M, N, K, parts=4, tile=16, scope="global"):
-    """``rfactor`` over a K split bound to blockIdx.z, its partial products computed at the
-    output's work-group axis in ``scope`` memory, the output's tile spread over 64 work-items."""
+def _gemm_k_split(M, N, K, parts):
+    """``(A, B, C, s, P)``: a GEMM whose K is split in ``parts``, the parts ``rfactor``-ed
+    into the stage of partial sums ``P``."""
     A = ts.placeholder((M, K), name="A")
     B = ts.placeholder((K, N), name="B")
     k = ts.reduce_axis((0, K), name="k")
     C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
     s = ts.create_schedule(C.op)
     ko, _ = s[C].split(C.op.reduce_axis[0], nparts=parts)
-    P = s.rfactor(C, ko)
+    return A, B, C, s, s.rfactor(C, ko)
+
+
+def _split_k_in_one_kernel(M, N, K, parts=4, tile=16, scope="global"):
+    """``rfactor`` over a K split bound to blockIdx.z, its partial products computed at the
+    output's work-group axis in ``scope`` memory, the output's tile spread over 64 work-items."""
+    A, B, C, s, P = _gemm_k_split(M, N, K, parts)
     i, j = C.op.axis
     by, ii = s[C].split(i, tile)
     bx, jj = s[C].split(j, tile)
@@ -947,13 +953,7 @@ def test_a_spread_stage_leaves_a_thread_tag_it_does_not_bind_to_one_work_item():
     tile, as a ``shared`` stage's is: work-item 0 along threadIdx.y computes it (every one
     of them did, adding its products 16 times on the python target, racing in OpenCL)."""
     M, N, K = 40, 48, 61
-    A = ts.placeholder((M, K), name="A")
-    B = ts.placeholder((K, N), name="B")
-    k = ts.reduce_axis((0, K), name="k")
-    C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = ts.create_schedule(C.op)
-    ko, _ = s[C].split(C.op.reduce_axis[0], nparts=3)
-    P = s.rfactor(C, ko)
+    A, B, C, s, P = _gemm_k_split(M, N, K, 3)
     by, bx, ty, tx = s[C].tile(*C.op.axis, 16, 16)
     for axis, tag in (
         (by, "blockIdx.y"),
@@ -991,13 +991,7 @@ def test_a_stage_spread_over_work_groups_inside_a_loop_is_refused():
     consumer's code once per iteration, overwriting its part before the others had read it:
     refused, saying where to compute it."""
     M, N, K = 40, 48, 61
-    A = ts.placeholder((M, K), name="A")
-    B = ts.placeholder((K, N), name="B")
-    k = ts.reduce_axis((0, K), name="k")
-    C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = ts.create_schedule(C.op)
-    ko, _ = s[C].split(C.op.reduce_axis[0], nparts=4)
-    P = s.rfactor(C, ko)
+    A, B, C, s, P = _gemm_k_split(M, N, K, 4)
     i, j = C.op.axis
     bx, jj = s[C].split(j, 16)
     s[C].reorder(bx, i, jj)
