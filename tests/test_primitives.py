@@ -6,7 +6,7 @@ import pytest
 import seed_conv
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ts_check import check, conv_ref, gemm, gemm_ref
+from ts_check import check, conv_ref, gemm, gemm_ref, row_sums_added
 
 import tensorsched as ts
 
@@ -888,10 +888,7 @@ def test_a_one_group_kernel_with_a_barrier_between_its_work_item_loops():
 def _gemm_k_split(M, N, K, parts):
     """``(A, B, C, s, P)``: a GEMM whose K is split in ``parts``, the parts ``rfactor``-ed
     into the stage of partial sums ``P``."""
-    A = ts.placeholder((M, K), name="A")
-    B = ts.placeholder((K, N), name="B")
-    k = ts.reduce_axis((0, K), name="k")
-    C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    A, B, C = gemm(M, N, K)
     s = ts.create_schedule(C.op)
     ko, _ = s[C].split(C.op.reduce_axis[0], nparts=parts)
     return A, B, C, s, s.rfactor(C, ko)
@@ -1051,11 +1048,7 @@ def test_a_stage_spread_over_work_groups_outside_a_block_axis_is_refused():
     blockIdx.y axis: the groups along blockIdx.y would arrive at one counter too (4 x 3
     arrivals where 4 are counted): refused, saying where to compute it."""
     M, N, K = 32, 48, 64
-    A = ts.placeholder((M, K), name="A")
-    B = ts.placeholder((M, N), name="B")
-    k = ts.reduce_axis((0, K), name="k")
-    R = ts.compute((M,), lambda i: ts.sum(A[i, k], axis=k), name="R")
-    D = ts.compute((M, N), lambda i, j: R[i] + B[i, j], name="D")
+    A, B, R, D = row_sums_added(M, N, K)
     s = ts.create_schedule(D.op)
     ko, _ = s[R].split(R.op.reduce_axis[0], nparts=4)
     P = s.rfactor(R, ko)

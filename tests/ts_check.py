@@ -80,6 +80,16 @@ def gemm(M, N, K, dtype="float32"):
     return A, B, C
 
 
+def row_sums_added(M, N, K):
+    """``R[i] = sum_k A[i, k]`` and ``D[i, j] = R[i] + B[i, j]``; returns ``(A, B, R, D)``."""
+    A = ts.placeholder((M, K), name="A")
+    B = ts.placeholder((M, N), name="B")
+    k = ts.reduce_axis((0, K), name="k")
+    R = ts.compute((M,), lambda i: ts.sum(A[i, k], axis=k), name="R")
+    D = ts.compute((M, N), lambda i, j: R[i] + B[i, j], name="D")
+    return A, B, R, D
+
+
 def gemm_ref(a, b):
     return a @ b
 

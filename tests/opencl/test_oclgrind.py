@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 from ocl_util import assert_close, conv_ref, gemm, gemm_shared_schedule, make_arrays, random_array
+from ts_check import row_sums_added
 
 import tensorsched as ts
 from tensorsched.codegen.opencl import emit_opencl
@@ -284,11 +285,7 @@ def test_a_stage_reading_a_k_split_added_by_the_last_group_runs_after_it_arrives
     group's part, so they are computed inside ``last_group``, after all of them arrived
     (outside it, every group read parts not written yet: uninitialised reads here)."""
     M, N, K = 32, 48, 64
-    A = ts.placeholder((M, K), name="A")
-    B = ts.placeholder((M, N), name="B")
-    k = ts.reduce_axis((0, K), name="k")
-    R = ts.compute((M,), lambda i: ts.sum(A[i, k], axis=k), name="R")
-    D = ts.compute((M, N), lambda i, j: R[i] + B[i, j], name="D")
+    A, B, R, D = row_sums_added(M, N, K)
     s = ts.create_schedule(D.op)
     ko, _ = s[R].split(R.op.reduce_axis[0], nparts=4)
     P = s.rfactor(R, ko)
