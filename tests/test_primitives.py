@@ -975,6 +975,32 @@ def test_a_spread_stage_leaves_a_thread_tag_it_does_not_bind_to_one_work_item():
         np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
 
 
+def test_a_kernel_with_a_last_group_is_not_copied_into_interior_and_border_branches():
+    """The fuzzer's case (PoCL): the output's tile overhangs it, so ``specialize_interior``
+    made the kernel ``if (interior) {...} else {...}``, each copy with its own arrival (a
+    barrier, an atomic counter): PoCL left the interior groups' outputs unwritten. A body with
+    a ``last_group`` is left whole, as one with a barrier is."""
+    M, N, K = 7, 1, 1
+    A, B, C, s, P = _gemm_k_split(M, N, K, 1)
+    io, jo, ii, ji = s[C].tile(*C.op.axis, 5, 1)
+    iio, iii = s[C].split(ii, nparts=3)
+    s[C].reorder(io, jo, iio, iii, ji)
+    s[C].bind(iio, ts.thread_axis("vthread", name="vx"))
+    for axis, tag in ((io, "blockIdx.y"), (jo, "blockIdx.x"), (iii, "threadIdx.y")):
+        s[C].bind(axis, ts.thread_axis(tag))
+    s[P].bind(s[P].op.axis[0], ts.thread_axis("blockIdx.z"))
+    s[P].set_scope("global")
+    s[P].compute_at(s[C], jo)
+    mod = ts.build(s, [A, B, C], target="opencl")
+    assert mod.get_source().count("ts_last_group =") == 1
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    out = np.full((M, N), np.nan, np.float32)
+    mod(a, b, out)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-6)
+
+
 def test_a_work_group_stage_bound_to_a_block_index_of_its_own_is_refused():
     """The same schedule with the partial products in ``__local`` memory (each work-group's
     own copy) cannot spread them over work-groups: the error says so."""

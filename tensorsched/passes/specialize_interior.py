@@ -15,7 +15,8 @@ so that interior work-items run test-free code, which the vectorizer turns into 
 Tests of the work-item's indices alone (a row of the padded copy that is padding) join the
 outer test when there is a bound inside a loop to drop.
 Bodies with a work-group barrier are left alone (work-items of a group could take different
-branches around it), as are bounds that are not linear in the loops inside the work-item.
+branches around it; a ``last_group`` counts: its arrival is one), as are bounds that are not
+linear in the loops inside the work-item.
 """
 
 from __future__ import annotations
@@ -83,6 +84,10 @@ class _Bounds(Visitor):
 
     def visit_Barrier(self, b: S.Barrier) -> None:
         self.barrier = True
+
+    def visit_LastGroup(self, g: S.LastGroup) -> None:
+        self.barrier = True  # its arrival is a barrier in the generated code
+        self.generic_visit(g)
 
     def _bounds(self, cond: E.Expr) -> None:
         for c in E.conjuncts(cond):
