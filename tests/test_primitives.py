@@ -1074,10 +1074,7 @@ def test_a_stage_spread_over_work_groups_outside_a_block_axis_is_refused():
     blockIdx.y axis: the groups along blockIdx.y would arrive at one counter too (4 x 3
     arrivals where 4 are counted): refused, saying where to compute it."""
     M, N, K = 32, 48, 64
-    A, B, R, D = row_sums_added(M, N, K)
-    s = ts.create_schedule(D.op)
-    ko, _ = s[R].split(R.op.reduce_axis[0], nparts=4)
-    P = s.rfactor(R, ko)
+    A, B, R, D, s, P = row_sums_added(M, N, K, parts=4)
     i, j = D.op.axis
     by, ii = s[D].split(i, 16)
     bx, jj = s[D].split(j, 16)

@@ -80,14 +80,17 @@ def gemm(M, N, K, dtype="float32"):
     return A, B, C
 
 
-def row_sums_added(M, N, K):
-    """``R[i] = sum_k A[i, k]`` and ``D[i, j] = R[i] + B[i, j]``; returns ``(A, B, R, D)``."""
+def row_sums_added(M, N, K, parts):
+    """``R[i] = sum_k A[i, k]`` and ``D[i, j] = R[i] + B[i, j]``, with the sum's K split in
+    ``parts`` ``rfactor``-ed into ``P``; returns ``(A, B, R, D, schedule, P)``."""
     A = ts.placeholder((M, K), name="A")
     B = ts.placeholder((M, N), name="B")
     k = ts.reduce_axis((0, K), name="k")
     R = ts.compute((M,), lambda i: ts.sum(A[i, k], axis=k), name="R")
     D = ts.compute((M, N), lambda i, j: R[i] + B[i, j], name="D")
-    return A, B, R, D
+    s = ts.create_schedule(D.op)
+    ko, _ = s[R].split(R.op.reduce_axis[0], nparts=parts)
+    return A, B, R, D, s, s.rfactor(R, ko)
 
 
 def gemm_ref(a, b):

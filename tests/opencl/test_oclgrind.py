@@ -285,10 +285,7 @@ def test_a_stage_reading_a_k_split_added_by_the_last_group_runs_after_it_arrives
     group's part, so they are computed inside ``last_group``, after all of them arrived
     (outside it, every group read parts not written yet: uninitialised reads here)."""
     M, N, K = 32, 48, 64
-    A, B, R, D = row_sums_added(M, N, K)
-    s = ts.create_schedule(D.op)
-    ko, _ = s[R].split(R.op.reduce_axis[0], nparts=4)
-    P = s.rfactor(R, ko)
+    A, B, R, D, s, P = row_sums_added(M, N, K, parts=4)
     i, j = D.op.axis
     by, ii = s[D].split(i, 16)
     rest, item = s[D].split(s[D].fuse(ii, j), 64)
