@@ -894,19 +894,26 @@ def _gemm_k_split(M, N, K, parts):
     return A, B, C, s, s.rfactor(C, ko)
 
 
+def _blocks_of_64_items(s, T, tile, tags):
+    """``T``'s two axes split into ``tile`` x ``tile`` blocks bound to ``tags`` (rows,
+    columns), each block's points spread over 64 work-items; returns the two block axes."""
+    i, j = T.op.axis
+    by, ii = s[T].split(i, tile)
+    bx, jj = s[T].split(j, tile)
+    s[T].reorder(by, bx, ii, jj)
+    rest, item = s[T].split(s[T].fuse(ii, jj), 64)
+    s[T].reorder(item, rest)
+    s[T].bind(by, ts.thread_axis(tags[0]))
+    s[T].bind(bx, ts.thread_axis(tags[1]))
+    s[T].bind(item, ts.thread_axis("threadIdx.x"))
+    return by, bx
+
+
 def _split_k_in_one_kernel(M, N, K, parts=4, tile=16, scope="global"):
     """``rfactor`` over a K split bound to blockIdx.z, its partial products computed at the
     output's work-group axis in ``scope`` memory, the output's tile spread over 64 work-items."""
     A, B, C, s, P = _gemm_k_split(M, N, K, parts)
-    i, j = C.op.axis
-    by, ii = s[C].split(i, tile)
-    bx, jj = s[C].split(j, tile)
-    s[C].reorder(by, bx, ii, jj)
-    rest, item = s[C].split(s[C].fuse(ii, jj), 64)
-    s[C].reorder(item, rest)
-    s[C].bind(by, ts.thread_axis("blockIdx.y"))
-    s[C].bind(bx, ts.thread_axis("blockIdx.x"))
-    s[C].bind(item, ts.thread_axis("threadIdx.x"))
+    _, bx = _blocks_of_64_items(s, C, tile, ("blockIdx.y", "blockIdx.x"))
     s[P].compute_at(s[C], bx)
     s[P].set_scope(scope)
     z, pi, pj = s[P].op.axis
@@ -1075,15 +1082,7 @@ def test_a_stage_spread_over_work_groups_outside_a_block_axis_is_refused():
     arrivals where 4 are counted): refused, saying where to compute it."""
     M, N, K = 32, 48, 64
     A, B, R, D, s, P = row_sums_added(M, N, K, parts=4)
-    i, j = D.op.axis
-    by, ii = s[D].split(i, 16)
-    bx, jj = s[D].split(j, 16)
-    s[D].reorder(by, bx, ii, jj)
-    rest, item = s[D].split(s[D].fuse(ii, jj), 64)
-    s[D].reorder(item, rest)
-    s[D].bind(by, ts.thread_axis("blockIdx.x"))
-    s[D].bind(bx, ts.thread_axis("blockIdx.y"))
-    s[D].bind(item, ts.thread_axis("threadIdx.x"))
+    by, bx = _blocks_of_64_items(s, D, 16, ("blockIdx.x", "blockIdx.y"))
     s[P].compute_at(s[D], by)
     s[P].set_scope("global")
     s[P].bind(s[P].op.axis[0], ts.thread_axis("blockIdx.z"))
