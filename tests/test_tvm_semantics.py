@@ -346,3 +346,63 @@ def test_op_body_is_a_list_as_in_tvm():
     assert isinstance(B.op.body, list) and body.axis[0] is k  # op.body[0] is the Reduce
     X, Y = ts.compute((4, 3), lambda i, j: (A[i, j] + 1, A[i, j] * 2), name="XY")
     assert len(X.op.body) == 2
+
+
+# ---------------------------------------------------------------- == and != build conditions
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_equality_of_expressions_is_a_condition_as_in_tvm(target):
+    # TVM's test_reduce_prims writes where=(R[i] == 1); `i == k` and `i != k` of loop
+    # variables, and a compute whose body is a comparison, port unchanged
+    n = 5
+    rng = np.random.default_rng(0)
+    M = ts.placeholder((n, n), name="M")
+    R = ts.placeholder((n,), name="R", dtype="int32")
+    k = ts.reduce_axis((0, n), "k")
+    diag = ts.compute((n,), lambda i: ts.sum(M[i, k], axis=k, where=(i == k)), name="diag")
+    k2 = ts.reduce_axis((0, n), "k2")
+    off = ts.compute((n,), lambda i: ts.max(M[i, k2], axis=k2, where=(i != k2)), name="off")
+    k3 = ts.reduce_axis((0, n), "k3")
+    rows = ts.compute((n,), lambda j: ts.sum(M[k3, j], axis=k3, where=(R[k3] == 1)), name="rows")
+    eye = ts.compute((n, n), lambda i, j: i == j, name="eye")
+    m = rng.standard_normal((n, n)).astype(np.float32)
+    r = np.array([1, 0, 1, 1, 0], np.int32)
+    want = {
+        "diag": np.diag(m),
+        "off": np.array([np.delete(m[i], i).max() for i in range(n)]),
+        "rows": m[r == 1].sum(axis=0),
+        "eye": np.eye(n, dtype=bool),
+    }
+    for T in (diag, off, rows, eye):
+        inputs = [x for x in (M, R) if x in T.op.input_tensors]
+        s = ts.create_schedule(T.op)
+        out = np.full(T.shape, np.nan, np.float32) if T.dtype == "float32" else None
+        out = out if out is not None else np.zeros(T.shape, bool)
+        values = {M: m, R: r}
+        build(s, [*inputs, T], target)(*[values[x] for x in inputs], out)
+        np.testing.assert_allclose(out, want[T.name], rtol=1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_store_predicate_written_with_equality(target):
+    n = 6
+    A = ts.placeholder((n,), name="A")
+    B = ts.compute((n,), lambda i: A[i] + 1, name="B")
+    s = ts.create_schedule(B.op)
+    s[B].set_store_predicate(B.op.axis[0].var == 0)
+    a = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    b = np.full(n, -7.0, np.float32)
+    build(s, [A, B], target)(a, b)
+    np.testing.assert_allclose(b, [a[0] + 1] + [-7.0] * (n - 1), rtol=1e-6)
+
+
+def test_equality_keeps_its_python_truth():
+    # in `if`, `in` and dicts, == is still structural equality (identity for variables)
+    i, j = ts.var("i"), ts.var("j")
+    assert i == i and not (i == j) and i != j and not (i != i)
+    assert (i + 1) * 2 == (i + 1) * 2 and (i + 1) * 2 != (j + 1) * 2
+    assert not (ts.const(1) == 1) and ts.const(1) != 1  # an expression is no number
+    assert {i + 1: "a"}[i + 1] == "a" and i in [j, i] and (j * 2) not in [i * 2]
+    cond = ts.if_then_else(i == j, 1.0, 0.0)
+    assert "==" in str(cond.cond) or "==" in repr(cond)

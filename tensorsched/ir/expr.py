@@ -2,7 +2,9 @@
 
 Arithmetic on expressions builds nodes (``i * 4 + j``); Python numbers are turned into constants
 of the other operand's type. ``//`` and ``%`` are floor division and floor modulo, as in Python.
-``==`` keeps its Python meaning (structural equality); ``a.equal(b)`` builds the comparison.
+``a == b`` and ``a != b`` give a ``Condition``, as TVM's ``EqualOp`` / ``NotEqualOp`` do: the
+comparison where an expression is wanted (``where=(i == k)``), and in Python's ``if`` whether
+the two are the same expression (structural equality; identity for a ``Var``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import math
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import numpy as np
 
@@ -108,6 +110,50 @@ class ExprOps:
             "an expression has no truth value in Python; use ts.if_then_else, "
             "ts.all or ts.any to build conditions"
         )
+
+    # ``==`` and ``!=`` of the objects that compare by identity (``Var``, ``IterVar``); the
+    # expression nodes' own equality is structural (``_conditions_of_equality``)
+    def __eq__(self, o: object) -> Any:
+        return _condition("==", self, o, self is o)
+
+    def __ne__(self, o: object) -> Any:
+        return _condition("!=", self, o, self is not o)
+
+    __hash__ = object.__hash__
+
+
+class Condition(ExprOps):
+    """What ``a == b`` and ``a != b`` give where ``a`` or ``b`` is an expression (TVM's
+    ``EqualOp`` / ``NotEqualOp``). As an expression (``where=(i == k)``, ``ts.if_then_else``,
+    a compute's body, ``set_store_predicate``) it is the comparison ``a.equal(b)`` /
+    ``a.not_equal(b)``; as a Python truth value (``if a == b``, dict keys, ``in``) whether the
+    two are the same expression, ``truth``: structurally, or the same object for a ``Var``
+    or an ``IterVar``. So TVM's conditions port unchanged, and code that compares
+    expressions keeps its meaning."""
+
+    __slots__ = ("op", "a", "b", "truth")
+
+    def __init__(self, op: str, a: object, b: object, truth: bool) -> None:
+        self.op, self.a, self.b, self.truth = op, a, b, truth
+
+    def as_expr(self) -> Expr:
+        return cmp(self.op, self.a, self.b)
+
+    def __bool__(self) -> bool:
+        return self.truth
+
+    def __repr__(self) -> str:
+        return f"Condition({self.a!r} {self.op} {self.b!r})"
+
+
+def _operand(o: object) -> bool:
+    return isinstance(o, (ExprOps, numbers.Real, np.bool_))
+
+
+def _condition(op: str, a: object, b: object, truth: bool) -> Any:
+    """``a op b`` as a ``Condition`` where ``b`` can be compared with an expression (else
+    ``NotImplemented``, so that Python decides, as for any two unrelated objects)."""
+    return Condition(op, a, b, truth) if _operand(b) else NotImplemented
 
 
 class Expr(ExprOps):
@@ -288,6 +334,35 @@ class Reduce(Expr):
     reducer: CommReducer | None = None  # a user's reduction (ts.comm_reducer)
     value_index: int = 0  # of a tuple reduction: which of ``sources`` this value reduces
     sources: tuple[Expr, ...] = ()  # of a tuple reduction: all its sources (else empty)
+
+
+def _conditions_of_equality(cls: type) -> None:
+    """Make ``==`` / ``!=`` of the expression node ``cls`` give ``Condition``s whose truth is
+    the dataclass's structural equality."""
+    same = vars(cls)["__eq__"]  # the dataclass's own, field by field
+
+    def __eq__(self: Expr, o: object) -> Any:
+        t = same(self, o)
+        return (
+            _condition("==", self, o, False)
+            if t is NotImplemented
+            else Condition("==", self, o, bool(t))
+        )
+
+    def __ne__(self: Expr, o: object) -> Any:
+        t = same(self, o)
+        return (
+            _condition("!=", self, o, True)
+            if t is NotImplemented
+            else Condition("!=", self, o, not t)
+        )
+
+    cls.__eq__, cls.__ne__ = __eq__, __ne__  # type: ignore[method-assign,assignment]
+
+
+for _node in Expr.__subclasses__():
+    if "__eq__" in vars(_node):  # the dataclasses' structural equality (not Var's identity)
+        _conditions_of_equality(_node)
 
 
 @dataclass(frozen=True, eq=False)

@@ -80,9 +80,8 @@ def min(  # noqa: A001
 def _condition(cond, where):
     if isinstance(cond, bool):
         raise ComputeError(
-            f"{where}: the condition is the Python value {cond}; `==` and `!=` "
-            "compare expressions structurally in tensorsched, so write "
-            "a.equal(b) / a.not_equal(b) to build the comparison"
+            f"{where}: the condition is the Python value {cond}, not an expression; "
+            "build it from the index variables and tensors (i == k, i < n, ts.all(...))"
         )
     return E.as_expr(cond)
 
