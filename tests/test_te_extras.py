@@ -432,6 +432,25 @@ def test_scan_cumulative_sum(target, threads):
         np.testing.assert_allclose(out, np.cumsum(x, axis=0), rtol=1e-5)
 
 
+@pytest.mark.parametrize("target", ["python", "opencl"])
+def test_scan_update_reading_a_cached_input(target):
+    # TVM's test_bound_scan: a cache_read of X for the update (which rebinds the update's
+    # body), computed at a loop of it, leaves the update one row a step of the scan
+    X, s_init, s_update, s_scan = cumsum_scan(ts.var("m"), ts.var("n"))
+    s = ts.create_schedule(s_scan.op)
+    XX = s.cache_read(X, "local", s_update)
+    xo, _ = s[s_update].split(s_update.op.axis[1], factor=4)
+    s[XX].compute_at(s[s_update], xo)
+    text = plain(s, [X, s_scan])
+    assert "X[scan.idx*n + " in text and "for (t, " not in text
+    if target == "opencl":
+        pytest.importorskip("pyopencl")
+    x = np.random.default_rng(3).random((5, 10), dtype=np.float32)
+    out = np.full((5, 10), np.nan, "float32")
+    ts.build(s, [X, s_scan], target=target)(x, out)
+    np.testing.assert_allclose(out, np.cumsum(x, axis=0), rtol=1e-5)
+
+
 def test_scan_errors():
     X, s_init, s_update, s_scan = cumsum_scan(6, 4)
     assert s_scan.op.scan_axis.dom.min == 1 and s_scan.shape == (6, 4)

@@ -209,8 +209,9 @@ class _Inference:
             self.scope[st] = _infer_scope(st)
             if st.attach_type == "scope":
                 self.region[st] = tuple(_attached_region(self, st, readers[st]))
-            elif st.attach_type == "scan" and st.op is _scan_of(st).update.op:
-                # one row per iteration of the scan's loop
+            elif st.attach_type == "scan" and st is self.stage_of(_scan_of(st).update):
+                # one row per iteration of the scan's loop (the stage's op may be a new one:
+                # a cache_read that the update reads rebinds its body)
                 row: tuple[E.Expr, Extent] = (_scan_of(st).scan_axis.var, 1)
                 self.region[st] = (row, *((E.IntImm(0), d) for d in st.op.shape[1:]))
             else:
