@@ -356,3 +356,21 @@ def test_compat_table_names():
                 obj = getattr(obj, part)
             checked += 1
     assert checked > 80
+
+
+@pytest.mark.parametrize("target", ["python", "opencl"])
+def test_nd_array_of_rank_zero_keeps_its_rank(target):
+    # TVM's test_rank_zero_bound_checkers: a rank-0 output given as ts.nd.array(np.zeros(()))
+    if target == "opencl":
+        pytest.importorskip("pyopencl")
+    A = ts.placeholder((5,), name="A")
+    k = ts.reduce_axis((0, 5), "k")
+    Y = ts.compute((), lambda: ts.sum(A[k], axis=k), name="Y")
+    f = ts.build(ts.create_schedule(Y.op), [A, Y], target=target)
+    a = np.random.default_rng(2).standard_normal(5).astype(np.float32)
+    y = ts.nd.array(np.array(np.nan, np.float32))
+    assert y.shape == () and ts.nd.array(3.0).shape == ()
+    f(ts.nd.array(a), y)
+    np.testing.assert_allclose(y.numpy(), a.sum(), rtol=1e-5)
+    y.copyfrom(np.array(2.0, np.float32))
+    assert y.numpy() == 2.0

@@ -62,7 +62,7 @@ class NDArray:
                 f"copyfrom: the source has shape {values.shape} but this array has "
                 f"{self.shape}; give one of shape {self.shape}"
             )
-        values = np.ascontiguousarray(values, dtype=self.dtype)
+        values = np.asarray(values, dtype=self.dtype, order="C")  # (rank 0 stays rank 0)
         if isinstance(self._data, np.ndarray):
             self._data[...] = values
         else:
@@ -99,7 +99,7 @@ def _storage(device: DeviceHandle | None) -> tuple[DeviceHandle, Device | None]:
 def array(arr: Any, device: DeviceHandle | None = None) -> NDArray:
     """A copy of ``arr`` (a numpy array, anything ``np.asarray`` takes, or an ``NDArray``) on
     ``device`` (default ``ts.cpu(0)``)."""
-    values = np.ascontiguousarray(np.asarray(arr))
+    values = np.asarray(arr, order="C")  # (not ascontiguousarray: it makes rank 0 rank 1)
     dev, cl_dev = _storage(device)
     if cl_dev is None:
         return NDArray(values.copy(), dev)
