@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tensorsched as ts
+from tensorsched.runtime.module import OpenCLModule
 from tensorsched.runtime.numerics import compare, poisoned, random_array
 
 TARGETS = ["python", "opencl"]
@@ -262,3 +263,31 @@ def test_int64_size(target, has_device):
         assert "const long n" in mod.get_source()
     for nn in (3, 17):
         run(mod, [(nn,), (nn,), (nn,)], ["float32"] * 2, 1, lambda a, b: a + b)
+
+
+@pytest.mark.parametrize("target", ["python", "opencl"])
+def test_a_size_listed_among_the_arguments_is_given_by_the_call(target):
+    # TVM's test_dependent_output_shape: build(s, [A, B, x]) and f(a, b, 2), where no shape
+    # has x alone (without the value the call cannot bind x)
+    if target == "opencl":
+        pytest.importorskip("pyopencl")
+    n, m, x = ts.size_var("n"), ts.size_var("m"), ts.size_var("x")
+    A = ts.placeholder((n, m), name="A")
+    B = ts.compute((m, n // x), lambda i, j: A[i, j] + 1.0, name="B")
+    f = ts.build(ts.create_schedule(B.op), [A, B, x], target=target)
+    a = np.random.default_rng(4).standard_normal((6, 6)).astype(np.float32)
+    for size, cols in ((2, 3), (3, 2), (6, 1)):
+        b = np.full((6, cols), np.nan, np.float32)
+        f(a, b, size)
+        np.testing.assert_allclose(b, a[:, :cols] + 1.0, rtol=1e-6)
+    with pytest.raises(ts.RuntimeCallError, match="give its value as argument 2 of the call"):
+        f(a, b)
+    with pytest.raises(ts.RuntimeCallError, match="argument 2 is the size 'x', an int"):
+        f(a, b, 2.0)
+    with pytest.raises(ts.RuntimeCallError, match=r"B.*expected \(m, n//x\) = \(6, 2\)"):
+        f(a, np.zeros((6, 3), np.float32), 3)
+    if target == "opencl":  # an exported module keeps where its sizes go
+        g = OpenCLModule.from_artifact(f.export().dumps())
+        b = np.full((6, 3), np.nan, np.float32)
+        g(a, b, 2)
+        np.testing.assert_allclose(b, a[:, :3] + 1.0, rtol=1e-6)

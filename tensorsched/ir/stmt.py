@@ -177,13 +177,17 @@ def seq(*stmts: Stmt | None) -> Stmt:
 class LoweredFunc:
     """The result of ``ts.lower``: a name, the argument buffers in call order, and a body.
 
-    ``outputs`` names the argument buffers the function writes.
+    ``outputs`` names the argument buffers the function writes; ``size_args`` holds
+    ``(position, size variable)`` for each size listed among ``lower``'s arguments (TVM's
+    ``lower(s, [A, B, n])``): a call may give its value there (``f(a, b, 8)``).
     """
 
     name: str
     args: tuple
     body: Stmt
     outputs: tuple = field(default=())
+    # how a call passes its sizes, not what the function computes: not in the text forms
+    size_args: tuple = field(default=(), compare=False)
 
     # ``str(func)`` prints the body in TVM's style and ``func.script()`` the full text form,
     # with the signature line: both are set by ``printer.py``, which imports this module

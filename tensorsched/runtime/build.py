@@ -16,7 +16,7 @@ from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
 from ..schedules.lower import lower
 from ..schedules.schedule import Schedule
-from .module import OpenCLModule, Timing, check_call_args, timing_of_runs
+from .module import OpenCLModule, Timing, check_call_args, take_sizes, timing_of_runs
 from .target import Target, resolve_target
 from .tvm_api import ModuleNames, Run, TimerOptions, benchmark
 
@@ -34,8 +34,9 @@ class PythonModule(ModuleNames):
         """The Python source the lowered function was compiled to."""
         return self._source
 
-    def __call__(self, *arrays: Any) -> None:
-        sizes = check_call_args(self.func, arrays)
+    def __call__(self, *args: Any) -> None:
+        arrays, given = take_sizes(self.func, args)
+        sizes = check_call_args(self.func, arrays, given)
         flat = [np.asarray(a).ravel().tolist() for a in arrays]
         scalars = [sizes[v] for v in size_vars(tuple(b.shape for b in self.func.args))]
         run_generated(self._fn, self.func.name, flat + scalars)

@@ -45,11 +45,39 @@ Array = Any
 CopyBack = list[tuple[Array, Any]]
 
 
+def take_sizes(
+    func: LoweredFunc | ModuleArtifact, arrays: Sequence[Any]
+) -> tuple[tuple[Array, ...], dict[E.Var, int]]:
+    """A call's arguments split into its arrays and the sizes it gives at the positions of
+    the function's ``size_args`` (TVM's ``f(a, b, 8)`` for ``lower(s, [A, B, n])``), where it
+    gives them; else all of them are arrays."""
+    sizes = getattr(func, "size_args", ())
+    if not sizes or len(arrays) != len(func.args) + len(sizes):
+        return tuple(arrays), {}
+    at = dict(sizes)
+    given: dict[E.Var, int] = {}
+    for k, v in sizes:
+        n = arrays[k]
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            raise RuntimeCallError(
+                f"{func.name}: argument {k} is the size '{v.name}', an int, got {n!r}"
+            )
+        if int(n) < 0 or not dt.fits(int(n), v.dtype):
+            raise RuntimeCallError(
+                f"{func.name}: size {v.name} = {n} is negative or does not fit {v.dtype}"
+            )
+        given[v] = int(n)
+    return tuple(a for k, a in enumerate(arrays) if k not in at), given
+
+
 def check_call_args(
-    func: LoweredFunc | ModuleArtifact, arrays: Sequence[Array]
+    func: LoweredFunc | ModuleArtifact,
+    arrays: Sequence[Array],
+    given: Mapping[E.Var, int] | None = None,
 ) -> dict[E.Var, int]:
     """Check a call's arrays against the function's arguments before anything runs; returns
-    the value of each size variable of a symbolic shape, bound from the arrays' shapes."""
+    the value of each size variable of a symbolic shape: the sizes ``given`` (``take_sizes``),
+    then bound from the arrays' shapes."""
     if len(arrays) != len(func.args):
         names = ", ".join(b.name for b in func.args)
         raise RuntimeCallError(
@@ -77,19 +105,24 @@ def check_call_args(
                 f"{func.name}: output '{b.name}' is a read-only array; pass a "
                 "writeable one (np.empty(...)) to receive the result"
             )
-    return bind_sizes(func, arrays)
+    return bind_sizes(func, arrays, given)
 
 
 def _shape_text(shape: Sequence[Any]) -> str:
     return f"({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
 
 
-def bind_sizes(func: LoweredFunc | ModuleArtifact, arrays: Sequence[Array]) -> dict[E.Var, int]:
+def bind_sizes(
+    func: LoweredFunc | ModuleArtifact,
+    arrays: Sequence[Array],
+    given: Mapping[E.Var, int] | None = None,
+) -> dict[E.Var, int]:
     """The size variables of the arguments' symbolic shapes, bound to the arrays' shapes: a
     dimension that is a size variable takes the array's length there (the first argument that
-    has it decides); every dimension must then equal its expression, or ``RuntimeCallError``."""
-    values: dict[E.Var, int] = {}
-    first: dict[E.Var, str] = {}
+    has it decides, unless the call ``given`` it); every dimension must then equal its
+    expression, or ``RuntimeCallError``."""
+    values: dict[E.Var, int] = dict(given or {})
+    first: dict[E.Var, str] = {v: "the call's sizes" for v in values}
     if all(isinstance(d, int) for b in func.args for d in b.shape):
         return values
     for a, b in zip(arrays, func.args):
@@ -100,10 +133,17 @@ def bind_sizes(func: LoweredFunc | ModuleArtifact, arrays: Sequence[Array]) -> d
         try:
             expected = tuple(evaluate_extent(d, values) for d in b.shape)
         except KeyError as exc:
+            missing = exc.args[0]  # the size (or its name)
+            at = [k for k, v in getattr(func, "size_args", ()) if missing in (v, v.name)]
+            how = (
+                f"give its value as argument {at[0]} of the call"
+                if at
+                else "give some tensor a dimension of just that size"
+            )
             raise RuntimeCallError(
                 f"{func.name}: argument '{b.name}' has shape {_shape_text(b.shape)}, and no "
-                f"argument's dimension is the size {exc.args[0]} alone, which the call "
-                "could bind it to; give some tensor a dimension of just that size"
+                f"argument's dimension is the size {missing} alone, which the call "
+                f"could bind it to; {how}"
             ) from None
         if expected != tuple(a.shape):
             bound = ", ".join(f"{v.name} = {values[v]} (from '{first[v]}')" for v in values)
@@ -310,6 +350,7 @@ class ModuleArtifact:
     options: tuple[str, ...] = DEFAULT_OPTIONS
     device_key: tuple[str, ...] = ()
     binary: bytes | None = None
+    size_args: tuple[tuple[int, E.Var], ...] = ()  # LoweredFunc.size_args
 
     @classmethod
     def from_func(
@@ -322,6 +363,7 @@ class ModuleArtifact:
             tuple(func.outputs),
             emit_opencl(func, fp16),
             tuple(DEFAULT_OPTIONS) + tuple(options),
+            size_args=tuple(func.size_args),
         )
 
     def with_binary(self, device_key: Sequence[str], binary: bytes) -> ModuleArtifact:
@@ -603,9 +645,14 @@ class OpenCLModule(ModuleNames):
         names = [b.name for b in self.func.args]
         return tuple(unwrap(arrays, self.device, self.func.name, names))
 
-    def __call__(self, *arrays: Array) -> None:
+    def _arguments(self, args: Sequence[Any]) -> tuple[tuple[Array, ...], dict[E.Var, int]]:
+        """A call's arrays (unwrapped) and its sizes, checked."""
+        arrays, given = take_sizes(self.func, args)
         arrays = self._unwrap(arrays)
-        sizes = check_call_args(self.func, arrays)
+        return arrays, check_call_args(self.func, arrays, given)
+
+    def __call__(self, *arrays: Array) -> None:
+        arrays, sizes = self._arguments(arrays)
         bufs, copies = self._device_args(arrays, sizes)
         self._launch(bufs, sizes or None)
         self._finish(copies)
@@ -644,11 +691,10 @@ class OpenCLModule(ModuleNames):
             tvm_repeat = 1 if repeat is None else repeat
             opts = TimerOptions.of(tvm_number, tvm_repeat, min_repeat_ms, **tvm_options)
 
-            def run_tvm(*arrays: Array) -> Timing:
-                arrays = self._unwrap(arrays)
-                sizes = check_call_args(self.func, arrays)
+            def run_tvm(*args: Array) -> Timing:
+                arrays, sizes = self._arguments(args)
                 for _ in range(warmup):
-                    self(*arrays)
+                    self(*args)
                 measure = lambda n: self._measure(arrays, sizes, n)  # noqa: E731
                 return timing_of_runs(benchmark(measure, tvm_number, tvm_repeat, opts))
 
@@ -660,11 +706,10 @@ class OpenCLModule(ModuleNames):
             )
         number, repeat = 1 if number is None else number, 5 if repeat is None else repeat
 
-        def run(*arrays: Array) -> Timing:
-            arrays = self._unwrap(arrays)
-            sizes = check_call_args(self.func, arrays)
+        def run(*args: Array) -> Timing:
+            arrays, sizes = self._arguments(args)
             for _ in range(warmup):
-                self(*arrays)
+                self(*args)
             runs: list[Run] = []
             least = min(min_repeat, repeat)
             for n in range(repeat):

@@ -29,8 +29,9 @@ def lower(
 
     Returns a ``LoweredFunc``; ``print`` shows its body in TVM's style. ``simple_mode`` is
     accepted for TVM compatibility: the printed form is always the simple one. A size
-    variable listed among ``args`` (``ts.lower(s, [A, B, n])``) is dropped: every size is
-    bound from the arrays' shapes when the function is called.
+    variable listed among ``args`` (``ts.lower(s, [A, B, n])``) is no array: as in TVM, a call
+    gives its value there (``f(a, b, 8)``), or leaves it out to bind it from the arrays'
+    shapes.
 
     As in TVM, an argument may be a stage computed inside another (``compute_at``): it writes
     the argument's array (global memory, absolute indices) with the region it computes at each
@@ -43,8 +44,9 @@ def lower(
         raise LoweringError(
             f"lower: give the arguments as a list of tensors ([A, B, C]), got {args!r}"
         )
-    # a size variable among the arguments (TVM's lower(s, [A, B, n])) is bound from the
-    # arrays' shapes at each call: it is not an argument of the function
+    # a size variable among the arguments (TVM's lower(s, [A, B, n])): a value the call
+    # gives there, or binds from the arrays' shapes; not an array of the function
+    size_args = tuple((k, a) for k, a in enumerate(args) if isinstance(a, Var) and a.size)
     args = [a for a in args if not (isinstance(a, Var) and a.size)]
     for a in args:
         if not isinstance(a, Tensor):
@@ -106,7 +108,7 @@ def lower(
         for b, a in zip(bufs, args)
         if (st := ctx.stage_of(a)) is not None and st.attach_type != "inline"
     )
-    func = LoweredFunc(name, tuple(bufs), stmt, outputs)
+    func = LoweredFunc(name, tuple(bufs), stmt, outputs, size_args)
     if config.roundtrip:  # TS_ROUNDTRIP=1: print, parse, compare
         check_roundtrip(func)
     return func
