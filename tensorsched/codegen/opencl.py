@@ -64,7 +64,12 @@ KEYWORDS = (
     *("get_global_size", "read_imagef", "vload_half", "vstore_half", "ts_v", "ts_sampler"),
     *("atomic_inc", "atomic_xchg", "ts_last_group", "TS_DEVICE_FENCE"),
     *(f"{f}{n}" for f in ("vload", "vstore") for n in (2, 3, 4, 8, 16)),
-    *(f"{t}{n}" for t in ("float", "double", "half", "int", "long") for n in (2, 3, 4, 8, 16)),
+    *(  # vector types and the conversions to them
+        f"{conv}{t}{n}"
+        for conv in ("", "convert_")
+        for t in ("float", "double", "half", "int", "long")
+        for n in (2, 3, 4, 8, 16)
+    ),
 )
 
 SAMPLER = (
@@ -184,6 +189,13 @@ class OpenCLEmitter(CStyleEmitter):
         if text.startswith("half"):
             self.uses_half = True  # half arithmetic needs cl_khr_fp16 enabled
         return text
+
+    def e_Cast(self, e: E.Cast) -> tuple[str, int]:
+        # OpenCL C forbids C casts between vector types: ``convert_float4(x)`` converts lane
+        # by lane, rounding as the scalar cast does (toward zero to an integer type)
+        if dt.lanes(e.dtype) > 1:
+            return f"convert_{self.ctype(e.dtype)}({self.expr(e.value)})", ATOM
+        return super().e_Cast(e)
 
     def _half_global(self, b: S.Buffer) -> bool:
         return dt.element(b.dtype) == "float16" and b.scope == "global" and self.fp16 == "storage"

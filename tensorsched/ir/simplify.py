@@ -164,14 +164,17 @@ class Simplifier(Mutator):
                     return lb.scaled(la.const)
                 if lb.is_const():
                     return la.scaled(lb.const)
-                return self._atom(E.BinOp("*", self.to_expr(la), self.to_expr(lb)))
+                return self._atom(
+                    E.BinOp("*", self.to_expr(la, e.dtype), self.to_expr(lb, e.dtype))
+                )
             if e.op in ("//", "%"):
                 lb = self.lin(e.b)
                 if lb.is_const() and lb.const > 0:
-                    return (self._div if e.op == "//" else self._mod)(self.lin(e.a), lb.const)
+                    div_or_mod = self._div if e.op == "//" else self._mod
+                    return div_or_mod(self.lin(e.a), lb.const, e.dtype)
                 return self._atom(E.BinOp(e.op, self.visit(e.a), self.visit(e.b)))
             if e.op in ("min", "max"):
-                return self._minmax(e.op, self.lin(e.a), self.lin(e.b))
+                return self._minmax(e.op, self.lin(e.a), self.lin(e.b), e.dtype)
         if isinstance(e, E.Var):
             lo, hi = self.ranges.get(e, (None, None))
             return Lin(const=lo) if lo is not None and lo == hi else Lin({e: 1})
@@ -192,7 +195,7 @@ class Simplifier(Mutator):
             return Lin(const=e.value)
         return Lin({e: 1})
 
-    def _div(self, la, c):
+    def _div(self, la, c, dtype):
         if c == 1:
             return la
         q, r = Lin(), Lin(const=la.const % c)
@@ -215,18 +218,18 @@ class Simplifier(Mutator):
                 and isinstance(atom.b, E.IntImm)
                 and atom.b.value > 0
             ):
-                return q.plus(self._atom(E.BinOp("//", atom.a, E.IntImm(atom.b.value * c))))
+                return q.plus(self._atom(E.BinOp("//", atom.a, E.IntImm(atom.b.value * c, dtype))))
         # common factor g of the rest and c: (g*x) // (g*m) -> x // m
         g = math.gcd(c, r.const, *r.terms.values())
         if g > 1:
             return q.plus(
-                self._div(Lin({a: k // g for a, k in r.terms.items()}, r.const // g), c // g)
+                self._div(Lin({a: k // g for a, k in r.terms.items()}, r.const // g), c // g, dtype)
             )
         split = self._coarse_fine(r, c)
         if split is not None:  # (g*x + y) // (g*m) -> x // m when 0 <= y < g
             g, coarse, _ = split
-            return q.plus(self._div(coarse, c // g))
-        return q.plus(self._atom(E.BinOp("//", self.to_expr(r), E.IntImm(c))))
+            return q.plus(self._div(coarse, c // g, dtype))
+        return q.plus(self._atom(E.BinOp("//", self.to_expr(r, dtype), E.IntImm(c, dtype))))
 
     def _coarse_fine(self, r, c):
         """``(g, coarse/g, fine)`` with ``r = coarse + fine``, ``g`` dividing ``c`` and every
@@ -243,7 +246,7 @@ class Simplifier(Mutator):
                 return g, coarse, fine
         return None
 
-    def _mod(self, la, c):
+    def _mod(self, la, c, dtype):
         if c == 1:
             return Lin()
         r = Lin({a: k for a, k in la.terms.items() if k % c}, la.const % c)
@@ -259,28 +262,30 @@ class Simplifier(Mutator):
                 and isinstance(atom.b, E.IntImm)
                 and atom.b.value % c == 0
             ):
-                return self._mod(self.lin(atom.a), c)
+                return self._mod(self.lin(atom.a), c, dtype)
         g = math.gcd(c, r.const, *r.terms.values())
         if g > 1:
-            inner = self._mod(Lin({a: k // g for a, k in r.terms.items()}, r.const // g), c // g)
+            inner = self._mod(
+                Lin({a: k // g for a, k in r.terms.items()}, r.const // g), c // g, dtype
+            )
             return inner.scaled(g)
         split = self._coarse_fine(r, c)
         if split is not None:  # (g*x + y) % (g*m) -> (x % m)*g + y when 0 <= y < g
             g, coarse, fine = split
-            return self._mod(coarse, c // g).scaled(g).plus(fine)
-        return self._atom(E.BinOp("%", self.to_expr(r), E.IntImm(c)))
+            return self._mod(coarse, c // g, dtype).scaled(g).plus(fine)
+        return self._atom(E.BinOp("%", self.to_expr(r, dtype), E.IntImm(c, dtype)))
 
     def _mod_atom(self, a: E.Expr, c: int) -> E.Expr:
         """The atom that ``a % c`` simplifies to (``(x % (c*m)) % c`` is ``x % c``), else
         ``a % c`` itself."""
-        r = self._mod(self.lin(a), c)
+        r = self._mod(self.lin(a), c, a.dtype)
         if r.const == 0 and len(r.terms) == 1:
             ((atom, k),) = r.terms.items()
             if k == 1:
                 return atom
-        return E.BinOp("%", a, E.IntImm(c))
+        return E.BinOp("%", a, E.IntImm(c, a.dtype))
 
-    def _minmax(self, op, la, lb):
+    def _minmax(self, op, la, lb, dtype):
         d = la.plus(lb, -1)
         lo, hi = self.bound(d)
         if op == "min":
@@ -293,9 +298,15 @@ class Simplifier(Mutator):
                 return la
             if hi is not None and hi <= 0:
                 return lb
-        return self._atom(E.BinOp(op, self.to_expr(la), self.to_expr(lb)))
+        return self._atom(E.BinOp(op, self.to_expr(la, dtype), self.to_expr(lb, dtype)))
 
     def to_expr(self, lin: Lin, dtype: str = "int32") -> E.Expr:
+        """``lin`` as an expression of the integer type ``dtype``. The linear form has no
+        type of its own, so every node rebuilt from one (here and in ``_div``, ``_mod`` and
+        ``_minmax``) takes the type of the expression it came from: an int32 constant beside
+        an int64 operand would make the node int32 (a ``BinOp`` has its first operand's type)
+        and print as an ``int`` that OpenCL's overloaded ``min``/``max`` cannot match with a
+        ``long``."""
         terms = dict(lin.terms)
         # (x // c)*k*c + (x % c)*k  ->  x*k
         changed = True
@@ -324,7 +335,7 @@ class Simplifier(Mutator):
                     and atom.b.value > 0
                 ):
                     c = atom.b.value
-                    q = self._div(self.lin(atom.a), c)
+                    q = self._div(self.lin(atom.a), c, atom.a.dtype)
                     if q.terms and all(terms.get(t) == kq * k * c for t, kq in q.terms.items()):
                         for t in q.terms:
                             del terms[t]
@@ -348,7 +359,7 @@ class Simplifier(Mutator):
                     low = E.BinOp("%", x, atom.a.b)
                     if k % c == 0 and terms.get(low) == k // c:
                         del terms[atom], terms[low]
-                        wide = E.BinOp("%", x, E.IntImm(c * m))
+                        wide = E.BinOp("%", x, E.IntImm(c * m, x.dtype))
                         terms[wide] = terms.get(wide, 0) + k // c
                         lin = Lin(terms, lin.const)
                         changed = True
