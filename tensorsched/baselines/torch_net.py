@@ -96,13 +96,17 @@ def _conv(torch: Any, F: Any, node: Node, args: list[Any], g: Graph) -> Any:
 def _pool(torch: Any, F: Any, node: Node, args: list[Any], g: Graph) -> Any:
     x, a = args[0], node.attrs
     (t, l, b, r), k, s = a["pads"], a["kernel"], a["strides"]
+    ceil = bool(a.get("ceil_mode", False))  # torch's rule for the last window is ONNX's
     if node.op == "max_pool2d":
         if (t, l) != (b, r):
-            return F.max_pool2d(F.pad(x, (l, r, t, b), value=float("-inf")), k, s)
-        return F.max_pool2d(x, k, s, (t, l))
+            padded = F.pad(x, (l, r, t, b), value=float("-inf"))
+            return F.max_pool2d(padded, k, s, ceil_mode=ceil)
+        return F.max_pool2d(x, k, s, (t, l), ceil_mode=ceil)
     if (t, l) != (b, r):
         raise TensorschedError(f"node '{node.name}': asymmetric average pooling pads")
-    return F.avg_pool2d(x, k, s, (t, l), count_include_pad=a.get("count_include_pad", False))
+    return F.avg_pool2d(
+        x, k, s, (t, l), ceil_mode=ceil, count_include_pad=a.get("count_include_pad", False)
+    )
 
 
 def _scale_shift(torch: Any, F: Any, node: Node, args: list[Any], g: Graph) -> Any:

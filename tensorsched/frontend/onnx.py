@@ -7,7 +7,8 @@ each initializer's stored bytes against its declared dims, and each operator's a
 checked before anything is allocated from them; weights held in external files are refused
 (the model would name files to read). Operators read: Conv (with group), BatchNormalization,
 Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub, Mul, Div (numpy
-broadcasting), MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul (by a constant), Flatten,
+broadcasting), MaxPool, AveragePool (both with ceil_mode), GlobalAveragePool, ReduceMean (over
+H and W of an NCHW tensor: a global average pool), Gemm, MatMul (by a constant), Flatten,
 Reshape, Softmax, Concat, Dropout (inference: the identity), Identity and Constant; any other
 is an ``UnsupportedOperatorError`` naming its type and node.
 """
@@ -392,10 +393,12 @@ def _dropout(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: st
 
 def _pool(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str, op: str) -> None:
     _no_dilation(a, where)
-    if a.get("ceil_mode", 0):
-        raise UnsupportedOperatorError(f"{where}: ceil_mode=1 is not supported")
+    ceil = a.get("ceil_mode", 0)
+    if ceil not in (0, 1):
+        raise OnnxImportError(f"{where}: ceil_mode {ceil!r} must be 0 or 1")
     if a.get("storage_order", 0):
         raise UnsupportedOperatorError(f"{where}: storage_order=1 is not supported")
+    _float_input(r, ins, where)
     kernel = a.get("kernel_shape")
     if kernel is None or len(kernel) != 2:
         raise UnsupportedOperatorError(f"{where}: kernel_shape must be two ints (2-d pooling)")
@@ -405,12 +408,58 @@ def _pool(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str, 
     pads = _window_pads(a, where, xshape[2:], kernel)
     strides = a.get("strides", [1, 1])
     if op == "max_pool2d":
-        r.g.max_pool2d(ins[0], kernel, strides, pads, name=name)
+        r.g.max_pool2d(ins[0], kernel, strides, pads, name=name, ceil_mode=bool(ceil))
     else:
-        r.g.avg_pool2d(
-            ins[0], kernel, strides, pads, bool(a.get("count_include_pad", 0)), name=name
-        )
+        include = bool(a.get("count_include_pad", 0))
+        r.g.avg_pool2d(ins[0], kernel, strides, pads, include, name=name, ceil_mode=bool(ceil))
     _rename_output(r, name, out)
+
+
+def _float_input(r: _Reader, ins: list[str], where: str) -> None:
+    """The node's first input is a float tensor (not missing, not an integer constant)."""
+    if not ins or ins[0] not in r.g.tensors:
+        raise OnnxImportError(f"{where}: the first input must be a float tensor")
+
+
+def _reduce_mean(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """The mean over H and W of an NCHW tensor (torch's ``x.mean([2, 3])``, axes in any order
+    or negative) as a global average pool, flattened to ``(N, C)`` where ``keepdims=0``. The
+    axes are an attribute before opset 18 and a constant input from opset 18 on; a mean over
+    other axes is an ``UnsupportedOperatorError``."""
+    if len(ins) > 1 and ins[1]:
+        if ins[1] not in r.ints:
+            raise UnsupportedOperatorError(
+                f"{where}: the axes '{ins[1]}' must be a constant integer tensor"
+            )
+        axes = r.ints[ins[1]].reshape(-1).tolist()
+    else:
+        axes = a.get("axes", [])
+    keepdims = a.get("keepdims", 1)
+    if not isinstance(axes, list) or not all(isinstance(x, int) for x in axes):
+        raise OnnxImportError(f"{where}: axes {axes!r} must be ints")
+    if keepdims not in (0, 1):
+        raise OnnxImportError(f"{where}: keepdims {keepdims!r} must be 0 or 1")
+    _float_input(r, ins, where)
+    if not axes and a.get("noop_with_empty_axes", 0):
+        _identity(r, name, where, a, ins[:1], out)
+        return
+    shape = r.g.tensors[ins[0]].shape
+    rank = len(shape)
+    if any(not -rank <= x < rank for x in axes):
+        raise OnnxImportError(f"{where}: axes {axes} out of range for the input of shape {shape}")
+    if rank != 4 or sorted(x % rank for x in axes) != [2, 3]:
+        what = f"axes {axes}" if axes else "every axis (no axes given)"
+        raise UnsupportedOperatorError(
+            f"{where}: a mean over {what} of the input of shape {shape}; only the mean over "
+            "H and W of an NCHW tensor (axes [2, 3] or [-2, -1]) is supported"
+        )
+    r.g.global_avg_pool2d(ins[0], name=name)
+    if keepdims:
+        _rename_output(r, name, out)
+        return
+    flat = r.g.fresh_name(name + "_flatten")
+    r.g.flatten(r.g.nodes[name].output, 1, name=flat)
+    _rename_output(r, flat, out)
 
 
 def _gemm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -505,6 +554,7 @@ CONVERTERS: dict[str, Any] = {
     "MaxPool": lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "max_pool2d"),
     "AveragePool": lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "avg_pool2d"),
     "GlobalAveragePool": _simple("global_avg_pool2d"),
+    "ReduceMean": _reduce_mean,
     "Gemm": _gemm,
     "MatMul": _matmul,
     "Flatten": _axis_op("flatten", 1),
@@ -599,6 +649,8 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
             }  # fmt: skip
             if n.op == "avg_pool2d":
                 kw_["count_include_pad"] = int(a.get("count_include_pad", False))
+            if a.get("ceil_mode"):
+                kw_["ceil_mode"] = 1
             op = "MaxPool" if n.op == "max_pool2d" else "AveragePool"
             nodes.append(helper.make_node(op, own, [out], n.name, **kw_))
         elif n.op == "flatten":

@@ -23,7 +23,8 @@ are extra inputs of the node, after its own (data, weight), in the order their s
 a CPU device ``passes.channels_last`` marks conv nodes ``attrs["layout"]`` /
 ``attrs["data_layout"]`` ``"NHWC"`` and adds ``layout_transform`` nodes (``PASS_OPS``: a
 memory order the logical NCHW shapes do not show, so no graph built by hand or imported holds
-one).
+one). A max_pool2d or avg_pool2d node with ``attrs["ceil_mode"]`` (ONNX's ``ceil_mode=1``;
+the key is kept only where true) rounds its output size up (``ops.pool``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import networkx as nx
 import numpy as np
 
 from ..errors import TensorschedError
+from ..ops.pool import pool_mode, pooled_size
 
 DTYPES = ("float32",)
 MAX_ELEMENTS = 2**31 - 1  # a tensor's elements are indexed with 32-bit int
@@ -95,11 +97,6 @@ def _pads(v: int | Sequence[int], node: str) -> tuple[int, int, int, int]:
     if len(t) != 4:
         raise GraphError(f"node '{node}': pads must be 1, 2 or 4 ints, got {v!r}")
     return (t[0], t[1], t[2], t[3])
-
-
-def pooled_size(size: int, k: int, s: int, before: int, after: int, ceil: bool = False) -> int:
-    span = size + before + after - k
-    return (-(-span // s) if ceil else span // s) + 1
 
 
 def broadcast_shape(a: Sequence[int], b: Sequence[int], node: str) -> tuple[int, ...]:
@@ -250,20 +247,27 @@ class Graph:
 
     def max_pool2d(
         self, x: str, kernel: int | Sequence[int], strides: int | Sequence[int] = 1,
-        pads: int | Sequence[int] = 0, name: str | None = None,
+        pads: int | Sequence[int] = 0, name: str | None = None, ceil_mode: bool = False,
     ) -> str:  # fmt: skip
-        return self.add_node(
-            "max_pool2d", [x], {"kernel": kernel, "strides": strides, "pads": pads}, name
-        )
+        """``ceil_mode``: ONNX's ``ceil_mode=1``, the output size rounded up (``ops.pool``)."""
+        attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads": pads}
+        if ceil_mode:
+            attrs["ceil_mode"] = True
+        return self.add_node("max_pool2d", [x], attrs, name)
 
     def avg_pool2d(
         self, x: str, kernel: int | Sequence[int], strides: int | Sequence[int] = 1,
         pads: int | Sequence[int] = 0, count_include_pad: bool = False, name: str | None = None,
+        ceil_mode: bool = False,
     ) -> str:  # fmt: skip
-        attrs = {
+        """``ceil_mode``: ONNX's ``ceil_mode=1``, the output size rounded up; what the last
+        windows reach past the padded input is never counted (``ops.pool``)."""
+        attrs: dict[str, Any] = {
             "kernel": kernel, "strides": strides, "pads": pads,
             "count_include_pad": bool(count_include_pad),
         }  # fmt: skip
+        if ceil_mode:
+            attrs["ceil_mode"] = True
         return self.add_node("avg_pool2d", [x], attrs, name)
 
     def global_avg_pool2d(self, x: str, name: str | None = None) -> str:
@@ -458,7 +462,14 @@ def _epilogue_inputs(g: Graph, node: Node, shape: tuple[int, ...]) -> None:
 def _infer_pool(g: Graph, node: Node) -> tuple[int, ...]:
     kernel = _pair(node.attrs.get("kernel", 1), "kernel", node.name)
     node.attrs["kernel"] = kernel
-    N, C, OH, OW, _ = _window(g, node, kernel)
+    ceil = node.attrs.pop("ceil_mode", False)  # kept only where true
+    if not isinstance(ceil, (bool, int, np.integer, np.bool_)) or ceil not in (0, 1):
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): ceil_mode must be True or False, got {ceil!r}"
+        )
+    if ceil:
+        node.attrs["ceil_mode"] = True
+    N, C, OH, OW, _ = _window(g, node, kernel, bool(ceil))
     _epilogue_inputs(g, node, (N, C, OH, OW))
     pads = node.attrs["pads"]
     if max(pads[0], pads[2]) >= kernel[0] or max(pads[1], pads[3]) >= kernel[1]:
@@ -467,6 +478,14 @@ def _infer_pool(g: Graph, node: Node) -> tuple[int, ...]:
             f"{kernel} (a window of padding only)"
         )
     return (N, C, OH, OW)
+
+
+def node_pool_mode(node: Node) -> int:
+    """The ``ops.pool.PoolShape.mode`` of a max_pool2d or avg_pool2d node."""
+    a = node.attrs
+    return pool_mode(
+        node.op == "max_pool2d", bool(a.get("count_include_pad")), bool(a.get("ceil_mode"))
+    )
 
 
 def _infer_dense(g: Graph, node: Node) -> tuple[int, ...]:

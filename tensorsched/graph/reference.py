@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..ops.conv2d import conv2d_ref
-from .graph import Graph, GraphError, Node
+from ..ops.pool import MODES, pool2d_ref
+from .graph import Graph, GraphError, Node, node_pool_mode
 
 Array = np.ndarray
 
@@ -54,22 +55,7 @@ def epilogue(node: Node, out: Array, extra: list[Array]) -> Array:
 
 def _pool(node: Node, x: list[Array]) -> Array:
     a = node.attrs
-    (kh, kw), (sh, sw), (t, l, b, r) = a["kernel"], a["strides"], a["pads"]
-    is_max = node.op == "max_pool2d"
-    fill = -np.inf if is_max else 0.0
-    data = np.pad(x[0], ((0, 0), (0, 0), (t, b), (l, r)), constant_values=fill)
-    ones = np.pad(np.ones(x[0].shape[2:]), ((t, b), (l, r)))
-    N, C, H, W = data.shape
-    OH, OW = (H - kh) // sh + 1, (W - kw) // sw + 1
-    out = np.full((N, C, OH, OW), fill)
-    count = np.zeros((OH, OW))
-    for i in range(kh):
-        for j in range(kw):
-            win = data[:, :, i : i + sh * (OH - 1) + 1 : sh, j : j + sw * (OW - 1) + 1 : sw]
-            out = np.maximum(out, win) if is_max else out + win
-            count += ones[i : i + sh * (OH - 1) + 1 : sh, j : j + sw * (OW - 1) + 1 : sw]
-    if not is_max:
-        out = out / (kh * kw if a.get("count_include_pad") else count)
+    out = pool2d_ref(x[0], a["kernel"], a["strides"], a["pads"], MODES[node_pool_mode(node)])
     return epilogue(node, out, x[1:])
 
 

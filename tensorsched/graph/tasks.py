@@ -26,7 +26,7 @@ from ..schedules.schedule import Schedule, create_schedule
 from ..tune.dispatch import best_config, predicted_config
 from ..tune.record import Record
 from ..tune.task import Task
-from .graph import Graph, GraphError, Node
+from .graph import Graph, GraphError, Node, node_pool_mode
 
 # (kind, {device class: templates in order of preference}) per tunable operator
 TEMPLATE_CHOICE: dict[str, dict[str, tuple[str, ...]]] = {
@@ -97,7 +97,7 @@ def workload(g: Graph, node: Node) -> Workload | None:
             kh, kw, sh, sw, pads, mode = IH, IW, 1, 1, (0, 0, 0, 0), 1
         else:
             (kh, kw), (sh, sw), pads = a["kernel"], a["strides"], a["pads"]
-            mode = 0 if node.op == "max_pool2d" else (2 if a.get("count_include_pad") else 1)
+            mode = node_pool_mode(node)  # ceil mode included
         _, _, OH, OW = g.tensors[node.output].shape
         return Workload(
             "pool", (N, C, IH, IW, kh, kw, sh, sw, *pads, mode), N * C * OH * OW * kh * kw
