@@ -282,8 +282,11 @@ def test_a_size_listed_among_the_arguments_is_given_by_the_call(target):
         np.testing.assert_allclose(b, a[:, :cols] + 1.0, rtol=1e-6)
     with pytest.raises(ts.RuntimeCallError, match="give its value as argument 2 of the call"):
         f(a, b)
-    with pytest.raises(ts.RuntimeCallError, match="argument 2 is the size 'x', an int"):
-        f(a, b, 2.0)
+    for bad in (2.0, -2, True):
+        with pytest.raises(ts.RuntimeCallError, match="argument 2 is the size 'x', an int"):
+            f(a, b, bad)
+    with pytest.raises(ts.RuntimeCallError, match="or those and the sizes x where lower's"):
+        f(a, b, 2, 2)
     with pytest.raises(ts.RuntimeCallError, match=r"B.*expected \(m, n//x\) = \(6, 2\)"):
         f(a, np.zeros((6, 3), np.float32), 3)
     if target == "opencl":  # an exported module keeps where its sizes go

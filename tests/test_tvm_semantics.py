@@ -377,8 +377,8 @@ def test_equality_of_expressions_is_a_condition_as_in_tvm(target):
     for T in (diag, off, rows, eye):
         inputs = [x for x in (M, R) if x in T.op.input_tensors]
         s = ts.create_schedule(T.op)
-        out = np.full(T.shape, np.nan, np.float32) if T.dtype == "float32" else None
-        out = out if out is not None else np.zeros(T.shape, bool)
+        # poisoned: NaN, or the opposite of every expected truth value
+        out = np.full(T.shape, np.nan, np.float32) if T.dtype == "float32" else ~want[T.name]
         values = {M: m, R: r}
         build(s, [*inputs, T], target)(*[values[x] for x in inputs], out)
         np.testing.assert_allclose(out, want[T.name], rtol=1e-5)

@@ -58,15 +58,11 @@ def take_sizes(
     given: dict[E.Var, int] = {}
     for k, v in sizes:
         n = arrays[k]
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
             raise RuntimeCallError(
-                f"{func.name}: argument {k} is the size '{v.name}', an int, got {n!r}"
+                f"{func.name}: argument {k} is the size '{v.name}', an int of at least 0, got {n!r}"
             )
-        if int(n) < 0 or not dt.fits(int(n), v.dtype):
-            raise RuntimeCallError(
-                f"{func.name}: size {v.name} = {n} is negative or does not fit {v.dtype}"
-            )
-        given[v] = int(n)
+        given[v] = int(n)  # (bind_sizes checks that it fits the size's dtype)
     return tuple(a for k, a in enumerate(arrays) if k not in at), given
 
 
@@ -80,8 +76,14 @@ def check_call_args(
     then bound from the arrays' shapes."""
     if len(arrays) != len(func.args):
         names = ", ".join(b.name for b in func.args)
+        sizes = [v.name for _, v in getattr(func, "size_args", ())]
+        also = (
+            f", or those and the sizes {', '.join(sizes)} where lower's arguments list them"
+            if sizes
+            else ""
+        )
         raise RuntimeCallError(
-            f"{func.name}: expected {len(func.args)} arrays ({names}), got {len(arrays)}"
+            f"{func.name}: expected {len(func.args)} arrays ({names}){also}; got {len(arrays)}"
         )
     for a, b in zip(arrays, func.args):
         shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
@@ -133,8 +135,8 @@ def bind_sizes(
         try:
             expected = tuple(evaluate_extent(d, values) for d in b.shape)
         except KeyError as exc:
-            missing = exc.args[0]  # the size (or its name)
-            at = [k for k, v in getattr(func, "size_args", ()) if missing in (v, v.name)]
+            missing = exc.args[0]  # the size's name
+            at = [k for k, v in getattr(func, "size_args", ()) if v.name == missing]
             how = (
                 f"give its value as argument {at[0]} of the call"
                 if at
