@@ -406,3 +406,6 @@ def test_equality_keeps_its_python_truth():
     assert {i + 1: "a"}[i + 1] == "a" and i in [j, i] and (j * 2) not in [i * 2]
     cond = ts.if_then_else(i == j, 1.0, 0.0)
     assert "==" in str(cond.cond) or "==" in repr(cond)
+    # of the same expression, == is True and != False: the comparison always holds, or never
+    assert (i + 1 == i + 1) is True and (i != i) is False and (i == i) is True
+    assert str(ts.if_then_else(i * 2 == i * 2, 1.0, 0.0).cond) == str(ts.const(True))

@@ -2,9 +2,10 @@
 
 Arithmetic on expressions builds nodes (``i * 4 + j``); Python numbers are turned into constants
 of the other operand's type. ``//`` and ``%`` are floor division and floor modulo, as in Python.
-``a == b`` and ``a != b`` give a ``Condition``, as TVM's ``EqualOp`` / ``NotEqualOp`` do: the
-comparison where an expression is wanted (``where=(i == k)``), and in Python's ``if`` whether
-the two are the same expression (structural equality; identity for a ``Var``).
+``a == b`` of two expressions that are not the same (structurally; a ``Var`` is only itself)
+is a ``Condition``, as TVM's ``EqualOp`` is: the comparison where an expression is wanted
+(``where=(i == k)``), false in Python's ``if``; of the same expression it is ``True``, which is
+both (the comparison always holds). ``a != b`` likewise.
 """
 
 from __future__ import annotations
@@ -111,49 +112,47 @@ class ExprOps:
             "ts.all or ts.any to build conditions"
         )
 
-    # ``==`` and ``!=`` of the objects that compare by identity (``Var``, ``IterVar``); the
-    # expression nodes' own equality is structural (``_conditions_of_equality``)
+    # ``==`` and ``!=`` of the objects that are only equal to themselves (``Var``,
+    # ``IterVar``); the expression nodes compare structurally (``_node_eq``)
     def __eq__(self, o: object) -> Any:
-        return _condition("==", self, o, self is o)
+        return True if self is o else _condition("==", self, o)
 
     def __ne__(self, o: object) -> Any:
-        return _condition("!=", self, o, self is not o)
+        return False if self is o else _condition("!=", self, o)
 
     __hash__ = object.__hash__
 
 
 class Condition(ExprOps):
-    """What ``a == b`` and ``a != b`` give where ``a`` or ``b`` is an expression (TVM's
-    ``EqualOp`` / ``NotEqualOp``). As an expression (``where=(i == k)``, ``ts.if_then_else``,
-    a compute's body, ``set_store_predicate``) it is the comparison ``a.equal(b)`` /
-    ``a.not_equal(b)``; as a Python truth value (``if a == b``, dict keys, ``in``) whether the
-    two are the same expression, ``truth``: structurally, or the same object for a ``Var``
-    or an ``IterVar``. So TVM's conditions port unchanged, and code that compares
-    expressions keeps its meaning."""
+    """``a == b`` or ``a != b`` of expressions that are not the same (TVM's ``EqualOp`` /
+    ``NotEqualOp``): as an expression (``where=(i == k)``, ``ts.if_then_else``, a compute's
+    body, ``set_store_predicate``) the comparison ``a.equal(b)`` / ``a.not_equal(b)``; as a
+    Python truth value (``if a == b``, dict keys, ``in``) what Python's equality of the two
+    objects says: ``==`` false, ``!=`` true. (Of the same expression ``==`` gives ``True`` and
+    ``!=`` ``False``: the comparison always holds, or never.) So TVM's conditions port
+    unchanged, and code comparing expressions keeps its meaning."""
 
-    __slots__ = ("op", "a", "b", "truth")
+    __slots__ = ("op", "a", "b")
 
-    def __init__(self, op: str, a: object, b: object, truth: bool) -> None:
-        self.op, self.a, self.b, self.truth = op, a, b, truth
+    def __init__(self, op: str, a: object, b: object) -> None:
+        self.op, self.a, self.b = op, a, b
 
     def as_expr(self) -> Expr:
         return cmp(self.op, self.a, self.b)
 
     def __bool__(self) -> bool:
-        return self.truth
+        return self.op == "!="
 
     def __repr__(self) -> str:
         return f"Condition({self.a!r} {self.op} {self.b!r})"
 
 
-def _operand(o: object) -> bool:
-    return isinstance(o, (ExprOps, numbers.Real, np.bool_))
-
-
-def _condition(op: str, a: object, b: object, truth: bool) -> Any:
-    """``a op b`` as a ``Condition`` where ``b`` can be compared with an expression (else
-    ``NotImplemented``, so that Python decides, as for any two unrelated objects)."""
-    return Condition(op, a, b, truth) if _operand(b) else NotImplemented
+def _condition(op: str, a: object, b: object) -> Any:
+    """``a op b`` of two different objects as a ``Condition`` where ``b`` can be compared
+    with an expression (else ``NotImplemented``: Python decides, as for unrelated objects)."""
+    if isinstance(b, (ExprOps, numbers.Real, np.bool_)):
+        return Condition(op, a, b)
+    return NotImplemented
 
 
 class Expr(ExprOps):
@@ -336,33 +335,30 @@ class Reduce(Expr):
     sources: tuple[Expr, ...] = ()  # of a tuple reduction: all its sources (else empty)
 
 
-def _conditions_of_equality(cls: type) -> None:
-    """Make ``==`` / ``!=`` of the expression node ``cls`` give ``Condition``s whose truth is
-    the dataclass's structural equality."""
-    same = vars(cls)["__eq__"]  # the dataclass's own, field by field
+# each expression node's own equality, field by field (what its dataclass generated)
+_STRUCTURAL: dict[type, Callable[[object, object], Any]] = {}
 
-    def __eq__(self: Expr, o: object) -> Any:
-        t = same(self, o)
-        return (
-            _condition("==", self, o, False)
-            if t is NotImplemented
-            else Condition("==", self, o, bool(t))
-        )
 
-    def __ne__(self: Expr, o: object) -> Any:
-        t = same(self, o)
-        return (
-            _condition("!=", self, o, True)
-            if t is NotImplemented
-            else Condition("!=", self, o, not t)
-        )
+def _node_eq(self: Expr, o: object) -> Any:
+    """``==`` of an expression node: ``True`` where ``o`` is the same expression, else a
+    ``Condition``. The fields are compared by the dataclass's code (a tuple comparison in C,
+    which calls this for the nodes below: they allocate nothing while they are equal, and the
+    simplifier compares every expression it rewrites with its result)."""
+    if type(o) is type(self) and _STRUCTURAL[type(self)](self, o):
+        return True
+    return _condition("==", self, o)
 
-    cls.__eq__, cls.__ne__ = __eq__, __ne__  # type: ignore[method-assign,assignment]
+
+def _node_ne(self: Expr, o: object) -> Any:
+    if type(o) is type(self) and _STRUCTURAL[type(self)](self, o):
+        return False
+    return _condition("!=", self, o)
 
 
 for _node in Expr.__subclasses__():
-    if "__eq__" in vars(_node):  # the dataclasses' structural equality (not Var's identity)
-        _conditions_of_equality(_node)
+    if "__eq__" in vars(_node):  # the dataclasses (not Var, which is only equal to itself)
+        _STRUCTURAL[_node] = vars(_node)["__eq__"]
+        _node.__eq__, _node.__ne__ = _node_eq, _node_ne  # type: ignore[method-assign,assignment]
 
 
 @dataclass(frozen=True, eq=False)

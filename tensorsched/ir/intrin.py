@@ -77,17 +77,8 @@ def min(  # noqa: A001
     return E.binop("min", a, b)
 
 
-def _condition(cond, where):
-    if isinstance(cond, bool):
-        raise ComputeError(
-            f"{where}: the condition is the Python value {cond}, not an expression; "
-            "build it from the index variables and tensors (i == k, i < n, ts.all(...))"
-        )
-    return E.as_expr(cond)
-
-
 def if_then_else(cond: E.ExprLike, t: E.ExprLike, f: E.ExprLike) -> E.Select:
-    c = _condition(cond, "if_then_else")
+    c = E.as_expr(cond)
     if not dt.is_bool(c.dtype):
         raise ComputeError(f"if_then_else: the condition must be a comparison, got {c.dtype}")
     a, b = E.unify(t, f)
@@ -98,18 +89,18 @@ def all(*conds: E.ExprLike) -> E.Expr:  # noqa: A001
     """True when every condition holds (``ts.all(i >= 1, i < n)``)."""
     if not conds:
         return E.TRUE
-    out: E.Expr = _condition(conds[0], "ts.all")
+    out: E.Expr = E.as_expr(conds[0])
     for c in conds[1:]:
-        out = E.And(out, _condition(c, "ts.all"))
+        out = E.And(out, E.as_expr(c))
     return out
 
 
 def any(*conds: E.ExprLike) -> E.Expr:  # noqa: A001
     if not conds:
         return E.FALSE
-    out: E.Expr = _condition(conds[0], "ts.any")
+    out: E.Expr = E.as_expr(conds[0])
     for c in conds[1:]:
-        out = E.Or(out, _condition(c, "ts.any"))
+        out = E.Or(out, E.as_expr(c))
     return out
 
 
