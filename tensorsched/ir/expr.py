@@ -323,7 +323,8 @@ class Broadcast(Expr):
 @dataclass(frozen=True, slots=True)
 class Reduce(Expr):
     """A reduction (combiner in sum/max/min, or the name of a ``reducer``) of ``source`` over
-    ``axis``, where ``condition``."""
+    ``axis``, where ``condition``, starting from ``init`` (TVM's ``init=``: an expression of
+    the compute's own indices, such as ``B[i, j]``) or, without it, the combiner's identity."""
 
     combiner: str
     source: Expr
@@ -333,6 +334,7 @@ class Reduce(Expr):
     reducer: CommReducer | None = None  # a user's reduction (ts.comm_reducer)
     value_index: int = 0  # of a tuple reduction: which of ``sources`` this value reduces
     sources: tuple[Expr, ...] = ()  # of a tuple reduction: all its sources (else empty)
+    init: Expr | None = None  # the initial value (else the identity)
 
 
 # each expression node's own equality, field by field (what its dataclass generated)

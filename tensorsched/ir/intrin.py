@@ -12,6 +12,7 @@ from ..errors import ComputeError
 from . import dtype as dt
 from . import expr as E
 from .tensor import IterVar
+from .visitor import free_vars
 
 Axes = IterVar | list[IterVar] | tuple[IterVar, ...]  # reduce axes, as ts.sum takes them
 
@@ -36,15 +37,34 @@ def _axes(axis, what):
     return tuple(axes)
 
 
-def _reduction(combiner, expr, axis, where):
+def _init_of(init: E.ExprLike | None, src: E.Expr, axes: tuple[IterVar, ...], what: str):
+    """``init=`` of a reduction as an expression of the source's dtype that does not use the
+    reduce axes (it is the value before the first step), or None."""
+    if init is None:
+        return None
+    e = E.as_expr(init, src.dtype)
+    if e.dtype != src.dtype:
+        raise ComputeError(
+            f"{what}: init is {e.dtype} but the reduction is {src.dtype}; give an init of the "
+            f"same dtype (.astype('{src.dtype}'))"
+        )
+    reduced = {a.var for a in axes}
+    used = [v.name for v in free_vars(e) if v in reduced]
+    if used:
+        raise ComputeError(
+            f"{what}: init uses the reduce axis '{used[0]}'; the initial value may only use "
+            "the compute's own indices (init=B[i, j]) or constants"
+        )
+    return e
+
+
+def _reduction(combiner, expr, axis, where, init=None):
     src = E.as_expr(expr)
     cond = None if where is None else E.as_expr(where)
-    return E.Reduce(combiner, src, _axes(axis, f"ts.{combiner}"), cond, src.dtype)
-
-
-def sum(expr: E.ExprLike, axis: Axes, where: E.ExprLike | None = None) -> E.Reduce:  # noqa: A001
-    """The sum of ``expr`` over the reduce axes ``axis`` (where ``where`` holds)."""
-    return _reduction("sum", expr, axis, where)
+    what = f"ts.{combiner}"
+    axes = _axes(axis, what)
+    first = _init_of(init, src, axes, what)
+    return E.Reduce(combiner, src, axes, cond, src.dtype, init=first)
 
 
 def _is_axis_arg(x):
@@ -53,28 +73,117 @@ def _is_axis_arg(x):
     )
 
 
-def max(  # noqa: A001
-    a: E.ExprLike,
-    b: E.ExprLike | Axes | None = None,
+def _reduce_directly(what: str, combine: Callable[[Any, Any], Any], args: tuple) -> Any:
+    """TVM's reducer called on expressions instead of an axis (``ts.max(a, b, c)``,
+    ``mysum(a, b)``): their combination, left to right; trailing Nones (an unused ``where``
+    or ``init``) are dropped, as in TVM."""
+    vals = list(args)
+    while vals and vals[-1] is None:
+        vals.pop()
+    if len(vals) < 2 or builtins.any(v is None for v in vals):
+        raise ComputeError(
+            f"{what}: give a reduce axis (axis=k) to reduce, or two or more expressions to "
+            f"combine ({what}(a, b)); got {len(vals)} value(s)"
+        )
+    out = vals[0]
+    for v in vals[1:]:
+        out = combine(out, v)
+    return out
+
+
+def _reducer_call(
+    what: str,
+    reduce: Callable[..., Any],
+    combine: Callable[[Any, Any], Any],
+    expr: Any,
+    args: tuple,
+    axis: Any,
+    where: Any,
+    init: Any,
+) -> Any:
+    """TVM's two calling conventions of a reducer: ``(expr, axis, where=None, init=None)``
+    reduces (``axis`` a reduce axis or a list of them, given by position or by keyword);
+    ``(a, b, ...)`` of expressions combines them (``_reduce_directly``)."""
+    if axis is None and args and _is_axis_arg(args[0]):
+        axis, args = args[0], args[1:]
+        if len(args) > 2:
+            raise ComputeError(f"{what}: too many arguments for a reduction")
+        if args:
+            where = args[0] if where is None else where
+        if len(args) > 1:
+            init = args[1] if init is None else init
+        args = ()
+    if axis is not None:
+        if args:
+            raise ComputeError(f"{what}: too many arguments for a reduction")
+        return reduce(expr, axis, where, init)
+    if where is not None or init is not None:
+        raise ComputeError(f"{what}: give the reduce axis, axis=k")
+    return _reduce_directly(what, combine, (expr, *args))
+
+
+def _builtin(combiner: str, op: str) -> Callable[..., E.Expr]:
+    def reducer(
+        expr: E.ExprLike,
+        *args: Any,
+        axis: Axes | None = None,
+        where: E.ExprLike | None = None,
+        init: E.ExprLike | None = None,
+    ) -> E.Expr:
+        return _reducer_call(
+            f"ts.{combiner}",
+            lambda x, ax, w, i: _reduction(combiner, x, ax, w, i),
+            lambda a, b: E.binop(op, a, b),
+            expr,
+            args,
+            axis,
+            where,
+            init,
+        )
+
+    reducer.__name__ = reducer.__qualname__ = combiner
+    return reducer
+
+
+_sum, _max, _min = _builtin("sum", "+"), _builtin("max", "max"), _builtin("min", "min")
+
+
+def sum(  # noqa: A001
+    expr: E.ExprLike,
+    *args: Any,
     axis: Axes | None = None,
     where: E.ExprLike | None = None,
+    init: E.ExprLike | None = None,
 ) -> E.Expr:
-    """``ts.max(expr, axis=k)`` reduces; ``ts.max(a, b)`` is the elementwise maximum."""
-    if axis is not None or _is_axis_arg(b):
-        return _reduction("max", a, axis if axis is not None else b, where)
-    return E.binop("max", a, b)
+    """``ts.sum(expr, axis, where=None, init=None)``: the sum of ``expr`` over the reduce axes
+    ``axis`` (where ``where`` holds), starting from ``init`` (an expression of the compute's
+    indices, or a constant) instead of 0. Called on expressions, as TVM's reducers can be,
+    ``ts.sum(a, b, ...)`` is ``a + b + ...``."""
+    return _sum(expr, *args, axis=axis, where=where, init=init)
+
+
+def max(  # noqa: A001
+    expr: E.ExprLike,
+    *args: Any,
+    axis: Axes | None = None,
+    where: E.ExprLike | None = None,
+    init: E.ExprLike | None = None,
+) -> E.Expr:
+    """``ts.max(expr, axis=k)`` reduces (from ``init=`` if given); ``ts.max(a, b, ...)`` is
+    the elementwise maximum of the expressions."""
+    return _max(expr, *args, axis=axis, where=where, init=init)
 
 
 def min(  # noqa: A001
-    a: E.ExprLike,
-    b: E.ExprLike | Axes | None = None,
+    expr: E.ExprLike,
+    *args: Any,
     axis: Axes | None = None,
     where: E.ExprLike | None = None,
+    init: E.ExprLike | None = None,
 ) -> E.Expr:
-    """``ts.min(expr, axis=k)`` reduces; ``ts.min(a, b)`` is the elementwise minimum."""
-    if axis is not None or _is_axis_arg(b):
-        return _reduction("min", a, axis if axis is not None else b, where)
-    return E.binop("min", a, b)
+    """``ts.min(expr, axis=k)`` reduces (from ``init=`` if given); ``ts.min(a, b, ...)`` is
+    the elementwise minimum of the expressions."""
+    return _min(expr, *args, axis=axis, where=where, init=init)
 
 
 def if_then_else(cond: E.ExprLike, t: E.ExprLike, f: E.ExprLike) -> E.Select:
@@ -284,21 +393,29 @@ def comm_reducer(
 ) -> Callable[..., Any]:
     """A commutative reduction of your own (TVM's ``te.comm_reducer``): ``fcombine(x, y)``
     combines two values, ``fidentity(dtype)`` is its identity element. The result is used as
-    ``ts.sum`` is: ``product(A[i, k], axis=k)`` (``where=`` too). Over a tuple of values
-    (argmax over ``(index, value)``), ``fcombine(x, y)`` takes and returns tuples,
-    ``fidentity(*dtypes)`` returns one, and the call gives one reduction per value, to return
-    together from a multi-output ``ts.compute``."""
+    ``ts.sum`` is: ``product(A[i, k], axis=k)`` (``where=`` and ``init=`` too); called on
+    expressions, ``product(a, b, c)`` combines them (TVM's two conventions). Over a tuple of
+    values (argmax over ``(index, value)``), ``fcombine(x, y)`` takes and returns tuples,
+    ``fidentity(*dtypes)`` returns one (``init=`` is a tuple too), and the call gives one
+    reduction per value, to return together from a multi-output ``ts.compute``."""
     if not callable(fcombine) or not callable(fidentity):
         raise ComputeError("comm_reducer: give two functions, fcombine(x, y) and fidentity(dtype)")
     reducer = E.CommReducer(fcombine, fidentity, name)
 
     def reduce(
         expr: E.ExprLike | tuple[E.ExprLike, ...],
-        axis: Axes,
+        *args: Any,
+        axis: Axes | None = None,
         where: E.ExprLike | None = None,
+        init: E.ExprLike | tuple[E.ExprLike, ...] | None = None,
     ) -> Any:
+        what = f"comm_reducer '{name}'"
+        return _reducer_call(what, _make_reduce, _combine_directly, expr, args, axis, where, init)
+
+    def _make_reduce(expr: Any, axis: Axes, where: Any, init: Any) -> Any:
+        what = f"comm_reducer '{name}'"
         cond = None if where is None else E.as_expr(where)
-        axes = _axes(axis, f"comm_reducer '{name}'")
+        axes = _axes(axis, what)
         if isinstance(expr, (tuple, list)):  # a tuple reduction: one Reduce per value
             srcs = tuple(E.as_expr(x) for x in expr)
             dtypes = tuple(x.dtype for x in srcs)
@@ -306,13 +423,32 @@ def comm_reducer(
             ys = tuple(E.Var(f"y{k}", d) for k, d in enumerate(dtypes))
             reducer.combine_tuple(xs, ys)  # fcombine and fidentity must work on these types
             reducer.identity_tuple(dtypes)
+            if init is not None and (not isinstance(init, (tuple, list)) or len(init) != len(srcs)):
+                raise ComputeError(
+                    f"{what}: init of a reduction over a {len(srcs)}-tuple must be a "
+                    f"{len(srcs)}-tuple of initial values, got {init!r}"
+                )
+            inits = (
+                tuple(_init_of(v, x, axes, what) for v, x in zip(init, srcs))
+                if init is not None
+                else (None,) * len(srcs)
+            )
             return tuple(
-                E.Reduce(name, x, axes, cond, x.dtype, reducer, k, srcs) for k, x in enumerate(srcs)
+                E.Reduce(name, x, axes, cond, x.dtype, reducer, k, srcs, inits[k])
+                for k, x in enumerate(srcs)
             )
         src = E.as_expr(expr)
         x, y = E.Var("x", src.dtype), E.Var("y", src.dtype)
         reducer.combine(x, y)  # fcombine and fidentity must work on this type
         reducer.identity(src.dtype)
-        return E.Reduce(name, src, axes, cond, src.dtype, reducer)
+        first = _init_of(init, src, axes, what)
+        return E.Reduce(name, src, axes, cond, src.dtype, reducer, init=first)
+
+    def _combine_directly(a: Any, b: Any) -> Any:
+        if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b):
+            pairs = [E.unify(x, y) for x, y in zip(a, b)]
+            return reducer.combine_tuple(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
+        x, y = E.unify(a, b)
+        return reducer.combine(x, y)
 
     return reduce

@@ -174,7 +174,8 @@ class Printer:
     def e_Reduce(self, e: E.Reduce) -> tuple[str, int]:
         axes = ", ".join(self.var(iv.var) for iv in e.axis)
         where = f", where={self.expr(e.condition)}" if e.condition is not None else ""
-        return f"reduce_{e.combiner}({self.expr(e.source)}, axis=[{axes}]{where})", ATOM
+        init = f", init={self.expr(e.init)}" if e.init is not None else ""
+        return f"reduce_{e.combiner}({self.expr(e.source)}, axis=[{axes}]{where}{init})", ATOM
 
     # ---- statements
 

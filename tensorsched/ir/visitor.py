@@ -29,7 +29,7 @@ _CHILDREN = {
     E.Load: ("index",),
     E.Ramp: ("base", "stride"),
     E.Broadcast: ("value",),
-    E.Reduce: ("source", "condition", "sources"),
+    E.Reduce: ("source", "condition", "sources", "init"),
     S.Store: ("index", "value"),
     S.For: ("min", "extent", "body"),
     S.ThreadExtent: ("body",),

@@ -28,7 +28,7 @@ from ..codegen.opencl import INDEX_LIMIT, KernelInfo, KernelSource, emit_opencl
 from ..errors import BuildError, RuntimeCallError, TensorschedError
 from ..ir import dtype as dt
 from ..ir import expr as E
-from ..ir.simplify import evaluate_extent
+from ..ir.simplify import evaluate_extent, size_vars
 from ..ir.stmt import Buffer, LoweredFunc
 from .device import Device, DeviceLimits, resolve_device
 from .nd import unwrap
@@ -127,10 +127,16 @@ def bind_sizes(
     first: dict[E.Var, str] = {v: "the call's sizes" for v in values}
     if all(isinstance(d, int) for b in func.args for d in b.shape):
         return values
+    composite = False
     for a, b in zip(arrays, func.args):
         for d, n in zip(b.shape, a.shape):
-            if isinstance(d, E.Var) and d not in values:
-                values[d], first[d] = int(n), b.name
+            if isinstance(d, E.Var):
+                if d not in values:
+                    values[d], first[d] = int(n), b.name
+            elif not isinstance(d, (int, E.IntImm)):
+                composite = True
+    if composite:
+        _solve_sizes(func, arrays, values, first)
     for a, b in zip(arrays, func.args):
         try:
             expected = tuple(evaluate_extent(d, values) for d in b.shape)
@@ -144,8 +150,8 @@ def bind_sizes(
             )
             raise RuntimeCallError(
                 f"{func.name}: argument '{b.name}' has shape {_shape_text(b.shape)}, and no "
-                f"argument's dimension is the size {missing} alone, which the call "
-                f"could bind it to; {how}"
+                f"argument's dimension is the size {missing} alone or a*{missing} + b, "
+                f"which the call could bind it to; {how}"
             ) from None
         if expected != tuple(a.shape):
             bound = ", ".join(f"{v.name} = {values[v]} (from '{first[v]}')" for v in values)
@@ -160,6 +166,54 @@ def bind_sizes(
                 f"it with ts.var('{v.name}', dtype='int64')"
             )
     return values
+
+
+def _solve_sizes(
+    func: LoweredFunc | ModuleArtifact,
+    arrays: Sequence[Array],
+    values: dict[E.Var, int],
+    first: dict[E.Var, str],
+) -> None:
+    """Bind the sizes that only dimensions affine in them give (``8*m``, ``m*4 + 1``, or
+    ``n + m`` once ``n`` is known): each such dimension with one unknown size decides it,
+    until none is left; ``RuntimeCallError`` where the array's length is not of that form."""
+    progress = True
+    while progress:
+        progress = False
+        for a, b in zip(arrays, func.args):
+            for axis, (d, n) in enumerate(zip(b.shape, a.shape)):
+                if isinstance(d, (int, E.IntImm, E.Var)):
+                    continue
+                unknown = [v for v in size_vars(d) if v not in values]
+                if len(unknown) != 1:
+                    continue
+                v = unknown[0]
+                solved = _solve_affine(d, v, int(n), values)
+                if solved is None:
+                    continue  # not affine in v (m // 2): another dimension may give it
+                if solved < 0:
+                    raise RuntimeCallError(
+                        f"{func.name}: argument '{b.name}' has shape {tuple(a.shape)}, expected "
+                        f"{_shape_text(b.shape)}: no size {v.name} >= 0 makes dimension "
+                        f"{axis} ({d}) equal {n}; check the array's shape"
+                    )
+                values[v], first[v] = solved, b.name
+                progress = True
+
+
+def _solve_affine(d: E.Expr, v: E.Var, n: int, values: Mapping[E.Var, int]) -> int | None:
+    """The ``v`` at which ``d`` (affine in ``v``: ``a*v + b``, the other sizes set to
+    ``values``) equals ``n``: -1 where none is an integer, None where ``d`` is not affine in
+    ``v``."""
+    try:
+        at = [evaluate_extent(d, {**values, v: x}) for x in (0, 1, 2, 3)]
+    except (ValueError, ArithmeticError):
+        return None
+    b, a = at[0], at[1] - at[0]
+    if a == 0 or any(at[x] != b + a * x for x in (2, 3)):
+        return None
+    m, rest = divmod(n - b, a)
+    return m if rest == 0 and m >= 0 else -1
 
 
 DEFAULT_OPTIONS: tuple[str, ...] = ("-cl-std=CL1.2",)

@@ -848,13 +848,44 @@ class Schedule:
             )
         self.image_inputs.add(op)
 
-    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
-        """Compute ``tensor`` into a ``scope`` stage; the original stage copies it out."""
-        if not isinstance(tensor, Tensor):
-            raise ScheduleError("cache_write", None, f"expected a tensor, got {tensor!r}")
+    @overload
+    def cache_write(self, tensor: Tensor, scope: str) -> Tensor: ...
+
+    @overload
+    def cache_write(self, tensor: Sequence[Tensor], scope: str) -> list[Tensor]: ...
+
+    def cache_write(self, tensor: Tensor | Sequence[Tensor], scope: str) -> Tensor | list[Tensor]:
+        """Compute ``tensor`` into a ``scope`` stage; the original stage copies it out. The
+        outputs of a multi-output stage are given as a list, all of them (TVM's
+        ``cache_write([T0, T1], scope)``): one cache stage of as many outputs, whose tensors
+        come back as a list in the order given."""
+        given: list[Any] = list(tensor) if isinstance(tensor, (list, tuple)) else [tensor]
+        tensors: list[Tensor] = [t for t in given if isinstance(t, Tensor)]
+        if not tensors or len(tensors) != len(given):
+            raise ScheduleError(
+                "cache_write", None, f"expected a tensor or a list of them, got {tensor!r}"
+            )
         _check_scope(scope, "cache_write")
-        st = self[tensor]
-        st._check_one_output("cache_write")
+        st = self[tensors[0]]
+        others = [t for t in tensors if self[t] is not st]
+        if others:
+            raise ScheduleError(
+                "cache_write",
+                st,
+                f"'{others[0].name}' is not an output of stage '{st.name}'; a list given to "
+                "cache_write holds outputs of one multi-output stage: cache the others apart",
+            )
+        if isinstance(st.op, ScanOp) or not isinstance(st.op, ComputeOp):
+            raise ScheduleError("cache_write", st, "only a compute stage can be cached")
+        n = len(st.op.bodies)
+        if n > 1 and sorted(t.value_index for t in tensors) != list(range(n)):
+            names = ", ".join(st.op.output(k).name for k in range(n))
+            raise ScheduleError(
+                "cache_write",
+                st,
+                f"the stage has {n} outputs (a multi-output compute), cached together: give "
+                f"them all as a list, s.cache_write([{names}], scope), as TVM does",
+            )
         if st.relations or any(a.bind is not None or a.kind != "serial" for a in st.attrs.values()):
             raise ScheduleError(
                 "cache_write",
@@ -863,20 +894,21 @@ class Schedule:
                 "cache_write before splitting, reordering or binding it",
             )
         op = st.op
-        # the cache stage computes the original body over fresh axes
+        # the cache stage computes the original bodies over fresh axes
         axis = [IterVar(E.Var(iv.var.name + ".c"), iv.dom, "data") for iv in op.axis]
-        body = substitute(op.bodies[0], {a.var: b.var for a, b in zip(op.axis, axis)})
-        cop = ComputeOp(f"{op.name}.{scope}", axis, body)
-        cache = cop.output(0)
+        vmap = {a.var: b.var for a, b in zip(op.axis, axis)}
+        cop = ComputeOp(f"{op.name}.{scope}", axis, [substitute(b, vmap) for b in op.bodies])
         new = Stage(cop, self)
         new.scope = scope
         # the original stage now copies the cache out, keeping its axis variables
-        copy = E.TensorLoad(cache, tuple(iv.var for iv in op.axis))
-        _rebind_body(st, copy)
+        index = tuple(iv.var for iv in op.axis)
+        copies = [E.TensorLoad(cop.output(k), index) for k in range(len(op.bodies))]
+        _rebind_body(st, *copies)
         st.all_iter_vars = list(st.op.axis)
         st.leaf_iter_vars = list(st.op.axis)
         self._insert(new, st)
-        return cache
+        caches = [cop.output(t.value_index) for t in tensors]
+        return caches if isinstance(tensor, (list, tuple)) else caches[0]
 
     def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: SupportsIndex = 0) -> Tensor:
         """Factor the reduction of ``tensor`` over the reduce leaf ``axis``: a new stage
@@ -947,7 +979,9 @@ class Schedule:
         rv = IterVar(E.Var(axis.var.name + ".v"), Range(0, ext[axis]), "reduce")
         idx = [iv.var for iv in st.op.axis]
         idx.insert(factor_axis, rv.var)
-        _rebind_body(st, E.Reduce("sum", E.TensorLoad(rf, tuple(idx)), (rv,), None, body.dtype))
+        # an ``init`` starts the final sum (the partial sums start from 0), as in TVM
+        load = E.TensorLoad(rf, tuple(idx))
+        _rebind_body(st, E.Reduce("sum", load, (rv,), None, body.dtype, init=body.init))
         st.relations, st.attrs = [], {}
         st.all_iter_vars = list(st.op.axis) + [rv]
         st.leaf_iter_vars = list(st.all_iter_vars)
@@ -960,15 +994,18 @@ def _copy_compute(tensor: Tensor, name: str) -> ComputeOp:
     return ComputeOp(name, axis, E.TensorLoad(tensor, tuple(iv.var for iv in axis)))
 
 
-def _rebind_body(stage: Stage, body: E.Expr) -> None:
-    """Give ``stage`` a new op with ``body`` and the same axes, keeping the old op's lookups."""
+def _rebind_body(stage: Stage, *bodies: E.Expr) -> None:
+    """Give ``stage`` a new op with ``bodies`` (one per output) and the same axes, keeping
+    the old op's lookups and output tensors."""
     old = stage.op
+    assert isinstance(old, ComputeOp) and len(bodies) == len(old.bodies)
     new = ComputeOp.__new__(ComputeOp)
     new.name, new.axis, new.tag, new.attrs = old.name, old.axis, old.tag, old.attrs
-    new.bodies = (body,)  # a stage of one output (multi-output stages are not rebound)
-    new.reduce_axis = tuple(body.axis) if isinstance(body, E.Reduce) else ()
+    new.bodies = bodies
+    first = bodies[0]
+    new.reduce_axis = tuple(first.axis) if isinstance(first, E.Reduce) else ()
     new.shape, new.dtype, new._out = old.shape, old.dtype, old.output(0)
-    new._outs = [new._out]
+    new._outs = [old.output(k) for k in range(len(bodies))]
     stage.op = new
     stage.schedule.stage_map[new] = stage
 

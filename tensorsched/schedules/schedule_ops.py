@@ -205,6 +205,7 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
             data_guards + store_only,
             buf,
             out_index,
+            None if body.init is None else flat.visit(substitute(body.init, vmap)),
         )
         first_reduce, init = None, None
     elif isinstance(body, E.Reduce) and body.sources:
@@ -229,6 +230,11 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         main = _guard(conds, update)
         first_reduce = next(k for k, iv in enumerate(leaves) if is_reduce_leaf(iv))
         identities = body.reducer.identity_tuple(tuple(b.dtype for b in bufs))
+        inits = [r.init if isinstance(r, E.Reduce) else None for r in ctx.bounds.bodies[st]]
+        identities = tuple(
+            ident if first is None else flat.visit(substitute(first, vmap))
+            for ident, first in zip(identities, inits)
+        )
         init = _init_nest(
             ctx, st, leaves[first_reduce:], out_index, data_guards, list(zip(bufs, identities))
         )
@@ -256,9 +262,9 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
             [
                 (
                     buf,
-                    body.reducer.identity(body.dtype)
-                    if body.reducer is not None
-                    else identity_value(body.combiner, body.dtype),
+                    flat.visit(substitute(body.init, vmap))
+                    if body.init is not None
+                    else _first_value(body, body.dtype),
                 )
             ],
         )
@@ -386,6 +392,13 @@ def _cross_thread_leaf(st: Stage) -> IterVar | None:
     return bound[0]
 
 
+def _first_value(body: E.Reduce, dtype: str) -> E.Expr:
+    """The value a reduction without ``init`` starts from: its combiner's identity."""
+    if body.reducer is not None:
+        return body.reducer.identity(dtype)
+    return identity_value(body.combiner, dtype)
+
+
 def _combine(body: E.Reduce, a: E.Expr, b: E.Expr) -> E.Expr:
     if body.reducer is not None:
         return body.reducer.combine(a, b)
@@ -404,6 +417,7 @@ def _cross_thread_reduce(
     store_guards: list[E.Expr],
     out: S.Buffer,
     out_index: E.Expr,
+    init_value: E.Expr | None = None,
 ) -> S.Stmt:
     """A reduction whose leaf ``across`` is bound to a threadIdx tag: each work-item reduces
     its share (the stage's other reduce loops) into a private accumulator, the work-group
@@ -466,11 +480,9 @@ def _cross_thread_reduce(
         kids = [build_stage(ctx, c, inner_env) for c in attached.get(iv, [])]
         share = _with_allocs(ctx, attached.get(iv, []), S.seq(*kids, share))
         share = _loop(ctx, st, iv, ext[iv], share, inner_env)
-    identity = (
-        body.reducer.identity(dtype)
-        if body.reducer is not None
-        else identity_value(body.combiner, dtype)
-    )
+    # an ``init`` is combined once with the work-group's result (the shares start from the
+    # identity, as TVM's rfactor leaves the init to the final reduction)
+    identity = _first_value(body, dtype)
     steps: list[S.Stmt] = [S.Store(red, base + tx, E.Load(acc, zero)), S.Barrier("shared")]
     half = 1
     while half * 2 < launch:
@@ -481,7 +493,10 @@ def _cross_thread_reduce(
         steps += [_guard(cond, S.Store(red, base + tx, _combine(body, mine, theirs)))]
         steps += [S.Barrier("shared")] if half > 1 else []
         half //= 2
-    done = _guard([tx.equal(0), *store_guards], S.Store(out, out_index, E.Load(red, base)))
+    total: E.Expr = E.Load(red, base)
+    if init_value is not None:
+        total = _combine(body, init_value, total)
+    done = _guard([tx.equal(0), *store_guards], S.Store(out, out_index, total))
     kids = [build_stage(ctx, c, inner_env) for c in attached.get(across, [])]
     block = S.seq(*kids, S.Store(acc, zero, identity), share, *steps, done, S.Barrier("shared"))
     block = _with_allocs(ctx, attached.get(across, []), block)
@@ -744,8 +759,9 @@ def launch_extent(st: Stage, iv: IterVar, extent: Extent) -> Extent:
 
 
 def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, stores):
-    """The loops that set each output ``(buffer, identity)`` of ``stores`` to the identity of
-    the reduction, over the data loops inside the first reduction loop."""
+    """The loops that set each output ``(buffer, first)`` of ``stores`` to the reduction's
+    first value (its identity or ``init``), over the data loops inside the first reduction
+    loop."""
     data = [iv for iv in leaves_from_reduce if iv.kind != "reduce"]
     for iv in data:
         if thread_tag(ctx, st, iv):
@@ -760,7 +776,7 @@ def _init_nest(ctx, st, leaves_from_reduce, out_index, guards, stores):
     index = substitute(out_index, fresh)
     stmt = _guard(
         [substitute(g, fresh) for g in guards],
-        S.seq(*(S.Store(b, index, identity) for b, identity in stores)),
+        S.seq(*(S.Store(b, index, substitute(first, fresh)) for b, first in stores)),
     )
     for iv in reversed(data):
         attr = st.attrs.get(iv)

@@ -1,5 +1,5 @@
 """``ts.schedule``: TVM's ``te.schedule`` names (the schedule classes, and the helpers that
-inline every elementwise or injective stage)."""
+inline every elementwise, broadcast or injective stage)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ..ir.visitor import Visitor
 from .schedule import Group, IterAttr, Schedule, Stage, create_schedule
 
 __all__ = [
+    "AutoInlineBroadcast",
     "AutoInlineElemWise",
     "AutoInlineInjective",
     "Group",
@@ -25,6 +26,15 @@ def AutoInlineElemWise(sch: Schedule) -> None:  # noqa: N802  (TVM's name)
     axes, in order: ``B[i, j] = f(A[i, j])``) and is not an output, nor scheduled yet."""
     for st in sch.stages:
         if _inlinable(st) and _elementwise(st.op):
+            st.compute_inline()
+
+
+def AutoInlineBroadcast(sch: Schedule) -> None:  # noqa: N802  (TVM's name)
+    """Inline every stage that is a broadcast (each tensor it reads is read at some of its
+    own axes, in their order, or at 0: ``B[i, j] = f(A[j], C[i, 0])``; elementwise stages
+    are broadcasts too) and is not an output, nor scheduled yet."""
+    for st in sch.stages:
+        if _inlinable(st) and _reads_by_axes(st.op, broadcast=True):
             st.compute_inline()
 
 
@@ -57,13 +67,33 @@ def _inlinable(st: Stage) -> bool:
 
 
 def _elementwise(op: ComputeOp) -> bool:
+    return _reads_by_axes(op, broadcast=False)
+
+
+def _reads_by_axes(op: ComputeOp, broadcast: bool) -> bool:
+    """Every tensor ``op`` reads is read at exactly its axes, in order, or (``broadcast``) at
+    a subsequence of them, with the constant 0 for a dimension it broadcasts."""
     axes = tuple(iv.var for iv in op.axis)
     ok = True
+
+    def by_axes(indices: tuple[E.Expr, ...]) -> bool:
+        if not broadcast:
+            return len(indices) == len(axes) and all(i is v for i, v in zip(indices, axes))
+        at = 0
+        for i in indices:
+            if isinstance(i, E.IntImm) and i.value == 0:
+                continue
+            while at < len(axes) and axes[at] is not i:
+                at += 1
+            if at == len(axes):
+                return False
+            at += 1
+        return True
 
     class _V(Visitor):
         def visit_TensorLoad(self, t: E.TensorLoad) -> None:
             nonlocal ok
-            if len(t.indices) != len(axes) or any(i is not v for i, v in zip(t.indices, axes)):
+            if not by_axes(t.indices):
                 ok = False
             self.generic_visit(t)
 
