@@ -6,11 +6,21 @@ run: the file's size, the default opset (13 or later), every tensor's shape and 
 each initializer's stored bytes against its declared dims, and each operator's attributes are
 checked before anything is allocated from them; weights held in external files are refused
 (the model would name files to read). Operators read: Conv (with group), BatchNormalization,
-Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub, Mul, Div (numpy
-broadcasting), MaxPool, AveragePool (both with ceil_mode), GlobalAveragePool, ReduceMean (over
-H and W of an NCHW tensor: a global average pool), Gemm, MatMul (by a constant), Flatten,
-Reshape, Softmax, Concat, Dropout (inference: the identity), Identity and Constant; any other
-is an ``UnsupportedOperatorError`` naming its type and node.
+Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub, Mul, Div, Pow (numpy
+broadcasting), Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, MaxPool, AveragePool
+(both with ceil_mode), GlobalAveragePool, ReduceMean / ReduceSum / ReduceMax (over any axes;
+a mean over H and W of an NCHW tensor is a global average pool), LayerNormalization (as
+reductions and elementwise nodes), Gemm, MatMul (by a constant), Flatten, Reshape, Softmax,
+Concat, Transpose, Slice, Split (as slices), Squeeze / Unsqueeze (as reshapes), Gather (at
+constant indices: slices), Cast (to float: the identity), Dropout (inference: the identity),
+Identity and Constant; any other is an ``UnsupportedOperatorError`` naming its type and node.
+
+Constants are folded at import (``FOLD``): any of those operators, and the shape arithmetic of
+exporters (Shape, Size, ConstantOfShape, Range, Expand, Equal, Less, Greater, And, Or, Xor,
+Not, Where, Min, Max, Mod), whose inputs are all constants: integer and boolean ones stay the
+reader's (``_Reader.ints``: the shapes, axes and indices other operators take), float ones
+become the graph's constants. Each folded constant is size-checked before it is made
+(``MAX_FOLD`` elements).
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TensorschedError
-from ..graph.graph import MAX_ELEMENTS, MAX_RANK, Graph, GraphError
+from ..graph.graph import MAX_ELEMENTS, MAX_RANK, Graph, GraphError, slice_plan
 
 MAX_FILE_BYTES = 2**31  # protobuf's own limit on one message
 MAX_NODES = 100_000
@@ -102,8 +112,13 @@ def _dims(dims: Sequence[int], what: str) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
-_NP_OF = {1: np.float32, 6: np.int32, 7: np.int64, 10: np.float16, 11: np.float64}
-_FIELD_OF = {1: "float_data", 6: "int32_data", 7: "int64_data", 10: "int32_data", 11: "double_data"}
+_NP_OF = {
+    1: np.float32, 6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64,
+}  # fmt: skip
+_FIELD_OF = {
+    1: "float_data", 6: "int32_data", 7: "int64_data", 9: "int32_data", 10: "int32_data",
+    11: "double_data",
+}  # fmt: skip
 
 
 def _tensor(t: Any, what: str) -> np.ndarray:
@@ -149,7 +164,7 @@ def _attrs(node: Any, where: str) -> dict[str, Any]:
             out[a.name] = int(a.i)
         elif kind == 3:
             out[a.name] = a.s.decode("utf-8", "replace")
-        elif kind == 4:
+        elif kind == 4 and a.name == "value":  # Constant's and ConstantOfShape's
             out[a.name] = _tensor(a.t, f"{where} attribute {a.name}")
         elif kind == 6:
             out[a.name] = [float(x) for x in a.floats]
@@ -167,18 +182,62 @@ class _Reader:
         self.model, self.shapes = model, dict(shapes)
         self.g = Graph(model.graph.name or "onnx")
         self.alias: dict[str, str] = {}  # Identity outputs -> their input
-        self.ints: dict[str, np.ndarray] = {}  # integer constants (Reshape's shape)
+        # integer and boolean constants (shapes, axes, indices): never graph tensors
+        self.ints: dict[str, np.ndarray] = {}
+        # float constants with their exact shapes (a scalar's is ()); those the graph can
+        # hold (not empty) are its constants too
+        self.floats: dict[str, np.ndarray] = {}
+        self.folded = 0  # elements of the constants folded so far (MAX_FOLD_TOTAL at most)
 
     def name(self, t: str) -> str:
         return self.alias.get(t, t)
+
+    def is_const(self, t: str) -> bool:
+        t = self.name(t)
+        return t in self.ints or t in self.floats or t in self.g.constants
+
+    def known(self, t: str) -> bool:
+        return t in self.g.tensors or t in self.ints or t in self.floats
 
     def const(self, t: str, where: str) -> np.ndarray:
         t = self.name(t)
         if t in self.ints:
             return self.ints[t]
+        if t in self.floats:
+            return self.floats[t]
         if t in self.g.constants:
             return self.g.constants[t]
-        raise UnsupportedOperatorError(f"{where}: input '{t}' must be a constant (an initializer)")
+        raise UnsupportedOperatorError(
+            f"{where}: input '{t}' must be a constant (an initializer, or computed from "
+            "constants and shapes only)"
+        )
+
+    def ints_of(self, t: str, where: str, what: str) -> list[int]:
+        """The 1-d (or scalar) integer constant ``t`` as a list (axes, sizes, indices)."""
+        t = self.name(t)
+        if t not in self.ints or self.ints[t].dtype == np.bool_:
+            raise UnsupportedOperatorError(
+                f"{where}: the {what} '{t}' must be a constant integer tensor (an "
+                "initializer, or computed from constants and shapes only)"
+            )
+        v = self.ints[t]
+        if v.ndim > 1 or v.size > 64:
+            raise OnnxImportError(f"{where}: the {what} '{t}' must be a 1-d list, got {v.shape}")
+        return [int(x) for x in v.reshape(-1)]
+
+    def shape_of(self, t: str) -> tuple[int, ...]:
+        t = self.name(t)
+        if t in self.ints:
+            return tuple(self.ints[t].shape)
+        if t in self.floats:
+            return tuple(self.floats[t].shape)
+        return self.g.tensors[t].shape
+
+    def define(self, name: str, value: np.ndarray, where: str) -> None:
+        """The constant ``name`` computed at import (folded)."""
+        if name in self.g.tensors or self.known(name) or name in self.alias:
+            raise OnnxImportError(f"{where}: tensor '{name}' is defined twice")
+        self._add_constant(name, value)
 
     def read(self) -> Graph:
         m = self.model
@@ -195,7 +254,7 @@ class _Reader:
         for init in graph.initializer:
             self._add_constant(init.name, _tensor(init, "initializer"))
         for vi in graph.input:
-            if vi.name in self.g.tensors or vi.name in self.ints:
+            if self.known(vi.name):
                 continue  # an initializer listed as an input (older exporters)
             self.g.input(vi.name, self._input_shape(vi))
         for i, node in enumerate(graph.node):
@@ -208,12 +267,18 @@ class _Reader:
         return self.g
 
     def _add_constant(self, name: str, arr: np.ndarray) -> None:
-        if arr.dtype.kind in "iu":
+        arr = np.asarray(arr)
+        if arr.dtype == np.bool_:
+            self.ints[name] = arr.copy()
+        elif arr.dtype.kind in "iu":
             self.ints[name] = arr.astype(np.int64)
         else:
-            if not np.all(np.isfinite(arr)):
+            value = arr.astype(np.float32)
+            if not np.all(np.isfinite(value)):
                 raise OnnxImportError(f"constant '{name}' holds inf or nan")
-            self.g.constant(name, arr)
+            self.floats[name] = value
+            if value.size:  # the graph holds no empty tensor
+                self.g.constant(name, value)
 
     def _input_shape(self, vi: Any) -> tuple[int, ...]:
         if vi.name in self.shapes:
@@ -239,25 +304,56 @@ class _Reader:
             raise UnsupportedOperatorError(
                 f"{where}: operator domain '{node.domain}' is not supported"
             )
-        if op not in CONVERTERS:
+        if op not in SUPPORTED:
             raise UnsupportedOperatorError(
-                f"{where}: operator '{op}' is not supported; supported: "
-                f"{', '.join(sorted(CONVERTERS))}"
+                f"{where}: operator '{op}' is not supported; supported: {', '.join(SUPPORTED)}"
             )
         a = _attrs(node, where)
         ins = [self.name(t) for t in node.input]
         for t in ins:
-            if t and t not in self.g.tensors and t not in self.ints:
+            if t and not self.known(t):
                 raise OnnxImportError(f"{where} reads '{t}', which no earlier node defines")
         outs = list(node.output)
         if len(outs) < 1 or not outs[0]:
             raise OnnxImportError(f"{where}: no output")
-        if any(outs[1:]):
+        if any(outs[1:]) and op not in MULTI_OUTPUT:
             raise UnsupportedOperatorError(f"{where}: only the first output is supported")
         try:
-            CONVERTERS[op](self, name, where, a, ins, outs[0])
+            if op in FOLD and any(ins) and all(self.is_const(t) for t in ins if t):
+                self._fold(op, where, a, ins, outs)
+            elif op in MULTI_OUTPUT:
+                MULTI_OUTPUT[op](self, name, where, a, ins, outs)
+            elif op in CONVERTERS:
+                CONVERTERS[op](self, name, where, a, ins, outs[0])
+            else:
+                computed = next(t for t in ins if t and not self.is_const(t))
+                raise UnsupportedOperatorError(
+                    f"{where}: '{op}' is read only where all its inputs are constants (shape "
+                    f"arithmetic, folded at import); '{computed}' is computed from the "
+                    "model's inputs"
+                )
         except GraphError as exc:
             raise OnnxImportError(f"{where}: {exc}") from None
+
+    def _fold(self, op: str, where: str, a: dict, ins: list[str], outs: list[str]) -> None:
+        """Evaluate ``op`` on constant inputs now: its outputs are constants."""
+        values = [self.const(t, where) if t else None for t in ins]
+        try:
+            with np.errstate(all="ignore"):
+                result = FOLD[op](where, {**a, "_outputs": len(outs)}, values)
+        except (ValueError, IndexError, TypeError, KeyError, ArithmeticError) as exc:
+            raise OnnxImportError(
+                f"{where}: cannot evaluate it on its constant inputs: {exc}"
+            ) from None
+        results = result if isinstance(result, list) else [result]
+        self.folded += sum(np.size(v) for v in results)
+        if self.folded > MAX_FOLD_TOTAL:
+            raise OnnxImportError(
+                f"{where}: the constants computed at import exceed {MAX_FOLD_TOTAL} elements"
+            )
+        for out, value in zip(outs, results):
+            if out:
+                self.define(out, np.asarray(value), where)
 
 
 def _no_dilation(a: Mapping[str, Any], where: str) -> None:
@@ -270,11 +366,12 @@ def _window_pads(
 ) -> tuple[int, int, int, int]:
     """ONNX's ``pads`` (top, left, bottom, right) or ``auto_pad``."""
     auto = a.get("auto_pad", "NOTSET")
-    strides = a.get("strides", [1, 1])
-    if len(strides) != 2 or len(kernel) != 2:
+    strides = _int_list(a.get("strides", [1, 1]), where, "strides") or []
+    window = _int_list(list(kernel) if isinstance(kernel, tuple) else kernel, where, "kernel")
+    if len(strides) != 2 or window is None or len(window) != 2:
         raise UnsupportedOperatorError(f"{where}: only 2-d windows are supported")
     if auto in ("NOTSET", ""):
-        pads = a.get("pads", [0, 0, 0, 0])
+        pads = _int_list(a.get("pads", [0, 0, 0, 0]), where, "pads") or []
         if len(pads) != 4:
             raise OnnxImportError(f"{where}: pads {pads} must be 4 ints")
         return (pads[0], pads[1], pads[2], pads[3])
@@ -282,7 +379,7 @@ def _window_pads(
         return (0, 0, 0, 0)
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         out: list[int] = []
-        for size, k, s in zip(in_hw, kernel, strides):
+        for size, k, s in zip(in_hw, window, strides):
             if s < 1:
                 raise OnnxImportError(f"{where}: strides {strides} must be positive")
             total = max((-(-size // s) - 1) * s + k - size, 0)
@@ -297,6 +394,7 @@ def _conv(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
     _no_dilation(a, where)
     if len(ins) not in (2, 3):
         raise OnnxImportError(f"{where}: Conv takes 2 or 3 inputs, got {len(ins)}")
+    _float_input(r, ins, where)
     w = ins[1]
     if w not in r.g.constants:
         raise UnsupportedOperatorError(f"{where}: the weight '{w}' must be an initializer")
@@ -317,7 +415,7 @@ def _rename_output(r: _Reader, node: str, out: str) -> None:
     """Give ``node``'s output the model's tensor name."""
     n = r.g.nodes[node]
     if n.output != out:
-        if out in r.g.tensors:
+        if r.known(out) or out in r.alias:
             raise OnnxImportError(f"node '{node}': tensor '{out}' is defined twice")
         r.g.tensors[out] = r.g.tensors.pop(n.output)
         del r.g.producer[n.output]
@@ -344,6 +442,15 @@ UNARY = {
     "LeakyRelu": ("leaky_relu", ("alpha",)),
     "HardSigmoid": ("hard_sigmoid", ("alpha", "beta")),
     "HardSwish": ("hard_swish", ()),
+    "Erf": ("erf", ()),
+    "Sqrt": ("sqrt", ()),
+    "Exp": ("exp", ()),
+    "Log": ("log", ()),
+    "Neg": ("neg", ()),
+    "Abs": ("abs", ()),
+    "Reciprocal": ("reciprocal", ()),
+    "Floor": ("floor", ()),
+    "Ceil": ("ceil", ()),
 }
 BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}  # numpy broadcasting
 
@@ -354,6 +461,8 @@ def _batch_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out:
     if len(ins) != 5:
         raise OnnxImportError(f"{where}: BatchNormalization takes 5 inputs, got {len(ins)}")
     eps = a.get("epsilon", 1e-5)
+    if not isinstance(eps, float) or not math.isfinite(eps):
+        raise OnnxImportError(f"{where}: epsilon {eps!r} must be a finite float")
     if ins[4] in r.g.constants and not np.all(r.g.constants[ins[4]] + eps > 0):
         raise OnnxImportError(f"{where}: the variance plus epsilon must be positive")
     r.g.batch_norm(ins[0], ins[1], ins[2], ins[3], ins[4], eps, name=name)
@@ -376,7 +485,8 @@ def _binary(op: str) -> Any:
         for t in ins:
             if t in r.ints:
                 raise UnsupportedOperatorError(
-                    f"{where}: '{t}' is an integer tensor (shape arithmetic is not supported)"
+                    f"{where}: '{t}' is an integer tensor and the other operand a computed "
+                    "float one; tensorsched computes float32 only (cast the integers to float)"
                 )
         r.g.add_node(op, ins, {}, name)
         _rename_output(r, name, out)
@@ -421,45 +531,46 @@ def _float_input(r: _Reader, ins: list[str], where: str) -> None:
         raise OnnxImportError(f"{where}: the first input must be a float tensor")
 
 
-def _reduce_mean(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """The mean over H and W of an NCHW tensor (torch's ``x.mean([2, 3])``, axes in any order
-    or negative) as a global average pool, flattened to ``(N, C)`` where ``keepdims=0``. The
-    axes are an attribute before opset 18 and a constant input from opset 18 on; a mean over
-    other axes is an ``UnsupportedOperatorError``."""
-    if len(ins) > 1 and ins[1]:
-        if ins[1] not in r.ints:
-            raise UnsupportedOperatorError(
-                f"{where}: the axes '{ins[1]}' must be a constant integer tensor"
+def _reduce(kind: str) -> Any:
+    """ONNX's ReduceMean / ReduceSum / ReduceMax over any axes (negative ones too), with
+    ``keepdims`` and ``noop_with_empty_axes``; the axes are an attribute or a constant input
+    (the input form from opset 13 for ReduceSum, 18 for the others; either is read). A mean
+    over H and W of an NCHW tensor (torch's ``x.mean([2, 3])``) is a global average pool
+    (flattened to ``(N, C)`` where ``keepdims=0``), which the pooling templates build."""
+
+    def convert(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+        if len(ins) > 1 and ins[1]:
+            axes = r.ints_of(ins[1], where, "axes")
+        else:
+            axes = a.get("axes", [])
+        keepdims = a.get("keepdims", 1)
+        if not isinstance(axes, list) or not all(isinstance(x, int) for x in axes):
+            raise OnnxImportError(f"{where}: axes {axes!r} must be ints")
+        if not isinstance(keepdims, int) or keepdims not in (0, 1):
+            raise OnnxImportError(f"{where}: keepdims {keepdims!r} must be 0 or 1")
+        _float_input(r, ins, where)
+        if not axes and _int_attr(a, "noop_with_empty_axes", 0, where):
+            _identity(r, name, where, a, ins[:1], out)
+            return
+        shape = r.g.tensors[ins[0]].shape
+        rank = len(shape)
+        if any(not -rank <= x < rank for x in axes):
+            raise OnnxImportError(
+                f"{where}: axes {axes} out of range for the input of shape {shape}"
             )
-        axes = r.ints[ins[1]].reshape(-1).tolist()
-    else:
-        axes = a.get("axes", [])
-    keepdims = a.get("keepdims", 1)
-    if not isinstance(axes, list) or not all(isinstance(x, int) for x in axes):
-        raise OnnxImportError(f"{where}: axes {axes!r} must be ints")
-    if keepdims not in (0, 1):
-        raise OnnxImportError(f"{where}: keepdims {keepdims!r} must be 0 or 1")
-    _float_input(r, ins, where)
-    if not axes and a.get("noop_with_empty_axes", 0):
-        _identity(r, name, where, a, ins[:1], out)
-        return
-    shape = r.g.tensors[ins[0]].shape
-    rank = len(shape)
-    if any(not -rank <= x < rank for x in axes):
-        raise OnnxImportError(f"{where}: axes {axes} out of range for the input of shape {shape}")
-    if rank != 4 or sorted(x % rank for x in axes) != [2, 3]:
-        what = f"axes {axes}" if axes else "every axis (no axes given)"
-        raise UnsupportedOperatorError(
-            f"{where}: a mean over {what} of the input of shape {shape}; only the mean over "
-            "H and W of an NCHW tensor (axes [2, 3] or [-2, -1]) is supported"
-        )
-    r.g.global_avg_pool2d(ins[0], name=name)
-    if keepdims:
+        if kind == "mean" and rank == 4 and sorted(x % rank for x in axes) == [2, 3]:
+            r.g.global_avg_pool2d(ins[0], name=name)
+            if keepdims:
+                _rename_output(r, name, out)
+                return
+            flat = r.g.fresh_name(name + "_flatten")
+            r.g.flatten(r.g.nodes[name].output, 1, name=flat)
+            _rename_output(r, flat, out)
+            return
+        r.g.reduce(ins[0], kind, axes or None, bool(keepdims), name=name)
         _rename_output(r, name, out)
-        return
-    flat = r.g.fresh_name(name + "_flatten")
-    r.g.flatten(r.g.nodes[name].output, 1, name=flat)
-    _rename_output(r, flat, out)
+
+    return convert
 
 
 def _gemm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -487,13 +598,31 @@ def _gemm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
 
 
 def _matmul(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    if len(ins) != 2 or len(r.g.tensors[ins[0]].shape) != 2:
-        raise UnsupportedOperatorError(f"{where}: only a 2-d input times a constant is supported")
+    """A computed tensor of 2 or more dims times a constant 2-d ``B``: a dense layer over its
+    rows (a transformer's projection of ``(batch, tokens, features)``: reshaped to rows and
+    back)."""
+    _float_input(r, ins, where)
+    if len(ins) != 2 or not ins[1]:
+        raise OnnxImportError(f"{where}: takes 2 inputs")
+    shape = r.g.tensors[ins[0]].shape
+    if len(shape) < 2 or not r.is_const(ins[1]) or ins[1] in r.ints:
+        raise UnsupportedOperatorError(
+            f"{where}: only a computed tensor of 2 or more dims times a constant float matrix "
+            "is supported (not a product of two computed tensors)"
+        )
     B = r.const(ins[1], where)
-    if B.ndim != 2:
-        raise UnsupportedOperatorError(f"{where}: only a 2-d constant B is supported")
-    r.g.dense(ins[0], r.g.constant(r.g.fresh_name(name + "_weight"), B.T), name=name)
-    _rename_output(r, name, out)
+    if B.ndim != 2 or B.shape[0] != shape[-1]:
+        raise UnsupportedOperatorError(
+            f"{where}: B of shape {B.shape} must be a 2-d constant with {shape[-1]} rows"
+        )
+    w = r.g.constant(r.g.fresh_name(name + "_weight"), B.T)
+    if len(shape) == 2:
+        r.g.dense(ins[0], w, name=name)
+        _rename_output(r, name, out)
+        return
+    rows = r.g.reshape(ins[0], (-1, shape[-1]), name=r.g.fresh_name(name + "_rows"))
+    y = r.g.dense(rows, w, name=r.g.fresh_name(name + "_dense"))
+    _reshape_to(r, name, y, (*shape[:-1], B.shape[1]), out)
 
 
 def _reshape(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -519,9 +648,9 @@ def _axis_op(op: str, default: int) -> Any:
 
 
 def _identity(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    if out in r.g.tensors or out in r.alias:
+    if r.known(out) or out in r.alias:
         raise OnnxImportError(f"{where}: tensor '{out}' is defined twice")
-    if not ins or (ins[0] not in r.g.tensors and ins[0] not in r.ints):
+    if not ins or not r.known(ins[0]):
         raise OnnxImportError(f"{where}: reads a tensor that no node defines")
     r.alias[out] = ins[0]
 
@@ -539,9 +668,646 @@ def _constant(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: s
         value = np.asarray(a["value_ints"], np.int64)
     else:
         raise UnsupportedOperatorError(f"{where}: only value / value_float(s) / value_int(s)")
-    if out in r.g.tensors or out in r.ints:
-        raise OnnxImportError(f"{where}: tensor '{out}' is defined twice")
-    r._add_constant(out, np.asarray(value))
+    r.define(out, np.asarray(value), where)
+
+
+# ---- constants folded at import: shape arithmetic (Shape, Gather, Unsqueeze, Concat ...
+# feeding a Reshape) and any supported operator whose inputs are all constants
+
+MAX_FOLD = 1 << 24  # elements of one folded constant (64 MiB of float32)
+MAX_FOLD_TOTAL = 1 << 26  # of all of them together
+Values = list[Any]  # the constant inputs, None for an input left out
+
+
+def _fold_size(shape: Sequence[int], where: str) -> tuple[int, ...]:
+    """``shape``, checked as the shape of a constant to compute at import."""
+    shape = tuple(int(d) for d in shape)
+    if len(shape) > MAX_RANK or any(d < 0 for d in shape) or math.prod(shape) > MAX_FOLD:
+        raise OnnxImportError(
+            f"{where}: a constant of shape {shape} is more than tensorsched computes at import "
+            f"(at most {MAX_RANK} dims and {MAX_FOLD} elements)"
+        )
+    return shape
+
+
+def _arity(x: Values, lo: int, hi: int, where: str) -> None:
+    if not lo <= len(x) <= hi or any(v is None for v in x[:lo]):
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise OnnxImportError(f"{where}: takes {want} inputs, got {len(x)}")
+
+
+def _int_attr(a: Mapping[str, Any], key: str, default: int, where: str) -> int:
+    v = a.get(key, default)
+    if not isinstance(v, int):
+        raise OnnxImportError(f"{where}: attribute {key} must be an int, got {v!r}")
+    return v
+
+
+def _axis_in(axis: int, rank: int, where: str, what: str = "axis") -> int:
+    """``axis`` of a tensor of ``rank`` dims, made non-negative."""
+    if not -rank <= axis < rank:
+        raise OnnxImportError(f"{where}: {what} {axis} is out of range for {rank} dims")
+    return axis % rank
+
+
+def _axes_in(axes: Sequence[int], rank: int, where: str) -> list[int]:
+    out = [_axis_in(x, rank, where, "axes entry") for x in axes]
+    if len(set(out)) != len(out):
+        raise OnnxImportError(f"{where}: axes {list(axes)} name an axis twice")
+    return out
+
+
+def _axes_arg(x: Values, a: Mapping[str, Any], where: str) -> list[int] | None:
+    """The axes of Squeeze / Unsqueeze: the second input (opset 13) or the attribute."""
+    if len(x) > 1 and x[1] is not None:
+        v = np.asarray(x[1])
+        if v.dtype.kind not in "iu" or v.ndim > 1:
+            raise OnnxImportError(f"{where}: axes must be a 1-d integer tensor")
+        return [int(i) for i in v.reshape(-1)]
+    axes = a.get("axes")
+    if axes is not None and not isinstance(axes, list):
+        raise OnnxImportError(f"{where}: attribute axes must be ints")
+    return axes
+
+
+def _int_list(v: Any, where: str, what: str) -> list[int] | None:
+    """An ints attribute (or ``None``), checked."""
+    if v is not None and (not isinstance(v, list) or not all(isinstance(x, int) for x in v)):
+        raise OnnxImportError(f"{where}: {what} must be a list of ints, got {v!r}")
+    return v
+
+
+def _squeezed(shape: Sequence[int], axes: list[int] | None, where: str) -> tuple[int, ...]:
+    """Squeeze's output shape: ``axes`` (default: every size-1 dim) dropped."""
+    axes = _int_list(axes, where, "axes")
+    rank = len(shape)
+    drop = (
+        [i for i, d in enumerate(shape) if d == 1] if axes is None else _axes_in(axes, rank, where)
+    )
+    if any(shape[i] != 1 for i in drop):
+        raise OnnxImportError(f"{where}: axes {axes} of shape {tuple(shape)} are not all size 1")
+    return tuple(d for i, d in enumerate(shape) if i not in drop)
+
+
+def _unsqueezed(shape: Sequence[int], axes: list[int] | None, where: str) -> tuple[int, ...]:
+    """Unsqueeze's output shape: a size-1 dim at each of ``axes`` (of the output)."""
+    axes = _int_list(axes, where, "axes")
+    if not axes:
+        raise OnnxImportError(f"{where}: Unsqueeze needs axes")
+    rank = len(shape) + len(axes)
+    if rank > MAX_RANK:
+        raise OnnxImportError(f"{where}: {rank} dims, more than {MAX_RANK}")
+    new = set(_axes_in(axes, rank, where))
+    it = iter(shape)
+    return tuple(1 if i in new else next(it) for i in range(rank))
+
+
+def _slice_args(x: Values, rank: int, where: str) -> tuple[list[int], ...]:
+    """Slice's constant ``starts, ends, axes, steps`` (axes non-negative), checked."""
+    _arity(x, 3, 5, where)
+    lists: list[list[int] | None] = []
+    for v, what in zip(x[1:], ("starts", "ends", "axes", "steps")):
+        if v is None:
+            lists.append(None)
+            continue
+        arr = np.asarray(v)
+        if arr.dtype.kind not in "iu" or arr.ndim != 1:
+            raise OnnxImportError(f"{where}: {what} must be a 1-d integer tensor")
+        lists.append([int(i) for i in arr])
+    starts, ends = lists[0] or [], lists[1] or []
+    axes = lists[2] if len(lists) > 2 and lists[2] is not None else list(range(len(starts)))
+    steps = lists[3] if len(lists) > 3 and lists[3] is not None else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise OnnxImportError(
+            f"{where}: starts {starts}, ends {ends}, axes {axes} and steps {steps} must have "
+            "the same length"
+        )
+    if 0 in steps:
+        raise OnnxImportError(f"{where}: steps {steps} must be non-zero")
+    return starts, ends, _axes_in(axes, rank, where), steps
+
+
+def _f_slice(where: str, a: dict, x: Values) -> np.ndarray:
+    data = np.asarray(x[0])
+    if data.ndim == 0:
+        raise OnnxImportError(f"{where}: cannot slice a scalar")
+    plan = slice_plan(data.shape, *_slice_args(x, data.ndim, where))
+    index = tuple(slice(b, b + s * n if b + s * n >= 0 else None, s) for b, s, n in plan)
+    return data[index]
+
+
+def _f_gather(where: str, a: dict, x: Values) -> np.ndarray:
+    _arity(x, 2, 2, where)
+    data, idx = np.asarray(x[0]), np.asarray(x[1])
+    if idx.dtype.kind not in "iu":
+        raise OnnxImportError(f"{where}: the indices must be integers")
+    if data.ndim == 0:
+        raise OnnxImportError(f"{where}: cannot gather from a scalar")
+    axis = _axis_in(_int_attr(a, "axis", 0, where), data.ndim, where)
+    dim = data.shape[axis]
+    if idx.size and (idx.min() < -dim or idx.max() >= dim):
+        raise OnnxImportError(f"{where}: indices out of range for an axis of {dim}")
+    _fold_size(data.shape[:axis] + idx.shape + data.shape[axis + 1 :], where)
+    return np.take(data, np.where(idx < 0, idx + dim, idx), axis=axis)
+
+
+def _f_concat(where: str, a: dict, x: Values) -> np.ndarray:
+    arrs = [np.asarray(v) for v in x if v is not None]
+    if not arrs or any(v.ndim == 0 or v.ndim != arrs[0].ndim for v in arrs):
+        raise OnnxImportError(f"{where}: the inputs must have the same number of dims (>= 1)")
+    if len({v.dtype.kind == "f" for v in arrs}) > 1:
+        raise OnnxImportError(f"{where}: mixes integer and float inputs")
+    axis = _axis_in(_int_attr(a, "axis", 0, where), arrs[0].ndim, where)
+    return np.concatenate(arrs, axis=axis)
+
+
+CAST_TO = {1: np.float32, 10: np.float32, 11: np.float32, 6: np.int64, 7: np.int64, 9: np.bool_}
+
+
+def _f_cast(where: str, a: dict, x: Values) -> np.ndarray:
+    _arity(x, 1, 1, where)
+    to = a.get("to")
+    if not isinstance(to, int) or to not in CAST_TO:
+        raise UnsupportedOperatorError(
+            f"{where}: cast to element type {to!r}; tensorsched reads float, int32, int64 and "
+            "bool constants"
+        )
+    v = np.asarray(x[0])
+    if CAST_TO[to] is np.bool_:
+        return v != 0
+    if CAST_TO[to] is np.int64 and v.dtype.kind == "f":
+        if not np.all(np.abs(v) < 2.0**63):
+            raise OnnxImportError(f"{where}: a float too large for int64")
+        return np.trunc(v).astype(np.int64)
+    return v.astype(CAST_TO[to])
+
+
+def _f_reshape(where: str, a: dict, x: Values) -> np.ndarray:
+    _arity(x, 2, 2, where)
+    data, shape = np.asarray(x[0]), np.asarray(x[1])
+    if shape.dtype.kind not in "iu" or shape.ndim != 1 or shape.size > MAX_RANK:
+        raise OnnxImportError(f"{where}: the shape must be a 1-d integer tensor")
+    want = [int(d) for d in shape]
+    if a.get("allowzero", 0):
+        raise UnsupportedOperatorError(f"{where}: allowzero=1 is not supported")
+    want = [data.shape[i] if d == 0 and i < data.ndim else d for i, d in enumerate(want)]
+    if want.count(-1) > 1 or any(d < -1 for d in want):
+        raise OnnxImportError(f"{where}: bad shape {want}")
+    return data.reshape(want)
+
+
+def _f_transpose(where: str, a: dict, x: Values) -> np.ndarray:
+    _arity(x, 1, 1, where)
+    data = np.asarray(x[0])
+    perm = a.get("perm", list(range(data.ndim - 1, -1, -1)))
+    if not isinstance(perm, list) or sorted(perm) != list(range(data.ndim)):
+        raise OnnxImportError(f"{where}: perm {perm} is not a permutation of {data.ndim} axes")
+    return np.transpose(data, perm)
+
+
+def _f_flatten(where: str, a: dict, x: Values) -> np.ndarray:
+    _arity(x, 1, 1, where)
+    data = np.asarray(x[0])
+    axis = _int_attr(a, "axis", 1, where)
+    if not -data.ndim <= axis <= data.ndim:
+        raise OnnxImportError(f"{where}: axis {axis} out of range for {data.ndim} dims")
+    axis %= data.ndim + 1
+    return data.reshape(math.prod(data.shape[:axis]), math.prod(data.shape[axis:]))
+
+
+def _f_split(where: str, a: dict, x: Values, parts: int) -> list[np.ndarray]:
+    data = np.asarray(x[0])
+    if data.ndim == 0:
+        raise OnnxImportError(f"{where}: cannot split a scalar")
+    axis = _axis_in(_int_attr(a, "axis", 0, where), data.ndim, where)
+    sizes = _split_sizes(where, a, x[1] if len(x) > 1 else None, data.shape[axis], parts)
+    ends = np.cumsum(sizes).tolist()
+    return np.split(data, ends[:-1], axis=axis)
+
+
+def _split_sizes(where: str, a: dict, given: Any, dim: int, parts: int) -> list[int]:
+    """Split's sizes: the ``split`` input (opset 13) or attribute, else ``num_outputs``
+    (opset 18: equal parts, the last one smaller) or as many equal parts as outputs."""
+    if given is not None:
+        arr = np.asarray(given)
+        if arr.dtype.kind not in "iu" or arr.ndim != 1:
+            raise OnnxImportError(f"{where}: split must be a 1-d integer tensor")
+        sizes = [int(v) for v in arr]
+    elif "split" in a:
+        sizes = _int_list(a["split"], where, "split") or []
+    else:
+        n = _int_attr(a, "num_outputs", parts, where)
+        if n != parts or n < 1:
+            raise OnnxImportError(f"{where}: num_outputs {n} but {parts} outputs")
+        if "num_outputs" not in a and dim % n:
+            raise OnnxImportError(f"{where}: an axis of {dim} does not split in {n} equal parts")
+        chunk = -(-dim // n)
+        sizes = [min(chunk, dim - k * chunk) for k in range(n)]
+    if len(sizes) != parts or any(v < 0 for v in sizes) or sum(sizes) != dim:
+        raise OnnxImportError(
+            f"{where}: split sizes {sizes} must be {parts} non-negative ints adding up to {dim}"
+        )
+    return sizes
+
+
+def _broadcast(where: str, *arrs: np.ndarray) -> tuple[int, ...]:
+    try:
+        shape = np.broadcast_shapes(*(np.shape(v) for v in arrs))
+    except ValueError:
+        raise OnnxImportError(
+            f"{where}: shapes {[np.shape(v) for v in arrs]} do not broadcast"
+        ) from None
+    return _fold_size(shape, where)
+
+
+def _numeric(where: str, x: Values, n: int) -> list[np.ndarray]:
+    _arity(x, n, n, where)
+    arrs = [np.asarray(v) for v in x]
+    _broadcast(where, *arrs)
+    return arrs
+
+
+def _same_kind(where: str, arrs: Sequence[np.ndarray]) -> bool:
+    """True where the operands are floats, False where integers; a mix is refused."""
+    kinds = {v.dtype.kind == "f" for v in arrs}
+    if len(kinds) > 1:
+        raise OnnxImportError(f"{where}: mixes integer and float operands")
+    return kinds.pop()
+
+
+def _arith(fn: Any, ints: Any = None) -> Any:
+    """A binary arithmetic operator of numpy ``fn`` (``ints``: its integer form, which
+    raises ``ArithmeticError`` for a division by zero)."""
+
+    def fold(where: str, a: dict, x: Values) -> np.ndarray:
+        p, q = _numeric(where, x, 2)
+        if _same_kind(where, (p, q)):
+            return fn(p.astype(np.float64), q.astype(np.float64)).astype(np.float32)
+        if p.dtype == np.bool_ or q.dtype == np.bool_:
+            raise OnnxImportError(f"{where}: arithmetic on booleans")
+        return (ints or fn)(p.astype(np.int64), q.astype(np.int64))
+
+    return fold
+
+
+def _int_div(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Integer division rounded toward zero (C's, onnxruntime's)."""
+    if np.any(q == 0):
+        raise ZeroDivisionError("integer division by zero")
+    quot = np.abs(p) // np.abs(q)
+    return np.where((p < 0) != (q < 0), -quot, quot)
+
+
+def _f_mod(where: str, a: dict, x: Values) -> np.ndarray:
+    p, q = _numeric(where, x, 2)
+    if _same_kind(where, (p, q)):
+        if not a.get("fmod", 0):
+            raise OnnxImportError(f"{where}: Mod of floats needs fmod=1")
+        return np.fmod(p, q).astype(np.float32)
+    if np.any(q == 0):
+        raise OnnxImportError(f"{where}: integer modulo by zero")
+    return np.fmod(p, q) if a.get("fmod", 0) else np.mod(p, q)
+
+
+def _f_pow(where: str, a: dict, x: Values) -> np.ndarray:
+    p, q = _numeric(where, x, 2)
+    if p.dtype.kind == "f":
+        return np.power(p.astype(np.float64), q.astype(np.float64)).astype(np.float32)
+    if q.dtype.kind == "f" or np.any(q < 0):
+        raise OnnxImportError(f"{where}: an integer base needs a non-negative integer exponent")
+    return np.power(p.astype(np.int64), q.astype(np.int64))
+
+
+def _compare(fn: Any) -> Any:
+    def fold(where: str, a: dict, x: Values) -> np.ndarray:
+        p, q = _numeric(where, x, 2)
+        _same_kind(where, (p, q))
+        return fn(p, q)
+
+    return fold
+
+
+def _logic(fn: Any) -> Any:
+    def fold(where: str, a: dict, x: Values) -> np.ndarray:
+        p, q = _numeric(where, x, 2)
+        if p.dtype != np.bool_ or q.dtype != np.bool_:
+            raise OnnxImportError(f"{where}: takes boolean tensors")
+        return fn(p, q)
+
+    return fold
+
+
+def _f_not(where: str, a: dict, x: Values) -> np.ndarray:
+    _arity(x, 1, 1, where)
+    if np.asarray(x[0]).dtype != np.bool_:
+        raise OnnxImportError(f"{where}: takes a boolean tensor")
+    return ~np.asarray(x[0])
+
+
+def _f_where(where: str, a: dict, x: Values) -> np.ndarray:
+    c, p, q = _numeric(where, x, 3)
+    if c.dtype != np.bool_:
+        raise OnnxImportError(f"{where}: the condition must be a boolean tensor")
+    _same_kind(where, (p, q))
+    return np.where(c, p, q)
+
+
+def _variadic(fn: Any) -> Any:
+    """Min / Max of any number of inputs."""
+
+    def fold(where: str, a: dict, x: Values) -> np.ndarray:
+        arrs = [np.asarray(v) for v in x if v is not None]
+        if not arrs:
+            raise OnnxImportError(f"{where}: takes at least one input")
+        _broadcast(where, *arrs)
+        _same_kind(where, arrs)
+        return fn.reduce(np.broadcast_arrays(*arrs))
+
+    return fold
+
+
+def _float_fn(fn: Any, ints_too: bool = False) -> Any:
+    """A function of one float tensor (``ints_too``: of an integer one too: Neg, Abs)."""
+
+    def fold(where: str, a: dict, x: Values) -> np.ndarray:
+        _arity(x, 1, 1, where)
+        v = np.asarray(x[0])
+        if v.dtype.kind != "f":
+            if not ints_too or v.dtype == np.bool_:
+                raise OnnxImportError(f"{where}: takes a float tensor")
+            return fn(v)
+        return np.asarray(fn(v.astype(np.float64))).astype(np.float32)
+
+    return fold
+
+
+def _f_constant_of_shape(where: str, a: dict, x: Values) -> np.ndarray:
+    _arity(x, 1, 1, where)
+    shape = np.asarray(x[0])
+    if shape.dtype.kind not in "iu" or shape.ndim != 1:
+        raise OnnxImportError(f"{where}: the shape must be a 1-d integer tensor")
+    dims = _fold_size(shape.tolist(), where)
+    value = a.get("value", np.zeros(1, np.float32))
+    if not isinstance(value, np.ndarray) or value.size != 1:
+        raise OnnxImportError(f"{where}: value must be a tensor of one element")
+    return np.full(dims, value.reshape(-1)[0], value.dtype)
+
+
+def _f_range(where: str, a: dict, x: Values) -> np.ndarray:
+    start, limit, delta = _numeric(where, x, 3)
+    if start.size != 1 or limit.size != 1 or delta.size != 1:
+        raise OnnxImportError(f"{where}: start, limit and delta must be scalars")
+    float_ = _same_kind(where, (start, limit, delta))
+    s, lim, d = (float(v.reshape(-1)[0]) for v in (start, limit, delta))
+    if d == 0 or not all(math.isfinite(v) for v in (s, lim, d)):
+        raise OnnxImportError(f"{where}: delta must be non-zero and the values finite")
+    n = _fold_size((max(math.ceil((lim - s) / d), 0),), where)[0]
+    if float_:
+        return (s + d * np.arange(n)).astype(np.float32)
+    return int(s) + int(d) * np.arange(n, dtype=np.int64)
+
+
+def _f_expand(where: str, a: dict, x: Values) -> np.ndarray:
+    _arity(x, 2, 2, where)
+    data, shape = np.asarray(x[0]), np.asarray(x[1])
+    if shape.dtype.kind not in "iu" or shape.ndim != 1 or shape.size > MAX_RANK:
+        raise OnnxImportError(f"{where}: the shape must be a 1-d integer tensor")
+    if np.any(shape < 1):
+        raise OnnxImportError(f"{where}: shape {shape.tolist()} must be positive")
+    out = _broadcast(where, np.broadcast_to(0, data.shape), np.broadcast_to(0, tuple(shape)))
+    return np.broadcast_to(data, out).copy()
+
+
+def _f_unsqueeze(where: str, a: dict, x: Values) -> np.ndarray:
+    data = np.asarray(x[0])
+    return data.reshape(_unsqueezed(data.shape, _axes_arg(x, a, where), where))
+
+
+def _f_squeeze(where: str, a: dict, x: Values) -> np.ndarray:
+    data = np.asarray(x[0])
+    return data.reshape(_squeezed(data.shape, _axes_arg(x, a, where), where))
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+# ONNX operator -> its evaluation on constant inputs (numpy arrays, None for an input left
+# out): a float result is float32, an integer one int64, a comparison's bool
+FOLD: dict[str, Any] = {
+    "Gather": _f_gather,
+    "Unsqueeze": _f_unsqueeze,
+    "Squeeze": _f_squeeze,
+    "Concat": _f_concat,
+    "Cast": _f_cast,
+    "Slice": _f_slice,
+    "Reshape": _f_reshape,
+    "Transpose": _f_transpose,
+    "Flatten": _f_flatten,
+    "Split": lambda where, a, x: _f_split(where, a, x, a["_outputs"]),
+    "Add": _arith(np.add),
+    "Sub": _arith(np.subtract),
+    "Mul": _arith(np.multiply),
+    "Div": _arith(np.divide, _int_div),
+    "Mod": _f_mod,
+    "Pow": _f_pow,
+    "Equal": _compare(np.equal),
+    "Less": _compare(np.less),
+    "Greater": _compare(np.greater),
+    "LessOrEqual": _compare(np.less_equal),
+    "GreaterOrEqual": _compare(np.greater_equal),
+    "And": _logic(np.logical_and),
+    "Or": _logic(np.logical_or),
+    "Xor": _logic(np.logical_xor),
+    "Not": _f_not,
+    "Where": _f_where,
+    "Min": _variadic(np.minimum),
+    "Max": _variadic(np.maximum),
+    "Neg": _float_fn(np.negative, ints_too=True),
+    "Abs": _float_fn(np.abs, ints_too=True),
+    "Sqrt": _float_fn(np.sqrt),
+    "Exp": _float_fn(np.exp),
+    "Log": _float_fn(np.log),
+    "Reciprocal": _float_fn(lambda v: 1.0 / v),
+    "Floor": _float_fn(np.floor),
+    "Ceil": _float_fn(np.ceil),
+    "Erf": _float_fn(lambda v: np.asarray(_erf(v), np.float64)),
+    "ConstantOfShape": _f_constant_of_shape,
+    "Range": _f_range,
+    "Expand": _f_expand,
+}
+
+
+# ---- shape operators on computed tensors
+
+
+def _shape(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """The input's shape (known at import) as an int64 constant; opset 15's ``start`` and
+    ``end`` slice it (negative from the end, clamped)."""
+    if len(ins) != 1 or not ins[0]:
+        raise OnnxImportError(f"{where}: takes 1 input")
+    shape = r.shape_of(ins[0])
+    rank = len(shape)
+    lo, hi = _int_attr(a, "start", 0, where), _int_attr(a, "end", rank, where)
+    lo, hi = (min(max(v + rank if v < 0 else v, 0), rank) for v in (lo, hi))
+    r.define(out, np.array(shape[lo:hi], np.int64), where)
+
+
+def _size(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    if len(ins) != 1 or not ins[0]:
+        raise OnnxImportError(f"{where}: takes 1 input")
+    r.define(out, np.array(math.prod(r.shape_of(ins[0])), np.int64), where)
+
+
+def _cast(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """A computed tensor is float32: a cast to float is the identity; to anything else it
+    would leave what tensorsched computes."""
+    _float_input(r, ins, where)
+    if not isinstance(a.get("to"), int) or a.get("to") not in (1, 10, 11):
+        raise UnsupportedOperatorError(
+            f"{where}: a cast of the computed tensor '{ins[0]}' to element type {a.get('to')!r}; "
+            "tensorsched computes float32 only"
+        )
+    _identity(r, name, where, a, ins[:1], out)
+
+
+def _transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    _float_input(r, ins, where)
+    r.g.transpose(ins[0], a.get("perm"), name=name)
+    _rename_output(r, name, out)
+
+
+def _slice(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Starts, ends, axes and steps must be constants (folded shape arithmetic counts)."""
+    _float_input(r, ins, where)
+    what = ("starts", "ends", "axes", "steps")
+    values = [None if not t else np.asarray(r.ints_of(t, where, w)) for t, w in zip(ins[1:], what)]
+    rank = len(r.g.tensors[ins[0]].shape)
+    starts, ends, axes, steps = _slice_args([ins[0], *values], rank, where)
+    r.g.slice(ins[0], starts, ends, axes, steps, name=name)
+    _rename_output(r, name, out)
+
+
+def _split(r: _Reader, name: str, where: str, a: dict, ins: list[str], outs: list[str]) -> None:
+    """One slice node per output."""
+    _float_input(r, ins, where)
+    if len(outs) > 1024:
+        raise OnnxImportError(f"{where}: {len(outs)} outputs")
+    shape = r.g.tensors[ins[0]].shape
+    axis = _axis_in(_int_attr(a, "axis", 0, where), len(shape), where)
+    given = np.asarray(r.ints_of(ins[1], where, "split")) if len(ins) > 1 and ins[1] else None
+    sizes = _split_sizes(where, a, given, shape[axis], len(outs))
+    begin = 0
+    for k, (size, out) in enumerate(zip(sizes, outs)):
+        if out:
+            part = name if k == 0 else r.g.fresh_name(f"{name}_{k}")
+            r.g.slice(ins[0], [begin], [begin + size], [axis], name=part)
+            _rename_output(r, part, out)
+        begin += size
+
+
+def _reshape_to(r: _Reader, name: str, x: str, shape: Sequence[int], out: str) -> None:
+    r.g.reshape(x, shape, name=name)
+    _rename_output(r, name, out)
+
+
+def _squeeze(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    _float_input(r, ins, where)
+    axes = r.ints_of(ins[1], where, "axes") if len(ins) > 1 and ins[1] else a.get("axes")
+    shape = _squeezed(r.g.tensors[ins[0]].shape, axes, where)
+    if not shape:
+        raise UnsupportedOperatorError(f"{where}: squeezing to a scalar (the graph holds none)")
+    _reshape_to(r, name, ins[0], shape, out)
+
+
+def _unsqueeze(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    _float_input(r, ins, where)
+    axes = r.ints_of(ins[1], where, "axes") if len(ins) > 1 and ins[1] else a.get("axes")
+    _reshape_to(r, name, ins[0], _unsqueezed(r.g.tensors[ins[0]].shape, axes, where), out)
+
+
+def _gather(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """A computed tensor read at constant indices along one axis: a scalar index is a slice
+    with the axis dropped; a list of them, slices joined by a concat."""
+    _float_input(r, ins, where)
+    if len(ins) != 2 or not ins[1]:
+        raise OnnxImportError(f"{where}: takes 2 inputs")
+    shape = r.g.tensors[ins[0]].shape
+    axis = _axis_in(_int_attr(a, "axis", 0, where), len(shape), where)
+    idx = r.const(ins[1], where)
+    if idx.dtype.kind not in "iu" or idx.ndim > 1 or idx.size > 64 or not idx.size:
+        raise UnsupportedOperatorError(
+            f"{where}: indices of shape {idx.shape}; a scalar or a list of at most 64 "
+            "integers is supported on a computed tensor"
+        )
+    dim = shape[axis]
+    picks = [int(i) + dim if i < 0 else int(i) for i in idx.reshape(-1)]
+    if any(not 0 <= i < dim for i in picks):
+        raise OnnxImportError(f"{where}: indices {idx.tolist()} out of range for {dim}")
+    single = idx.ndim == 1 and len(picks) == 1
+    parts = [
+        r.g.slice(ins[0], [i], [i + 1], [axis], name=name if single else f"{name}_pick{k}")
+        for k, i in enumerate(picks)
+    ]
+    if idx.ndim == 0:
+        drop = tuple(d for j, d in enumerate(shape) if j != axis)
+        if not drop:
+            raise UnsupportedOperatorError(f"{where}: gathering a scalar (the graph holds none)")
+        r.g.reshape(parts[0], drop, name=name)
+    elif not single:
+        r.g.concat(parts, axis, name=name)
+    _rename_output(r, name, out)
+
+
+def _pow(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """``x ** y``: a constant scalar ``y`` (float or integer) is the node's ``exponent``
+    (products for small integers); any other ``y`` broadcasts."""
+    _float_input(r, ins, where)
+    if len(ins) != 2 or not ins[1]:
+        raise OnnxImportError(f"{where}: takes 2 inputs")
+    if r.is_const(ins[1]) and r.const(ins[1], where).size == 1:
+        e = r.const(ins[1], where)
+        if e.dtype == np.bool_:
+            raise OnnxImportError(f"{where}: a boolean exponent")
+        r.g.add_node("power", ins[:1], {"exponent": float(e.reshape(-1)[0])}, name)
+    else:
+        y = ins[1]
+        if y in r.ints:  # an integer exponent tensor: as floats
+            y = r.g.constant(r.g.fresh_name(f"{name}_exponent"), r.ints[y].astype(np.float32))
+        r.g.add_node("pow", [ins[0], y], {}, name)
+    _rename_output(r, name, out)
+
+
+def _layer_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Opset 17's LayerNormalization, as graph nodes: ``d = x - mean(x)``, ``d / sqrt(mean(d
+    * d) + epsilon) * scale + bias``, the means over the axes from ``axis`` to the last."""
+    _float_input(r, ins, where)
+    if len(ins) not in (2, 3) or not ins[1]:
+        raise OnnxImportError(f"{where}: takes 2 or 3 inputs (X, Scale, B)")
+    shape = r.g.tensors[ins[0]].shape
+    axis = _axis_in(_int_attr(a, "axis", -1, where), len(shape), where)
+    eps = a.get("epsilon", 1e-5)
+    if not isinstance(eps, float) or not 0 <= eps < 1:
+        raise OnnxImportError(f"{where}: epsilon {eps!r} must be a small non-negative float")
+    for t in ins[1:]:
+        if t and t not in r.g.tensors:
+            raise OnnxImportError(f"{where}: '{t}' must be a float tensor")
+    g, axes = r.g, list(range(axis, len(shape)))
+
+    def fresh(what: str) -> str:
+        return g.fresh_name(f"{name}_{what}")
+
+    mean = g.reduce(ins[0], "mean", axes, True, name=fresh("mean"))
+    d = g.add_node("sub", [ins[0], mean], {}, fresh("centre"))
+    var = g.reduce(g.add_node("power", [d], {"exponent": 2.0}, fresh("square")), "mean", axes,
+                   True, name=fresh("var"))  # fmt: skip
+    eps_t = g.constant(fresh("epsilon"), np.array([eps], np.float32))
+    std = g.add_node("sqrt", [g.add_node("add", [var, eps_t], {}, fresh("var_eps"))], {},
+                     fresh("std"))  # fmt: skip
+    y = g.add_node("div", [d, std], {}, fresh("normed"))
+    bias = ins[2] if len(ins) > 2 and ins[2] else None
+    y = g.add_node("mul", [y, ins[1]], {}, name if bias is None else fresh("scaled"))
+    if bias is not None:
+        g.add_node("add", [y, bias], {}, name)
+    _rename_output(r, name, out)
 
 
 CONVERTERS: dict[str, Any] = {
@@ -554,7 +1320,9 @@ CONVERTERS: dict[str, Any] = {
     "MaxPool": lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "max_pool2d"),
     "AveragePool": lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "avg_pool2d"),
     "GlobalAveragePool": _simple("global_avg_pool2d"),
-    "ReduceMean": _reduce_mean,
+    "ReduceMean": _reduce("mean"),
+    "ReduceSum": _reduce("sum"),
+    "ReduceMax": _reduce("max"),
     "Gemm": _gemm,
     "MatMul": _matmul,
     "Flatten": _axis_op("flatten", 1),
@@ -563,7 +1331,19 @@ CONVERTERS: dict[str, Any] = {
     "Concat": _axis_op("concat", 0),
     "Identity": _identity,
     "Constant": _constant,
+    "Shape": _shape,
+    "Size": _size,
+    "Cast": _cast,
+    "Transpose": _transpose,
+    "Slice": _slice,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Gather": _gather,
+    "Pow": _pow,
+    "LayerNormalization": _layer_norm,
 }
+MULTI_OUTPUT: dict[str, Any] = {"Split": _split}  # converters given every output's name
+SUPPORTED = tuple(sorted({*CONVERTERS, *MULTI_OUTPUT, *FOLD}))
 
 
 def from_onnx(model_or_path: Any, shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
@@ -583,7 +1363,12 @@ ONNX_NAMES: dict[str, tuple[str, tuple[str, ...]]] = {
     **{op: (onnx_op, attrs) for onnx_op, (op, attrs) in UNARY.items()},
     **{op: (onnx_op, ()) for onnx_op, op in BINARY.items()},
     "global_avg_pool2d": ("GlobalAveragePool", ()),
+    "pow": ("Pow", ()),
+    "transpose": ("Transpose", ("perm",)),
 }
+REDUCE_NAMES = {"mean": "ReduceMean", "sum": "ReduceSum", "max": "ReduceMax"}
+# the opset from which each reads its axes as an input, not an attribute
+REDUCE_AXES_INPUT = {"mean": 18, "sum": 13, "max": 18}
 
 
 def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) -> Any:
@@ -662,6 +1447,25 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
         elif n.op in ("softmax", "concat"):
             op = "Softmax" if n.op == "softmax" else "Concat"
             nodes.append(helper.make_node(op, own, [out], n.name, axis=a["axis"]))
+        elif n.op == "slice":
+            names = []
+            for key in ("starts", "ends", "axes", "steps"):
+                names.append(fresh(f"{n.name}_{key}"))
+                inits.append(numpy_helper.from_array(np.array(a[key], np.int64), names[-1]))
+            nodes.append(helper.make_node("Slice", [own[0], *names], [out], n.name))
+        elif n.op == "power":
+            e = fresh(n.name + "_exponent")
+            inits.append(numpy_helper.from_array(np.array(a["exponent"], np.float32), e))
+            nodes.append(helper.make_node("Pow", [own[0], e], [out], n.name))
+        elif n.op == "reduce":
+            kw_ = {"keepdims": int(a["keepdims"])}
+            ins_ = list(own)
+            if opset >= REDUCE_AXES_INPUT[a["kind"]]:
+                ins_.append(fresh(n.name + "_axes"))
+                inits.append(numpy_helper.from_array(np.array(a["axes"], np.int64), ins_[-1]))
+            else:
+                kw_["axes"] = list(a["axes"])
+            nodes.append(helper.make_node(REDUCE_NAMES[a["kind"]], ins_, [out], n.name, **kw_))
         else:
             raise GraphError(f"to_onnx: node '{n.name}' ({n.op}) has no ONNX form")
         steps = list(n.epilogue)

@@ -16,10 +16,15 @@ at the node that makes it so.
 Operators (``OPS``): conv2d (with groups), batch_norm, relu, clip, sigmoid, tanh, leaky_relu
 (``alpha``), hard_sigmoid (``alpha``, ``beta``), hard_swish, add, sub, mul, div (numpy
 broadcasting), max_pool2d, avg_pool2d, global_avg_pool2d, dense, flatten, reshape, softmax,
-concat. After the fusion pass a conv2d, dense or pooling node also carries an ``epilogue``: a
-tuple of steps applied to its output in order, ``("bias",)``, ``("add",)`` (a residual tensor
-of the output's shape), ``("relu",)`` and ``("clip", lo, hi)``; the bias and residual tensors
-are extra inputs of the node, after its own (data, weight), in the order their steps come. On
+concat; the elementwise math of transformer blocks: erf, sqrt, exp, log, neg, abs, reciprocal,
+floor, ceil, ``power`` (by a constant ``exponent``) and ``pow`` (by a broadcast tensor);
+``reduce`` (``kind`` mean, sum or max over ``axes``, ``keepdims``); ``transpose`` (``perm``) and
+``slice`` (ONNX's ``starts`` / ``ends`` / ``axes`` / ``steps``, negative and out-of-range values
+clamped as ONNX does: ``slice_plan``). After the fusion pass a conv2d, dense or pooling node
+also carries an ``epilogue``: a tuple of steps applied to its output in order, ``("bias",)``,
+``("add",)`` (a residual tensor of the output's shape), ``("relu",)`` and ``("clip", lo,
+hi)``; the bias and residual tensors are extra inputs of the node, after its own (data,
+weight), in the order their steps come. On
 a CPU device ``passes.channels_last`` marks conv nodes ``attrs["layout"]`` /
 ``attrs["data_layout"]`` ``"NHWC"`` and adds ``layout_transform`` nodes (``PASS_OPS``: a
 memory order the logical NCHW shapes do not show, so no graph built by hand or imported holds
@@ -288,6 +293,29 @@ class Graph:
 
     def concat(self, xs: Sequence[str], axis: int = 1, name: str | None = None) -> str:
         return self.add_node("concat", list(xs), {"axis": axis}, name)
+
+    def transpose(self, x: str, perm: Sequence[int] | None = None, name: str | None = None) -> str:
+        """Output axis ``i`` is input axis ``perm[i]``; no ``perm`` reverses the axes (ONNX's
+        default)."""
+        return self.add_node("transpose", [x], {"perm": perm}, name)
+
+    def slice(
+        self, x: str, starts: Sequence[int], ends: Sequence[int],
+        axes: Sequence[int] | None = None, steps: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> str:  # fmt: skip
+        """ONNX's ``Slice`` with constant ``starts``, ``ends``, ``axes`` (default: the first
+        ones) and ``steps`` (default 1): see ``slice_plan``."""
+        attrs = {"starts": starts, "ends": ends, "axes": axes, "steps": steps}
+        return self.add_node("slice", [x], attrs, name)
+
+    def reduce(
+        self, x: str, kind: str, axes: Sequence[int] | None = None, keepdims: bool = True,
+        name: str | None = None,
+    ) -> str:  # fmt: skip
+        """The ``kind`` (``mean``, ``sum`` or ``max``) of ``x`` over ``axes`` (default: all)."""
+        attrs = {"kind": kind, "axes": axes, "keepdims": keepdims}
+        return self.add_node("reduce", [x], attrs, name)
 
     # ---- reading
 
@@ -593,6 +621,129 @@ def _infer_concat(g: Graph, node: Node) -> tuple[int, ...]:
     return tuple(out)
 
 
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def _int_list(node: Node, key: str, default: Sequence[int] | None = None) -> tuple[int, ...]:
+    """The attribute ``key``: a list of at most ``MAX_RANK`` int64 values (``default`` when
+    it is missing or ``None``)."""
+    v = node.attrs.get(key)
+    if v is None and default is not None:
+        v = tuple(default)
+    if (
+        not isinstance(v, (list, tuple))
+        or len(v) > MAX_RANK
+        or not all(isinstance(x, (int, np.integer)) and INT64[0] <= x <= INT64[1] for x in v)
+    ):
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): {key} must be a list of at most {MAX_RANK} "
+            f"int64 values, got {v!r}"
+        )
+    return tuple(int(x) for x in v)
+
+
+def _axes(node: Node, axes: Sequence[int], rank: int) -> tuple[int, ...]:
+    """``axes`` made non-negative; each in range and listed once."""
+    out = tuple(_axis(node, a, rank) for a in axes)
+    if len(set(out)) != len(out):
+        raise GraphError(f"node '{node.name}' ({node.op}): axes {tuple(axes)} repeat an axis")
+    return out
+
+
+def slice_plan(
+    shape: Sequence[int], starts: Sequence[int], ends: Sequence[int], axes: Sequence[int],
+    steps: Sequence[int],
+) -> list[tuple[int, int, int]]:  # fmt: skip
+    """ONNX's ``Slice``, per axis of ``shape``: ``(first index, step, count)``. ``axes`` are
+    non-negative and ``steps`` non-zero. A negative start or end counts from the end; then
+    both are clamped to the axis (``0 .. dim`` for a positive step, ``-1 .. dim - 1`` for a
+    negative one, where -1 means before the first element)."""
+    plan = [(0, 1, d) for d in shape]
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        dim = shape[axis]
+        start = start + dim if start < 0 else start
+        end = end + dim if end < 0 else end
+        if step > 0:
+            start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+        else:
+            start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+        count = max(0, -(-(end - start) // step))
+        plan[axis] = (start, step, count)
+    return plan
+
+
+def _infer_slice(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    s = _shape(g, node.inputs[0])
+    starts, ends = _int_list(node, "starts"), _int_list(node, "ends")
+    axes = _axes(node, _int_list(node, "axes", range(len(starts))), len(s))
+    steps = _int_list(node, "steps", (1,) * len(starts))
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise GraphError(
+            f"node '{node.name}' (slice): starts {starts}, ends {ends}, axes {axes} and steps "
+            f"{steps} must have the same length"
+        )
+    if 0 in steps:
+        raise GraphError(f"node '{node.name}' (slice): steps {steps} must be non-zero")
+    node.attrs.update(starts=starts, ends=ends, axes=axes, steps=steps)
+    out = tuple(count for _, _, count in slice_plan(s, starts, ends, axes, steps))
+    if 0 in out:
+        raise GraphError(
+            f"node '{node.name}' (slice): starts {starts}, ends {ends} (axes {axes}, steps "
+            f"{steps}) select no element of the input of shape {s}; tensors are never empty"
+        )
+    return out
+
+
+def _infer_transpose(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    s = _shape(g, node.inputs[0])
+    perm = _int_list(node, "perm", tuple(range(len(s) - 1, -1, -1)))
+    if sorted(perm) != list(range(len(s))):
+        raise GraphError(
+            f"node '{node.name}' (transpose): perm {perm} is not a permutation of the "
+            f"{len(s)} axes of the input of shape {s}"
+        )
+    node.attrs["perm"] = perm
+    return tuple(s[p] for p in perm)
+
+
+REDUCE_KINDS = ("mean", "sum", "max")
+
+
+def _infer_reduce(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    s = _shape(g, node.inputs[0])
+    a = node.attrs
+    if a.get("kind") not in REDUCE_KINDS:
+        raise GraphError(
+            f"node '{node.name}' (reduce): kind {a.get('kind')!r} must be one of {REDUCE_KINDS}"
+        )
+    axes = _axes(node, _int_list(node, "axes", ()), len(s)) or tuple(range(len(s)))
+    keep = a.get("keepdims", True)
+    if not isinstance(keep, (bool, int, np.integer, np.bool_)) or keep not in (0, 1):
+        raise GraphError(f"node '{node.name}' (reduce): keepdims must be True or False")
+    a["axes"], a["keepdims"] = tuple(sorted(axes)), bool(keep)
+    if keep:
+        return tuple(1 if i in axes else d for i, d in enumerate(s))
+    out = tuple(d for i, d in enumerate(s) if i not in axes)
+    if not out:
+        raise GraphError(
+            f"node '{node.name}' (reduce): reducing every axis of {s} without keepdims gives "
+            "a scalar, which the graph does not hold; keep the dims (keepdims=1)"
+        )
+    return out
+
+
+def _infer_power(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    e = node.attrs.get("exponent")
+    if not isinstance(e, (int, float, np.integer, np.floating)) or not math.isfinite(e):
+        raise GraphError(f"node '{node.name}' (power): exponent must be a finite number")
+    node.attrs["exponent"] = float(e)
+    return _shape(g, node.inputs[0])
+
+
 def _infer_global_pool(g: Graph, node: Node) -> tuple[int, ...]:
     N, C, _, _ = _rank(g, node, node.inputs[0], 4, "the input")
     _epilogue_inputs(g, node, (N, C, 1, 1))
@@ -608,6 +759,8 @@ def _infer_scale_shift(g: Graph, node: Node) -> tuple[int, ...]:
 
 
 LAYOUTS = ("NCHW", "NHWC")
+# elementwise functions of one input, without attributes (numpy's and OpenCL C's meaning)
+MATH = ("erf", "sqrt", "exp", "log", "neg", "abs", "reciprocal", "floor", "ceil")
 
 
 def _infer_layout_transform(g: Graph, node: Node) -> tuple[int, ...]:
@@ -646,6 +799,12 @@ SHAPE_RULES = {
     "reshape": _infer_reshape,
     "softmax": _infer_softmax,
     "concat": _infer_concat,
+    **{op: _infer_same for op in MATH},
+    "power": _infer_power,  # x ** exponent (a constant)
+    "pow": _infer_add,  # x ** y, numpy broadcasting
+    "reduce": _infer_reduce,
+    "transpose": _infer_transpose,
+    "slice": _infer_slice,
     "layout_transform": _infer_layout_transform,
 }
 # layout_transform is the graph passes' own (a change of memory order that the graph's

@@ -4,6 +4,7 @@ inputs; results are returned as float32."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -11,7 +12,8 @@ import numpy as np
 
 from ..ops.conv2d import conv2d_ref
 from ..ops.pool import MODES, pool2d_ref
-from .graph import Graph, GraphError, Node, node_pool_mode
+from ..ops.reduction import reduce_ref
+from .graph import Graph, GraphError, Node, node_pool_mode, slice_plan
 
 Array = np.ndarray
 
@@ -84,6 +86,30 @@ def _scale_shift(node: Node, x: list[Array]) -> Array:
     return epilogue(node, x[0] * x[1].reshape(shape) + x[2].reshape(shape), [])
 
 
+def _slice(node: Node, x: list[Array]) -> Array:
+    a = node.attrs
+    plan = slice_plan(x[0].shape, a["starts"], a["ends"], a["axes"], a["steps"])
+    index = tuple(
+        slice(b, b + s * n if b + s * n >= 0 else None, s) for b, s, n in plan
+    )  # a stop of -1 (before the first element) is None to a Python slice
+    return x[0][index]
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+MATH: dict[str, Callable[[Array], Array]] = {
+    "erf": lambda x: np.asarray(_erf(x), np.float64),
+    "sqrt": np.sqrt,
+    "exp": np.exp,
+    "log": np.log,
+    "neg": np.negative,
+    "abs": np.abs,
+    "reciprocal": lambda x: 1.0 / x,
+    "floor": np.floor,
+    "ceil": np.ceil,
+}
+
+
 REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     "conv2d": _conv2d,
     "batch_norm": _batch_norm,
@@ -107,6 +133,12 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     "reshape": lambda n, x: x[0].reshape(n.attrs["shape"]),
     "softmax": _softmax,
     "concat": lambda n, x: np.concatenate(x, axis=n.attrs["axis"]),
+    **{op: (lambda fn: lambda n, x: fn(x[0]))(fn) for op, fn in MATH.items()},
+    "power": lambda n, x: np.power(x[0], n.attrs["exponent"]),
+    "pow": lambda n, x: np.power(x[0], x[1]),
+    "reduce": lambda n, x: reduce_ref(x[0], n.attrs["kind"], n.attrs["axes"], n.attrs["keepdims"]),
+    "transpose": lambda n, x: np.transpose(x[0], n.attrs["perm"]),
+    "slice": _slice,
     "layout_transform": lambda n, x: x[0],  # memory order only: the same logical tensor
 }
 
@@ -114,7 +146,8 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
 def eval_node(node: Node, inputs: list[Array]) -> Array:
     """``node``'s output from its input arrays, as float32."""
     x = [np.asarray(a, dtype=np.float64) for a in inputs]
-    return np.ascontiguousarray(REFERENCE[node.op](node, x), dtype=np.float32)
+    with np.errstate(all="ignore"):  # a log or sqrt outside its domain is NaN, as on devices
+        return np.ascontiguousarray(REFERENCE[node.op](node, x), dtype=np.float32)
 
 
 def run_reference(g: Graph, feeds: Mapping[str, Any] | Any, keep: bool = False) -> dict[str, Array]:

@@ -18,15 +18,16 @@ from ..ir import intrin as I
 from ..ir.expr import const
 from ..ir.tensor import Tensor, compute, placeholder, thread_axis
 from ..ops import nn
+from ..ops.reduction import reduce
 from ..ops.space import Config
 from ..ops.templates import templates_of
 from ..ops.templates.injective import schedule_injective
-from ..ops.transform import concat, transpose
+from ..ops.transform import concat, strided_slice, transpose
 from ..schedules.schedule import Schedule, create_schedule
 from ..tune.dispatch import best_config, predicted_config
 from ..tune.record import Record
 from ..tune.task import Task
-from .graph import Graph, GraphError, Node, node_pool_mode
+from .graph import Graph, GraphError, Node, node_pool_mode, slice_plan
 
 # (kind, {device class: templates in order of preference}) per tunable operator
 TEMPLATE_CHOICE: dict[str, dict[str, tuple[str, ...]]] = {
@@ -158,18 +159,30 @@ UNARY: dict[str, tuple[Callable[..., Tensor], tuple[str, ...]]] = {
     "leaky_relu": (nn.leaky_relu, ("alpha",)),
     "hard_sigmoid": (nn.hard_sigmoid, ("alpha", "beta")),
     "hard_swish": (nn.hard_swish, ()),
+    "erf": (nn.erf, ()),
+    "sqrt": (nn.sqrt, ()),
+    "exp": (nn.exp, ()),
+    "log": (nn.log, ()),
+    "neg": (nn.negative, ()),
+    "abs": (nn.absolute, ()),
+    "reciprocal": (nn.reciprocal, ()),
+    "floor": (nn.floor, ()),
+    "ceil": (nn.ceil, ()),
+    "power": (nn.power_scalar, ("exponent",)),
 }
-BINARY = {"add": nn.add, "sub": nn.subtract, "mul": nn.multiply, "div": nn.divide}
+BINARY = {
+    "add": nn.add, "sub": nn.subtract, "mul": nn.multiply, "div": nn.divide, "pow": nn.power,
+}  # fmt: skip
 
 
 def elementwise_kernel(
     g: Graph, node: Node, dtype: str = "float32"
 ) -> tuple[Schedule, list[Tensor]]:
-    """``(schedule, [*inputs, output])`` of a node without a template: add, sub, mul, div,
-    relu, sigmoid, tanh, leaky_relu, hard_sigmoid, hard_swish, clip, scale_shift, batch_norm,
-    concat and softmax (along any axis), each one flat kernel (softmax: its max and sum
-    reductions stay kernels of their own). ``dtype``: of every tensor (``"float16"``: half
-    storage)."""
+    """``(schedule, [*inputs, output])`` of a node without a template: the elementwise ones
+    (``UNARY``, ``BINARY``, clip, scale_shift, batch_norm), concat, transpose, slice, reduce
+    (a loop over the reduced elements in each work-item) and softmax (along any axis), each
+    one flat kernel (softmax: its max and sum reductions stay kernels of their own).
+    ``dtype``: of every tensor (``"float16"``: half storage)."""
     ins = [placeholder(g.tensors[t].shape, dtype, name=f"in{i}") for i, t in enumerate(node.inputs)]
     a = node.attrs
     out: Tensor
@@ -191,6 +204,16 @@ def elementwise_kernel(
             out = transpose(x, (0, 2, 3, 1), name="to_nhwc")
     elif node.op == "concat":
         out = concat(ins, a["axis"])
+    elif node.op == "transpose":
+        out = transpose(ins[0], a["perm"])
+    elif node.op == "slice":
+        plan = slice_plan(
+            g.tensors[node.inputs[0]].shape, a["starts"], a["ends"], a["axes"], a["steps"]
+        )
+        begin, steps, shape = ([p[k] for p in plan] for k in range(3))
+        out = strided_slice(ins[0], begin, steps, shape)
+    elif node.op == "reduce":
+        out = reduce(ins[0], a["kind"], a["axes"], a["keepdims"])
     elif node.op == "scale_shift":
         x, sc, sh = ins
         out = compute(x.shape, lambda *i: x[i] * sc[i[1]] + sh[i[1]], name="scale_shift")

@@ -2,7 +2,10 @@
 
 Elementwise: ``bias_add``, ``relu``, ``relu6`` (clip to 0..6), ``clip(lo, hi)``, ``sigmoid``,
 ``tanh``, ``leaky_relu(alpha)``, ``hard_sigmoid(alpha, beta)``, ``hard_swish``, and ``add``,
-``subtract``, ``multiply``, ``divide`` of two tensors (numpy broadcasting).
+``subtract``, ``multiply``, ``divide`` and ``power`` of two tensors (numpy broadcasting); the
+math of transformer blocks, one input each: ``erf``, ``sqrt``, ``exp``, ``log``, ``negative``,
+``absolute``, ``reciprocal``, ``floor``, ``ceil`` and ``power_scalar`` (by a constant exponent:
+a product for the small integer ones, as layer norms written with ``Pow(x, 2)`` need).
 ``softmax(data, axis=-1)`` is numerically stable: stages ``softmax_max`` (the max along
 ``axis``), ``softmax_exp`` (``exp(x - max)``, meant to be inlined), ``softmax_sum`` and the
 output ``softmax`` (``exp / sum``).
@@ -121,6 +124,72 @@ def multiply(a: Tensor, b: Tensor, name: str = "multiply") -> Tensor:
 def divide(a: Tensor, b: Tensor, name: str = "divide") -> Tensor:
     """``a / b`` with numpy broadcasting (floats: IEEE division, as numpy's)."""
     return _binary(a, b, name, lambda x, y: x / y)
+
+
+def power(a: Tensor, b: Tensor, name: str = "power") -> Tensor:
+    """``a ** b`` with numpy broadcasting (C's ``pow``: NaN for a negative base and a
+    non-integer exponent)."""
+    return _binary(a, b, name, I.power)
+
+
+def _map(data: Tensor, fn: Callable[[Any], Any], name: str) -> Tensor:
+    if not isinstance(data, Tensor):
+        raise ComputeError(f"{name}: expected a tensor, got {data!r}")
+    return compute(data.shape, lambda *i: fn(data[i]), name=name, tag="elemwise")
+
+
+def erf(data: Tensor, name: str = "erf") -> Tensor:
+    return _map(data, I.erf, name)
+
+
+def sqrt(data: Tensor, name: str = "sqrt") -> Tensor:
+    return _map(data, I.sqrt, name)
+
+
+def exp(data: Tensor, name: str = "exp") -> Tensor:
+    return _map(data, I.exp, name)
+
+
+def log(data: Tensor, name: str = "log") -> Tensor:
+    return _map(data, I.log, name)
+
+
+def negative(data: Tensor, name: str = "negative") -> Tensor:
+    return _map(data, lambda x: const(0, data.dtype) - x, name)
+
+
+def absolute(data: Tensor, name: str = "abs") -> Tensor:
+    return _map(data, I.abs, name)
+
+
+def reciprocal(data: Tensor, name: str = "reciprocal") -> Tensor:
+    return _map(data, lambda x: const(1, data.dtype) / x, name)
+
+
+def floor(data: Tensor, name: str = "floor") -> Tensor:
+    return _map(data, I.floor, name)
+
+
+def ceil(data: Tensor, name: str = "ceil") -> Tensor:
+    return _map(data, I.ceil, name)
+
+
+def power_scalar(data: Tensor, exponent: float, name: str = "power") -> Tensor:
+    """``data ** exponent`` for a constant exponent: products for 1, 2, 3 and 4, their
+    reciprocal for -1 and -2, ``sqrt`` for 0.5, else ``pow``."""
+    e, one = float(exponent), const(1, data.dtype)
+
+    def fn(x: Any) -> Any:
+        if e == 0.5:
+            return I.sqrt(x)
+        if abs(e) in (1.0, 2.0, 3.0, 4.0) and not (e < 0 and abs(e) > 2):
+            n = int(abs(e))
+            y = x * x if n >= 2 else x
+            y = y * x if n == 3 else (y * y if n == 4 else y)
+            return one / y if e < 0 else y
+        return I.power(x, const(e, data.dtype))
+
+    return _map(data, fn, name)
 
 
 def tanh(data: Tensor, name: str = "tanh") -> Tensor:

@@ -1,7 +1,7 @@
 """Injective operators that move elements without arithmetic: ``flatten``, ``reshape``,
-``transpose`` and ``concat``, with row-major (C order) semantics as numpy and ONNX have them.
-Each is one compute stage; a consumer may inline it, or ``templates.injective`` schedules it
-as its own kernel."""
+``transpose``, ``strided_slice`` and ``concat``, with row-major (C order) semantics as numpy
+and ONNX have them. Each is one compute stage; a consumer may inline it, or
+``templates.injective`` schedules it as its own kernel."""
 
 from __future__ import annotations
 
@@ -81,6 +81,37 @@ def transpose(data: Tensor, axes: Sequence[int], name: str = "transpose") -> Ten
         return data[tuple(src)]
 
     return compute(tuple(data.shape[a] for a in order), body, name=name, tag="injective")
+
+
+def strided_slice(
+    data: Tensor, begin: Sequence[int], strides: Sequence[int], shape: Sequence[int],
+    name: str = "slice",
+) -> Tensor:  # fmt: skip
+    """Output element ``i`` along axis ``d`` is input element ``begin[d] + i * strides[d]``
+    (a stride may be negative: the axis read backwards); ``shape`` is the output's, each
+    index it reaches inside the input (ONNX's ``Slice`` once its starts and ends are
+    resolved: ``graph.slice_plan``)."""
+    data = _check(data, name)
+    b, st, sh = list(begin), list(strides), list(shape)
+    if not len(b) == len(st) == len(sh) == data.ndim or not all(
+        isinstance(v, int) for v in b + st + sh
+    ):
+        raise ComputeError(
+            f"{name}: begin {tuple(b)}, strides {tuple(st)} and shape {tuple(sh)} must be "
+            f"{data.ndim} ints each, one per axis of '{data.name}'"
+        )
+    for d, (first, step, n, dim) in enumerate(zip(b, st, sh, data.shape)):
+        last = first + (n - 1) * step
+        if step == 0 or n < 1 or not (0 <= first < dim and 0 <= last < dim):
+            raise ComputeError(
+                f"{name}: axis {d} of '{data.name}' {data.shape}: {n} elements from {first} "
+                f"by {step} leave the axis"
+            )
+
+    def body(*i: Any) -> Any:
+        return data[tuple(x * s + f if n > 1 else f for x, s, f, n in zip(i, st, b, sh))]
+
+    return compute(tuple(sh), body, name=name, tag="injective")
 
 
 def flatten(data: Tensor, axis: int = 1, name: str = "flatten") -> Tensor:
