@@ -662,6 +662,45 @@ def test_rescaled_ms_scales_by_waves_of_work_groups_and_their_work():
     assert model.rescaled_ms(1.0, there, feats(8, 1e6, 2.0), limits) == pytest.approx(1.0 + launch)
 
 
+def test_rescaled_ms_on_a_gpu_counts_the_work_groups_its_units_hold_and_split_k_traffic():
+    """On a GPU a compute unit runs as many work-groups at once as its work-items and
+    ``__local`` memory allow (a CPU device's: ``GROUPS_PER_UNIT``), and a split K's partial
+    products are written and read again (``SPLIT_BYTE_MS``)."""
+    limits = DeviceLimits("test / gpu", 1024, (1024, 1024, 64), 48 * 1024, 4, gpu=True)
+
+    def feats(groups, local_bytes, kernels=1.0, stored=0.0):
+        return {
+            "ir.log2_work_groups": math.log2(groups),
+            "ir.wg_size": 128.0,  # 8 fit a unit by work-items
+            "ir.log2_loop_trips": math.log2(1e4),
+            "ir.log2_local_bytes": math.log2(local_bytes),
+            "ir.kernels": kernels,
+            "ir.log2_work_items": math.log2(groups * 128),
+            "ir.log2_global_store_bytes_item": math.log2(stored / (groups * 128))
+            if stored
+            else -1.0,
+        }
+
+    launch = model.LAUNCH_MS
+    small = feats(32, 4096)  # 8 a unit (by work-items): 32 groups on 4 units, one wave
+    assert model.rescaled_ms(1.0, small, feats(64, 4096), limits) == pytest.approx(
+        launch + (1.0 - launch) * 2
+    )
+    # 24 KB of __local each: 2 a unit, so 32 groups are 4 waves where 4 KB ones are one
+    assert model.rescaled_ms(1.0, small, feats(32, 24 * 1024), limits) == pytest.approx(
+        launch + (1.0 - launch) * 4
+    )
+    # the same on a CPU device: 2 a unit whatever they hold
+    cpu = DeviceLimits("test / cpu", 1024, (1024, 1024, 64), 48 * 1024, 4)
+    assert model.rescaled_ms(1.0, small, feats(32, 24 * 1024), cpu) == pytest.approx(1.0)
+    # a split K whose first kernel stores 1 GB of partial products pays for 2 GB of traffic
+    split = feats(32, 4096, 2.0, stored=1e9)
+    assert model.rescaled_ms(1.0, small, split, limits) == pytest.approx(
+        1.0 + launch + model.SPLIT_BYTE_MS * 2e9
+    )
+    assert model.rescaled_ms(1.0, small, split, cpu) == pytest.approx(1.0 + launch)
+
+
 def test_an_untuned_prediction_ranks_the_logged_bests_not_only_the_nearest(tmp_path):
     """The nearest logged shape's best is slow; a slightly farther shape's best is 1000x faster
     there: the prediction takes the latter (the nearest shape's best alone took the former)."""

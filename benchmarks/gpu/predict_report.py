@@ -46,7 +46,7 @@ def predicted_now(row: dict, compute_units: int) -> float | None:
     shipped log the study used, on a device like the study's (None: not among the measured)."""
     task = Task("gemm", "gpu_tiled", tuple(row["shape"]))
     device = row["log_device"]
-    limits = DeviceLimits(row["device"], 1024, (1024, 1024, 64), 48 * 1024, compute_units)
+    limits = DeviceLimits(row["device"], 1024, (1024, 1024, 64), 48 * 1024, compute_units, gpu=True)
     config = predict_config(task, history(task, device, shipped_logs(device)), limits)
     found = [c for c in row["candidates"] if config_key(c["config"]) == config_key(config or {})]
     return found[0].get("ms") if found else None

@@ -58,13 +58,24 @@ def _build(item: tuple[dict, dict]) -> str:
         return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
-def candidates(task: Task, records: list, per_shape: int) -> list[dict]:
-    """Every logged shape's ``per_shape`` best configs carried to ``task``, with provenance."""
+def candidates(task: Task, records: list, per_shape: int, splits: int = 0) -> list[dict]:
+    """Every logged shape's ``per_shape`` best configs carried to ``task``, with provenance;
+    the best ``splits`` of each also with every other ``split_k`` of the space (a source's
+    ``split`` says which it was given)."""
     space = task.space()
+    knob = space.space.get("split_k")
+    options = [v for v in knob.candidates if isinstance(v, int)] if knob else []
     out, seen = [], {}
     for d, there, recs in logged_shapes(task, space, records):
+        carried = []
         for rank, r in enumerate(recs[:per_shape]):
             c = carry_config(r.config, there, task, space)
+            carried.append((rank, r, c, None))
+            if rank < splits:
+                carried += [
+                    (rank, r, {**c, "split_k": v}, v) for v in options if v != c.get("split_k")
+                ]
+        for rank, r, c, split in carried:
             src = {
                 "shape": list(there.shape),
                 "distance": d,
@@ -72,6 +83,7 @@ def candidates(task: Task, records: list, per_shape: int) -> list[dict]:
                 "ms": r.device_ms,
                 "best_ms": recs[0].device_ms,
                 "config": r.config,
+                "split": split,
             }
             key = config_key(c)
             if key in seen:
@@ -104,6 +116,10 @@ def main() -> None:
     ap.add_argument("--shapes", nargs="+", required=True, help="M,N,K ...")
     ap.add_argument("--out", required=True)
     ap.add_argument("--per-shape", type=int, default=4)
+    ap.add_argument(
+        "--splits", type=int, default=0,
+        help="the best N configs of each logged shape also with every other split_k",
+    )  # fmt: skip
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--log", help="a log to take candidates from (default: the shipped ones)")
     ap.add_argument("--workers", type=int, default=max(2, (os.cpu_count() or 2) - 1))
@@ -133,7 +149,7 @@ def main() -> None:
             M, N, K = (int(v) for v in text.split(","))
             task = Task("gemm", "gpu_tiled", (M, N, K))
             records = history(task, device, paths)
-            cands = candidates(task, records, opts.per_shape)
+            cands = candidates(task, records, opts.per_shape, opts.splits)
             default = {"config": {}, "sources": [], "default": True}
             picked = predict_config(task, records, limits) or {}
             cands = [default] + cands

@@ -242,6 +242,9 @@ class DeviceLimits:
     # (coherent caches); OpenCL 1.2 does not promise it, and Oclgrind, which checks against
     # the standard, reports such a kernel's reads of other groups' stores as data races
     group_ordering: bool = False
+    # a GPU (CL_DEVICE_TYPE_GPU): its compute units run several work-groups at once, as many
+    # as their work-items and ``__local`` memory allow (a CPU device's cores one at a time)
+    gpu: bool = False
 
     @classmethod
     def of(cls, device: Device | str | None = None) -> DeviceLimits:
@@ -255,6 +258,7 @@ class DeviceLimits:
             int(dev.local_mem_size),
             max(1, int(getattr(dev.cl_device, "max_compute_units", 1))),
             group_ordering=_orders_groups(dev),
+            gpu=dev.is_gpu,
         )
 
 

@@ -73,13 +73,24 @@ SEEDS_PER_SHAPE = 4
 # 512 from 512^3, 5.1 ms against the default's 0.64) were slower than the defaults
 NEAR_VIEW = 1.0
 # an untuned prediction ranks the best configs of this many nearest logged shapes by their
-# times rescaled to the new shape (``rescaled_ms``), each distrusted by e^distance: on an
+# times rescaled to the new shape (``rescaled_ms``), each distrusted by its distance: on an
 # H100 over 30 GEMM shapes in no log (benchmarks/gpu/predict_report.py), 0.82x cuBLAS against
 # 0.75x for the nearest shape's best (0.63x against 0.80x on the 10 shapes farthest from the
 # log: 96x96x9216 0.23x -> 0.80x)
 PREDICT_SHAPES = 5
-GROUPS_PER_UNIT = 2  # work-groups a compute unit runs at once, as rescaled_ms assumes
+# ... each distrusted by e^(distance) on a CPU device, e^(GPU_DISTRUST * distance) on a GPU:
+# there e^distance (until 2026-11-26) let the nearest shapes' bests win however slow
+# ``rescaled_ms`` expected them; on an H100 over 12 GEMM shapes in no log, every logged best
+# measured (gpu/results/predict_rank_2026-11-26/), the rule picked configs 0.80x cuBLAS against
+# 0.70x before (0.82x of the best candidate's speed against 0.72x). On PoCL the weaker distrust
+# picked slower configs for 4 of 5 shapes where it changed the pick (0.15x-0.40x; 1.13x)
+GPU_DISTRUST = 0.25
+GROUPS_PER_UNIT = 2  # work-groups a CPU device's compute unit counts for, as rescaled_ms assumes
 LAUNCH_MS = 0.003  # a kernel's launch, as rescaled_ms assumes
+# a GPU writes split-K's partial products and reads them again at this cost (2 TB/s, about
+# an H100's memory), as rescaled_ms assumes: a carried split of 16 at 1494x1779x901 moved
+# 340 MB, which the work-groups' loop trips do not show (0.28 ms against 0.15 unsplit)
+SPLIT_BYTE_MS = 5e-10
 MAX_PAST = 1000  # other shapes' trials learned from (this template's first, most recent first)
 MAX_PAST_IR = 250  # ... of which the IR features are computed (each lowered once)
 LOWER_WORKERS = 8  # at most this many processes lower candidates for a proposer
@@ -886,8 +897,9 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
         spread = was["ir.log2_work_groups"] + math.log2(v["split_k"] / c["split_k"])
         if why is None and new is not None and abs(new["ir.log2_work_groups"] - spread) < 0.01:
             cands.append((d, ms, src, v, new))
+    distrust = GPU_DISTRUST if limits.gpu else 1.0
     guesses = [
-        (rescaled_ms(ms, src, new, limits) * math.exp(d), i)
+        (rescaled_ms(ms, src, new, limits) * math.exp(distrust * d), i)
         for i, (d, ms, src, _, new) in enumerate(cands)
     ]
     if guesses:
@@ -934,19 +946,36 @@ def rescaled_ms(
     ms: float, there: dict[str, float], here: dict[str, float], limits: DeviceLimits
 ) -> float:
     """The time a config measured at ``ms`` on another shape (IR features ``there``) should
-    take on this one (``here``): its kernels' launch cost, plus the rest scaled by the waves
-    of work-groups (``GROUPS_PER_UNIT`` a compute unit at a time) times each work-group's
-    work (its work-items' loop trips: a tile that overhangs the shape counts whole). Crude,
-    and meant only to rank the logged shapes' bests against one another."""
+    take on this one (``here``): its kernels' launch cost (and on a GPU the traffic of a split
+    K's partial products, ``SPLIT_BYTE_MS``), plus the rest scaled by the waves of
+    work-groups times each work-group's work (its work-items' loop trips: a tile that
+    overhangs the shape counts whole). A wave is as many work-groups as the compute units run
+    at once: on a GPU as many as fit each unit's work-items and ``__local`` memory (the
+    device's work-group limits, a lower bound), elsewhere ``GROUPS_PER_UNIT``. Crude, and
+    meant only to rank the logged shapes' bests against one another."""
+
+    def at_once(f: dict[str, float]) -> int:
+        if not limits.gpu:
+            return GROUPS_PER_UNIT
+        wg = max(int(f["ir.wg_size"]), 1)
+        local = 2 ** f.get("ir.log2_local_bytes", -1.0)
+        by_local = limits.local_mem_size // local if local >= 1 else math.inf
+        return max(1, int(min(limits.max_work_group_size // wg, by_local)))
 
     def work(f: dict[str, float]) -> float:
         groups = round(2 ** f["ir.log2_work_groups"])
-        waves = math.ceil(groups / (GROUPS_PER_UNIT * limits.compute_units))
+        waves = math.ceil(groups / (at_once(f) * limits.compute_units))
         return waves * f["ir.wg_size"] * 2 ** f["ir.log2_loop_trips"]
 
-    launch = LAUNCH_MS * there["ir.kernels"]
-    rest = max(ms - launch, 0.1 * ms) * work(here) / work(there)
-    return LAUNCH_MS * here["ir.kernels"] + rest
+    def fixed(f: dict[str, float]) -> float:
+        cost = LAUNCH_MS * f["ir.kernels"]
+        if limits.gpu and f["ir.kernels"] > 1 and "ir.log2_global_store_bytes_item" in f:
+            stored = 2 ** (f["ir.log2_global_store_bytes_item"] + f["ir.log2_work_items"])
+            cost += SPLIT_BYTE_MS * 2 * stored  # written by one kernel, read by the next
+        return cost
+
+    rest = max(ms - fixed(there), 0.1 * ms) * work(here) / work(there)
+    return fixed(here) + rest
 
 
 def past_records(task: Task, device: str, log_path: str | None, transfer: Sequence[str]) -> list:
