@@ -10,10 +10,12 @@ Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub, Mul, Div
 broadcasting), Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, MaxPool, AveragePool
 (both with ceil_mode), GlobalAveragePool, ReduceMean / ReduceSum / ReduceMax (over any axes;
 a mean over H and W of an NCHW tensor is a global average pool), LayerNormalization (as
-reductions and elementwise nodes), Gemm, MatMul (by a constant), Flatten, Reshape, Softmax,
+reductions and elementwise nodes), Gemm, MatMul (by a constant 2-d ``B``: a dense layer; any
+other, two computed tensors among them: a ``batch_matmul``), Flatten, Reshape, Softmax,
 Concat, Transpose, Slice, Split (as slices), Squeeze / Unsqueeze (as reshapes), Gather (at
-constant indices: slices), Cast (to float: the identity), Dropout (inference: the identity),
-Identity and Constant; any other is an ``UnsupportedOperatorError`` naming its type and node.
+constant indices: slices), Expand (of a computed tensor: a broadcast ``mul`` by ones), Cast
+(to float: the identity), Dropout (inference: the identity), Identity and Constant; any other
+is an ``UnsupportedOperatorError`` naming its type and node.
 
 Constants are folded at import (``FOLD``): any of those operators, and the shape arithmetic of
 exporters (Shape, Size, ConstantOfShape, Range, Expand, Equal, Less, Greater, And, Or, Xor,
@@ -598,22 +600,34 @@ def _gemm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
 
 
 def _matmul(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """A computed tensor of 2 or more dims times a constant 2-d ``B``: a dense layer over its
-    rows (a transformer's projection of ``(batch, tokens, features)``: reshaped to rows and
-    back)."""
-    _float_input(r, ins, where)
-    if len(ins) != 2 or not ins[1]:
+    """numpy's matmul. A computed tensor of 2 or more dims times a constant 2-d ``B`` is a
+    dense layer over its rows (a transformer's projection of ``(batch, tokens, features)``:
+    reshaped to rows and back), into which a following bias add fuses; any other product
+    (two computed tensors, as attention's ``Q @ K^T``; a constant times a computed tensor;
+    1-d operands) is a ``batch_matmul`` node."""
+    if len(ins) != 2 or not all(ins):
         raise OnnxImportError(f"{where}: takes 2 inputs")
+    for t in ins:
+        if t in r.ints:
+            raise UnsupportedOperatorError(
+                f"{where}: '{t}' is an integer tensor; tensorsched multiplies float32 "
+                "tensors only (cast it to float)"
+            )
+        if r.shape_of(t) == () or t not in r.g.tensors:
+            raise OnnxImportError(
+                f"{where}: '{t}' of shape {r.shape_of(t)} is a scalar or empty; MatMul "
+                "multiplies tensors of 1 or more dims"
+            )
     shape = r.g.tensors[ins[0]].shape
-    if len(shape) < 2 or not r.is_const(ins[1]) or ins[1] in r.ints:
-        raise UnsupportedOperatorError(
-            f"{where}: only a computed tensor of 2 or more dims times a constant float matrix "
-            "is supported (not a product of two computed tensors)"
-        )
+    if len(shape) < 2 or not r.is_const(ins[1]) or r.const(ins[1], where).ndim != 2:
+        r.g.batch_matmul(ins[0], ins[1], name=name)
+        _rename_output(r, name, out)
+        return
     B = r.const(ins[1], where)
-    if B.ndim != 2 or B.shape[0] != shape[-1]:
-        raise UnsupportedOperatorError(
-            f"{where}: B of shape {B.shape} must be a 2-d constant with {shape[-1]} rows"
+    if B.shape[0] != shape[-1]:
+        raise OnnxImportError(
+            f"{where}: A of shape {shape} has {shape[-1]} columns but B of shape {B.shape} "
+            f"has {B.shape[0]} rows"
         )
     w = r.g.constant(r.g.fresh_name(name + "_weight"), B.T)
     if len(shape) == 2:
@@ -623,6 +637,28 @@ def _matmul(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
     rows = r.g.reshape(ins[0], (-1, shape[-1]), name=r.g.fresh_name(name + "_rows"))
     y = r.g.dense(rows, w, name=r.g.fresh_name(name + "_dense"))
     _reshape_to(r, name, y, (*shape[:-1], B.shape[1]), out)
+
+
+def _expand(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Expand of a computed tensor (its constant shape): a product by ones of the shape of
+    the axes it repeats along (broadcast, as ``mul`` does), or the identity where it
+    repeats along none."""
+    if len(ins) != 2 or not all(ins):
+        raise OnnxImportError(f"{where}: takes 2 inputs (input, shape)")
+    _float_input(r, ins, where)
+    want = r.ints_of(ins[1], where, "shape")
+    x = r.g.tensors[ins[0]].shape
+    if any(d < 1 for d in want):
+        raise OnnxImportError(f"{where}: shape {want} must be positive")
+    result = _broadcast(where, np.broadcast_to(0, x), np.broadcast_to(0, tuple(want)))
+    if result == x:
+        _identity(r, name, where, a, ins[:1], out)
+        return
+    pad = (1,) * (len(result) - len(x)) + tuple(x)
+    ones = tuple(1 if p == d else d for p, d in zip(pad, result))
+    c = r.g.constant(r.g.fresh_name(name + "_ones"), np.ones(ones, np.float32))
+    r.g.add_node("mul", [ins[0], c], {}, name)
+    _rename_output(r, name, out)
 
 
 def _reshape(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -1325,6 +1361,7 @@ CONVERTERS: dict[str, Any] = {
     "ReduceMax": _reduce("max"),
     "Gemm": _gemm,
     "MatMul": _matmul,
+    "Expand": _expand,
     "Flatten": _axis_op("flatten", 1),
     "Reshape": _reshape,
     "Softmax": _axis_op("softmax", -1),
@@ -1365,6 +1402,7 @@ ONNX_NAMES: dict[str, tuple[str, tuple[str, ...]]] = {
     "global_avg_pool2d": ("GlobalAveragePool", ()),
     "pow": ("Pow", ()),
     "transpose": ("Transpose", ("perm",)),
+    "batch_matmul": ("MatMul", ()),
 }
 REDUCE_NAMES = {"mean": "ReduceMean", "sum": "ReduceSum", "max": "ReduceMax"}
 # the opset from which each reads its axes as an input, not an attribute

@@ -45,7 +45,7 @@ from ..tune.log import read_log
 from ..tune.task import Task
 from .graph import Graph, GraphError, Node
 from .passes import VIEWS, for_device, optimize
-from .tasks import elementwise_kernel, node_task, task_config, workload
+from .tasks import batch_matmul_flop, node_kernel, node_task, task_config, workload
 
 TARGETS = ("opencl", "python")
 
@@ -366,7 +366,7 @@ def _compile(
     if task is not None:
         s, args, _ = task.instantiate(config)
     else:
-        s, args = elementwise_kernel(g, node, "float16" if fp16 else "float32")
+        s, args = node_kernel(g, node, gpu, "float16" if fp16 else "float32")
     func = lower(s, args, name=name)
     mod = (
         build_module(func, target=target, device=dev) if dev else build_module(func, target=target)
@@ -427,6 +427,8 @@ def build(
             )
             w = workload(g, node)
             flop = w.flop if w is not None else g.tensors[node.output].size
+            if node.op == "batch_matmul":
+                flop = batch_matmul_flop(g, node)
             layer = Layer(node, task, mod, flop, g.tensors[node.output].shape, config=config)
             if dev is not None:
                 _attach(net, layer, dev)

@@ -15,9 +15,11 @@ at the node that makes it so.
 
 Operators (``OPS``): conv2d (with groups), batch_norm, relu, clip, sigmoid, tanh, leaky_relu
 (``alpha``), hard_sigmoid (``alpha``, ``beta``), hard_swish, add, sub, mul, div (numpy
-broadcasting), max_pool2d, avg_pool2d, global_avg_pool2d, dense, flatten, reshape, softmax,
-concat; the elementwise math of transformer blocks: erf, sqrt, exp, log, neg, abs, reciprocal,
-floor, ceil, ``power`` (by a constant ``exponent``) and ``pow`` (by a broadcast tensor);
+broadcasting), max_pool2d, avg_pool2d, global_avg_pool2d, dense, ``batch_matmul`` (numpy's
+``matmul`` of two tensors: broadcast batch axes, 1-d operands as a row or a column),
+flatten, reshape, softmax, concat; the elementwise math of transformer blocks: erf, sqrt,
+exp, log, neg, abs, reciprocal, floor, ceil, ``power`` (by a constant ``exponent``) and
+``pow`` (by a broadcast tensor);
 ``reduce`` (``kind`` mean, sum or max over ``axes``, ``keepdims``); ``transpose`` (``perm``) and
 ``slice`` (ONNX's ``starts`` / ``ends`` / ``axes`` / ``steps``, negative and out-of-range values
 clamped as ONNX does: ``slice_plan``). After the fusion pass a conv2d, dense or pooling node
@@ -42,7 +44,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ..errors import TensorschedError
+from ..errors import ComputeError, TensorschedError
+from ..ops.batch_matmul import matmul_shape
 from ..ops.pool import pool_mode, pooled_size
 
 DTYPES = ("float32",)
@@ -281,6 +284,11 @@ class Graph:
     def dense(self, x: str, w: str, b: str | None = None, name: str | None = None) -> str:
         """``x @ w.T (+ b)`` with ``x`` (N, K) and ``w`` (O, K)."""
         return self.add_node("dense", [x, w] + ([b] if b else []), {}, name)
+
+    def batch_matmul(self, a: str, b: str, name: str | None = None) -> str:
+        """``numpy.matmul(a, b)`` of two tensors (computed or constant): the last two axes
+        multiply, the leading ones broadcast; a 1-d ``a`` is a row, a 1-d ``b`` a column."""
+        return self.add_node("batch_matmul", [a, b], {}, name)
 
     def flatten(self, x: str, axis: int = 1, name: str | None = None) -> str:
         return self.add_node("flatten", [x], {"axis": axis}, name)
@@ -529,6 +537,20 @@ def _infer_dense(g: Graph, node: Node) -> tuple[int, ...]:
     if extra == 1 and _shape(g, node.inputs[2]) != (O,):
         raise GraphError(f"node '{node.name}' (dense): bias must have shape ({O},)")
     return (N, O)
+
+
+def _infer_batch_matmul(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 2)
+    try:
+        out = matmul_shape(_shape(g, node.inputs[0]), _shape(g, node.inputs[1]))
+    except ComputeError as exc:
+        raise GraphError(f"node '{node.name}' (batch_matmul): {exc}") from None
+    if not out:
+        raise GraphError(
+            f"node '{node.name}' (batch_matmul): the product of two 1-d tensors is a scalar, "
+            "which the graph does not hold; make one operand 2-d (a row or a column)"
+        )
+    return out
 
 
 def _infer_batch_norm(g: Graph, node: Node) -> tuple[int, ...]:
@@ -795,6 +817,7 @@ SHAPE_RULES = {
     "avg_pool2d": _infer_pool,
     "global_avg_pool2d": _infer_global_pool,
     "dense": _infer_dense,
+    "batch_matmul": _infer_batch_matmul,  # numpy's matmul of two tensors
     "flatten": _infer_flatten,
     "reshape": _infer_reshape,
     "softmax": _infer_softmax,

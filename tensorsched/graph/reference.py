@@ -129,6 +129,7 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     "avg_pool2d": _pool,
     "global_avg_pool2d": lambda n, x: epilogue(n, x[0].mean(axis=(2, 3), keepdims=True), x[1:]),
     "dense": _dense,
+    "batch_matmul": lambda n, x: np.matmul(x[0], x[1]),
     "flatten": lambda n, x: x[0].reshape(int(np.prod(x[0].shape[: n.attrs["axis"]])), -1),
     "reshape": lambda n, x: x[0].reshape(n.attrs["shape"]),
     "softmax": _softmax,

@@ -18,9 +18,11 @@ from ..ir import intrin as I
 from ..ir.expr import const
 from ..ir.tensor import Tensor, compute, placeholder, thread_axis
 from ..ops import nn
+from ..ops.batch_matmul import BatchMatmulShape
 from ..ops.reduction import reduce
 from ..ops.space import Config
 from ..ops.templates import templates_of
+from ..ops.templates.batch_matmul import batch_matmul_cpu, batch_matmul_gpu, small_tiles
 from ..ops.templates.injective import schedule_injective
 from ..ops.transform import concat, strided_slice, transpose
 from ..schedules.schedule import Schedule, create_schedule
@@ -173,6 +175,38 @@ UNARY: dict[str, tuple[Callable[..., Tensor], tuple[str, ...]]] = {
 BINARY = {
     "add": nn.add, "sub": nn.subtract, "mul": nn.multiply, "div": nn.divide, "pow": nn.power,
 }  # fmt: skip
+
+
+def node_kernel(
+    g: Graph, node: Node, gpu: bool, dtype: str = "float32"
+) -> tuple[Schedule, list[Tensor]]:
+    """``(schedule, [*inputs, output])`` of a node without a tuning task: a batch_matmul
+    (``batch_matmul_kernel``) or any ``elementwise_kernel`` node."""
+    if node.op == "batch_matmul":
+        return batch_matmul_kernel(g, node, gpu, dtype)
+    return elementwise_kernel(g, node, dtype)
+
+
+def batch_matmul_kernel(
+    g: Graph, node: Node, gpu: bool, dtype: str = "float32"
+) -> tuple[Schedule, list[Tensor]]:
+    """A batch_matmul node's kernel: the GPU (``__local`` tiles) or CPU (register tiles)
+    GEMM schedule over each product, with tiles sized for the shape
+    (``templates.batch_matmul.small_tiles``), else the GEMM templates' defaults. Its
+    arguments are the kernel's view of the tensors (``ops.batch_matmul``: the same memory,
+    three dims each)."""
+    view = BatchMatmulShape.of(*(g.tensors[t].shape for t in node.inputs))
+    template = batch_matmul_gpu if gpu else batch_matmul_cpu
+    cfg = Config(small_tiles(view, gpu))
+    s, args = template(cfg, view, dtype)
+    if not cfg.valid:  # the sized tiles break a device limit: the defaults
+        s, args = template(Config({}), view, dtype)
+    return s, args
+
+
+def batch_matmul_flop(g: Graph, node: Node) -> int:
+    """The multiply-adds (times 2) of a batch_matmul node."""
+    return BatchMatmulShape.of(*(g.tensors[t].shape for t in node.inputs)).flop
 
 
 def elementwise_kernel(

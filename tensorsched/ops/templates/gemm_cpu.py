@@ -45,7 +45,8 @@ def schedule_gemm_cpu(
     rows_fastest: bool = False,
 ) -> None:
     """Schedule the GEMM (plus elementwise epilogue) producing ``O``; ``axes``: the output
-    stage's loops that play M and N (default: its two axes). A GEMM with the three reduction
+    stage's loops that play M and N (default: its last two axes; any before them, a batch,
+    stay outermost for the caller to bind). A GEMM with the three reduction
     axes (channel, kernel row, kernel column) of ``conv2d_nchw_row_gemm`` steps through the
     channels (``K`` of them here) and unrolls each step's ``k_unroll`` kernel columns.
     ``rows_fastest``: the work-groups along M are OpenCL's first dimension, so consecutive
@@ -88,7 +89,7 @@ def schedule_gemm_cpu(
     )
 
     comp, out = reduction_and_epilogue(s, O)
-    i, j = axes if axes is not None else s[out].op.axis
+    i, j = axes if axes is not None else s[out].op.axis[-2:]  # leading axes: a batch
     by, tyy, wyy = split_axis(s[out], i, (ty, wy), tail)
     bx, txx, wxx = split_axis(s[out], j, (tx, wx), tail)
     s[out].reorder(by, bx, tyy, txx, wyy, wxx)
@@ -100,7 +101,7 @@ def schedule_gemm_cpu(
     s[out].vectorize(xv)
 
     s[comp].compute_at(s[out], txx)
-    ci, cj = s[comp].op.axis
+    *_, ci, cj = s[comp].op.axis
     cjo, cjv = s[comp].split(cj, vec)
     if len(s[comp].op.reduce_axis) == 3:
         # a convolution's (channel, kernel row, kernel column): the channels step by

@@ -121,7 +121,9 @@ def schedule_gemm_gpu(
     axes: tuple[IterVar, IterVar] | None = None,
 ) -> None:
     """Schedule the GEMM (plus elementwise epilogue) producing ``O`` from ``A`` and ``B``;
-    ``axes``: the output stage's loops that play M and N (default: its two axes)."""
+    ``axes``: the output stage's loops that play M and N (default: its last two axes; any
+    before them, a batch, stay outermost for the caller to bind; split-K and slice-K need
+    two-dimensional operands)."""
     split_k = cfg.define_knob("split_k", SPLIT_K)
     vy, ty, wy = cfg.define_split(
         "tile_y", M, 4, policy="candidates", default=(1, 16, 8), candidates=_tile_candidates()
@@ -231,7 +233,7 @@ def schedule_gemm_gpu(
         outer = [kz]
     else:
         comp, out = (s.cache_write(O, "local"), O) if R is O else (R, O)
-        i, j = axes if axes is not None else s[out].op.axis
+        i, j = axes if axes is not None else s[out].op.axis[-2:]  # leading axes: a batch
     AA = s.cache_read(A, "shared", [comp])
     BB = s.cache_read(B, "shared", [comp])
 
@@ -279,13 +281,13 @@ def schedule_gemm_gpu(
         BL = s.cache_read(BB, "local", [comp])
         for T in (AL, BL):
             s[T].compute_at(s[comp], ki if reg_fetch == 1 else ko)
-            r, c = s[T].op.axis
+            *_, r, c = s[T].op.axis
             s[T].vectorize(c if T is BL or a_layout == "row" else r)
 
     if a_layout == "col":
-        s[AA].transform_layout(lambda r, c: [c, r])
+        s[AA].transform_layout(lambda *ax: [*ax[:-2], ax[-1], ax[-2]])
         if 0 < a_pad < bm:  # columns bm + a_pad elements apart
-            s[AA].storage_align(AA.op.axis[1], bm, a_pad)
+            s[AA].storage_align(AA.op.axis[-1], bm, a_pad)
     for T, width in ((AA, kstep), (BB, bn)):
         s[T].compute_at(s[comp], ko)
         vec = math.gcd(fetch_vec, width)
