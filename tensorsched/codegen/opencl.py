@@ -15,7 +15,14 @@ from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.precedence import ATOM
-from ..ir.simplify import Extent, Simplifier, ext_equal, ext_mul, extent_upper, size_vars
+from ..ir.simplify import (
+    Extent,
+    Simplifier,
+    ext_equal,
+    ext_mul,
+    extent_upper,
+    func_size_vars,
+)
 from ..ir.visitor import StmtMutator, Visitor
 from ..passes import PREPARE, run_phase
 from .c_like import CStyleEmitter, Names
@@ -527,7 +534,8 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
     texts: list[str] = []
     uses_half = False
     for stage_name, stmt in parts:
-        stmt = prepare(stmt, tuple(func.args) + tuple(temps))
+        given = tuple(v for _, v in func.size_args)
+        stmt = prepare(stmt, tuple(func.args) + tuple(temps) + given)
         col = _Collect()
         col.visit(stmt)
         kname = _unique(f"{func.name}_{stage_name}", names_used)
@@ -594,7 +602,7 @@ def _scalars(func: S.LoweredFunc, col: _Collect, kname: str) -> tuple[E.Var, ...
     """The size variables kernel ``kname`` reads (free variables of its statement), in the
     order the function's arguments' shapes name them."""
     free = [v for v in col.vars if v not in col.bound]
-    known = size_vars(tuple(b.shape for b in func.args))
+    known = func_size_vars(func.args, func.size_args)
     stray = [v for v in free if v not in known]
     if stray:
         raise CodegenError(

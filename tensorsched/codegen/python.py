@@ -16,7 +16,7 @@ from ..errors import CodegenError, RuntimeCallError
 from ..ir import dtype as dt
 from ..ir import stmt as S
 from ..ir.intrin import MORE_UNARY
-from ..ir.simplify import size_vars
+from ..ir.simplify import func_size_vars
 from ..ir.stmt import LoweredFunc
 from ..ir.visitor import Visitor
 from .c_like import Names
@@ -394,7 +394,7 @@ class PythonEmitter:
         for part in body.stmts if isinstance(body, S.Seq) else (body,):
             self.kernel(part, 1)
         params = [self.buf(b) for b in f.args]
-        params += [self.var(v) for v in size_vars(tuple(b.shape for b in f.args))]
+        params += [self.var(v) for v in func_size_vars(f.args, f.size_args)]
         head = f"def {self.names(f, f.name)}({', '.join(params)}):"
         return "\n".join([head] + self.lines) + "\n"
 

@@ -391,7 +391,19 @@ class IRBuilder(Transformer):
 
     def func(self, meta, children):
         name, *params, body = children
-        return S.LoweredFunc(name.value, tuple(p for p in params if p is not None), body)
+        params = [p for p in params if p is not None]
+        bufs = tuple(p for p in params if isinstance(p, S.Buffer))
+        sizes = tuple((k, p) for k, p in enumerate(params) if isinstance(p, E.Var))
+        return S.LoweredFunc(name.value, bufs, body, size_args=sizes)
+
+    def size_param(self, meta, children):
+        """A size the call gives at this position (``n: int32``; TVM's ``lower(s, [A, n])``)."""
+        name, dtype = children
+        if dtype.value not in ("int32", "int64"):
+            raise self.error(f"a size is int32 or int64, got '{dtype.value}'", dtype)
+        v = E.Var(name.value, dtype.value, size=True)
+        self.where[v] = self._pos(name)
+        return v
 
     def param(self, meta, children):
         name, dtype, *rest = children
@@ -962,21 +974,29 @@ def _parse(text, filename, args, check):
                 "parse_ir: the function form declares its arguments in its signature; "
                 "pass args= only with a bare body"
             )
-        name, params = built.name, built.args
+        name, params, sizes = built.name, built.args, built.size_args
         body = built.body
     else:
-        name, body = "default_function", built
+        name, body, sizes = "default_function", built, ()
         if args is None:
             _missing_args(builder, body)
             args = ()
+        sizes = tuple((k, a) for k, a in enumerate(args) if isinstance(a, E.Var))
+        args = [a for a in args if not isinstance(a, E.Var)]
         params = tuple(_arg_buffer(k, a) for k, a in enumerate(args))
-    params = _shared_sizes(params)
-    names = [b.name for b in params]
+    by_name = _SizesByName()
+    for _, v in sizes:  # a size named in the signature is the one of that name in the shapes
+        by_name.sizes[v.name] = v
+    params = _shared_sizes(params, by_name)
+    names = [b.name for b in params] + [v.name for _, v in sizes]
     twice = next((n for k, n in enumerate(names) if n in names[:k]), None)
     if twice is not None:
         raise _error_at(text, f"argument '{twice}' is declared twice", 1, 1, filename=filename)
-    body = _Resolve(builder, params, declared_only=True, check=check).visit(body)
-    return S.LoweredFunc(name, params, body, _stored(body, params))
+    resolver = _Resolve(builder, params, declared_only=True, check=check)
+    resolver.sizes.update({v.name: v for _, v in sizes})
+    resolver.ranges.update({v: (0, None) for _, v in sizes})  # a call gives sizes >= 0
+    body = resolver.visit(body)
+    return S.LoweredFunc(name, params, body, _stored(body, params), sizes)
 
 
 class _SizesByName(Mutator):
@@ -989,12 +1009,11 @@ class _SizesByName(Mutator):
         return self.sizes.setdefault(v.name, E.Var(v.name, v.dtype))
 
 
-def _shared_sizes(params):
+def _shared_sizes(params, by_name):
     """``params`` with each size variable of their shapes one object per name (the parser
-    makes a placeholder per use)."""
+    makes a placeholder per use; ``by_name`` may hold some already)."""
     if all(isinstance(d, int) for b in params for d in b.shape):
         return params
-    by_name = _SizesByName()
     return tuple(
         S.Buffer(
             b.name,
@@ -1117,8 +1136,11 @@ def roundtrip_problem(func: S.LoweredFunc) -> str | None:
             )
         return f"parse(print(f)) prints the same but differs in structure:\n{text}"
     bare = print_stmt(func.body)
+    args: list = list(func.args)
+    for k, v in sorted(func.size_args, key=lambda kv: kv[0]):
+        args.insert(k, v)
     try:
-        again = print_stmt(_parse(bare, "<ir>", func.args, checked).body)
+        again = print_stmt(_parse(bare, "<ir>", args, checked).body)
     except ParseError as exc:
         return f"the printed body does not parse:\n{exc}"
     if again != bare:

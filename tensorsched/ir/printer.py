@@ -251,10 +251,13 @@ def print_stmt(s: S.Stmt) -> str:
 
 def print_func(f: S.LoweredFunc) -> str:
     p = Printer()
-    args = ", ".join(
+    params = [
         f"{ident(b.name)}: {b.dtype}[{', '.join(map(p.dim, b.shape))}]{' image' if b.image else ''}"
         for b in f.args
-    )
+    ]
+    for k, v in sorted(f.size_args, key=lambda kv: kv[0]):  # the sizes at their positions
+        params.insert(k, f"{ident(v.name)}: {v.dtype}")
+    args = ", ".join(params)
     return f"func {ident(f.name)}({args}) {{\n{Printer().stmt(f.body, 1)}\n}}"
 
 

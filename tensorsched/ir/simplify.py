@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from . import dtype as dt
@@ -114,6 +114,8 @@ class Simplifier(Mutator):
             (alo, ahi), (blo, bhi) = self.bound(e.a), self.bound(e.b)
             if e.op == "*":
                 if alo is None or ahi is None or blo is None or bhi is None:
+                    if alo is not None and blo is not None and alo >= 0 and blo >= 0:
+                        return alo * blo, None  # of non-negative factors, one unbounded
                     return None, None
                 p = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
                 return min(p), max(p)
@@ -672,6 +674,14 @@ def extent_upper(e: Extent) -> int | None:
     if isinstance(e, E.IntImm):
         return e.value
     return const_bound(e, {})[1]
+
+
+def func_size_vars(args: Sequence[S.Buffer], size_args: Sequence[tuple[int, E.Var]]) -> list[E.Var]:
+    """The sizes a function with arguments ``args`` and ``size_args`` (``LoweredFunc``) takes:
+    those of the arguments' shapes, then the listed ones that no shape has (a size used only
+    as a split factor), in that order."""
+    out = size_vars(tuple(b.shape for b in args))
+    return out + [v for _, v in size_args if v not in out]
 
 
 def size_vars(node: object) -> list[E.Var]:

@@ -179,15 +179,16 @@ class LoweredFunc:
 
     ``outputs`` names the argument buffers the function writes; ``size_args`` holds
     ``(position, size variable)`` for each size listed among ``lower``'s arguments (TVM's
-    ``lower(s, [A, B, n])``): a call may give its value there (``f(a, b, 8)``).
+    ``lower(s, [A, B, n])``): a call may give its value there (``f(a, b, 8)``), and must
+    where no argument's shape has it (a size used only as a split factor). The function
+    form of the text declares them at their positions (``n: int32``).
     """
 
     name: str
     args: tuple
     body: Stmt
     outputs: tuple = field(default=())
-    # how a call passes its sizes, not what the function computes: not in the text forms
-    size_args: tuple = field(default=(), compare=False)
+    size_args: tuple = field(default=())
 
     # ``str(func)`` prints the body in TVM's style and ``func.script()`` the full text form,
     # with the signature line: both are set by ``printer.py``, which imports this module

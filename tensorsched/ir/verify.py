@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from ..errors import InternalError
 from . import dtype as dt
+from . import expr as E
 from . import stmt as S
 from .printer import print_stmt
 from .simplify import size_vars
@@ -21,9 +22,12 @@ class VerifyError(InternalError):
 class _Verify(Visitor):
     def __init__(self, args):
         args = tuple(args)
-        # the size variables of the arguments' shapes are defined everywhere
-        self.vars = set(size_vars(tuple(b.shape for b in args)))
-        self.bufs, self.errors = set(args), []
+        # the size variables of the arguments' shapes, and sizes given apart, are defined
+        # everywhere
+        bufs = tuple(a for a in args if isinstance(a, S.Buffer))
+        self.vars = set(size_vars(tuple(b.shape for b in bufs)))
+        self.vars.update(a for a in args if isinstance(a, E.Var))
+        self.bufs, self.errors = set(bufs), []
 
     def _scoped(self, var, body):
         self.vars.add(var)
@@ -72,8 +76,9 @@ class _Verify(Visitor):
         self.generic_visit(st)
 
 
-def verify(stmt: S.Stmt, args: Iterable[S.Buffer] = (), after: str = "") -> None:
-    """Raise ``VerifyError`` listing every problem, with the IR, if ``stmt`` is ill-formed."""
+def verify(stmt: S.Stmt, args: Iterable[S.Buffer | E.Var] = (), after: str = "") -> None:
+    """Raise ``VerifyError`` listing every problem, with the IR, if ``stmt`` is ill-formed;
+    ``args`` are the function's buffers and the sizes it is given apart from them."""
     v = _Verify(args)
     v.visit(stmt)
     if v.errors:

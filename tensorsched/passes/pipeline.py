@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..config import config
+from ..ir.expr import Var
 from ..ir.printer import print_stmt
 from ..ir.stmt import Buffer, Stmt
 from ..ir.structural import structural_equal
@@ -69,7 +70,7 @@ def passes_of(phase: str) -> tuple[Pass, ...]:
     return tuple(p for p in PIPELINE if p.phase == phase)
 
 
-def run_passes(stmt: Stmt, passes: Iterable[Pass], args: Iterable[Buffer] = ()) -> Stmt:
+def run_passes(stmt: Stmt, passes: Iterable[Pass], args: Iterable[Buffer | Var] = ()) -> Stmt:
     """Run ``passes`` in order; verify the IR after each when ``TS_VERIFY=1``; print the IR
     after each pass that changed it when ``TS_DEBUG=ir``."""
     args = tuple(args)
@@ -85,6 +86,6 @@ def run_passes(stmt: Stmt, passes: Iterable[Pass], args: Iterable[Buffer] = ()) 
     return stmt
 
 
-def run_phase(stmt: Stmt, phase: str, args: Iterable[Buffer] = ()) -> Stmt:
+def run_phase(stmt: Stmt, phase: str, args: Iterable[Buffer | Var] = ()) -> Stmt:
     """Run the passes of ``phase`` (``LOWER`` or ``PREPARE``) on ``stmt``."""
     return run_passes(stmt, passes_of(phase), args)

@@ -11,7 +11,7 @@ import numpy as np
 from ..codegen.python import compile_python, run_generated
 from ..errors import TensorschedError
 from ..ir import dtype as dt
-from ..ir.simplify import size_vars
+from ..ir.simplify import func_size_vars
 from ..ir.stmt import LoweredFunc
 from ..ir.tensor import Tensor
 from ..schedules.lower import lower
@@ -38,7 +38,7 @@ class PythonModule(ModuleNames):
         arrays, given = take_sizes(self.func, args)
         sizes = check_call_args(self.func, arrays, given)
         flat = [np.asarray(a).ravel().tolist() for a in arrays]
-        scalars = [sizes[v] for v in size_vars(tuple(b.shape for b in self.func.args))]
+        scalars = [sizes[v] for v in func_size_vars(self.func.args, self.func.size_args)]
         run_generated(self._fn, self.func.name, flat + scalars)
         for a, b, values in zip(arrays, self.func.args, flat):
             if b in self.func.outputs:

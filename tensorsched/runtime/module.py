@@ -107,7 +107,20 @@ def check_call_args(
                 f"{func.name}: output '{b.name}' is a read-only array; pass a "
                 "writeable one (np.empty(...)) to receive the result"
             )
-    return bind_sizes(func, arrays, given)
+    values = bind_sizes(func, arrays, given)
+    shaped = set(size_vars(tuple(b.shape for b in func.args)))
+    for k, v in getattr(func, "size_args", ()):
+        if v not in values:  # a size no shape has (a split factor): only the call gives it
+            raise RuntimeCallError(
+                f"{func.name}: the size '{v.name}' is in no argument's shape, so the call "
+                f"must give it: pass its value as argument {k}"
+            )
+        if v not in shaped and values[v] < 1:  # a split factor: the loops divide by it
+            raise RuntimeCallError(
+                f"{func.name}: the size '{v.name}' (argument {k}) is {values[v]}; it is in no "
+                "argument's shape, only a loop's split factor, and must be at least 1"
+            )
+    return values
 
 
 def _shape_text(shape: Sequence[Any]) -> str:

@@ -99,9 +99,10 @@ def lower(
                 "double_buffer applies to work-group tiles filled in a "
                 "loop: cache_read(..., 'shared') + compute_at"
             )
+    given = [v for _, v in size_args]  # sizes the call gives (a split factor's too)
     if _symbolic(ctx):
-        _check_sizes(stmt, bufs)  # are the sizes and loop variables defined where used?
-    stmt = run_phase(stmt, LOWER, bufs)
+        _check_sizes(stmt, bufs, given)  # are the sizes and loop variables defined where used?
+    stmt = run_phase(stmt, LOWER, [*bufs, *given])
     # an inlined stage listed as an argument is not computed (TVM leaves its array alone)
     outputs = tuple(
         b
@@ -124,12 +125,13 @@ def _symbolic(ctx: Bounds) -> bool:
     return False
 
 
-def _check_sizes(stmt: Stmt, bufs: Sequence[Buffer]) -> None:
+def _check_sizes(stmt: Stmt, bufs: Sequence[Buffer], given: Sequence[Var] = ()) -> None:
     """Every variable the loops use is defined where it is used: a loop variable inside its
     loop (a reduce axis whose range depends on an index, ``reduce_axis((0, i + 1))``, must
     stay inside the loops of that index), anything else a dimension of an argument's shape (a
-    call binds every size from its arrays' shapes)."""
-    known = set(size_vars(tuple(b.shape for b in bufs)))
+    call binds every size from its arrays' shapes) or a size listed among the arguments (the
+    call gives it)."""
+    known = set(size_vars(tuple(b.shape for b in bufs))) | set(given)
     scope: set[Var] = set()
     loops: set[Var] = set()
     stray: list[Var] = []
@@ -173,7 +175,8 @@ def _check_sizes(stmt: Stmt, bufs: Sequence[Buffer]) -> None:
     raise LoweringError(
         f"lower: the size '{v.name}' is used by the loops but is no dimension of an "
         "argument's shape; a call binds every size from its arrays' shapes, so give some "
-        f"argument (a placeholder or an output) a dimension of '{v.name}'"
+        f"argument (a placeholder or an output) a dimension of '{v.name}', or list "
+        f"'{v.name}' among the arguments (ts.lower(s, [A, C, {v.name}])) for the call to give"
     )
 
 

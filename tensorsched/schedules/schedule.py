@@ -910,18 +910,23 @@ class Schedule:
         caches = [cop.output(t.value_index) for t in tensors]
         return caches if isinstance(tensor, (list, tuple)) else caches[0]
 
-    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: SupportsIndex = 0) -> Tensor:
+    def rfactor(
+        self, tensor: Tensor, axis: IterVar, factor_axis: SupportsIndex = 0
+    ) -> Any:  # a Tensor, or a list of them for a tuple reduction (TVM's Array)
         """Factor the reduction of ``tensor`` over the reduce leaf ``axis``: a new stage
         ``T.rf`` holds one partial result per value of ``axis`` (the other reduce loops
-        reduced), and ``tensor`` then sums those partial results. ``axis`` becomes data axis
-        number ``factor_axis`` of the new stage, so it can be vectorized, unrolled or bound."""
+        reduced), and ``tensor`` then reduces those partial results with the same combiner
+        (sum, max, min or a ``comm_reducer``). ``axis`` becomes data axis number
+        ``factor_axis`` of the new stage, so it can be vectorized, unrolled or bound. Of a
+        tuple reduction (argmax), the new stage has an output per value and they are returned
+        as a list, as TVM's ``rfactor`` returns them."""
         if not isinstance(tensor, Tensor):
             raise ScheduleError("rfactor", None, f"expected a tensor, got {tensor!r}")
         st = self[tensor]
-        st._check_one_output("rfactor")
-        body = st.op.bodies[0]
-        if not isinstance(body, E.Reduce) or body.combiner != "sum" or body.reducer is not None:
-            raise ScheduleError("rfactor", st, "only a sum reduction can be factored")
+        bodies = st.op.bodies
+        body = bodies[0]
+        if not isinstance(body, E.Reduce):
+            raise ScheduleError("rfactor", st, "only a reduction can be factored")
         st._check_leaf("rfactor", axis)
         if axis.kind != "reduce":
             raise ScheduleError("rfactor", st, f"'{axis.var.name}' is not a reduction axis", axis)
@@ -964,9 +969,22 @@ class Schedule:
                 "split the reduction first and factor one of its parts",
                 axis,
             )
-        rf_body = E.Reduce(
-            "sum", substitute(body.source, vmap), tuple(new_red.values()), where, body.dtype
-        )
+        reds = [b for b in bodies if isinstance(b, E.Reduce)]
+        assert len(reds) == len(bodies)  # a multi-output compute is one tuple reduction
+        srcs = tuple(substitute(b.source, vmap) for b in reds)
+        rf_bodies = [
+            E.Reduce(
+                b.combiner,
+                src,
+                tuple(new_red.values()),
+                where,
+                b.dtype,
+                b.reducer,
+                b.value_index,
+                srcs if b.sources else (),
+            )
+            for b, src in zip(reds, srcs)
+        ]
         fa = dt.to_int(factor_axis)
         if fa is None or not 0 <= fa <= len(new_data):
             raise ScheduleError(
@@ -974,19 +992,34 @@ class Schedule:
             )
         factor_axis = fa
         rf_axes = new_data[:factor_axis] + [fvar] + new_data[factor_axis:]
-        rf_op = ComputeOp(f"{st.name}.rf", rf_axes, rf_body)
-        rf = rf_op.output(0)
+        rf_op = ComputeOp(f"{st.name}.rf", rf_axes, rf_bodies)
+        rfs = [rf_op.output(k) for k in range(len(rf_bodies))]
         rv = IterVar(E.Var(axis.var.name + ".v"), Range(0, ext[axis]), "reduce")
         idx = [iv.var for iv in st.op.axis]
         idx.insert(factor_axis, rv.var)
-        # an ``init`` starts the final sum (the partial sums start from 0), as in TVM
-        load = E.TensorLoad(rf, tuple(idx))
-        _rebind_body(st, E.Reduce("sum", load, (rv,), None, body.dtype, init=body.init))
+        # an ``init`` starts the final reduction (the partial ones start from the
+        # identity), as in TVM
+        loads = tuple(E.TensorLoad(rf, tuple(idx)) for rf in rfs)
+        finals = [
+            E.Reduce(
+                b.combiner,
+                load,
+                (rv,),
+                None,
+                b.dtype,
+                b.reducer,
+                b.value_index,
+                loads if b.sources else (),
+                b.init,
+            )
+            for b, load in zip(reds, loads)
+        ]
+        _rebind_body(st, *finals)
         st.relations, st.attrs = [], {}
         st.all_iter_vars = list(st.op.axis) + [rv]
         st.leaf_iter_vars = list(st.all_iter_vars)
         self._insert(Stage(rf_op, self), st)
-        return rf
+        return rfs if len(rfs) > 1 else rfs[0]
 
 
 def _copy_compute(tensor: Tensor, name: str) -> ComputeOp:

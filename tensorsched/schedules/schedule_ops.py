@@ -193,6 +193,7 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         conds = list(all_guards)
         if body.condition is not None:
             conds.append(flat.visit(substitute(body.condition, vmap)))
+        reds = [b for b in ctx.bounds.bodies[st] if isinstance(b, E.Reduce)]
         main = _cross_thread_reduce(
             ctx,
             st,
@@ -200,12 +201,12 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
             ext,
             envs[outside],
             attached,
-            flat.visit(substitute(body.source, vmap)),
+            tuple(flat.visit(substitute(b.source, vmap)) for b in reds),
             conds,
             data_guards + store_only,
-            buf,
+            ctx.bounds.buffers[st],
             out_index,
-            None if body.init is None else flat.visit(substitute(body.init, vmap)),
+            tuple(None if b.init is None else flat.visit(substitute(b.init, vmap)) for b in reds),
         )
         first_reduce, init = None, None
     elif isinstance(body, E.Reduce) and body.sources:
@@ -360,14 +361,6 @@ def _cross_thread_leaf(st: Stage) -> IterVar | None:
     ]
     if not bound:
         return None
-    if len(st.op.bodies) > 1:
-        raise ScheduleError(
-            "bind",
-            st,
-            f"axis '{bound[0].var.name}' of a tuple reduction is bound to a thread; a "
-            "reduction across work-items takes one value: reduce it serially",
-            bound[0],
-        )
     if len(bound) > 1:
         raise ScheduleError(
             "bind",
@@ -405,6 +398,36 @@ def _combine(body: E.Reduce, a: E.Expr, b: E.Expr) -> E.Expr:
     return E.BinOp("+" if body.combiner == "sum" else body.combiner, a, b)
 
 
+def _combine_all(
+    body: E.Reduce, olds: tuple[E.Expr, ...], news: tuple[E.Expr, ...]
+) -> tuple[E.Expr, ...]:
+    """``_combine`` of one value, or of a tuple reduction's values together."""
+    if body.sources:
+        assert body.reducer is not None  # a tuple reduction comes from ts.comm_reducer
+        return body.reducer.combine_tuple(olds, news)
+    return (_combine(body, olds[0], news[0]),)
+
+
+def _update_all(
+    name: str, stores: Sequence[tuple[S.Buffer, E.Expr]], values: Sequence[E.Expr]
+) -> S.Stmt:
+    """Store ``values`` at ``stores`` (buffer, index) together: of several values (a tuple
+    reduction, whose each new value reads all the old ones), each goes to a private
+    temporary first."""
+    if len(values) == 1:
+        (b, i), v = stores[0], values[0]
+        return S.Store(b, i, v)
+    zero = E.IntImm(0)
+    temps = [S.Buffer(f"{name}.new{k}", b.dtype, (1,), "local") for k, (b, _) in enumerate(stores)]
+    stmt = S.seq(
+        *(S.Store(t, zero, v) for t, v in zip(temps, values)),
+        *(S.Store(b, i, E.Load(t, zero)) for (b, i), t in zip(stores, temps)),
+    )
+    for t in reversed(temps):
+        stmt = S.Allocate(t, stmt)
+    return stmt
+
+
 def _cross_thread_reduce(
     ctx: _Builder,
     st: Stage,
@@ -412,19 +435,21 @@ def _cross_thread_reduce(
     ext: Mapping[IterVar, Extent],
     env: Env,
     attached: Mapping[IterVar, list[Stage]],
-    src: E.Expr,
+    srcs: tuple[E.Expr, ...],
     update_guards: list[E.Expr],
     store_guards: list[E.Expr],
-    out: S.Buffer,
+    outs: Sequence[S.Buffer],
     out_index: E.Expr,
-    init_value: E.Expr | None = None,
+    init_values: tuple[E.Expr | None, ...],
 ) -> S.Stmt:
     """A reduction whose leaf ``across`` is bound to a threadIdx tag: each work-item reduces
     its share (the stage's other reduce loops) into a private accumulator, the work-group
     combines the shares in a ``__local`` array by a tree of halving steps with barriers
     between them (every work-item reaches every barrier: the guards stay inside the steps),
     and work-item 0 along the tag stores the result at ``out[out_index]`` where
-    ``store_guards`` hold."""
+    ``store_guards`` hold; of a stage in private memory, every work-item stores it in its
+    own copy (TVM's all-reduce gives every thread the result). A tuple reduction (argmax)
+    keeps an accumulator and a ``__local`` array per value, combined together."""
     body = ctx.body[st]
     assert isinstance(body, E.Reduce)
     tag = bound_tag(st, across)
@@ -466,13 +491,20 @@ def _cross_thread_reduce(
         assert isinstance(n, int)  # checked above
         slot, size = slot * n + v, size * n
     base = slot * launch
-    dtype = body.dtype
-    acc = S.Buffer(f"{st.name}.red", dtype, (1,), "local")
-    red = S.Buffer(f"{st.name}.red_buf", dtype, (size,), "shared")
+    many = len(outs) > 1
+    accs = [
+        S.Buffer(f"{st.name}.red{k if many else ''}", b.dtype, (1,), "local")
+        for k, b in enumerate(outs)
+    ]
+    reds = [
+        S.Buffer(f"{st.name}.red_buf{k if many else ''}", b.dtype, (size,), "shared")
+        for k, b in enumerate(outs)
+    ]
     zero = E.IntImm(0)
     if not ext_equal(extent, launch):  # a thread_axis((0, n), tag) longer than the axis
         update_guards = [tx < extent, *update_guards]
-    update = S.Store(acc, zero, _combine(body, E.Load(acc, zero), src))
+    olds = tuple(E.Load(a, zero) for a in accs)
+    update = _update_all(st.name, [(a, zero) for a in accs], _combine_all(body, olds, srcs))
     share: S.Stmt = _guard(update_guards, update)
     for iv in reversed([iv for iv in st.leaf_iter_vars if iv.kind == "reduce"]):
         if iv is across:
@@ -482,25 +514,51 @@ def _cross_thread_reduce(
         share = _loop(ctx, st, iv, ext[iv], share, inner_env)
     # an ``init`` is combined once with the work-group's result (the shares start from the
     # identity, as TVM's rfactor leaves the init to the final reduction)
-    identity = _first_value(body, dtype)
-    steps: list[S.Stmt] = [S.Store(red, base + tx, E.Load(acc, zero)), S.Barrier("shared")]
+    if many:
+        assert body.reducer is not None  # a tuple reduction comes from ts.comm_reducer
+        identities = body.reducer.identity_tuple(tuple(b.dtype for b in outs))
+    else:
+        identities = (_first_value(body, body.dtype),)
+    steps: list[S.Stmt] = [S.Store(r, base + tx, E.Load(a, zero)) for r, a in zip(reds, accs)]
+    steps.append(S.Barrier("shared"))
     half = 1
     while half * 2 < launch:
         half *= 2
     while half >= 1:
-        mine, theirs = E.Load(red, base + tx), E.Load(red, base + tx + half)
+        mine = tuple(E.Load(r, base + tx) for r in reds)
+        theirs = tuple(E.Load(r, base + tx + half) for r in reds)
         cond = [tx < half] + ([tx + half < launch] if half * 2 > launch else [])
-        steps += [_guard(cond, S.Store(red, base + tx, _combine(body, mine, theirs)))]
+        new = _combine_all(body, mine, theirs)
+        steps += [_guard(cond, _update_all(st.name, [(r, base + tx) for r in reds], new))]
         steps += [S.Barrier("shared")] if half > 1 else []
         half //= 2
-    total: E.Expr = E.Load(red, base)
-    if init_value is not None:
-        total = _combine(body, init_value, total)
-    done = _guard([tx.equal(0), *store_guards], S.Store(out, out_index, total))
+    totals: tuple[E.Expr, ...] = tuple(E.Load(r, base) for r in reds)
+    if any(v is not None for v in init_values):
+        firsts = tuple(v if v is not None else i for v, i in zip(init_values, identities))
+        totals = _combine_all(body, firsts, totals)
+    # a private stage: every work-item keeps the result in its own copy
+    head = [] if ctx.scope[st] == "local" else [tx.equal(0)]
+    store = (
+        _update_all(st.name, [(o, out_index) for o in outs], totals)
+        if any(v is not None for v in init_values)
+        else S.seq(*(S.Store(o, out_index, t) for o, t in zip(outs, totals)))
+    )
+    done = _guard([*head, *store_guards], store)
     kids = [build_stage(ctx, c, inner_env) for c in attached.get(across, [])]
-    block = S.seq(*kids, S.Store(acc, zero, identity), share, *steps, done, S.Barrier("shared"))
+    block = S.seq(
+        *kids,
+        *(S.Store(a, zero, i) for a, i in zip(accs, identities)),
+        share,
+        *steps,
+        done,
+        S.Barrier("shared"),
+    )
     block = _with_allocs(ctx, attached.get(across, []), block)
-    return S.ThreadExtent(tx, tag, launch, S.Allocate(acc, S.Allocate(red, block)))
+    for r in reversed(reds):
+        block = S.Allocate(r, block)
+    for a in reversed(accs):
+        block = S.Allocate(a, block)
+    return S.ThreadExtent(tx, tag, launch, block)
 
 
 def _outer_index_extents(
@@ -791,7 +849,8 @@ def check_scope_bindings(ctx: _Builder, st: Stage) -> None:
     nor a work-group's ("shared") stage block indices: each work-item (group) would fill only
     its own part of its own copy and read the rest unwritten. The exception, as in TVM: a
     stage computed inside a consumer that binds the same tag, where each work-item (group)
-    computes its own part (``private_binding``)."""
+    computes its own part (``private_binding``), and a reduce axis bound to a threadIdx tag,
+    whose reduction across the work-items leaves the whole result in each one's copy."""
     rank = SCOPE_RANK[ctx.scope[st]]
     root = kernel_root(st)
     for iv in st.leaf_iter_vars:
@@ -801,6 +860,8 @@ def check_scope_bindings(ctx: _Builder, st: Stage) -> None:
                 bound_tag(root, x) == tag for x in root.leaf_iter_vars
             ):
                 continue
+            if iv.kind == "reduce" and tag.startswith("threadIdx"):
+                continue  # a reduction across work-items: each keeps the whole result
             who = "work-item" if rank == SCOPE_RANK["local"] else "work-group"
             fix = (
                 "give it scope 'shared' to fill it cooperatively, or drop the binding"
