@@ -490,3 +490,14 @@ def test_mutated_attributes_and_shape_constants_raise_only_tensorsched_errors():
             from_onnx(model)
         except TensorschedError:
             pass
+
+
+def test_reshape_with_allowzero_and_no_zero_in_the_shape():
+    """torch's dynamo exporter writes Reshape with allowzero=1; without a 0 in the shape it
+    changes nothing, and with one (an empty dimension) it is refused naming the node."""
+    x = nonzero(np.random.default_rng(8), (1, 4, 5, 6))
+    model = one_node("Reshape", ["x", "s"], [ints("s", [1, 20, -1])], opset=14, allowzero=1)
+    check_everywhere(model, x)
+    bad = one_node("Reshape", ["x", "s"], [ints("s", [0, 20, -1])], opset=14, allowzero=1)
+    with pytest.raises(UnsupportedOperatorError, match=r"node 'bad' \(Reshape\): allowzero=1"):
+        from_onnx(bad)

@@ -661,12 +661,20 @@ def _expand(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
     _rename_output(r, name, out)
 
 
+def _no_zero_with_allowzero(a: dict, shape: Any, where: str) -> None:
+    """``allowzero=1`` makes a 0 in the target shape an empty dimension, which the graph
+    holds none of; without a 0 it changes nothing (torch's dynamo exporter sets it)."""
+    if _int_attr(a, "allowzero", 0, where) and any(int(d) == 0 for d in np.ravel(shape)):
+        raise UnsupportedOperatorError(
+            f"{where}: allowzero=1 with a 0 in the shape (an empty dimension) is not supported"
+        )
+
+
 def _reshape(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    if a.get("allowzero", 0):
-        raise UnsupportedOperatorError(f"{where}: allowzero=1 is not supported")
     shape = r.const(ins[1], where) if len(ins) > 1 else np.zeros(0)
     if shape.ndim != 1 or shape.size > MAX_RANK:
         raise OnnxImportError(f"{where}: the shape must be a 1-d tensor of at most {MAX_RANK}")
+    _no_zero_with_allowzero(a, shape, where)
     r.g.reshape(ins[0], [int(x) for x in shape], name=name)
     _rename_output(r, name, out)
 
@@ -884,8 +892,7 @@ def _f_reshape(where: str, a: dict, x: Values) -> np.ndarray:
     if shape.dtype.kind not in "iu" or shape.ndim != 1 or shape.size > MAX_RANK:
         raise OnnxImportError(f"{where}: the shape must be a 1-d integer tensor")
     want = [int(d) for d in shape]
-    if a.get("allowzero", 0):
-        raise UnsupportedOperatorError(f"{where}: allowzero=1 is not supported")
+    _no_zero_with_allowzero(a, want, where)
     want = [data.shape[i] if d == 0 and i < data.ndim else d for i, d in enumerate(want)]
     if want.count(-1) > 1 or any(d < -1 for d in want):
         raise OnnxImportError(f"{where}: bad shape {want}")
