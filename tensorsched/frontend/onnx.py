@@ -14,12 +14,16 @@ reductions and elementwise nodes), Gemm, MatMul (by a constant 2-d ``B``: a dens
 other, two computed tensors among them: a ``batch_matmul``), Flatten, Reshape, Softmax,
 Concat, Transpose, Slice, Split (as slices), Squeeze / Unsqueeze (as reshapes), Gather (at
 constant indices: slices), Expand (of a computed tensor: a broadcast ``mul`` by ones), Cast
-(to float: the identity), Dropout (inference: the identity), Identity and Constant; any other
-is an ``UnsupportedOperatorError`` naming its type and node.
+(to float: the identity), Dropout (inference: the identity), Identity, Constant, Pad (modes
+constant, reflect and edge; constant pads, a negative one cropping; opset 18's axes; opset 2's
+attributes) and Einsum (one input: sums over axes and a transpose; two: every letter a batch,
+a contracted or one input's own one, as transposes and reshapes around a ``batch_matmul``);
+any other is an ``UnsupportedOperatorError`` naming its type and node.
 
 Constants are folded at import (``FOLD``): any of those operators, and the shape arithmetic of
 exporters (Shape, Size, ConstantOfShape, Range, Expand, Equal, Less, Greater, And, Or, Xor,
-Not, Where, Min, Max, Mod), whose inputs are all constants: integer and boolean ones stay the
+Not, Where, Min, Max, Mod, and ScatterND and Einsum of any equation), whose inputs are all
+constants: integer and boolean ones stay the
 reader's (``_Reader.ints``: the shapes, axes and indices other operators take), float ones
 become the graph's constants. Each folded constant is size-checked before it is made
 (``MAX_FOLD`` elements).
@@ -35,7 +39,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import TensorschedError
-from ..graph.graph import MAX_ELEMENTS, MAX_RANK, Graph, GraphError, slice_plan
+from ..graph.graph import (
+    MAX_ELEMENTS,
+    MAX_RANK,
+    PAD_MODES,
+    Graph,
+    GraphError,
+    pad_plan,
+    slice_plan,
+)
 
 MAX_FILE_BYTES = 2**31  # protobuf's own limit on one message
 MAX_NODES = 100_000
@@ -1131,6 +1143,223 @@ def _f_squeeze(where: str, a: dict, x: Values) -> np.ndarray:
     return data.reshape(_squeezed(data.shape, _axes_arg(x, a, where), where))
 
 
+def _pad_args(
+    where: str, a: Mapping[str, Any], rank: int, x: Values
+) -> tuple[list[int], str, float]:
+    """Pad's ``pads`` (begins then ends of every axis), ``mode`` and constant ``value``: from
+    the inputs (opset 11: ``pads``, ``constant_value``, opset 18's ``axes``) or from the
+    attributes (opset 2's ``pads`` and ``value``)."""
+    mode = a.get("mode", "constant")
+    if mode not in PAD_MODES:
+        raise UnsupportedOperatorError(
+            f"{where}: mode {mode!r} is not supported; tensorsched pads with {PAD_MODES}"
+        )
+    if len(x) > 4:
+        raise OnnxImportError(f"{where}: takes 1 to 4 inputs (data, pads, constant_value, axes)")
+    given: list[Any] = [*x[1:], None, None, None][:3]
+    if given[0] is None:
+        if "pads" not in a:
+            raise OnnxImportError(f"{where}: no pads (the second input)")
+        raw = np.asarray(_int_list(a["pads"], where, "pads") or [], np.int64)
+        given[1] = np.float32(_float_attr(a, "value", 0.0, where))
+    else:
+        raw = np.asarray(given[0])
+    if raw.dtype.kind not in "iu" or raw.ndim != 1:
+        raise OnnxImportError(f"{where}: pads must be a 1-d integer tensor")
+    if given[2] is None:
+        axes = list(range(rank))
+    else:
+        arr = np.asarray(given[2])
+        if arr.dtype.kind not in "iu" or arr.ndim != 1:
+            raise OnnxImportError(f"{where}: axes must be a 1-d integer tensor")
+        axes = _axes_in([int(v) for v in arr], rank, where)
+    if raw.size != 2 * len(axes):
+        raise OnnxImportError(
+            f"{where}: pads has {raw.size} values; give {2 * len(axes)} (the begins, then the "
+            f"ends, of axes {axes})"
+        )
+    if np.any(np.abs(raw) > MAX_ELEMENTS):
+        raise OnnxImportError(f"{where}: pads {raw.tolist()} are too large")
+    pads = [0] * (2 * rank)
+    for k, axis in enumerate(axes):
+        pads[axis], pads[rank + axis] = int(raw[k]), int(raw[len(axes) + k])
+    value = 0.0
+    if given[1] is not None:
+        v = np.asarray(given[1])
+        if v.size != 1 or v.dtype == np.bool_:
+            raise OnnxImportError(f"{where}: constant_value must be one number, got {v.shape}")
+        value = float(v.reshape(-1)[0])
+        if not math.isfinite(value):
+            raise OnnxImportError(f"{where}: constant_value {value} is not finite")
+    return pads, mode, value
+
+
+def _float_attr(a: Mapping[str, Any], key: str, default: float, where: str) -> float:
+    v = a.get(key, default)
+    if not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise OnnxImportError(f"{where}: attribute {key} must be a finite float, got {v!r}")
+    return float(v)
+
+
+def _pad_shape(where: str, shape: Sequence[int], pads: list[int], mode: str) -> tuple[int, ...]:
+    plan = pad_plan(shape, pads)
+    for d, (_, count, before, after) in enumerate(plan):
+        if count < 1:
+            raise OnnxImportError(
+                f"{where}: pads {pads} crop all of axis {d} of shape {tuple(shape)}"
+            )
+        if mode == "reflect" and max(before, after) >= count:
+            raise OnnxImportError(
+                f"{where}: reflect pads of axis {d} ({before}, {after}) must be smaller than "
+                f"the axis ({count}); use mode edge or constant"
+            )
+    return tuple(c + b + e for _, c, b, e in plan)
+
+
+def _f_pad(where: str, a: dict, x: Values) -> np.ndarray:
+    if not x or x[0] is None:
+        raise OnnxImportError(f"{where}: no data input")
+    data = np.asarray(x[0])
+    if data.ndim == 0:
+        raise OnnxImportError(f"{where}: cannot pad a scalar")
+    pads, mode, value = _pad_args(where, a, data.ndim, x)
+    _fold_size(_pad_shape(where, data.shape, pads, mode), where)
+    plan = pad_plan(data.shape, pads)
+    kept = data[tuple(slice(f, f + c) for f, c, _, _ in plan)]
+    widths = [(b, e) for _, _, b, e in plan]
+    if mode == "constant":
+        return np.pad(kept, widths, constant_values=np.asarray(value).astype(data.dtype))
+    return np.pad(kept, widths, mode="reflect" if mode == "reflect" else "edge")
+
+
+def _f_scatter_nd(where: str, a: dict, x: Values) -> np.ndarray:
+    """ScatterND: ``data`` with the slices at ``indices`` (its last axis indexes the leading
+    axes of ``data``) replaced by (or, with ``reduction``, combined with) ``updates``."""
+    _arity(x, 3, 3, where)
+    data, idx, upd = (np.asarray(v) for v in x)
+    how = a.get("reduction", "none")
+    combine = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    if how != "none" and how not in combine:
+        raise OnnxImportError(f"{where}: reduction {how!r} must be none, add, mul, max or min")
+    if idx.dtype.kind not in "iu" or idx.ndim < 1:
+        raise OnnxImportError(f"{where}: indices must be an integer tensor of 1 or more dims")
+    k = idx.shape[-1]
+    if data.ndim == 0 or not 1 <= k <= data.ndim:
+        raise OnnxImportError(
+            f"{where}: indices' last dim {k} must be 1 to the data's rank {data.ndim}"
+        )
+    want = idx.shape[:-1] + data.shape[k:]
+    if upd.shape != want:
+        raise OnnxImportError(f"{where}: updates of shape {upd.shape}; expected {want}")
+    if (data.dtype.kind == "f") != (upd.dtype.kind == "f") or (
+        (data.dtype == np.bool_) != (upd.dtype == np.bool_)
+    ):
+        raise OnnxImportError(f"{where}: data and updates differ in element type")
+    dims = np.asarray(data.shape[:k], np.int64)
+    flat = idx.reshape(-1, k).astype(np.int64)
+    if flat.size and (np.any(flat < -dims) or np.any(flat >= dims)):
+        raise OnnxImportError(f"{where}: indices out of range for the data's shape {data.shape}")
+    flat = np.where(flat < 0, flat + dims, flat)
+    out = data.copy()
+    rows = upd.reshape((-1, *data.shape[k:])).astype(data.dtype)
+    at = tuple(flat.T)
+    if how == "none":
+        out[at] = rows
+    else:
+        combine[how].at(out, at, rows)
+    return out
+
+
+def _f_einsum(where: str, a: dict, x: Values) -> np.ndarray:
+    if not x or any(v is None for v in x):
+        raise OnnxImportError(f"{where}: an input is left out")
+    arrs = [np.asarray(v) for v in x]
+    eq = _einsum_parse(where, a, [v.shape for v in arrs])
+    _fold_size(eq.out_shape, where)
+    if math.prod(eq.sizes.values()) > MAX_EINSUM_WORK:
+        raise OnnxImportError(
+            f"{where}: Einsum '{eq.text}' on constants takes more than {MAX_EINSUM_WORK} "
+            "multiply-adds; tensorsched folds smaller ones only"
+        )
+    floats = _same_kind(where, arrs)
+    if any(v.dtype == np.bool_ for v in arrs):
+        raise OnnxImportError(f"{where}: Einsum of booleans")
+    subs = ",".join(eq.terms) + "->" + eq.out
+    if floats:
+        return np.einsum(subs, *(v.astype(np.float64) for v in arrs)).astype(np.float32)
+    return np.asarray(np.einsum(subs, *(v.astype(np.int64) for v in arrs)), np.int64)
+
+
+MAX_EINSUM_WORK = 1 << 28  # the product of an Einsum's index sizes, folded at import
+
+
+class _Einsum:
+    """An Einsum equation, checked against its operands' shapes: each term's letters (an
+    ellipsis spelled out as letters the equation does not use), the output's (implicit:
+    the letters used once, in alphabetical order, after the ellipsis) and each letter's size."""
+
+    def __init__(self, text: str, terms: list[str], out: str, sizes: dict[str, int]):
+        self.text, self.terms, self.out, self.sizes = text, terms, out, sizes
+        self.out_shape = tuple(sizes[c] for c in out)
+
+
+def _einsum_parse(where: str, a: Mapping[str, Any], shapes: list[tuple[int, ...]]) -> _Einsum:
+    text = a.get("equation")
+    if not isinstance(text, str) or len(text) > 256:
+        raise OnnxImportError(f"{where}: Einsum needs an equation attribute (text)")
+
+    def bad(why: str) -> OnnxImportError:
+        return OnnxImportError(f"{where}: Einsum equation '{text}': {why}")
+
+    eq = text.replace(" ", "")
+    if eq.count("->") > 1:
+        raise bad("more than one '->'")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise bad(f"{len(terms)} terms for {len(shapes)} inputs")
+    letters = {c for c in eq if c.isalpha()}
+    if any(not (c.isascii() and (c.isalpha() or c in ",.->")) for c in eq):
+        raise bad("only letters, ',', '...' and '->' may appear")
+    spare = iter(sorted(set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") - letters))
+    ell_rank = 0
+    for t, shape in zip(terms, shapes):
+        if "." in t:
+            if t.count("...") != 1 or t.count(".") != 3:
+                raise bad(f"term '{t}': '.' only as one '...'")
+            ell_rank = max(ell_rank, len(shape) - len(t) + 3)
+    ell = "".join(next(spare) for _ in range(max(ell_rank, 0)))
+    spelled: list[str] = []
+    sizes: dict[str, int] = {}
+    for t, shape in zip(terms, shapes):
+        if "..." in t:
+            n = len(shape) - len(t) + 3
+            if n < 0:
+                raise bad(f"term '{t}' has more letters than its input's {len(shape)} dims")
+            t = t.replace("...", ell[len(ell) - n :])
+        if len(t) != len(shape):
+            raise bad(f"term '{t}' has {len(t)} letters for an input of shape {shape}")
+        for c, d in zip(t, shape):
+            if sizes.get(c, 1) != 1 and d not in (1, sizes[c]):
+                raise bad(f"'{c}' is {sizes[c]} in one input and {d} in another")
+            sizes[c] = max(sizes.get(c, 1), d)
+        spelled.append(t)
+    if arrow:
+        if "." in rhs and ("..." not in rhs or rhs.count(".") != 3):
+            raise bad("'.' only as one '...'")
+        if "..." in rhs:
+            rhs = rhs.replace("...", ell)
+        elif ell:
+            raise bad("the inputs have '...' but the output has none")
+        out = rhs
+    else:
+        once = "".join(c for t in spelled for c in t)
+        out = ell + "".join(sorted(c for c in letters if once.count(c) == 1))
+    if len(set(out)) != len(out) or any(c not in sizes for c in out):
+        raise bad(f"output '{out}' repeats a letter or names one no input has")
+    return _Einsum(text, spelled, out, sizes)
+
+
 _erf = np.frompyfunc(math.erf, 1, 1)
 
 # ONNX operator -> its evaluation on constant inputs (numpy arrays, None for an input left
@@ -1176,6 +1405,9 @@ FOLD: dict[str, Any] = {
     "ConstantOfShape": _f_constant_of_shape,
     "Range": _f_range,
     "Expand": _f_expand,
+    "Pad": _f_pad,
+    "ScatterND": _f_scatter_nd,
+    "Einsum": _f_einsum,
 }
 
 
@@ -1353,6 +1585,124 @@ def _layer_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out:
     _rename_output(r, name, out)
 
 
+def _pad(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Pad of a computed tensor: its pads, constant_value and axes must be constants."""
+    _float_input(r, ins, where)
+    what = ("pads", "constant_value", "axes")
+    values: list[Any] = [None] * len(ins[1:])
+    for k, (t, w) in enumerate(zip(ins[1:], what)):
+        if t:
+            values[k] = r.const(t, where) if w == "constant_value" else r.ints_of(t, where, w)
+    shape = r.g.tensors[ins[0]].shape
+    pads, mode, value = _pad_args(where, a, len(shape), [ins[0], *values])
+    _pad_shape(where, shape, pads, mode)
+    if not any(pads):
+        _identity(r, name, where, a, ins[:1], out)
+        return
+    r.g.pad(ins[0], pads, mode, value, name=name)
+    _rename_output(r, name, out)
+
+
+def _einsum(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Einsum of computed tensors: one input summed over some axes and transposed; two whose
+    every letter is a batch one (both inputs and the output), a contracted one (both inputs,
+    not the output) or one input's own (summed first where the output lacks it): transposes
+    and reshapes around a ``batch_matmul`` (a ``dense`` where the right one is a constant
+    matrix). Anything else is refused."""
+    if not 1 <= len(ins) <= 2 or not all(ins):
+        raise UnsupportedOperatorError(
+            f"{where}: Einsum '{a.get('equation')}' of {len(ins)} inputs; tensorsched reads one "
+            "or two on computed tensors (more only where all are constants)"
+        )
+    for t in ins:
+        if t in r.ints or t not in r.g.tensors:
+            raise UnsupportedOperatorError(
+                f"{where}: Einsum input '{t}' must be a float tensor of 1 or more dims"
+            )
+    eq = _einsum_parse(where, a, [r.g.tensors[t].shape for t in ins])
+
+    def refuse(why: str) -> UnsupportedOperatorError:
+        return UnsupportedOperatorError(
+            f"{where}: Einsum '{eq.text}' is not supported on computed tensors: {why}; "
+            "tensorsched reads transposes, sums over axes and batched matrix products"
+        )
+
+    if not eq.out:
+        raise refuse("the output is a scalar, which the graph holds none of")
+    for t, term in zip(ins, eq.terms):
+        if len(set(term)) != len(term):
+            raise refuse(f"a letter repeats in '{term}' (a diagonal)")
+        if any(d != eq.sizes[c] for c, d in zip(term, r.g.tensors[t].shape)):
+            raise refuse("a dim of size 1 broadcasts against a larger one")
+    g = r.g
+
+    def fresh(what: str) -> str:
+        return g.fresh_name(f"{name}_{what}")
+
+    def arrange(x: str, term: str, keep: str, order: str) -> tuple[str, str]:
+        """``x`` summed over the letters of ``term`` not in ``keep``, then transposed to
+        ``order``'s letters (those it has)."""
+        drop = [i for i, c in enumerate(term) if c not in keep]
+        want = "".join(c for c in order if c in term and c in keep)
+        if not want:
+            raise refuse(f"every axis of '{term}' is summed away")
+        if x in g.constants:  # a constant operand arranged now
+            if drop or want != term:
+                v = g.constants[x].astype(np.float64).sum(axis=tuple(drop))
+                kept = "".join(c for c in term if c in keep)
+                x = g.constant(fresh("arranged"), np.transpose(v, [kept.index(c) for c in want]))
+            return x, want
+        if drop:
+            x = g.reduce(x, "sum", drop, False, name=fresh("sum"))
+            term = "".join(c for c in term if c in keep)
+        if want != term:
+            x = g.transpose(x, [term.index(c) for c in want], name=fresh("transpose"))
+        return x, want
+
+    def finish(x: str, have: str) -> None:
+        """``x`` (letters ``have``) transposed to the output's order, as ``out``."""
+        if have == eq.out:
+            _identity(r, name, where, a, [x], out)
+            return
+        g.transpose(x, [have.index(c) for c in eq.out], name=name)
+        _rename_output(r, name, out)
+
+    if len(ins) == 1:
+        x, have = arrange(ins[0], eq.terms[0], eq.out, eq.out)
+        finish(x, have)
+        return
+    ta, tb = eq.terms
+    batch = "".join(c for c in ta if c in tb and c in eq.out)
+    summed = "".join(c for c in ta if c in tb and c not in eq.out)
+    own_a = "".join(c for c in ta if c not in tb and c in eq.out)
+    own_b = "".join(c for c in tb if c not in ta and c in eq.out)
+    if not summed:
+        raise refuse("no letter is summed (an elementwise or outer product: write it as a Mul)")
+    x, _ = arrange(ins[0], ta, batch + summed + own_a + own_b, batch + own_a + summed)
+    y, _ = arrange(ins[1], tb, batch + summed + own_a + own_b, batch + summed + own_b)
+    size = eq.sizes
+    m, k, n = (math.prod(size[c] for c in part) for part in (own_a, summed, own_b))
+    lead = [size[c] for c in batch]
+
+    def to(t: str, shape: list[int], what: str) -> str:
+        if g.tensors[t].shape == tuple(shape):
+            return t
+        if t in g.constants:
+            return g.constant(fresh(what), g.constants[t].reshape(shape))
+        return g.reshape(t, shape, name=fresh(what))
+
+    x = to(x, [*lead, m, k], "rows")
+    y = to(y, [*lead, k, n], "cols")
+    if not batch and y in g.constants:
+        w = g.constant(fresh("weight"), np.ascontiguousarray(g.constants[y].T))
+        prod = g.dense(x, w, name=fresh("dense"))
+    else:
+        prod = g.batch_matmul(x, y, name=fresh("matmul"))
+    have = batch + own_a + own_b
+    prod = to(prod, [size[c] for c in have], "unflat")
+    finish(prod, have)
+
+
 CONVERTERS: dict[str, Any] = {
     "Conv": _conv,
     "BatchNormalization": _batch_norm,
@@ -1385,6 +1735,8 @@ CONVERTERS: dict[str, Any] = {
     "Gather": _gather,
     "Pow": _pow,
     "LayerNormalization": _layer_norm,
+    "Pad": _pad,
+    "Einsum": _einsum,
 }
 MULTI_OUTPUT: dict[str, Any] = {"Split": _split}  # converters given every output's name
 SUPPORTED = tuple(sorted({*CONVERTERS, *MULTI_OUTPUT, *FOLD}))
@@ -1498,6 +1850,11 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
                 names.append(fresh(f"{n.name}_{key}"))
                 inits.append(numpy_helper.from_array(np.array(a[key], np.int64), names[-1]))
             nodes.append(helper.make_node("Slice", [own[0], *names], [out], n.name))
+        elif n.op == "pad":
+            p, v = fresh(n.name + "_pads"), fresh(n.name + "_value")
+            inits.append(numpy_helper.from_array(np.array(a["pads"], np.int64), p))
+            inits.append(numpy_helper.from_array(np.array(a["value"], np.float32), v))
+            nodes.append(helper.make_node("Pad", [own[0], p, v], [out], n.name, mode=a["mode"]))
         elif n.op == "power":
             e = fresh(n.name + "_exponent")
             inits.append(numpy_helper.from_array(np.array(a["exponent"], np.float32), e))

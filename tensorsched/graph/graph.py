@@ -22,7 +22,9 @@ exp, log, neg, abs, reciprocal, floor, ceil, ``power`` (by a constant ``exponent
 ``pow`` (by a broadcast tensor);
 ``reduce`` (``kind`` mean, sum or max over ``axes``, ``keepdims``); ``transpose`` (``perm``) and
 ``slice`` (ONNX's ``starts`` / ``ends`` / ``axes`` / ``steps``, negative and out-of-range values
-clamped as ONNX does: ``slice_plan``). After the fusion pass a conv2d, dense or pooling node
+clamped as ONNX does: ``slice_plan``); ``pad`` (``pads``: ONNX's begins then ends, one each
+per axis, a negative one cropping first; ``mode`` constant, reflect or edge; ``value``, the
+constant's: ``ops.pad``). After the fusion pass a conv2d, dense or pooling node
 also carries an ``epilogue``: a tuple of steps applied to its output in order, ``("bias",)``,
 ``("add",)`` (a residual tensor of the output's shape), ``("relu",)`` and ``("clip", lo,
 hi)``; the bias and residual tensors are extra inputs of the node, after its own (data,
@@ -46,6 +48,7 @@ import numpy as np
 
 from ..errors import ComputeError, TensorschedError
 from ..ops.batch_matmul import matmul_shape
+from ..ops.pad import PAD_MODES, pad_plan
 from ..ops.pool import pool_mode, pooled_size
 
 DTYPES = ("float32",)
@@ -316,6 +319,13 @@ class Graph:
         ones) and ``steps`` (default 1): see ``slice_plan``."""
         attrs = {"starts": starts, "ends": ends, "axes": axes, "steps": steps}
         return self.add_node("slice", [x], attrs, name)
+
+    def pad(
+        self, x: str, pads: Sequence[int], mode: str = "constant", value: float = 0.0,
+        name: str | None = None,
+    ) -> str:  # fmt: skip
+        """``x`` with ``pads[d]`` elements before and ``pads[rank + d]`` after axis ``d``."""
+        return self.add_node("pad", [x], {"pads": pads, "mode": mode, "value": value}, name)
 
     def reduce(
         self, x: str, kind: str, axes: Sequence[int] | None = None, keepdims: bool = True,
@@ -730,6 +740,45 @@ def _infer_transpose(g: Graph, node: Node) -> tuple[int, ...]:
     return tuple(s[p] for p in perm)
 
 
+def _infer_pad(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    s = _shape(g, node.inputs[0])
+    a, where = node.attrs, f"node '{node.name}' (pad)"
+    pads = a.get("pads")
+    if (
+        not isinstance(pads, (list, tuple))
+        or len(pads) != 2 * len(s)
+        or not all(isinstance(x, (int, np.integer)) and abs(int(x)) <= MAX_ELEMENTS for x in pads)
+    ):
+        raise GraphError(
+            f"{where}: pads must be {2 * len(s)} ints (the begins, then the ends, of each axis "
+            f"of the input of shape {s}), got {pads!r}"
+        )
+    if a.get("mode", "constant") not in PAD_MODES:
+        raise GraphError(f"{where}: mode {a.get('mode')!r} must be one of {PAD_MODES}")
+    value = a.get("value", 0.0)
+    if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
+        raise GraphError(f"{where}: value must be a finite number, got {value!r}")
+    pads = tuple(int(x) for x in pads)
+    a.update(pads=pads, mode=a.get("mode", "constant"), value=float(value))
+    plan = pad_plan(s, pads)
+    for d, (_, count, before, after) in enumerate(plan):
+        if count < 1:
+            raise GraphError(
+                f"{where}: pads {pads} crop all of axis {d} of the input of shape {s}; "
+                "tensors are never empty"
+            )
+        if a["mode"] == "reflect" and max(before, after) >= count:
+            raise GraphError(
+                f"{where}: reflect pads of axis {d} ({before} before, {after} after) must be "
+                f"smaller than the axis ({count}); use mode edge or constant"
+            )
+    out = tuple(count + before + after for _, count, before, after in plan)
+    if math.prod(out) > MAX_ELEMENTS:
+        raise GraphError(f"{where}: the output {out} has more than {MAX_ELEMENTS} elements")
+    return out
+
+
 REDUCE_KINDS = ("mean", "sum", "max")
 
 
@@ -828,6 +877,7 @@ SHAPE_RULES = {
     "reduce": _infer_reduce,
     "transpose": _infer_transpose,
     "slice": _infer_slice,
+    "pad": _infer_pad,
     "layout_transform": _infer_layout_transform,
 }
 # layout_transform is the graph passes' own (a change of memory order that the graph's

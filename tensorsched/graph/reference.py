@@ -13,7 +13,7 @@ import numpy as np
 from ..ops.conv2d import conv2d_ref
 from ..ops.pool import MODES, pool2d_ref
 from ..ops.reduction import reduce_ref
-from .graph import Graph, GraphError, Node, node_pool_mode, slice_plan
+from .graph import Graph, GraphError, Node, node_pool_mode, pad_plan, slice_plan
 
 Array = np.ndarray
 
@@ -95,6 +95,16 @@ def _slice(node: Node, x: list[Array]) -> Array:
     return x[0][index]
 
 
+def _pad(node: Node, x: list[Array]) -> Array:
+    a = node.attrs
+    plan = pad_plan(x[0].shape, a["pads"])
+    kept = x[0][tuple(slice(first, first + count) for first, count, _, _ in plan)]
+    widths = [(before, after) for _, _, before, after in plan]
+    if a["mode"] == "constant":
+        return np.pad(kept, widths, constant_values=a["value"])
+    return np.pad(kept, widths, mode="reflect" if a["mode"] == "reflect" else "edge")
+
+
 _erf = np.frompyfunc(math.erf, 1, 1)
 
 MATH: dict[str, Callable[[Array], Array]] = {
@@ -140,6 +150,7 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     "reduce": lambda n, x: reduce_ref(x[0], n.attrs["kind"], n.attrs["axes"], n.attrs["keepdims"]),
     "transpose": lambda n, x: np.transpose(x[0], n.attrs["perm"]),
     "slice": _slice,
+    "pad": _pad,
     "layout_transform": lambda n, x: x[0],  # memory order only: the same logical tensor
 }
 

@@ -19,6 +19,7 @@ from ..ir.expr import const
 from ..ir.tensor import Tensor, compute, placeholder, thread_axis
 from ..ops import nn
 from ..ops.batch_matmul import BatchMatmulShape
+from ..ops.pad import pad
 from ..ops.reduction import reduce
 from ..ops.space import Config
 from ..ops.templates import templates_of
@@ -213,7 +214,7 @@ def elementwise_kernel(
     g: Graph, node: Node, dtype: str = "float32"
 ) -> tuple[Schedule, list[Tensor]]:
     """``(schedule, [*inputs, output])`` of a node without a template: the elementwise ones
-    (``UNARY``, ``BINARY``, clip, scale_shift, batch_norm), concat, transpose, slice, reduce
+    (``UNARY``, ``BINARY``, clip, scale_shift, batch_norm), concat, transpose, slice, pad, reduce
     (a loop over the reduced elements in each work-item) and softmax (along any axis), each
     one flat kernel (softmax: its max and sum reductions stay kernels of their own).
     ``dtype``: of every tensor (``"float16"``: half storage)."""
@@ -246,6 +247,9 @@ def elementwise_kernel(
         )
         begin, steps, shape = ([p[k] for p in plan] for k in range(3))
         out = strided_slice(ins[0], begin, steps, shape)
+    elif node.op == "pad":
+        p, rank = a["pads"], len(a["pads"]) // 2
+        out = pad(ins[0], list(p[:rank]), list(p[rank:]), a["value"], "pad", a["mode"], True)
     elif node.op == "reduce":
         out = reduce(ins[0], a["kind"], a["axes"], a["keepdims"])
     elif node.op == "scale_shift":
