@@ -513,8 +513,8 @@ def lowering_gemm():
         "gemm",
         [
             (
-                "a bound axis inside an unbound loop",
-                's[C].bind(j, ts.thread_axis("threadIdx.x"))\nts.lower(s, [A, B, C])',
+                "a block axis inside an unbound loop",
+                's[C].bind(j, ts.thread_axis("blockIdx.x"))\nts.lower(s, [A, B, C])',
                 S,
             ),
             (
@@ -580,8 +580,10 @@ def lowering_gemm():
                 S,
             ),
             (
-                "a shared stage left at the root",
-                's.cache_read(A, "shared", [C])\nts.lower(s, [A, B, C])',
+                "a shared root stage not spread over its consumer's threads",
+                's.cache_read(A, "shared", [C])\n'
+                's[C].bind(j, ts.thread_axis("threadIdx.x"))\n'
+                's[C].bind(i, ts.thread_axis("blockIdx.x"))\nts.lower(s, [A, B, C])',
                 L,
             ),
             ("an input missing from the arguments", "ts.lower(s, [A, C])", L),
@@ -607,8 +609,10 @@ def lowering_chain():
                 S,
             ),
             (
-                "a local stage at the root",
-                's[B].set_scope("local")\nts.build(s, [A, C], target="python")',
+                "a local root stage read by two kernels",
+                'D = ts.compute((5,), lambda i: B[i] * C[i], name="D")\n'
+                "s = ts.create_schedule(D.op)\n"
+                's[B].set_scope("local")\nts.build(s, [A, D], target="python")',
                 L,
             ),
             (

@@ -199,15 +199,17 @@ def test_bind_a_vectorized_axis():
         s[C].bind(j, thr("threadIdx.x"))
 
 
-def test_bound_axis_inside_unbound_loop_at_root():
+def test_block_axis_inside_unbound_loop_at_root():
+    # a threadIdx axis may sit inside a serial loop (tests/test_tvm_port4.py); a blockIdx
+    # one may not
     A, B, C, s = gemm_s()
     i, j = s[C].op.axis
-    s[C].bind(j, thr("threadIdx.x"))
+    s[C].bind(j, thr("blockIdx.x"))
     with raises(
         ts.ScheduleError,
         "stage 'C'",
         "axis 'j'",
-        "threadIdx.x",
+        "blockIdx.x",
         "unbound loop 'i'",
         "reorder the bound axes outermost",
     ):
@@ -637,19 +639,29 @@ def test_cache_read_for_a_stage_that_does_not_read_it():
 
 
 def test_shared_stage_at_the_root():
+    # never attached: computed in its consumer's kernel (tests/test_tvm_port4.py), which
+    # must be spread over the same threadIdx axes
     A, B, C, s = gemm_s()
-    s.cache_read(A, "shared", [C])  # never attached: it would outlive its kernel
+    s.cache_read(A, "shared", [C])
+    s[C].bind(s[C].op.axis[1], thr("threadIdx.x"))
     with raises(
-        ts.LoweringError, "stage 'A.shared'", "scope 'shared'", "computed at the root", "compute_at"
+        ts.LoweringError,
+        "stage 'A.shared'",
+        "scope 'shared'",
+        "computed at the root",
+        "same threadIdx axes",
+        "compute_at",
     ):
         ts.lower(s, [A, B, C])
 
 
-def test_local_stage_at_the_root():
+def test_local_stage_at_the_root_read_by_two_kernels():
     A, B, C, s = chain()
+    D = ts.compute(C.shape, lambda i: B[i] * C[i], name="D")
+    s = ts.create_schedule(D.op)
     s[B].set_scope("local")
-    with raises(ts.LoweringError, "stage 'B'", "scope 'local'", "s[B].compute_at"):
-        ts.build(s, [A, C], target="python")
+    with raises(ts.LoweringError, "stage 'B'", "scope 'local'", "'C', 'D'", "s[B].compute_at"):
+        ts.build(s, [A, D], target="python")
 
 
 # ---------------------------------------------------------------- schedule lookups

@@ -361,9 +361,9 @@ class PythonEmitter:
                 self.generic_visit(x)
 
         _Collect().visit(t)
-        if not launch:
+        if not launch and not _work_group_memory(t):
             self.stmt(t, ind)
-            return
+            return  # (a single work-item with __local memory runs as a work-group of one)
         hoisted: list = []
         t = _hoist_global_allocs(t, hoisted)
         for b in hoisted:
@@ -415,6 +415,23 @@ def _hoist_global_allocs(stmt, hoisted: list):
             return self.generic_visit(a)
 
     return _M().visit(stmt)
+
+
+def _work_group_memory(t) -> bool:
+    """Whether ``t`` allocates work-group ("shared") memory or waits at a barrier."""
+    found = []
+
+    class _V(Visitor):
+        def visit_Allocate(self, a):
+            if a.buffer.scope == "shared":
+                found.append(a)
+            self.generic_visit(a)
+
+        def visit_Barrier(self, b):
+            found.append(b)
+
+    _V().visit(t)
+    return bool(found)
 
 
 def _strip_thread_extents(t):

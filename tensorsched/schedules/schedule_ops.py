@@ -880,24 +880,109 @@ def check_scope_bindings(ctx: _Builder, st: Stage) -> None:
 
 
 def check_bindings(ctx: _Builder, st: Stage) -> None:
-    """A root stage's bound axes must all be outside its unbound loops (they become the NDRange);
-    loops of one iteration do not count."""
-    unbound = None
+    """A root stage's blockIdx (and vthread) axes must all be outside its unbound loops (they
+    become the NDRange's work-groups); loops of one iteration do not count. A threadIdx axis
+    may sit inside unbound data loops, as in TVM: each work-item runs those loops itself (the
+    kernel's statement holds them around the work-item index), but not inside a reduction
+    loop, whose initialisation would have to run over the work-items first."""
+    unbound = unbound_reduce = None
     for iv in st.leaf_iter_vars:
         tag = bound_tag(st, iv)
         if (tag is None and ctx.ext[st][iv] == 1) or (tag is not None and iv.kind == "reduce"):
             continue  # a reduce axis bound to a thread is lifted out of its loops
         if tag is None:
             unbound = iv if unbound is None else unbound
-        elif unbound is not None:
+            if iv.kind == "reduce" and unbound_reduce is None:
+                unbound_reduce = iv
+        elif tag.startswith("threadIdx") and unbound_reduce is not None:
+            raise ScheduleError(
+                "bind",
+                st,
+                f"axis '{iv.var.name}' is bound to {tag} but the reduction loop "
+                f"'{unbound_reduce.var.name}' is outside it; reorder the bound axes outside "
+                "the reduction axes",
+                iv,
+            )
+        elif not tag.startswith("threadIdx") and unbound is not None:
             raise ScheduleError(
                 "bind",
                 st,
                 f"axis '{iv.var.name}' is bound to {tag} but the "
                 f"unbound loop '{unbound.var.name}' is outside it; reorder the "
-                "bound axes outermost",
+                "bound axes outermost (only threadIdx axes may sit inside serial loops)",
                 iv,
             )
+
+
+def _root_readers(sched: Schedule, st: Stage) -> set[Stage]:
+    """The kernels (root stages) that read ``st``, through inlined stages."""
+    out, todo, seen = set(), [st], {st}
+    while todo:
+        for r in sched.readers(todo.pop()):
+            if r in seen:
+                continue
+            seen.add(r)
+            if r.attach_type == "inline":
+                todo.append(r)
+            else:
+                out.add(kernel_root(r))
+    return out
+
+
+def _private_roots(sched: Schedule, ctx: _Builder) -> dict[Stage, Stage]:
+    """Root stages in "local" or "shared" memory, each computed in the kernel of its one
+    consumer kernel (as TVM allocates such a stage at the top of the kernel that uses it),
+    before the consumer, with a barrier between them (``insert_barriers``): ``{stage: the root
+    stage whose kernel computes it}``. A "local" stage (which binds no thread, as
+    ``check_scope_bindings`` ensures) is computed whole by every work-item in its private
+    memory; a "shared" one by every work-group, spread over the same threadIdx axes as its
+    consumer's kernel (and so over every work-item of the group). Elsewhere its buffer would
+    have to outlive the kernel that fills it: refused."""
+    host: dict[Stage, Stage] = {}
+    for st in reversed(ctx.stages):  # its readers first: one read by such a stage moves along
+        if st.attach_type != "root" or ctx.scope[st] == "global" or st.is_output:
+            continue
+        scope = ctx.scope[st]
+        fix = (
+            f"attach it inside its consumer with s[{st.name}].compute_at(s[consumer], axis), "
+            "or use scope 'global'"
+        )
+        roots = {host.get(r, r) for r in _root_readers(sched, st)}
+        order = ctx.stages.index(st)
+        if any(t.op is st.op for t in ctx.arg_tensors):
+            raise LoweringError(
+                f"stage '{st.name}' has scope '{scope}' but is an argument of the function: "
+                f"its caller's array is global memory; give it scope 'global', or {fix}"
+            )
+        if len(roots) != 1 or ctx.stages.index(next(iter(roots))) < order:
+            who = ", ".join(sorted(f"'{r.name}'" for r in roots)) or "no stage"
+            raise LoweringError(
+                f"stage '{st.name}' has scope '{scope}' but is computed at the root and read "
+                f"by the kernels of {who}: a root stage in '{scope}' memory is computed "
+                "inside the one kernel that reads it, and its buffer cannot outlive that "
+                f"kernel; {fix}"
+            )
+        (consumer,) = roots
+        if scope == "shared":
+            own = {bound_tag(st, x) for x in st.leaf_iter_vars} - {None}
+            tags = {
+                bound_tag(r, x)
+                for r in ctx.stages
+                if kernel_root(r) is consumer
+                for x in r.leaf_iter_vars
+            } - {None}
+            want = {t for t in tags if t is not None and t.startswith("threadIdx")}
+            if own != want:
+                raise LoweringError(
+                    f"stage '{st.name}' has scope 'shared' and is computed at the root, "
+                    f"inside the kernel of '{consumer.name}', which runs its work-items "
+                    f"along {sorted(want) or 'no threadIdx axis'}, but '{st.name}' binds "
+                    f"{sorted(x for x in own if x) or 'no axis'}: a root stage in shared "
+                    "memory must be spread over the same threadIdx axes as its consumer's "
+                    f"kernel (bound to the same extents); or {fix}"
+                )
+        host[st] = consumer
+    return host
 
 
 def schedule_to_stmt(sched: Schedule, args: Sequence[Tensor]) -> tuple[S.Stmt, Bounds]:
@@ -922,21 +1007,20 @@ def schedule_to_stmt(sched: Schedule, args: Sequence[Tensor]) -> tuple[S.Stmt, B
                 f"axis: did you forget to bind? Bind the outer axes of "
                 f"'{root.name}' to blockIdx/threadIdx, or use scope 'local'"
             )
+    host = _private_roots(sched, ctx)
     parts, root_allocs = [], []
     for st in ctx.stages:
-        if st.attach_type != "root":
+        if st.attach_type != "root" or st in host:
             continue
-        if ctx.scope[st] != "global" and not st.is_output:
-            raise LoweringError(
-                f"stage '{st.name}' has scope '{ctx.scope[st]}' but is computed "
-                "at the root, where its buffer would have to outlive the kernel "
-                "that fills it; attach it inside its consumer with "
-                f"s[{st.name}].compute_at(s[consumer], axis), or use scope "
-                "'global'"
-            )
         check_bindings(ctx, st)
         ctx.kernel_extents = {}
-        parts.append(build_stage(ctx, st, {}))
+        inner = [x for x in ctx.stages if host.get(x) is st]
+        for x in inner:
+            check_bindings(ctx, x)
+        built = [build_stage(ctx, x, {}) for x in [*inner, st]]
+        if inner:  # one kernel, named for the consumer, its private roots allocated in it
+            built = [S.Produce(st.name, _with_allocs(ctx, inner, S.seq(*built)))]
+        parts.append(built[0])
         if not st.is_output:
             root_allocs.append(st)
     stmt = _with_allocs(ctx, root_allocs + ctx.group_reduced, S.seq(*parts))

@@ -305,10 +305,16 @@ def bad_bind_inner(live):
 
 
 def bad_local_at_root(live):
+    """A root stage given "local" or "shared" memory while two kernels read it: its buffer
+    cannot outlive the kernel that fills it (read by one kernel, it is computed inside that
+    one, as in TVM)."""
     opts = [
         st
         for st in live.stages()
-        if not st.is_output and st.attach_type == "root" and st not in live.arg_stages()
+        if not st.is_output
+        and st.attach_type == "root"
+        and st not in live.arg_stages()
+        and len({id(live.kernel_root(r)) for r in live.readers(st)}) >= 2
     ]
     if not opts:
         return None
