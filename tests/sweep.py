@@ -15,9 +15,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tensorsched.ops.conv2d import ConvShape
+from tensorsched.ops.space import Config
 from tensorsched.ops.templates import TEMPLATES
+from tensorsched.runtime.device import DeviceLimits
 from tensorsched.runtime.numerics import NumericsMismatch, compare, poisoned
 
+# Oclgrind's device (its 32 KiB of __local memory: a work-group tile keeps its size however
+# small the tensor, so a config must fit it as on a real device)
+OCLGRIND_LIMITS = DeviceLimits("Oclgrind Simulator", 1024, (1024, 1024, 1024), 32768)
 GEMM_SHAPE = (9, 8, 5)  # M, N, K (N a multiple of 4 for adreno)
 CONV_SHAPE = ConvShape(1, 2, 5, 6, 3, 3, 3, 1, 1)
 EPILOGUES = ((), ("bias", "relu"), ("sigmoid",))
@@ -77,7 +82,7 @@ def check_template(kind, name, config, epilogue=(), seed=0):
     from tensorsched.schedules.lower import lower
 
     task = tune.Task(kind, name, _shape(kind), epilogue=epilogue)
-    s, args, cfg = task.instantiate(config)
+    s, args, cfg = task.instantiate(Config(config, limits=OCLGRIND_LIMITS))
     if not cfg.valid:
         return None
     func = lower(s, args, name=f"{kind}_{name}")

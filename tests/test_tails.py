@@ -98,6 +98,37 @@ def test_gemm_templates_with_shift_check_no_element_against_m_or_n(template, til
     run(s, args, "opencl")
 
 
+@pytest.mark.parametrize("shape", [(19, 77, 40), (5, 130, 17), (64, 64, 64)])
+def test_a_work_group_tile_over_the_whole_of_m_keeps_its_size_and_computes_guard_free(shape):
+    # 64-row tiles over M = 19 (every work-group's tile overhangs M, so no tail strategy
+    # applies): the __local tiles keep their 64 rows, zeros past M, and the register tile
+    # reads only them, so its updates test no element; a work-item whose rows all lie past
+    # M skips them with one test of its first row; the stores to C check M and N
+    s, args, cfg = Task("gemm", "gpu_tiled", shape).instantiate(
+        {"tile_y": (1, 8, 8), "tile_x": (1, 16, 4), "tile_k": (8,), "tail": "guard",
+         "double_buffer": "none"}
+    )  # fmt: skip
+    assert cfg.valid
+    update, store = str(ts.lower(s, args)).split("produce C.local {")[1].split("\n  }\n")[:2]
+    M, N, _ = shape
+    tests = [line.strip() for line in update.splitlines() if "if (" in line]
+    assert not [t for t in tests if ".c " in t or "ax0" in t or "ax1" in t]  # no element's
+    assert (f"if (threadIdx.y*8 < {M}) {{" in tests) == (M == 19)  # 8 rows a work-item
+    assert (f"< {M})" in store) == (M % 64 != 0)
+    run(s, args, "python")
+
+
+@pytest.mark.opencl
+def test_a_tile_over_the_whole_of_m_on_the_device():
+    for dbuf, fetch in (("none", 1), ("both", 4), ("local", 1)):
+        s, args, cfg = Task("gemm", "gpu_tiled", (19, 77, 40)).instantiate(
+            {"tile_y": (1, 8, 8), "tile_x": (1, 16, 4), "tile_k": (8,), "tail": "guard",
+             "double_buffer": dbuf, "fetch_vec": fetch}
+        )  # fmt: skip
+        assert cfg.valid
+        run(s, args, "opencl")
+
+
 def test_shift_on_a_reduction_axis_is_refused():
     A, B, C = matmul(8, 8, 9)
     s = ts.create_schedule(C.op)

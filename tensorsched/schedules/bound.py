@@ -15,7 +15,7 @@ of its loops, its storage scope and its buffer, as one frozen ``Bounds`` (TVM's 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import networkx as nx
@@ -75,6 +75,15 @@ class Bounds:
     # stages that are arguments but computed inside another stage or inlined: their buffer is
     # the argument's (global, the whole shape)
     materialised: frozenset[Stage] = frozenset()
+    # per attached stage: the dimensions whose region is the whole dimension, for want of a
+    # tile that covers every access of its readers (``tile_covers``)
+    clipped: Mapping[Stage, frozenset[int]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def tile_covers(self, st: Stage) -> bool:
+        """Whether ``st`` is an attached stage whose buffer covers every index its readers'
+        loops access, also where they run past the tensor's shape (a tile that overhangs
+        it), so that a reader may compute there unguarded."""
+        return st.attach_type == "scope" and st not in self.materialised and not self.clipped[st]
 
     def stage_of(self, tensor: Tensor) -> Stage | None:
         return self.schedule.stage_map.get(tensor.op)
@@ -139,6 +148,7 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
         frozen(inf.buffers),
         frozen(inf.state_of),
         frozenset(materialised),
+        frozen(inf.clipped),
     )
 
 
@@ -162,6 +172,7 @@ class _Inference:
         self.ext: dict[Stage, dict[IterVar, Extent]] = {}
         self.scope: dict[Stage, str] = {}
         self.strides: dict[Stage, tuple[Extent, ...]] = {}
+        self.clipped: dict[Stage, frozenset[int]] = {}  # see Bounds.tile_covers
         # every leaf Var -> (0, extent-1), for the simplifier (None: a symbolic extent)
         self.var_ranges: dict[E.Var, tuple[int, int | None]] = {}
         inline = _Inline(self)
@@ -405,7 +416,39 @@ def _attached_region(
             accesses.append([simplify(substitute(i, vmap), ctx.var_ranges) for i in load.indices])
     if not accesses:
         raise LoweringError(f"stage '{st.name}' is attached but nothing reads it")
-    return infer_region(st.op.shape, accesses, relaxed, ctx.var_ranges, st.name)
+    # a work-group tile (zeros past its tensor), or a private tile filled from such tiles
+    # only, keeps its extent where it overhangs its tensor if it is read by private tiles
+    # computed from tiles only (a GEMM's register tile): those then compute the whole tile
+    # without a test of the tensor's bounds (``Bounds.tile_covers``), as TVM sizes such
+    # tiles. Elsewhere the region is clipped to the tensor: its readers test the bounds
+    # anyway, and a reader whose index bound inference over-approximates (a split of a
+    # fused work-item index) would make the tile, and the work of filling it, larger
+    keep = (
+        not across_groups(st)
+        and _is_tile(ctx, st)
+        and all(_infer_scope(r) == "local" and _reads_tiles_only(ctx, r) for r, _ in readers)
+    )
+    clipped: set[int] = set()
+    region = infer_region(st.op.shape, accesses, relaxed, ctx.var_ranges, st.name, keep, clipped)
+    ctx.clipped[st] = frozenset(clipped)
+    return region
+
+
+def _is_tile(ctx: _Inference, st: Stage) -> bool:
+    """Whether ``st`` is a work-group tile, or a private one computed from tiles only: the
+    elements of its region past its tensor are filled with zeros (``build_stage``)."""
+    scope = _infer_scope(st)
+    return scope == "shared" or (scope == "local" and _reads_tiles_only(ctx, st))
+
+
+def _reads_tiles_only(ctx: _Inference, st: Stage) -> bool:
+    """Whether every tensor ``st`` reads is computed by a stage in ``__local`` or private
+    memory (not global memory, not an input)."""
+    for t in ctx.reads(st):
+        p = ctx.stage_of(t)
+        if p is None or p.attach_type != "scope" or _infer_scope(p) == "global":
+            return False
+    return True
 
 
 def _loads_of(expr: E.Expr, tensor: Tensor) -> list[E.TensorLoad]:
@@ -544,6 +587,11 @@ class Interval:
         return None
 
 
+def _note(clipped: set[int] | None, d: int) -> None:
+    if clipped is not None:
+        clipped.add(d)
+
+
 def union_bound(a: E.Expr, b: E.Expr, op: str) -> E.Expr:
     """min (op='min') or max of two symbolic bounds, folded when their difference is constant."""
     d = simplify(a - b)
@@ -558,6 +606,8 @@ def infer_region(
     relaxed: Mapping[E.Var, Extent],
     var_ranges: Mapping[E.Var, tuple[int, int | None]],
     name: str,
+    keep_tiles: bool = False,
+    clipped: set[int] | None = None,
 ) -> list[tuple[E.Expr, Extent]]:
     """The region ``[(min_expr, extent)]`` of a producer covering all ``accesses`` (lists of
     index expressions) with ``relaxed`` variables spanning their ranges.
@@ -565,6 +615,11 @@ def infer_region(
     A dimension whose bounds cannot be derived, or whose extent is not bounded by a constant,
     falls back to the whole dimension (correct, just less local). Over a symbolic dimension,
     a constant extent is kept (the stage's domain guards skip what lies past the dimension).
+    An exact constant extent at least the dimension's is clipped to the whole dimension,
+    unless ``keep_tiles`` (a work-group or private tile, whose buffer may be larger than its
+    tensor: what lies past the dimension is filled with zeros or skipped, and its reader's
+    accesses there stay inside the tile). ``clipped`` collects the dimensions whose region is
+    the whole dimension for want of a tile covering every access.
     """
     iv = Interval(relaxed)
     region: list[tuple[E.Expr, Extent]] = []
@@ -578,18 +633,23 @@ def infer_region(
                 break
             lo = b[0] if lo is None else union_bound(lo, b[0], "min")
             hi = b[1] if hi is None else union_bound(hi, b[1], "max")
+        whole = (E.IntImm(0), dim)
         if lo is None or hi is None:
-            region.append((E.IntImm(0), dim))
+            region.append(whole)
+            _note(clipped, d)
             continue
         ext = simplify(hi - lo + 1, var_ranges)
+        exact = isinstance(ext, E.IntImm)
         if not isinstance(ext, E.IntImm):
             ub = const_bound(ext, var_ranges)[1]
             if ub is None:
-                region.append((E.IntImm(0), dim))
+                region.append(whole)
+                _note(clipped, d)
                 continue
             ext = E.IntImm(ub)
-        if isinstance(dim, int) and ext.value >= dim:
-            region.append((E.IntImm(0), dim))
+        if isinstance(dim, int) and ext.value >= dim and not (keep_tiles and exact):
+            region.append(whole)
+            _note(clipped, d)
         elif ext.value <= 0:
             raise LoweringError(
                 f"bound inference: stage '{name}' would compute an empty region in dimension {d}"

@@ -13,7 +13,7 @@ from ..errors import LoweringError, ScheduleError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.intrin import identity_value
-from ..ir.simplify import Extent, ext_equal, extent_expr, extent_of
+from ..ir.simplify import Extent, const_bound, ext_equal, extent_expr, extent_of
 from ..ir.tensor import IterVar, ScanOp, Tensor, tensors_read
 from ..ir.visitor import Mutator, free_vars, substitute
 from .bound import (
@@ -138,7 +138,8 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         ctx.scope[st] == "shared" or _reads_tiles_only(ctx, st)
     )
     domain = []
-    if st.attach_type == "scope" and not _private_reads_only(ctx, st):
+    unguarded = st.attach_type == "scope" and _private_reads_only(ctx, st)
+    if st.attach_type == "scope" and not unguarded:
         for iv, (_m, _e), dim in zip(st.op.axis, region, st.op.shape):
             v = root[iv]
             if zero_fill:
@@ -279,7 +280,24 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         main = _guard(all_guards + store_only, S.seq(*stores))
         first_reduce, init = None, None
 
-    stmt = main
+    # a tile computed past the op's domain unguarded still skips the whole of a work-item's
+    # (or virtual thread's) part that lies past it: one test around its innermost loops,
+    # which hold no attached stage and no thread axis (no barrier), of their first element
+    inner_from, coarse = len(loop_leaves), []
+    if unguarded:
+        inner_from = 1 + max(
+            [-1]
+            + [
+                k
+                for k, iv in enumerate(loop_leaves)
+                if attached.get(iv) or thread_tag(ctx, st, iv) or k < (first_reduce or 0)
+            ]
+        )
+        ranges = {
+            x.var: (0, e - 1) for m in ctx.ext.values() for x, e in m.items() if isinstance(e, int)
+        }
+        coarse = _first_element_guards(st, root, loop_leaves[inner_from:], ranges)
+    stmt = main if inner_from < len(loop_leaves) else _guard(coarse, main)
     for k in range(len(loop_leaves) - 1, -1, -1):
         iv = leaves[k]
         inner_env_k = envs[k + 1] if k + 1 < len(leaves) else inner_env
@@ -300,6 +318,8 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
             launch = _kernel_extent(ctx, st, later, ext[later], ltag)
             stmt = S.ThreadExtent(ctx.thread_var(ltag), ltag, launch, stmt)
         stmt = _loop(ctx, st, iv, ext[iv], stmt, envs[k])
+        if k == inner_from:
+            stmt = _guard(coarse, stmt)
     if first_reduce == 0:
         stmt = S.seq(init, stmt)
     for tag, var, extent, enclosing in leaders:
@@ -589,22 +609,18 @@ def _reads_tiles_only(ctx, st) -> bool:
 def _private_reads_only(ctx, st):
     """A ``"local"`` stage that reads work-group or private tiles only may compute the part of
     its tile outside the op's domain: it stays inside its own buffer, every read stays inside
-    a tile that bound inference sized to cover it (a tile clipped to its tensor's shape does
-    not count), and those elements are never stored by the guarded consumer. Dropping the
-    domain guards leaves the register tile's loops guard-free."""
+    a tile that bound inference sized to cover it (``Bounds.tile_covers``: a tile that
+    overhangs its tensor keeps its size, zero-filled past the tensor), and those elements are
+    never stored by the guarded consumer. Dropping the domain guards leaves the register
+    tile's loops guard-free, also where the work-group tile overhangs the whole shape (a GEMM
+    with M = 19 under 64-row tiles)."""
     if not _reads_tiles_only(ctx, st):
         return False
     for t in (x for b in ctx.bounds.bodies[st] for x in tensors_read(b)):
         p = ctx.stage_of(t)
-        if any(_clipped(e, dim) for (_, e), dim in zip(ctx.region[p], p.op.shape)):
+        if p is None or not ctx.bounds.tile_covers(p):
             return False
     return True
-
-
-def _clipped(extent: Extent, dim: Extent) -> bool:
-    """Whether a tile of ``extent`` over a dimension ``dim`` may be clipped to the dimension
-    (always assumed where either is symbolic)."""
-    return not isinstance(extent, int) or not isinstance(dim, int) or extent >= dim
 
 
 def _leader_tags(ctx, st, env):
@@ -638,6 +654,43 @@ def _leader_tags(ctx, st, env):
             var, extent = ctx.thread_var(tag), launch_extent(root, iv, ctx.ext[root][iv])
             out.append((tag, var, extent, False))
     return out
+
+
+def _first_element_guards(
+    st: Stage, root: dict, inner: Sequence[IterVar], ranges: Mapping[E.Var, tuple[int, int]]
+) -> list[E.Expr]:
+    """``value < dim`` of each data axis of ``st`` at the first iteration of the ``inner``
+    loops, where the tiles reach at least twice past the axis (more of the work past the
+    op's domain than inside it: a tile over M = 19 of 64 rows; a last tile partly past it
+    is computed whole, as is any tile's part past it): false only where every iteration
+    lies past the domain. An axis whose value is not non-decreasing in those loops'
+    variables (a ``//`` or ``%`` of them, a negative factor) gets no test."""
+    zero = {iv.var: E.IntImm(0) for iv in inner}
+    out = []
+    for iv, dim in zip(st.op.axis, st.op.shape):
+        v = root[iv]
+        if not isinstance(dim, int) or not (set(free_vars(v)) & set(zero)):
+            continue  # the same for the whole nest: not this nest's to test
+        hi = const_bound(v, ranges)[1]
+        if hi is not None and hi + 1 >= 2 * dim and _non_decreasing(v, set(zero)):
+            out.append(substitute(v, zero) < extent_expr(dim))
+    return out
+
+
+def _non_decreasing(e: E.Expr, vars_: set) -> bool:
+    """Whether ``e`` is non-decreasing in each of ``vars_`` (sums, ``min`` / ``max`` and
+    products by non-negative constants of them)."""
+    if not (set(free_vars(e)) & vars_):
+        return True
+    if isinstance(e, E.Var):
+        return True
+    if isinstance(e, E.BinOp) and e.op in ("+", "min", "max"):
+        return _non_decreasing(e.a, vars_) and _non_decreasing(e.b, vars_)
+    if isinstance(e, E.BinOp) and e.op == "*":
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, E.IntImm) and y.value >= 0:
+                return _non_decreasing(x, vars_)
+    return False
 
 
 def _guard(conds, stmt):
