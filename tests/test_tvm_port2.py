@@ -7,21 +7,10 @@ numpy on random data, at sizes no split factor divides, into poisoned outputs.""
 
 import numpy as np
 import pytest
+from ts_check import TARGETS, build, rand
 
 import tensorsched as ts
 from tensorsched.runtime.module import load_module
-
-TARGETS = ["python", "opencl"]
-
-
-def build(s, args, target, name="default_function"):
-    if target == "opencl":
-        pytest.importorskip("pyopencl")
-    return ts.build(s, args, target=target, name=name)
-
-
-def rand(*shape, seed=0):
-    return (np.random.default_rng(seed).random(shape, dtype=np.float32) + 0.5).astype("float32")
 
 
 def poison(*shape, dtype="float32"):

@@ -9,21 +9,10 @@ divides, into poisoned outputs."""
 
 import numpy as np
 import pytest
+from ts_check import TARGETS, build, rand
 
 import tensorsched as ts
 from tensorsched.errors import RuntimeCallError
-
-TARGETS = ["python", "opencl"]
-
-
-def build(s, args, target):
-    if target == "opencl":
-        pytest.importorskip("pyopencl")
-    return ts.build(s, args, target=target)
-
-
-def rand(*shape, seed=0):
-    return (np.random.default_rng(seed).random(shape, dtype=np.float32) + 0.5).astype("float32")
 
 
 def poison(*shape, dtype="float32"):

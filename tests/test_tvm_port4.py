@@ -8,20 +8,9 @@ factor divides, into poisoned outputs; the cases that stay invalid keep clear er
 
 import numpy as np
 import pytest
+from ts_check import TARGETS, build, rand
 
 import tensorsched as ts
-
-TARGETS = ["python", "opencl"]
-
-
-def build(s, args, target):
-    if target == "opencl":
-        pytest.importorskip("pyopencl")
-    return ts.build(s, args, target=target)
-
-
-def rand(*shape, seed=0):
-    return (np.random.default_rng(seed).random(shape, dtype=np.float32) + 0.5).astype("float32")
 
 
 def poison(*shape):

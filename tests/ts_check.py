@@ -100,3 +100,22 @@ def gemm_ref(a, b):
 def conv_ref(d, k, pad=1):
     """Direct NCHW conv2d, stride 1, in float64."""
     return conv2d_ref(d, k, 1, pad)
+
+
+# ---------------------------------------------------------------- TVM's tests, ported
+
+TARGETS = ["python", "opencl"]  # the ported tests run on both
+
+
+def build(s, args, target, name="default_function"):
+    """``ts.build`` for ``target``; an OpenCL build is skipped without pyopencl."""
+    if target == "opencl":
+        import pytest
+
+        pytest.importorskip("pyopencl")
+    return ts.build(s, args, target=target, name=name)
+
+
+def rand(*shape, seed=0):
+    """Seeded random float32 data in [0.5, 1.5)."""
+    return (np.random.default_rng(seed).random(shape, dtype=np.float32) + 0.5).astype("float32")
