@@ -78,6 +78,10 @@ class Bounds:
     # per attached stage: the dimensions whose region is the whole dimension, for want of a
     # tile that covers every access of its readers (``tile_covers``)
     clipped: Mapping[Stage, frozenset[int]] = field(default_factory=lambda: MappingProxyType({}))
+    # every leaf variable -> its (0, extent - 1) (hi None: a symbolic extent), for the simplifier
+    var_ranges: Mapping[E.Var, tuple[int, int | None]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def tile_covers(self, st: Stage) -> bool:
         """Whether ``st`` is an attached stage whose buffer covers every index its readers'
@@ -149,6 +153,7 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
         frozen(inf.state_of),
         frozenset(materialised),
         frozen(inf.clipped),
+        frozen(inf.var_ranges),
     )
 
 

@@ -293,10 +293,7 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
                 if attached.get(iv) or thread_tag(ctx, st, iv) or k < (first_reduce or 0)
             ]
         )
-        ranges = {
-            x.var: (0, e - 1) for m in ctx.ext.values() for x, e in m.items() if isinstance(e, int)
-        }
-        coarse = _first_element_guards(st, root, loop_leaves[inner_from:], ranges)
+        coarse = _first_element_guards(st, root, loop_leaves[inner_from:], ctx.bounds.var_ranges)
     stmt = main if inner_from < len(loop_leaves) else _guard(coarse, main)
     for k in range(len(loop_leaves) - 1, -1, -1):
         iv = leaves[k]
@@ -657,7 +654,7 @@ def _leader_tags(ctx, st, env):
 
 
 def _first_element_guards(
-    st: Stage, root: dict, inner: Sequence[IterVar], ranges: Mapping[E.Var, tuple[int, int]]
+    st: Stage, root: dict, inner: Sequence[IterVar], ranges: Mapping[E.Var, tuple[int, int | None]]
 ) -> list[E.Expr]:
     """``value < dim`` of each data axis of ``st`` at the first iteration of the ``inner``
     loops, where the tiles reach at least twice past the axis (more of the work past the
