@@ -230,6 +230,24 @@ def test_compare_defaults_to_the_cache_folder_and_a_small_acl_list(tmp_path, mon
     assert seen["acl_config_lists"] is None and seen["log"] == "l.jsonl"
 
 
+def test_tune_passes_its_build_workers_to_the_tuner(tmp_path, monkeypatch):
+    seen: dict = {}
+
+    def fake_tune(task, log, **kw):
+        seen.update(kw)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(cli, "tune", fake_tune)
+    monkeypatch.chdir(tmp_path)
+    argv = ["tune", "gemm", "--shape", "8,8,8", "--template", "cpu", "--log", "l.jsonl"]
+    run(argv + ["--build-workers", "3"])
+    assert seen["n_build"] == 3
+    run(argv)
+    assert seen["n_build"] is None  # the tuner's default: one a core
+    code, err = run(argv + ["--build-workers", "0"])
+    assert code == 2 and "--build-workers: expected a positive integer" in err, err
+
+
 def test_small_acl_lists_are_configs_of_the_full_ones():
     from tensorsched.baselines.acl_tuner import resolve_config_lists
 

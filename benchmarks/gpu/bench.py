@@ -360,6 +360,7 @@ def tune_tensorsched(task, log_path, opts):
         resume=True,
         timeout=opts.timeout,
         repeat=opts.tune_repeat,
+        n_build=opts.build_workers,
         progress=sys.stderr.isatty(),
         restrict=opts.restrict.get(os.path.splitext(os.path.basename(log_path))[0]),
     )
@@ -931,6 +932,12 @@ def parse_args(argv):
     p.add_argument("--repeat", type=int, help="timed runs per contender (default 10, --quick 3)")
     p.add_argument("--quick", action="store_true", help="fewer repeats, for a short device run")
     p.add_argument("--timeout", type=float, default=60.0, help="tuning: seconds per candidate")
+    p.add_argument(
+        "--build-workers",
+        type=int,
+        help="tuning: build processes (default: one a core; give each of several bench.py "
+        "on one host its share, or their pools' start takes the budget)",
+    )
     p.add_argument("--clblast", help="libclblast.so.1, or a folder holding it")
     p.add_argument(
         "--debs",

@@ -306,6 +306,7 @@ def _tune_tasks(
         "early_stop": args.early_stop,
         "transfer": args.transfer or (),
         "verify": args.verify,
+        "n_build": args.build_workers,
     }
     rows = []
     for task in tasks:
@@ -672,6 +673,13 @@ def make_parser() -> argparse.ArgumentParser:
         default=5,
         help="timed runs per candidate, at most: "
         "it stops after 3 once they took 50 ms on the device",
+    )
+    tu.add_argument(
+        "--build-workers",
+        type=positive_int,
+        help="processes that build candidates ahead of the one measured (default: one a "
+        "core); several tuners on one host (one a GPU) each want their share: every "
+        "process opens the device, and four pools of 64 took the first minute",
     )
     tu.add_argument("--seed", type=seed_int, default=0)
     tu.add_argument(
