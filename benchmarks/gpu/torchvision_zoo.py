@@ -101,8 +101,8 @@ def one(name, folder):
         print(f"{line}  UNSUPPORTED: {' '.join(missing)}", flush=True)
         return
     t0 = time.perf_counter()
-    # onnx.load reads the weights a large export keeps beside the model; from_onnx, given a
-    # path, reads no file but the model (an untrusted file must not name others to read)
+    # onnx.load reads the weights a large export keeps beside the model (from_onnx(path)
+    # reads them too, from the model's folder only; this is how the zoo figures were made)
     g = ts.frontend.from_onnx(onnx.load(path))
     net = ts.graph.build(g)
     build_s = time.perf_counter() - t0

@@ -4,8 +4,12 @@
 A model is untrusted data. It is parsed by the ``onnx`` package (protobuf) and then read, never
 run: the file's size, the default opset (13 or later), every tensor's shape and element count,
 each initializer's stored bytes against its declared dims, and each operator's attributes are
-checked before anything is allocated from them; weights held in external files are refused
-(the model would name files to read). Operators read: Conv (with group), BatchNormalization,
+checked before anything is allocated from them. Weights a model keeps in files beside it
+(``external_data``, what torch's exporter writes for large models) are read only for a model
+given by its path, as onnxruntime reads them: each from a regular file inside the model's
+folder (no absolute path, no ``..``, no link out of it), at an offset and length within the
+file that match the tensor's dims; a model given as bytes or a ``ModelProto`` names no folder,
+so its external weights are refused. Operators read: Conv (with group), BatchNormalization,
 Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub, Mul, Div, Pow (numpy
 broadcasting), Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, MaxPool, AveragePool
 (both with ceil_mode), GlobalAveragePool, ReduceMean / ReduceSum / ReduceMax (over any axes;
@@ -50,6 +54,8 @@ from ..graph.graph import (
 )
 
 MAX_FILE_BYTES = 2**31  # protobuf's own limit on one message
+MAX_EXTERNAL_BYTES = 2**34  # weights read from files beside a model, in all
+EXTERNAL_KEYS = ("location", "offset", "length", "checksum")  # ONNX's external_data keys
 MAX_NODES = 100_000
 MIN_OPSET = 13
 FLOAT_MAX = float(np.finfo(np.float32).max)
@@ -101,7 +107,92 @@ def _load(model_or_path: Any) -> Any:
         model.ParseFromString(data)
     except Exception as exc:  # noqa: BLE001  (protobuf's DecodeError and friends)
         raise OnnxImportError(f"{where} is not an ONNX model: {exc}") from None
+    if where != "<bytes>":
+        _read_external(model, os.path.dirname(os.path.abspath(where)), where)
     return model
+
+
+def _tensors_of(graph: Any) -> Any:
+    """Every TensorProto a graph holds: its initializers and its nodes' tensor attributes
+    (a Constant's value), those of subgraphs too."""
+    yield from graph.initializer
+    for node in graph.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            if a.HasField("g"):
+                yield from _tensors_of(a.g)
+            for sub in a.graphs:
+                yield from _tensors_of(sub)
+
+
+def _external_int(info: dict[str, str], key: str, what: str) -> int | None:
+    if key not in info:
+        return None
+    text = info[key]
+    if not text.isdigit() or len(text) > 19:
+        raise OnnxImportError(f"{what}: external data {key} {text!r} is not a byte count")
+    return int(text)
+
+
+def _read_external(model: Any, folder: str, where: str) -> None:
+    """Read the weights ``model`` (read from a file in ``folder``) keeps in external files
+    into its tensors (see the module's docstring); each file is opened only after its
+    location, offset and length are checked."""
+    root = os.path.realpath(folder)
+    total = 0
+    for t in _tensors_of(model.graph):
+        if t.data_location != 1 and not len(t.external_data):
+            continue
+        what = f"{where}: tensor '{t.name}'"
+        info: dict[str, str] = {}
+        for kv in t.external_data:
+            if kv.key not in EXTERNAL_KEYS:
+                raise OnnxImportError(
+                    f"{what}: unknown external data key {kv.key!r} (ONNX has "
+                    f"{', '.join(EXTERNAL_KEYS)})"
+                )
+            info[kv.key] = kv.value
+        loc = info.get("location", "")
+        parts = loc.replace("\\", "/").split("/")
+        if not loc or os.path.isabs(loc) or ".." in parts or ":" in loc or "\x00" in loc:
+            raise OnnxImportError(
+                f"{what}: external data location {loc!r} is not a file name inside the "
+                f"model's folder {folder}"
+            )
+        path = os.path.realpath(os.path.join(root, loc))
+        if os.path.commonpath([root, path]) != root or not os.path.isfile(path):
+            raise OnnxImportError(
+                f"{what}: external data {loc!r} is not a file inside the model's folder "
+                f"{folder} (a link out of it is not followed)"
+            )
+        if t.data_type not in _NP_OF:
+            raise OnnxImportError(f"{what}: element type {t.data_type} is not supported")
+        dims = tuple(t.dims)
+        if len(dims) > MAX_RANK or any(d < 0 for d in dims) or math.prod(dims) > MAX_ELEMENTS:
+            raise OnnxImportError(f"{what}: bad dims {dims}")
+        need = math.prod(dims) * np.dtype(_NP_OF[t.data_type]).itemsize
+        size = os.path.getsize(path)
+        offset = _external_int(info, "offset", what) or 0
+        length = _external_int(info, "length", what)
+        length = size - offset if length is None else length
+        if length != need or offset + length > size:
+            raise OnnxImportError(
+                f"{what}: {length} bytes at offset {offset} of {loc!r} ({size} bytes) for "
+                f"dims {dims} of {np.dtype(_NP_OF[t.data_type])} ({need} expected)"
+            )
+        total += length
+        if total > MAX_EXTERNAL_BYTES:
+            raise OnnxImportError(f"{where}: more than {MAX_EXTERNAL_BYTES} bytes of weights")
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read(length)
+        if len(data) != length:
+            raise OnnxImportError(f"{what}: {loc!r} ended after {len(data)} of {length} bytes")
+        t.raw_data = data
+        del t.external_data[:]
+        t.data_location = 0
 
 
 def _check_names(model: Any, where: str) -> None:
@@ -140,7 +231,10 @@ def _tensor(t: Any, what: str) -> np.ndarray:
     data, a supported element type."""
     what = f"{what} '{t.name}'" if t.name else what
     if t.data_location == 1 or len(t.external_data):
-        raise OnnxImportError(f"{what}: weights in external files are not read; embed them")
+        raise OnnxImportError(
+            f"{what}: weights in external files are read only for a model given by its path "
+            "(from its folder); give the path, or embed them"
+        )
     if t.data_type not in _NP_OF:
         raise OnnxImportError(f"{what}: element type {t.data_type} is not supported")
     dims = tuple(t.dims)
