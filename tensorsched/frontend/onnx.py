@@ -21,8 +21,11 @@ constant indices: slices), Expand (of a computed tensor: a broadcast ``mul`` by 
 (to float: the identity), Dropout (inference: the identity), Identity, Constant, Pad (modes
 constant, reflect and edge; constant pads, a negative one cropping; opset 18's axes; opset 2's
 attributes) and Einsum (one input: sums over axes and a transpose; two: every letter a batch,
-a contracted or one input's own one, as transposes and reshapes around a ``batch_matmul``);
-any other is an ``UnsupportedOperatorError`` naming its type and node.
+a contracted or one input's own one, as transposes and reshapes around a ``batch_matmul``),
+and as compositions of the graph's operators PRelu, Elu, Selu, Softplus, Softsign, Sum, Mean,
+Max, Min, GlobalMaxPool, InstanceNormalization and Resize (mode nearest, where each axis
+repeats every element a whole number of times); any other is an
+``UnsupportedOperatorError`` naming its type and node.
 
 Constants are folded at import (``FOLD``): any of those operators, and the shape arithmetic of
 exporters (Shape, Size, ConstantOfShape, Range, Expand, Equal, Less, Greater, And, Or, Xor,
@@ -1679,6 +1682,265 @@ def _layer_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out:
     _rename_output(r, name, out)
 
 
+def _fresh(r: _Reader, name: str) -> Any:
+    """A namer of a converter's intermediate nodes, from the node's name."""
+    return lambda what: r.g.fresh_name(f"{name}_{what}")
+
+
+def _same_shape(r: _Reader, node: str, x: str, where: str, what: str) -> None:
+    """``node`` (a broadcast of ``x`` with another operand) kept ``x``'s shape."""
+    got, want = r.g.tensors[r.g.nodes[node].output].shape, r.g.tensors[x].shape
+    if got != want:
+        raise OnnxImportError(f"{where}: {what} of shape {got} does not broadcast to {want}")
+
+
+def _negative_part(r: _Reader, x: str, fresh: Any) -> tuple[str, str]:
+    """``(relu(x), x - relu(x))``: the positive part and, exactly, ``min(x, 0)``."""
+    pos = r.g.add_node("relu", [x], {}, fresh("pos"))
+    return pos, r.g.add_node("sub", [x, pos], {}, fresh("neg"))
+
+
+def _prelu(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """PRelu: ``relu(x) + slope * (x - relu(x))``, the slope broadcast to ``x``."""
+    _float_input(r, ins, where)
+    if len(ins) != 2 or ins[1] not in r.g.tensors:
+        raise OnnxImportError(f"{where}: takes 2 float inputs (X, slope)")
+    fresh = _fresh(r, name)
+    pos, neg = _negative_part(r, ins[0], fresh)
+    scaled = r.g.add_node("mul", [neg, ins[1]], {}, fresh("scaled"))
+    _same_shape(r, scaled, ins[0], where, "slope")
+    r.g.add_node("add", [pos, scaled], {}, name)
+    _rename_output(r, name, out)
+
+
+def _elu_like(selu: bool) -> Any:
+    """Elu (``alpha``) and Selu (``alpha``, ``gamma``): ``relu(x) + alpha * (exp(min(x, 0)) -
+    1)``, times ``gamma`` for Selu."""
+
+    def convert(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+        _float_input(r, ins, where)
+        g, fresh = r.g, _fresh(r, name)
+        alpha = _float_attr(a, "alpha", 1.6732632423543772 if selu else 1.0, where)
+        gamma = _float_attr(a, "gamma", 1.0507009873554805, where) if selu else 1.0
+        pos, neg = _negative_part(r, ins[0], fresh)
+        one = g.constant(fresh("one"), np.array([1.0], np.float32))
+        em1 = g.add_node("sub", [g.add_node("exp", [neg], {}, fresh("exp")), one], {}, fresh("em1"))
+        al = g.constant(fresh("alpha"), np.array([alpha], np.float32))
+        y = g.add_node("add", [pos, g.add_node("mul", [em1, al], {}, fresh("scaled"))], {},
+                       name if not selu else fresh("elu"))  # fmt: skip
+        if selu:
+            ga = g.constant(fresh("gamma"), np.array([gamma], np.float32))
+            g.add_node("mul", [y, ga], {}, name)
+        _rename_output(r, name, out)
+
+    return convert
+
+
+def _softplus(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Softplus, without overflow: ``relu(x) + log(exp(-|x|) + 1)``."""
+    _float_input(r, ins, where)
+    g, fresh = r.g, _fresh(r, name)
+    pos = g.add_node("relu", [ins[0]], {}, fresh("pos"))
+    e = g.add_node("exp", [g.add_node("neg", [g.add_node("abs", [ins[0]], {}, fresh("abs"))], {},
+                                      fresh("negabs"))], {}, fresh("exp"))  # fmt: skip
+    one = g.constant(fresh("one"), np.array([1.0], np.float32))
+    lg = g.add_node("log", [g.add_node("add", [e, one], {}, fresh("e1"))], {}, fresh("log"))
+    g.add_node("add", [pos, lg], {}, name)
+    _rename_output(r, name, out)
+
+
+def _softsign(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Softsign: ``x / (1 + |x|)``."""
+    _float_input(r, ins, where)
+    g, fresh = r.g, _fresh(r, name)
+    one = g.constant(fresh("one"), np.array([1.0], np.float32))
+    d = g.add_node("add", [g.add_node("abs", [ins[0]], {}, fresh("abs")), one], {}, fresh("den"))
+    g.add_node("div", [ins[0], d], {}, name)
+    _rename_output(r, name, out)
+
+
+def _n_ary(kind: str) -> Any:
+    """Sum, Mean, Max and Min of one or more float tensors (numpy broadcasting): chained adds
+    (Mean: their sum over the count); ``max(a, b) = a + relu(b - a)``, ``min(a, b) = a -
+    relu(a - b)``."""
+
+    def convert(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+        if not ins or not all(t in r.g.tensors for t in ins):
+            raise OnnxImportError(f"{where}: takes one or more float tensors")
+        if len(ins) == 1:
+            _identity(r, name, where, a, ins, out)
+            return
+        g, fresh = r.g, _fresh(r, name)
+        acc = ins[0]
+        for k, t in enumerate(ins[1:], 1):
+            last = k == len(ins) - 1 and kind != "mean"
+            to = name if last else fresh(f"acc{k}")
+            if kind in ("sum", "mean"):
+                acc = g.add_node("add", [acc, t], {}, to)
+            else:
+                d = [t, acc] if kind == "max" else [acc, t]
+                gap = g.add_node("relu", [g.add_node("sub", d, {}, fresh(f"d{k}"))], {},
+                                 fresh(f"gap{k}"))  # fmt: skip
+                acc = g.add_node("add" if kind == "max" else "sub", [acc, gap], {}, to)
+        if kind == "mean":
+            count = g.constant(fresh("count"), np.array([float(len(ins))], np.float32))
+            g.add_node("div", [acc, count], {}, name)
+        _rename_output(r, name, out)
+
+    return convert
+
+
+def _global_max_pool(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """GlobalMaxPool: the max over every axis after N and C, kept as size-1 axes."""
+    _float_input(r, ins, where)
+    rank = len(r.g.tensors[ins[0]].shape)
+    if rank < 3:
+        raise OnnxImportError(f"{where}: the input must have N, C and spatial axes")
+    r.g.reduce(ins[0], "max", list(range(2, rank)), True, name=name)
+    _rename_output(r, name, out)
+
+
+def _per_channel(r: _Reader, t: str, rank: int, fresh: Any, what: str, where: str) -> str:
+    """A ``(C,)`` tensor shaped ``(C, 1, ...)`` to broadcast along axis 1 of ``rank`` axes."""
+    shape = r.g.tensors[t].shape
+    if len(shape) != 1:
+        raise OnnxImportError(f"{where}: {what} must be 1-d (C,), got {shape}")
+    want = [shape[0]] + [1] * (rank - 2)
+    if t in r.g.constants:
+        return r.g.constant(fresh(what), r.g.constants[t].reshape(want))
+    return r.g.reshape(t, want, name=fresh(what))
+
+
+def _instance_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """InstanceNormalization: each (n, c) slice normalised over its spatial axes (as
+    LayerNormalization's nodes), then ``scale[c]`` and ``B[c]``."""
+    _float_input(r, ins, where)
+    if len(ins) != 3 or not all(t in r.g.tensors for t in ins):
+        raise OnnxImportError(f"{where}: takes 3 float inputs (input, scale, B)")
+    shape = r.g.tensors[ins[0]].shape
+    if len(shape) < 3:
+        raise OnnxImportError(f"{where}: the input must have N, C and spatial axes")
+    eps = _float_attr(a, "epsilon", 1e-5, where)
+    if not 0 <= eps < 1:
+        raise OnnxImportError(f"{where}: epsilon {eps!r} must be a small non-negative float")
+    g, fresh, axes = r.g, _fresh(r, name), list(range(2, len(shape)))
+    for t in ins[1:]:
+        if g.tensors[t].shape != (shape[1],):
+            raise OnnxImportError(f"{where}: '{t}' must have shape ({shape[1]},)")
+    mean = g.reduce(ins[0], "mean", axes, True, name=fresh("mean"))
+    d = g.add_node("sub", [ins[0], mean], {}, fresh("centre"))
+    var = g.reduce(g.add_node("power", [d], {"exponent": 2.0}, fresh("square")), "mean", axes,
+                   True, name=fresh("var"))  # fmt: skip
+    eps_t = g.constant(fresh("epsilon"), np.array([eps], np.float32))
+    std = g.add_node("sqrt", [g.add_node("add", [var, eps_t], {}, fresh("var_eps"))], {},
+                     fresh("std"))  # fmt: skip
+    y = g.add_node("div", [d, std], {}, fresh("normed"))
+    scale = _per_channel(r, ins[1], len(shape), fresh, "scale", where)
+    bias = _per_channel(r, ins[2], len(shape), fresh, "bias", where)
+    g.add_node("add", [g.add_node("mul", [y, scale], {}, fresh("scaled")), bias], {}, name)
+    _rename_output(r, name, out)
+
+
+RESIZE_COORDS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                 "tf_half_pixel_for_nn")  # fmt: skip
+RESIZE_ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _nearest_sources(n_in: int, n_out: int, scale: float, coord: str, rounding: str) -> Any:
+    """The input index each of ``n_out`` outputs of a nearest Resize reads (ONNX's formulas)."""
+    o = np.arange(n_out, dtype=np.float64)
+    if coord in ("half_pixel", "pytorch_half_pixel"):
+        x = (o + 0.5) / scale - 0.5
+        if coord == "pytorch_half_pixel" and n_out == 1:
+            x = np.zeros(1)
+    elif coord == "align_corners":
+        x = o * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros(1)
+    elif coord == "asymmetric":
+        x = o / scale
+    else:  # tf_half_pixel_for_nn
+        x = (o + 0.5) / scale
+    if rounding == "floor":
+        i = np.floor(x)
+    elif rounding == "ceil":
+        i = np.ceil(x)
+    else:
+        tie = np.isclose(x - np.floor(x), 0.5)
+        i = np.where(tie, np.floor(x) if rounding == "round_prefer_floor" else np.ceil(x),
+                     np.round(x))  # fmt: skip
+    return np.clip(i, 0, n_in - 1).astype(np.int64)
+
+
+def _resize(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Resize in mode ``nearest`` where every axis repeats each element a whole number of
+    times (as an upsampling by integer factors under any of ONNX's coordinate and rounding
+    modes that reads so; a check of the index map, not of the names): the input reshaped with
+    a size-1 axis after each repeated one, broadcast by ones, reshaped back. Other modes and
+    maps are refused."""
+    _float_input(r, ins, where)
+    mode = a.get("mode", "nearest")
+    coord = a.get("coordinate_transformation_mode", "half_pixel")
+    rounding = a.get("nearest_mode", "round_prefer_floor")
+    if mode != "nearest":
+        raise UnsupportedOperatorError(
+            f"{where}: Resize mode {mode!r}; tensorsched reads 'nearest'"
+        )
+    if coord not in RESIZE_COORDS or rounding not in RESIZE_ROUNDING:
+        raise UnsupportedOperatorError(
+            f"{where}: Resize coordinate_transformation_mode {coord!r} / nearest_mode "
+            f"{rounding!r}; tensorsched reads {', '.join(RESIZE_COORDS)} / "
+            f"{', '.join(RESIZE_ROUNDING)}"
+        )
+    for key in ("axes", "antialias", "keep_aspect_ratio_policy"):
+        if key in a and not (key == "antialias" and a[key] == 0):
+            raise UnsupportedOperatorError(f"{where}: Resize attribute {key} is not supported")
+    shape = r.g.tensors[ins[0]].shape
+    # scales or sizes (exporters leave the other one out, or an empty constant)
+    raw = np.zeros(0)
+    if len(ins) > 2 and ins[2]:
+        raw = np.asarray(r.const(ins[2], where), np.float64).reshape(-1)
+    sizes_t = ins[3] if len(ins) > 3 and ins[3] else ""
+    if (raw.size == 0) == (not sizes_t):
+        raise OnnxImportError(f"{where}: Resize takes scales or sizes (one of them)")
+    if sizes_t:
+        sizes = r.ints_of(sizes_t, where, "sizes")
+        if len(sizes) != len(shape) or any(d < 1 for d in sizes):
+            raise OnnxImportError(f"{where}: sizes {sizes} must be {len(shape)} positive ints")
+        scales = [o / i for o, i in zip(sizes, shape)]
+    else:
+        if raw.size != len(shape) or not np.all(np.isfinite(raw)) or np.any(raw <= 0):
+            raise OnnxImportError(f"{where}: scales {raw.tolist()} must be {len(shape)} positive")
+        scales = raw.tolist()
+        sizes = [int(math.floor(i * s)) for i, s in zip(shape, scales)]
+        if any(d < 1 or d > MAX_ELEMENTS for d in sizes):
+            raise OnnxImportError(f"{where}: scales {scales} give the output shape {sizes}")
+    _dims(sizes, where)
+    reps = []
+    for d, (n_in, n_out, scale) in enumerate(zip(shape, sizes, scales)):
+        k = n_out // n_in
+        src = _nearest_sources(n_in, n_out, scale, coord, rounding)
+        if n_out % n_in or not np.array_equal(src, np.repeat(np.arange(n_in), k)):
+            raise UnsupportedOperatorError(
+                f"{where}: nearest Resize of axis {d} from {n_in} to {n_out} ({coord}, "
+                f"{rounding}) is not a repeat of each element; tensorsched reads whole-number "
+                "upsampling"
+            )
+        reps.append(k)
+    if all(k == 1 for k in reps):
+        _identity(r, name, where, a, ins[:1], out)
+        return
+    g, fresh = r.g, _fresh(r, name)
+    split = [x for d, k in zip(shape, reps) for x in ((d, 1) if k > 1 else (d,))]
+    ones = [x for k in reps for x in ((1, k) if k > 1 else (1,))]
+    if len(split) > MAX_RANK:
+        raise UnsupportedOperatorError(f"{where}: upsampling {len(shape)} axes needs rank "
+                                       f"{len(split)}, over {MAX_RANK}")  # fmt: skip
+    x = g.reshape(ins[0], split, name=fresh("split"))
+    c = g.constant(fresh("ones"), np.ones(ones, np.float32))
+    y = g.add_node("mul", [x, c], {}, fresh("repeat"))
+    g.reshape(y, sizes, name=name)
+    _rename_output(r, name, out)
+
+
 def _pad(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
     """Pad of a computed tensor: its pads, constant_value and axes must be constants."""
     _float_input(r, ins, where)
@@ -1831,6 +2093,18 @@ CONVERTERS: dict[str, Any] = {
     "LayerNormalization": _layer_norm,
     "Pad": _pad,
     "Einsum": _einsum,
+    "PRelu": _prelu,
+    "Elu": _elu_like(False),
+    "Selu": _elu_like(True),
+    "Softplus": _softplus,
+    "Softsign": _softsign,
+    "Sum": _n_ary("sum"),
+    "Mean": _n_ary("mean"),
+    "Max": _n_ary("max"),
+    "Min": _n_ary("min"),
+    "GlobalMaxPool": _global_max_pool,
+    "InstanceNormalization": _instance_norm,
+    "Resize": _resize,
 }
 MULTI_OUTPUT: dict[str, Any] = {"Split": _split}  # converters given every output's name
 SUPPORTED = tuple(sorted({*CONVERTERS, *MULTI_OUTPUT, *FOLD}))

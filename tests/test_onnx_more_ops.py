@@ -1,0 +1,172 @@
+"""ONNX operators read as compositions of the graph's own: PRelu, Elu, Selu, Softplus,
+Softsign, Sum / Mean / Max / Min of computed tensors, GlobalMaxPool, InstanceNormalization
+and nearest Resize by whole factors (the index map checked under each coordinate and
+rounding mode, as torch's exporter writes ``interpolate(scale_factor=2)``). Small models built
+with ``onnx.helper``, each against onnxruntime through the numpy reference, the python target
+and ``to_onnx``, one of them on the OpenCL device; then the refusals, each naming its node.
+
+Tolerance: max |out - ref| / max |ref| under 1e-5 against onnxruntime (float32 both); inputs
+and weights are random and never zero; sizes are odd."""
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from test_onnx_pool_reduce import nonzero, rel_err  # noqa: E402
+from test_onnx_shape_ops import TOL, check_everywhere, floats, ints, model_of, n  # noqa: E402
+
+from tensorsched.frontend import OnnxImportError, UnsupportedOperatorError, from_onnx  # noqa: E402
+from tensorsched.graph import build, run_reference  # noqa: E402
+
+X = (1, 3, 5, 7)
+RNG = np.random.default_rng(11)
+
+
+def relu_then(op, extra_inputs=(), inits=(), x_shape=X, opset=13, **attrs):
+    """A Relu's and a Tanh's outputs (computed tensors, of both signs after the Tanh's shift)
+    into ``op``."""
+    nodes = [
+        n("Tanh", ["x"], ["t"]),
+        n("Sub", ["t", "half"], ["s"]),
+        n(op, ["s", *extra_inputs], ["y"], **attrs),
+    ]
+    return model_of(nodes, x_shape, inits=[floats("half", 0.25), *inits], opset=opset)
+
+
+@pytest.mark.parametrize(
+    "op, attrs",
+    [
+        ("Elu", {}),
+        ("Elu", {"alpha": 0.4}),
+        ("Selu", {}),
+        ("Selu", {"alpha": 1.2, "gamma": 0.9}),
+        ("Softplus", {}),
+        ("Softsign", {}),
+        ("GlobalMaxPool", {}),
+    ],
+    ids=["elu", "elu-alpha", "selu", "selu-attrs", "softplus", "softsign", "global-max-pool"],
+)
+def test_one_input_operators(op, attrs):
+    check_everywhere(relu_then(op, **attrs), nonzero(RNG, X) * 3)
+
+
+def test_softplus_does_not_overflow():
+    model = model_of([n("Mul", ["x", "big"], ["b"]), n("Softplus", ["b"], ["y"])], X,
+                     inits=[floats("big", 60.0)])  # fmt: skip
+    check_everywhere(model, nonzero(RNG, X) * 3)  # up to +-540: exp(540) is inf in float32
+
+
+@pytest.mark.parametrize(
+    "slope_shape", [(3, 1, 1), (1,), (7,), (1, 3, 5, 7)], ids=["per-channel", "one", "w", "full"]
+)
+def test_prelu_broadcasts_its_slope(slope_shape):
+    slope = floats("slope", nonzero(RNG, slope_shape))
+    check_everywhere(relu_then("PRelu", ["slope"], [slope]), nonzero(RNG, X))
+
+
+@pytest.mark.parametrize("op", ["Sum", "Mean", "Max", "Min"])
+def test_many_input_operators(op):
+    """Three inputs, one of them broadcast (a per-channel constant), one a second branch."""
+    nodes = [
+        n("Tanh", ["x"], ["t"]),
+        n("Sigmoid", ["x"], ["u"]),
+        n(op, ["t", "c", "u"], ["y"]),
+    ]
+    model = model_of(nodes, X, inits=[floats("c", nonzero(RNG, (3, 1, 1)) * 0.5)])
+    check_everywhere(model, nonzero(RNG, X))
+    one = model_of([n("Tanh", ["x"], ["t"]), n(op, ["t"], ["y"])], X)
+    check_everywhere(one, nonzero(RNG, X))
+
+
+def test_instance_normalization():
+    scale, bias = floats("sc", nonzero(RNG, (3,))), floats("b", nonzero(RNG, (3,)))
+    model = relu_then("InstanceNormalization", ["sc", "b"], [scale, bias], epsilon=1e-3)
+    check_everywhere(model, nonzero(RNG, X))
+
+
+def resize_model(scales=None, sizes=None, x_shape=X, **attrs):
+    inputs, inits = ["s", "", "sc" if scales is not None else ""], []
+    if scales is not None:
+        inits.append(floats("sc", scales))
+    if sizes is not None:
+        inputs.append("sz")
+        inits.append(ints("sz", sizes))
+    return relu_then("Resize", inputs[1:], inits, x_shape=x_shape, **attrs)
+
+
+RESIZES = [
+    ("torch-scale-2", [1, 1, 2, 2], None, {"coordinate_transformation_mode": "asymmetric",
+                                            "nearest_mode": "floor"}),
+    ("default-modes", [1, 1, 2, 3], None, {}),
+    ("pytorch-half-pixel", [1, 1, 3, 2], None, {"coordinate_transformation_mode":
+                                                "pytorch_half_pixel"}),
+    ("sizes", None, [1, 3, 10, 21], {"coordinate_transformation_mode": "asymmetric",
+                                     "nearest_mode": "floor"}),
+    ("channels-too", [1, 2, 1, 1], None, {}),
+    ("identity", [1, 1, 1, 1], None, {}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", RESIZES, ids=[c[0] for c in RESIZES])
+def test_nearest_resize_by_whole_factors(case):
+    _, scales, sizes, attrs = case
+    check_everywhere(resize_model(scales, sizes, mode="nearest", **attrs), nonzero(RNG, X))
+
+
+def test_the_new_operators_run_on_the_device():
+    """PRelu, Elu, Max, InstanceNormalization and a Resize in one model, built for the OpenCL
+    device, into poisoned outputs by the executor, against onnxruntime."""
+    from test_onnx_pool_reduce import ort_run
+
+    nodes = [
+        n("PRelu", ["x", "slope"], ["p"]),
+        n("Elu", ["p"], ["e"], alpha=0.7),
+        n("Max", ["e", "x"], ["m"]),
+        n("InstanceNormalization", ["m", "sc", "b"], ["i"]),
+        n("Resize", ["i", "", "rs"], ["y"], mode="nearest",
+          coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+    ]  # fmt: skip
+    inits = [
+        floats("slope", nonzero(RNG, (3, 1, 1)) * 0.3),
+        floats("sc", nonzero(RNG, (3,))),
+        floats("b", nonzero(RNG, (3,))),
+        floats("rs", [1, 1, 2, 2]),
+    ]
+    model = model_of(nodes, X, inits=inits)
+    x = nonzero(RNG, X)
+    ref = ort_run(model, {"x": x})[0]
+    g = from_onnx(model)
+    np.testing.assert_array_less(rel_err(run_reference(g, x)["y"], ref), TOL)
+    try:
+        net = build(g)
+    except Exception as exc:  # noqa: BLE001  (no OpenCL device here)
+        pytest.skip(f"no OpenCL device: {exc}")
+    assert rel_err(np.asarray(net(x)), ref) < TOL
+
+
+REFUSED = [
+    ("linear", resize_model([1, 1, 2, 2], mode="linear"), UnsupportedOperatorError, "mode 'linear'"),
+    ("fraction", resize_model([1, 1, 1.5, 2], mode="nearest"), UnsupportedOperatorError,
+     "not a repeat of each element"),
+    ("down", resize_model([1, 1, 0.5, 1], mode="nearest"), UnsupportedOperatorError,
+     "not a repeat of each element"),
+    ("half-pixel-floor", resize_model([1, 1, 2, 2], mode="nearest", nearest_mode="floor"),
+     UnsupportedOperatorError, "not a repeat of each element"),
+    ("both", resize_model([1, 1, 2, 2], [1, 3, 10, 14]), OnnxImportError, "scales or sizes"),
+    ("scales-rank", resize_model([2, 2]), OnnxImportError, "must be 4 positive"),
+    ("slope-too-big", relu_then("PRelu", ["sl"], [floats("sl", np.ones((2, 3, 5, 7)))]),
+     OnnxImportError, "does not broadcast"),
+    ("instnorm-scale", relu_then("InstanceNormalization", ["sc", "b"],
+                                 [floats("sc", np.ones(4)), floats("b", np.ones(3))]),
+     OnnxImportError, "must have shape (3,)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=[c[0] for c in REFUSED])
+def test_what_is_not_read_is_refused_naming_the_node(case):
+    _, model, error, message = case
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
+        from_onnx(model)
+    assert "node" in str(info.value)
