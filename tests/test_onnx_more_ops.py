@@ -170,3 +170,59 @@ def test_what_is_not_read_is_refused_naming_the_node(case):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
         from_onnx(model)
     assert "node" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "size, attrs",
+    [(5, {}), (3, {"alpha": 0.01, "beta": 0.5, "bias": 2.0}), (1, {})],
+    ids=["alexnet", "attrs", "one"],
+)
+def test_lrn_across_channels(size, attrs):
+    x_shape = (1, 7, 5, 3)
+    check_everywhere(relu_then("LRN", x_shape=x_shape, size=size, **attrs), nonzero(RNG, x_shape))
+
+
+def test_lrn_of_an_even_size_follows_the_onnx_formula():
+    """onnxruntime takes odd sizes only; ONNX's formula has floor((size - 1) / 2) channels
+    before each and ceil((size - 1) / 2) after."""
+    x_shape, size, alpha, beta, bias = (1, 6, 3, 5), 4, 0.3, 0.8, 1.5
+    g = from_onnx(relu_then("LRN", x_shape=x_shape, size=size, alpha=alpha, beta=beta, bias=bias))
+    x = nonzero(RNG, x_shape)
+    s = (np.tanh(x.astype(np.float64)) - 0.25) ** 2
+    total = np.zeros_like(s)
+    for c in range(x_shape[1]):
+        total[:, c] = s[:, max(0, c - 1) : min(x_shape[1], c + 3)].sum(axis=1)
+    ref = (np.tanh(x.astype(np.float64)) - 0.25) / (bias + alpha / size * total) ** beta
+    assert rel_err(run_reference(g, x)["y"], ref) < TOL
+    assert rel_err(build(g, target="python")(x), ref) < TOL
+
+
+@pytest.mark.parametrize(
+    "op, attrs, x_shape",
+    [
+        ("DepthToSpace", {"blocksize": 2, "mode": "DCR"}, (1, 12, 3, 5)),
+        ("DepthToSpace", {"blocksize": 2, "mode": "CRD"}, (1, 12, 3, 5)),
+        ("DepthToSpace", {"blocksize": 3}, (2, 9, 2, 3)),
+        ("SpaceToDepth", {"blocksize": 2}, (1, 3, 6, 10)),
+    ],
+    ids=["d2s-dcr", "d2s-crd", "d2s-3", "s2d"],
+)
+def test_depth_and_space(op, attrs, x_shape):
+    check_everywhere(relu_then(op, x_shape=x_shape, **attrs), nonzero(RNG, x_shape))
+
+
+@pytest.mark.parametrize("reps", [[1, 2, 1, 3], [2, 1, 1, 1], [1, 1, 1, 1]], ids=str)
+def test_tile_of_a_computed_tensor(reps):
+    check_everywhere(relu_then("Tile", ["r"], [ints("r", reps)]), nonzero(RNG, X))
+
+
+def test_space_and_tile_refusals_name_the_node():
+    for model, message in [
+        (relu_then("DepthToSpace", x_shape=(1, 6, 3, 5), blocksize=2), "does not divide"),
+        (relu_then("SpaceToDepth", blocksize=2), "does not divide"),
+        (relu_then("Tile", ["r"], [ints("r", [1, 2])]), "must be 4 positive"),
+        (relu_then("LRN", size=0), "size 0 must be"),
+    ]:
+        with pytest.raises(OnnxImportError, match=message) as info:
+            from_onnx(model)
+        assert "node" in str(info.value)

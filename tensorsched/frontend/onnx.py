@@ -23,9 +23,9 @@ constant, reflect and edge; constant pads, a negative one cropping; opset 18's a
 attributes) and Einsum (one input: sums over axes and a transpose; two: every letter a batch,
 a contracted or one input's own one, as transposes and reshapes around a ``batch_matmul``),
 and as compositions of the graph's operators PRelu, Elu, Selu, Softplus, Softsign, Sum, Mean,
-Max, Min, GlobalMaxPool, InstanceNormalization and Resize (mode nearest, where each axis
-repeats every element a whole number of times); any other is an
-``UnsupportedOperatorError`` naming its type and node.
+Max, Min, GlobalMaxPool, InstanceNormalization, LRN, DepthToSpace, SpaceToDepth, Tile and
+Resize (mode nearest, where each axis repeats every element a whole number of times); any
+other is an ``UnsupportedOperatorError`` naming its type and node.
 
 Constants are folded at import (``FOLD``): any of those operators, and the shape arithmetic of
 exporters (Shape, Size, ConstantOfShape, Range, Expand, Equal, Less, Greater, And, Or, Xor,
@@ -1841,6 +1841,98 @@ def _instance_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], o
     _rename_output(r, name, out)
 
 
+def _lrn(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """LRN across channels: ``x / (bias + alpha / size * s) ** beta``, ``s`` the sum of the
+    squares over the ``size`` channels around each (``floor((size - 1) / 2)`` before,
+    ``ceil((size - 1) / 2)`` after, zero past the ends): the squares padded along C, ``size``
+    slices of them added."""
+    _float_input(r, ins, where)
+    shape = r.g.tensors[ins[0]].shape
+    size = _int_attr(a, "size", 0, where)
+    if len(shape) < 3 or not 1 <= size <= 2 * shape[1] + 1 or size > 64:
+        raise OnnxImportError(
+            f"{where}: size {size} must be 1 to 64 and the input have N, C and spatial axes"
+        )
+    alpha = _float_attr(a, "alpha", 1e-4, where)
+    beta = _float_attr(a, "beta", 0.75, where)
+    bias = _float_attr(a, "bias", 1.0, where)
+    g, fresh, rank, c = r.g, _fresh(r, name), len(shape), shape[1]
+    sq = g.add_node("power", [ins[0]], {"exponent": 2.0}, fresh("square"))
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    pads = [0] * (2 * rank)
+    pads[1], pads[rank + 1] = before, after
+    padded = g.pad(sq, pads, name=fresh("padded")) if size > 1 else sq
+    total = ""
+    for k in range(size):
+        part = g.slice(padded, [k], [k + c], [1], name=fresh(f"win{k}")) if size > 1 else sq
+        total = part if not total else g.add_node("add", [total, part], {}, fresh(f"sum{k}"))
+    k_t = g.constant(fresh("alpha"), np.array([alpha / size], np.float32))
+    b_t = g.constant(fresh("bias"), np.array([bias], np.float32))
+    base = g.add_node("add", [g.add_node("mul", [total, k_t], {}, fresh("scaled")), b_t], {},
+                      fresh("base"))  # fmt: skip
+    den = g.add_node("power", [base], {"exponent": beta}, fresh("den"))
+    g.add_node("div", [ins[0], den], {}, name)
+    _rename_output(r, name, out)
+
+
+def _space_depth(to_space: bool) -> Any:
+    """DepthToSpace (modes DCR and CRD) and SpaceToDepth of an NCHW tensor, as a reshape, a
+    transpose and a reshape."""
+
+    def convert(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+        _float_input(r, ins, where)
+        shape = r.g.tensors[ins[0]].shape
+        b = _int_attr(a, "blocksize", 0, where)
+        mode = a.get("mode", "DCR") if to_space else "DCR"
+        if len(shape) != 4 or b < 1 or mode not in ("DCR", "CRD"):
+            raise OnnxImportError(
+                f"{where}: takes an NCHW tensor, a positive blocksize and mode DCR or CRD"
+            )
+        nb, c, h, w = shape
+        if to_space and c % (b * b) or not to_space and (h % b or w % b):
+            raise OnnxImportError(f"{where}: blocksize {b} does not divide the shape {shape}")
+        g, fresh = r.g, _fresh(r, name)
+        if to_space and mode == "DCR":
+            split, perm = (nb, b, b, c // (b * b), h, w), (0, 3, 4, 1, 5, 2)
+        elif to_space:
+            split, perm = (nb, c // (b * b), b, b, h, w), (0, 1, 4, 2, 5, 3)
+        else:
+            split, perm = (nb, c, h // b, b, w // b, b), (0, 3, 5, 1, 2, 4)
+        final = (nb, c // (b * b), h * b, w * b) if to_space else (nb, c * b * b, h // b, w // b)
+        x = g.reshape(ins[0], split, name=fresh("split"))
+        g.reshape(g.transpose(x, perm, name=fresh("moved")), final, name=name)
+        _rename_output(r, name, out)
+
+    return convert
+
+
+def _tile(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Tile of a computed tensor by constant repeats: reshaped with a size-1 axis before each
+    repeated one, broadcast by ones, reshaped back."""
+    _float_input(r, ins, where)
+    if len(ins) != 2 or not ins[1]:
+        raise OnnxImportError(f"{where}: takes 2 inputs (input, repeats)")
+    shape = r.g.tensors[ins[0]].shape
+    reps = r.ints_of(ins[1], where, "repeats")
+    if len(reps) != len(shape) or any(k < 1 for k in reps):
+        raise OnnxImportError(f"{where}: repeats {reps} must be {len(shape)} positive ints")
+    final = [d * k for d, k in zip(shape, reps)]
+    _dims(final, where)
+    if all(k == 1 for k in reps):
+        _identity(r, name, where, a, ins[:1], out)
+        return
+    split = [x for d, k in zip(shape, reps) for x in ((1, d) if k > 1 else (d,))]
+    ones = [x for k in reps for x in ((k, 1) if k > 1 else (1,))]
+    if len(split) > MAX_RANK:
+        raise UnsupportedOperatorError(f"{where}: tiling {len(shape)} axes needs rank "
+                                       f"{len(split)}, over {MAX_RANK}")  # fmt: skip
+    g, fresh = r.g, _fresh(r, name)
+    x = g.reshape(ins[0], split, name=fresh("split"))
+    c = g.constant(fresh("ones"), np.ones(ones, np.float32))
+    g.reshape(g.add_node("mul", [x, c], {}, fresh("repeat")), final, name=name)
+    _rename_output(r, name, out)
+
+
 RESIZE_COORDS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
                  "tf_half_pixel_for_nn")  # fmt: skip
 RESIZE_ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
@@ -2105,6 +2197,10 @@ CONVERTERS: dict[str, Any] = {
     "GlobalMaxPool": _global_max_pool,
     "InstanceNormalization": _instance_norm,
     "Resize": _resize,
+    "LRN": _lrn,
+    "DepthToSpace": _space_depth(True),
+    "SpaceToDepth": _space_depth(False),
+    "Tile": _tile,
 }
 MULTI_OUTPUT: dict[str, Any] = {"Split": _split}  # converters given every output's name
 SUPPORTED = tuple(sorted({*CONVERTERS, *MULTI_OUTPUT, *FOLD}))
