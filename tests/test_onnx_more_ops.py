@@ -226,3 +226,89 @@ def test_space_and_tile_refusals_name_the_node():
         with pytest.raises(OnnxImportError, match=message) as info:
             from_onnx(model)
         assert "node" in str(info.value)
+
+
+def conv_model(op, w_shape, x_shape=X, bias=True, **attrs):
+    inits = [floats("w", nonzero(RNG, w_shape) * 0.3)]
+    inputs = ["s", "w"]
+    if bias:
+        c_out = w_shape[0] if op == "Conv" else w_shape[1] * attrs.get("group", 1)
+        inits.append(floats("b", nonzero(RNG, (c_out,))))
+        inputs.append("b")
+    nodes = [n("Tanh", ["x"], ["t"]), n("Sub", ["t", "half"], ["s"]), n(op, inputs, ["y"], **attrs)]
+    return model_of(nodes, x_shape, inits=[floats("half", 0.25), *inits])
+
+
+@pytest.mark.parametrize(
+    "w_shape, attrs",
+    [
+        ((4, 3, 3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}),
+        ((5, 3, 3, 2), {"dilations": [1, 3], "strides": [2, 1]}),
+        ((6, 1, 3, 3), {"dilations": [2, 1], "group": 3, "pads": [2, 1, 2, 1]}),
+    ],
+    ids=["d2", "d1x3-strided", "grouped"],
+)
+def test_dilated_conv(w_shape, attrs):
+    check_everywhere(conv_model("Conv", w_shape, **attrs), nonzero(RNG, X))
+
+
+CONV_T = [
+    ("decoder", (3, 4, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]}),
+    ("gan-k4s2p1", (3, 2, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ("stride-1", (3, 5, 3, 2), {}),
+    ("groups", (3, 2, 3, 3), {"group": 3, "strides": [1, 2], "pads": [0, 1, 2, 0]}),
+    ("dilated", (3, 2, 3, 3), {"dilations": [2, 1], "strides": [2, 3]}),
+    ("crop", (3, 2, 3, 3), {"pads": [3, 0, 2, 3]}),
+    ("valid-no-bias", (3, 2, 2, 2), {"strides": [2, 2], "auto_pad": "VALID"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CONV_T, ids=[c[0] for c in CONV_T])
+def test_conv_transpose(case):
+    what, w_shape, attrs = case
+    model = conv_model("ConvTranspose", w_shape, bias=what != "valid-no-bias", **attrs)
+    check_everywhere(model, nonzero(RNG, X))
+
+
+def test_conv_transpose_on_the_device():
+    from test_onnx_pool_reduce import ort_run
+
+    model = conv_model("ConvTranspose", (3, 4, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1],
+                       output_padding=[1, 1])  # fmt: skip
+    x = nonzero(RNG, X)
+    ref = ort_run(model, {"x": x})[0]
+    try:
+        net = build(from_onnx(model))
+    except Exception as exc:  # noqa: BLE001  (no OpenCL device here)
+        pytest.skip(f"no OpenCL device: {exc}")
+    assert rel_err(np.asarray(net(x)), ref) < TOL
+
+
+def test_conv_transpose_refusals_name_the_node():
+    for model, error, message in [
+        (conv_model("ConvTranspose", (3, 2, 3, 3), output_shape=[9, 13]),
+         UnsupportedOperatorError, "output_shape"),
+        (conv_model("ConvTranspose", (3, 2, 3, 3), auto_pad="SAME_UPPER"),
+         UnsupportedOperatorError, "auto_pad"),
+        (conv_model("ConvTranspose", (4, 2, 3, 3)), OnnxImportError, "do not fit"),
+        (conv_model("ConvTranspose", (3, 2, 3, 3), strides=[2, 2], output_padding=[2, 0]),
+         OnnxImportError, "below the strides"),
+        (conv_model("Conv", (4, 3, 3, 3), dilations=[0, 1]), OnnxImportError, "dilations"),
+    ]:  # fmt: skip
+        with pytest.raises(error, match=message) as info:
+            from_onnx(model)
+        assert "node" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "attrs, c_shape",
+    [({"transA": 1}, (4,)), ({"transA": 1, "transB": 1, "alpha": 0.5, "beta": 2.0}, (7, 4)),
+     ({}, (7, 1))],
+    ids=["transA", "all-attributes", "column-bias"],
+)  # fmt: skip
+def test_gemm_transposed_a_and_a_matrix_bias(attrs, c_shape):
+    a_shape = (3, 7) if attrs.get("transA") else (7, 3)
+    b_shape = (4, 3) if attrs.get("transB") else (3, 4)
+    nodes = [n("Tanh", ["x"], ["t"]), n("Gemm", ["t", "B", "C"], ["y"], **attrs)]
+    inits = [floats("B", nonzero(RNG, b_shape)), floats("C", nonzero(RNG, c_shape))]
+    check_everywhere(model_of(nodes, a_shape, inits=inits), nonzero(RNG, a_shape))

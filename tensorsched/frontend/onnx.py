@@ -9,12 +9,15 @@ checked before anything is allocated from them. Weights a model keeps in files b
 given by its path, as onnxruntime reads them: each from a regular file inside the model's
 folder (no absolute path, no ``..``, no link out of it), at an offset and length within the
 file that match the tensor's dims; a model given as bytes or a ``ModelProto`` names no folder,
-so its external weights are refused. Operators read: Conv (with group), BatchNormalization,
+so its external weights are refused. Operators read: Conv (with group and dilations: zeros
+between the weight's taps), ConvTranspose (a stride-1 convolution of the input with zeros
+between its elements), BatchNormalization,
 Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub, Mul, Div, Pow (numpy
 broadcasting), Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, MaxPool, AveragePool
 (both with ceil_mode), GlobalAveragePool, ReduceMean / ReduceSum / ReduceMax (over any axes;
 a mean over H and W of an NCHW tensor is a global average pool), LayerNormalization (as
-reductions and elementwise nodes), Gemm, MatMul (by a constant 2-d ``B``: a dense layer; any
+reductions and elementwise nodes), Gemm (transA; a matrix C added after), MatMul (by a constant
+2-d ``B``: a dense layer; any
 other, two computed tensors among them: a ``batch_matmul``), Flatten, Reshape, Softmax,
 Concat, Transpose, Slice, Split (as slices), Squeeze / Unsqueeze (as reshapes), Gather (at
 constant indices: slices), Expand (of a computed tensor: a broadcast ``mul`` by ones), Cast
@@ -501,8 +504,32 @@ def _window_pads(
     raise OnnxImportError(f"{where}: auto_pad '{auto}' is not one ONNX defines")
 
 
+MAX_DILATION = 64
+
+
+def _dilations(a: Mapping[str, Any], where: str) -> tuple[int, int]:
+    d = _int_list(a.get("dilations", [1, 1]), where, "dilations") or []
+    if len(d) != 2 or not all(1 <= x <= MAX_DILATION for x in d):
+        raise OnnxImportError(f"{where}: dilations {d} must be 2 ints from 1 to {MAX_DILATION}")
+    return d[0], d[1]
+
+
+def _dilated(r: _Reader, w: str, dil: tuple[int, int], name: str) -> str:
+    """A dilated convolution's weight as an undilated one's: zeros between its taps (the
+    graph's convolutions have no dilation; the zeros cost their multiply-adds)."""
+    if dil == (1, 1):
+        return w
+    k = r.g.constants[w]
+    co, ci, kh, kw = k.shape
+    big = np.zeros((co, ci, (kh - 1) * dil[0] + 1, (kw - 1) * dil[1] + 1), np.float32)
+    big[:, :, :: dil[0], :: dil[1]] = k
+    return r.g.constant(r.g.fresh_name(f"{name}_dilated"), big)
+
+
 def _conv(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    _no_dilation(a, where)
+    """Conv (2-d, groups, a constant weight); dilations by a weight with zeros between its
+    taps."""
+    dil = _dilations(a, where)
     if len(ins) not in (2, 3):
         raise OnnxImportError(f"{where}: Conv takes 2 or 3 inputs, got {len(ins)}")
     _float_input(r, ins, where)
@@ -516,9 +543,81 @@ def _conv(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
     if list(kernel) != list(wshape[2:]):
         raise OnnxImportError(f"{where}: kernel_shape {kernel} disagrees with the weight {wshape}")
     xshape = r.g.tensors[ins[0]].shape
-    pads = _window_pads(a, where, xshape[2:], kernel)
+    w = _dilated(r, w, dil, name)
+    pads = _window_pads(a, where, xshape[2:], r.g.tensors[w].shape[2:])
     b = ins[2] if len(ins) == 3 and ins[2] else None
     r.g.conv2d(ins[0], w, b, a.get("strides", [1, 1]), pads, a.get("group", 1), name=name)
+    _rename_output(r, name, out)
+
+
+def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """ConvTranspose (2-d, groups, dilations, a constant weight; explicit pads, VALID or
+    none; ``output_padding``) as a convolution of stride 1: the input with ``stride - 1``
+    zeros between its elements (reshaped with a size-1 axis after each spatial one, padded,
+    reshaped back, its trailing zeros sliced off), padded by ``k - 1 - pad`` (a negative
+    amount crops), convolved with the weight's taps flipped and its in and out channels
+    swapped within each group. The inserted zeros cost their multiply-adds."""
+    if len(ins) not in (2, 3):
+        raise OnnxImportError(f"{where}: ConvTranspose takes 2 or 3 inputs, got {len(ins)}")
+    _float_input(r, ins, where)
+    w = ins[1]
+    if w not in r.g.constants:
+        raise UnsupportedOperatorError(f"{where}: the weight '{w}' must be an initializer")
+    wk = r.g.constants[w]
+    xshape = r.g.tensors[ins[0]].shape
+    group = _int_attr(a, "group", 1, where)
+    if wk.ndim != 4 or len(xshape) != 4:
+        raise UnsupportedOperatorError(f"{where}: only 2-d ConvTranspose is supported")
+    cin, cog, kh, kw = wk.shape
+    if group < 1 or cin % group or xshape[1] != cin:
+        raise OnnxImportError(
+            f"{where}: the weight {wk.shape} and group {group} do not fit {xshape[1]} channels"
+        )
+    if "output_shape" in a:
+        raise UnsupportedOperatorError(f"{where}: output_shape is not supported; give pads")
+    auto = a.get("auto_pad", "NOTSET")
+    if auto not in ("NOTSET", "", "VALID"):
+        raise UnsupportedOperatorError(f"{where}: auto_pad {auto} is not supported; give pads")
+    strides = _int_list(a.get("strides", [1, 1]), where, "strides") or []
+    pads = [0, 0, 0, 0] if auto == "VALID" else _int_list(a.get("pads", [0] * 4), where, "pads")
+    extra = _int_list(a.get("output_padding", [0, 0]), where, "output_padding") or []
+    if len(strides) != 2 or not all(1 <= x <= 64 for x in strides):
+        raise OnnxImportError(f"{where}: strides {strides} must be 2 ints from 1 to 64")
+    if not pads or len(pads) != 4 or any(p < 0 for p in pads):
+        raise OnnxImportError(f"{where}: pads {pads} must be 4 non-negative ints")
+    if len(extra) != 2 or any(not 0 <= e < max(s, d) for e, s, d in
+                              zip(extra, strides, _dilations(a, where))):  # fmt: skip
+        raise OnnxImportError(f"{where}: output_padding {extra} must be below the strides")
+    dil = _dilations(a, where)
+    g, fresh = r.g, _fresh(r, name)
+    # the flipped, channel-swapped weight: (group * cog, cin / group, kh, kw)
+    cig = cin // group
+    flipped = wk[:, :, ::-1, ::-1].reshape(group, cig, cog, kh, kw).transpose(0, 2, 1, 3, 4)
+    wt = g.constant(
+        fresh("weight"), np.ascontiguousarray(flipped.reshape(group * cog, cig, kh, kw))
+    )
+    wt = _dilated(r, wt, dil, name)
+    kd = g.tensors[wt].shape[2:]
+    x = ins[0]
+    n, c, h, wd = xshape
+    if strides != [1, 1]:
+        sh, sw = strides
+        x = g.reshape(x, [n, c, h, 1, wd, 1], name=fresh("split"))
+        x = g.pad(x, [0, 0, 0, 0, 0, 0] + [0, 0, 0, sh - 1, 0, sw - 1], name=fresh("zeros"))
+        x = g.reshape(x, [n, c, h * sh, wd * sw], name=fresh("spread"))
+        x = g.slice(x, [0, 0], [(h - 1) * sh + 1, (wd - 1) * sw + 1], [2, 3], name=fresh("cut"))
+    before = [kd[0] - 1 - pads[0], kd[1] - 1 - pads[1]]
+    after = [kd[0] - 1 - pads[2] + extra[0], kd[1] - 1 - pads[3] + extra[1]]
+    size = [
+        g.tensors[x].shape[2] + before[0] + after[0],
+        g.tensors[x].shape[3] + before[1] + after[1],
+    ]
+    if size[0] < kd[0] or size[1] < kd[1]:
+        raise OnnxImportError(f"{where}: pads {pads} leave no output")
+    if any(before + after):
+        x = g.pad(x, [0, 0, before[0], before[1], 0, 0, after[0], after[1]], name=fresh("pad"))
+    b = ins[2] if len(ins) == 3 and ins[2] else None
+    g.conv2d(x, wt, b, [1, 1], [0, 0, 0, 0], group, name=name)
     _rename_output(r, name, out)
 
 
@@ -685,26 +784,40 @@ def _reduce(kind: str) -> Any:
 
 
 def _gemm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    if a.get("transA", 0):
-        raise UnsupportedOperatorError(f"{where}: transA=1 is not supported")
+    """Gemm of a computed ``A`` (``transA``: transposed first) by a constant ``B``: a dense
+    layer, its bias a constant ``C`` of one row (a matrix ``C``: added after it)."""
     if len(ins) not in (2, 3):
         raise OnnxImportError(f"{where}: Gemm takes 2 or 3 inputs")
+    _float_input(r, ins, where)
     B = r.const(ins[1], where).astype(np.float64)
     if B.ndim != 2:
         raise OnnxImportError(f"{where}: B must be 2-d, got shape {B.shape}")
     W = (B if a.get("transB", 0) else B.T) * a.get("alpha", 1.0)
-    b = None
+    x = ins[0]
+    if len(r.g.tensors[x].shape) != 2:
+        raise OnnxImportError(f"{where}: A must be 2-d, got {r.g.tensors[x].shape}")
+    if a.get("transA", 0):
+        x = r.g.transpose(x, [1, 0], name=r.g.fresh_name(name + "_at"))
+    m = r.g.tensors[x].shape[0]
+    b, matrix = None, None
     if len(ins) == 3 and ins[2]:
         C = r.const(ins[2], where).astype(np.float64) * a.get("beta", 1.0)
-        if C.size not in (1, W.shape[0]) or C.ndim > 2 or (C.ndim == 2 and C.shape[0] != 1):
-            raise UnsupportedOperatorError(
-                f"{where}: C of shape {C.shape} (only a bias of ({W.shape[0]},) or (1, "
-                f"{W.shape[0]}) is supported)"
+        if C.ndim > 2 or np.broadcast_shapes(C.shape, (m, W.shape[0])) != (m, W.shape[0]):
+            raise OnnxImportError(
+                f"{where}: C of shape {C.shape} does not broadcast to ({m}, {W.shape[0]})"
             )
-        b = r.g.constant(
-            r.g.fresh_name(name + "_bias"), np.broadcast_to(C.reshape(-1), W.shape[:1])
-        )
-    r.g.dense(ins[0], r.g.constant(r.g.fresh_name(name + "_weight"), W), b, name=name)
+        if C.size in (1, W.shape[0]) and (C.ndim < 2 or C.shape[0] == 1):
+            b = r.g.constant(
+                r.g.fresh_name(name + "_bias"), np.broadcast_to(C.reshape(-1), W.shape[:1])
+            )
+        else:
+            matrix = r.g.constant(r.g.fresh_name(name + "_c"), C.astype(np.float32))
+    weight = r.g.constant(r.g.fresh_name(name + "_weight"), W)
+    if matrix is None:
+        r.g.dense(x, weight, b, name=name)
+    else:
+        y = r.g.dense(x, weight, None, name=r.g.fresh_name(name + "_ab"))
+        r.g.add_node("add", [y, matrix], {}, name)
     _rename_output(r, name, out)
 
 
@@ -2201,6 +2314,7 @@ CONVERTERS: dict[str, Any] = {
     "DepthToSpace": _space_depth(True),
     "SpaceToDepth": _space_depth(False),
     "Tile": _tile,
+    "ConvTranspose": _conv_transpose,
 }
 MULTI_OUTPUT: dict[str, Any] = {"Split": _split}  # converters given every output's name
 SUPPORTED = tuple(sorted({*CONVERTERS, *MULTI_OUTPUT, *FOLD}))
