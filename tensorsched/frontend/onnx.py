@@ -17,8 +17,8 @@ broadcasting), Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, MaxPool, 
 (both with ceil_mode), GlobalAveragePool, ReduceMean / ReduceSum / ReduceMax (over any axes;
 a mean over H and W of an NCHW tensor is a global average pool), LayerNormalization (as
 reductions and elementwise nodes), Gemm (transA; a matrix C added after), MatMul (by a constant
-2-d ``B``: a dense layer; any
-other, two computed tensors among them: a ``batch_matmul``), Flatten, Reshape, Softmax,
+2-d ``B``: a dense layer; any other, two computed tensors among them: a ``batch_matmul``),
+Flatten, Reshape, Softmax,
 Concat, Transpose, Slice, Split (as slices), Squeeze / Unsqueeze (as reshapes), Gather (at
 constant indices: slices), Expand (of a computed tensor: a broadcast ``mul`` by ones), Cast
 (to float: the identity), Dropout (inference: the identity), Identity, Constant, Pad (modes
