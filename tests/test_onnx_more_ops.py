@@ -312,3 +312,26 @@ def test_gemm_transposed_a_and_a_matrix_bias(attrs, c_shape):
     nodes = [n("Tanh", ["x"], ["t"]), n("Gemm", ["t", "B", "C"], ["y"], **attrs)]
     inits = [floats("B", nonzero(RNG, b_shape)), floats("C", nonzero(RNG, c_shape))]
     check_everywhere(model_of(nodes, a_shape, inits=inits), nonzero(RNG, a_shape))
+
+
+L1 = (2, 3, 11)
+ONE_D = [
+    ("conv", "Conv", (4, 3, 3), {"strides": [2], "pads": [1, 2], "dilations": [2]}),
+    ("conv-grouped-same", "Conv", (6, 1, 4), {"group": 3, "auto_pad": "SAME_UPPER"}),
+    ("conv-transpose", "ConvTranspose", (3, 2, 3), {"strides": [2], "pads": [1, 0],
+                                                     "output_padding": [1]}),
+    ("max-pool", "MaxPool", None, {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+    ("avg-pool-ceil", "AveragePool", None, {"kernel_shape": [2], "strides": [2],
+                                            "ceil_mode": 1}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ONE_D, ids=[c[0] for c in ONE_D])
+def test_one_dimensional_windows(case):
+    _, op, w_shape, attrs = case
+    if w_shape is None:
+        model = relu_then(op, x_shape=L1, **attrs)
+    else:
+        model = conv_model(op, w_shape, x_shape=L1, **attrs)
+    g = check_everywhere(model, nonzero(RNG, L1))
+    assert len(g.tensors[g.outputs[0]].shape) == 3

@@ -11,7 +11,8 @@ folder (no absolute path, no ``..``, no link out of it), at an offset and length
 file that match the tensor's dims; a model given as bytes or a ``ModelProto`` names no folder,
 so its external weights are refused. Operators read: Conv (with group and dilations: zeros
 between the weight's taps), ConvTranspose (a stride-1 convolution of the input with zeros
-between its elements), BatchNormalization,
+between its elements), the pools and these over a 1-d ``(N, C, L)`` too (as one row of
+2-d), BatchNormalization,
 Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub, Mul, Div, Pow (numpy
 broadcasting), Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, MaxPool, AveragePool
 (both with ceil_mode), GlobalAveragePool, ReduceMean / ReduceSum / ReduceMax (over any axes;
@@ -619,6 +620,45 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
     b = ins[2] if len(ins) == 3 and ins[2] else None
     g.conv2d(x, wt, b, [1, 1], [0, 0, 0, 0], group, name=name)
     _rename_output(r, name, out)
+
+
+def _as_2d(convert: Any) -> Any:
+    """A 2-d window operator (Conv, ConvTranspose, MaxPool, AveragePool) that also reads a
+    1-d input ``(N, C, L)``: run on ``(N, C, 1, L)`` with a window one tall (the attributes
+    and a constant weight given that axis), its output reshaped back to three axes."""
+
+    def wrapped(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+        if not ins or ins[0] not in r.g.tensors or len(r.g.tensors[ins[0]].shape) != 3:
+            convert(r, name, where, a, ins, out)
+            return
+        g = r.g
+        n, c, length = g.tensors[ins[0]].shape
+        a2 = dict(a)
+        for key, one in (("strides", 1), ("dilations", 1), ("kernel_shape", 1),
+                         ("output_padding", 0)):  # fmt: skip
+            if key in a2:
+                v = _int_list(a2[key], where, key)
+                if v is None or len(v) != 1:
+                    raise OnnxImportError(f"{where}: {key} {v} must be one int (a 1-d input)")
+                a2[key] = [one, v[0]]
+        if "pads" in a2:
+            p = _int_list(a2["pads"], where, "pads")
+            if p is None or len(p) != 2:
+                raise OnnxImportError(f"{where}: pads {p} must be two ints (a 1-d input)")
+            a2["pads"] = [0, p[0], 0, p[1]]
+        ins2 = [g.reshape(ins[0], [n, c, 1, length], name=g.fresh_name(name + "_tall"))]
+        ins2 += ins[1:]
+        if len(ins) > 1 and ins[1] in g.constants and g.constants[ins[1]].ndim == 3:
+            w = g.constants[ins[1]]
+            tall = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
+            ins2[1] = g.constant(g.fresh_name(name + "_weight_tall"), tall)
+        inner, flat = g.fresh_name(name + "_2d"), g.fresh_name(name + "_2d_out")
+        convert(r, inner, where, a2, ins2, flat)
+        shape = g.tensors[flat].shape
+        g.reshape(flat, [shape[0], shape[1], shape[3]], name=name)
+        _rename_output(r, name, out)
+
+    return wrapped
 
 
 def _rename_output(r: _Reader, node: str, out: str) -> None:
@@ -2265,14 +2305,14 @@ def _einsum(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
 
 
 CONVERTERS: dict[str, Any] = {
-    "Conv": _conv,
+    "Conv": _as_2d(_conv),
     "BatchNormalization": _batch_norm,
     **{onnx_op: _simple(op, attrs) for onnx_op, (op, attrs) in UNARY.items()},
     **{onnx_op: _binary(op) for onnx_op, op in BINARY.items()},
     "Dropout": _dropout,
     "Clip": _clip,
-    "MaxPool": lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "max_pool2d"),
-    "AveragePool": lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "avg_pool2d"),
+    "MaxPool": _as_2d(lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "max_pool2d")),
+    "AveragePool": _as_2d(lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "avg_pool2d")),
     "GlobalAveragePool": _simple("global_avg_pool2d"),
     "ReduceMean": _reduce("mean"),
     "ReduceSum": _reduce("sum"),
@@ -2314,7 +2354,7 @@ CONVERTERS: dict[str, Any] = {
     "DepthToSpace": _space_depth(True),
     "SpaceToDepth": _space_depth(False),
     "Tile": _tile,
-    "ConvTranspose": _conv_transpose,
+    "ConvTranspose": _as_2d(_conv_transpose),
 }
 MULTI_OUTPUT: dict[str, Any] = {"Split": _split}  # converters given every output's name
 SUPPORTED = tuple(sorted({*CONVERTERS, *MULTI_OUTPUT, *FOLD}))
