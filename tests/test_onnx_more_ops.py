@@ -335,3 +335,30 @@ def test_one_dimensional_windows(case):
         model = conv_model(op, w_shape, x_shape=L1, **attrs)
     g = check_everywhere(model, nonzero(RNG, L1))
     assert len(g.tensors[g.outputs[0]].shape) == 3
+
+
+@pytest.mark.parametrize(
+    "op, attrs, opset",
+    [
+        ("Mish", {}, 18),
+        ("Gelu", {}, 20),
+        ("Gelu", {"approximate": "tanh"}, 20),
+        ("Celu", {"alpha": 0.6}, 13),
+        ("LogSoftmax", {}, 13),
+        ("LogSoftmax", {"axis": 1}, 13),
+    ],
+    ids=["mish", "gelu", "gelu-tanh", "celu", "log-softmax", "log-softmax-axis1"],
+)
+def test_activations(op, attrs, opset):
+    check_everywhere(relu_then(op, opset=opset, **attrs), nonzero(RNG, X) * 3)
+
+
+@pytest.mark.parametrize("op", ["ReduceMin", "ReduceL1", "ReduceL2", "ReduceSumSquare"])
+@pytest.mark.parametrize("axes, keepdims", [([1, 3], 1), ([-1], 0), ([], 1)], ids=str)
+def test_composed_reductions(op, axes, keepdims):
+    inputs, inits = [], []
+    if axes:
+        inputs, inits = ["ax"], [ints("ax", axes)]
+    opset = 18  # axes as an input for every reduction
+    model = relu_then(op, inputs, inits, opset=opset, keepdims=keepdims)
+    check_everywhere(model, nonzero(RNG, X))

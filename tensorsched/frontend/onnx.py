@@ -27,9 +27,10 @@ constant, reflect and edge; constant pads, a negative one cropping; opset 18's a
 attributes) and Einsum (one input: sums over axes and a transpose; two: every letter a batch,
 a contracted or one input's own one, as transposes and reshapes around a ``batch_matmul``),
 and as compositions of the graph's operators PRelu, Elu, Selu, Softplus, Softsign, Sum, Mean,
-Max, Min, GlobalMaxPool, InstanceNormalization, LRN, DepthToSpace, SpaceToDepth, Tile and
-Resize (mode nearest, where each axis repeats every element a whole number of times); any
-other is an ``UnsupportedOperatorError`` naming its type and node.
+Max, Min, GlobalMaxPool, InstanceNormalization, LRN, DepthToSpace, SpaceToDepth, Tile, Mish,
+Gelu, Celu, LogSoftmax, ReduceMin, ReduceL1, ReduceL2, ReduceSumSquare and Resize (mode
+nearest, where each axis repeats every element a whole number of times); any other is an
+``UnsupportedOperatorError`` naming its type and node.
 
 Constants are folded at import (``FOLD``): any of those operators, and the shape arithmetic of
 exporters (Shape, Size, ConstantOfShape, Range, Expand, Equal, Less, Greater, And, Or, Xor,
@@ -1892,14 +1893,108 @@ def _elu_like(selu: bool) -> Any:
 def _softplus(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
     """Softplus, without overflow: ``relu(x) + log(exp(-|x|) + 1)``."""
     _float_input(r, ins, where)
-    g, fresh = r.g, _fresh(r, name)
-    pos = g.add_node("relu", [ins[0]], {}, fresh("pos"))
-    e = g.add_node("exp", [g.add_node("neg", [g.add_node("abs", [ins[0]], {}, fresh("abs"))], {},
+    _softplus_of(r, ins[0], _fresh(r, name), name)
+    _rename_output(r, name, out)
+
+
+def _softplus_of(r: _Reader, x: str, fresh: Any, name: str | None = None) -> str:
+    g = r.g
+    pos = g.add_node("relu", [x], {}, fresh("pos"))
+    e = g.add_node("exp", [g.add_node("neg", [g.add_node("abs", [x], {}, fresh("abs"))], {},
                                       fresh("negabs"))], {}, fresh("exp"))  # fmt: skip
     one = g.constant(fresh("one"), np.array([1.0], np.float32))
     lg = g.add_node("log", [g.add_node("add", [e, one], {}, fresh("e1"))], {}, fresh("log"))
-    g.add_node("add", [pos, lg], {}, name)
+    return g.add_node("add", [pos, lg], {}, name or fresh("softplus"))
+
+
+def _mish(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Mish: ``x * tanh(softplus(x))``."""
+    _float_input(r, ins, where)
+    fresh = _fresh(r, name)
+    t = r.g.add_node("tanh", [_softplus_of(r, ins[0], fresh)], {}, fresh("tanh"))
+    r.g.add_node("mul", [ins[0], t], {}, name)
     _rename_output(r, name, out)
+
+
+def _gelu(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Gelu (opset 20): ``x / 2 * (1 + erf(x / sqrt(2)))``, or with ``approximate="tanh"``
+    ``x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))``."""
+    _float_input(r, ins, where)
+    how = a.get("approximate", "none")
+    if how not in ("none", "tanh"):
+        raise OnnxImportError(f"{where}: approximate {how!r} must be 'none' or 'tanh'")
+    g, fresh, x = r.g, _fresh(r, name), ins[0]
+
+    def const(what: str, v: float) -> str:
+        return g.constant(fresh(what), np.array([v], np.float32))
+
+    if how == "none":
+        inner = g.add_node("erf", [g.add_node("mul", [x, const("rsqrt2", 0.5**0.5)], {},
+                                              fresh("scaled"))], {}, fresh("erf"))  # fmt: skip
+    else:
+        cube = g.add_node("power", [x], {"exponent": 3.0}, fresh("cube"))
+        poly = g.add_node("add", [x, g.add_node("mul", [cube, const("k", 0.044715)], {},
+                                                fresh("kcube"))], {}, fresh("poly"))  # fmt: skip
+        arg = g.add_node("mul", [poly, const("c", math.sqrt(2 / math.pi))], {}, fresh("arg"))
+        inner = g.add_node("tanh", [arg], {}, fresh("tanh"))
+    onep = g.add_node("add", [inner, const("one", 1.0)], {}, fresh("onep"))
+    half = g.add_node("mul", [x, const("half", 0.5)], {}, fresh("half"))
+    g.add_node("mul", [half, onep], {}, name)
+    _rename_output(r, name, out)
+
+
+def _celu(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Celu: ``relu(x) + alpha * (exp(min(x, 0) / alpha) - 1)``."""
+    _float_input(r, ins, where)
+    alpha = _float_attr(a, "alpha", 1.0, where)
+    if alpha == 0:
+        raise OnnxImportError(f"{where}: alpha must not be 0")
+    g, fresh = r.g, _fresh(r, name)
+    pos, neg = _negative_part(r, ins[0], fresh)
+    inv = g.constant(fresh("inv_alpha"), np.array([1.0 / alpha], np.float32))
+    al = g.constant(fresh("alpha"), np.array([alpha], np.float32))
+    one = g.constant(fresh("one"), np.array([1.0], np.float32))
+    e = g.add_node("exp", [g.add_node("mul", [neg, inv], {}, fresh("scaled"))], {}, fresh("exp"))
+    em1 = g.add_node("mul", [g.add_node("sub", [e, one], {}, fresh("em1")), al], {}, fresh("neg2"))
+    g.add_node("add", [pos, em1], {}, name)
+    _rename_output(r, name, out)
+
+
+def _log_softmax(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """LogSoftmax along ``axis``, stable: ``d - log(sum(exp(d)))``, ``d = x - max(x)``."""
+    _float_input(r, ins, where)
+    g, fresh = r.g, _fresh(r, name)
+    axis = _axis_in(_int_attr(a, "axis", -1, where), len(g.tensors[ins[0]].shape), where)
+    m = g.reduce(ins[0], "max", [axis], True, name=fresh("max"))
+    d = g.add_node("sub", [ins[0], m], {}, fresh("shifted"))
+    s_ = g.reduce(g.add_node("exp", [d], {}, fresh("exp")), "sum", [axis], True, name=fresh("sum"))
+    g.add_node("sub", [d, g.add_node("log", [s_], {}, fresh("log"))], {}, name)
+    _rename_output(r, name, out)
+
+
+def _reduce_composed(kind: str) -> Any:
+    """ReduceMin (minus the max of minus x), ReduceL1 (the sum of |x|), ReduceL2 (the root of
+    the sum of squares) and ReduceSumSquare, around ReduceMax / ReduceSum's reading of the
+    axes and keepdims."""
+    base = "max" if kind == "min" else "sum"
+
+    def convert(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+        _float_input(r, ins, where)
+        g, fresh, x = r.g, _fresh(r, name), ins[0]
+        if kind in ("min", "l1"):
+            x = g.add_node("neg" if kind == "min" else "abs", [x], {}, fresh("pre"))
+        elif kind in ("l2", "sum_square"):
+            x = g.add_node("power", [x], {"exponent": 2.0}, fresh("square"))
+        reduced = fresh("reduced")
+        _reduce(base)(r, fresh("reduce"), where, a, [x, *ins[1:]], reduced)
+        y = r.name(reduced)
+        if kind in ("min", "l2"):
+            g.add_node("neg" if kind == "min" else "sqrt", [y], {}, name)
+            _rename_output(r, name, out)
+        else:
+            _identity(r, name, where, a, [y], out)
+
+    return convert
 
 
 def _softsign(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -2355,6 +2450,14 @@ CONVERTERS: dict[str, Any] = {
     "SpaceToDepth": _space_depth(False),
     "Tile": _tile,
     "ConvTranspose": _as_2d(_conv_transpose),
+    "Mish": _mish,
+    "Gelu": _gelu,
+    "Celu": _celu,
+    "LogSoftmax": _log_softmax,
+    "ReduceMin": _reduce_composed("min"),
+    "ReduceL1": _reduce_composed("l1"),
+    "ReduceL2": _reduce_composed("l2"),
+    "ReduceSumSquare": _reduce_composed("sum_square"),
 }
 MULTI_OUTPUT: dict[str, Any] = {"Split": _split}  # converters given every output's name
 SUPPORTED = tuple(sorted({*CONVERTERS, *MULTI_OUTPUT, *FOLD}))
