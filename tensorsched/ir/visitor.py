@@ -136,9 +136,39 @@ class Substitute(Mutator):
 
     def __init__(self, vmap: Mapping[E.Var, E.Expr]) -> None:
         self.vmap = vmap
+        self.reducers: dict[E.CommReducer, E.CommReducer] = {}
+        self.axes: dict[Any, Any] = {}  # reduce IterVar -> the one with its range substituted
 
     def visit_Var(self, v: E.Var) -> E.Expr:
         return self.vmap.get(v, v)
+
+    def _reduce_axis(self, iv: Any) -> Any:
+        """A reduce axis whose range mentions a replaced variable (a triangular loop) becomes
+        a new axis over the substituted range, as TVM's ``VarReplacer`` rewrites it."""
+        d = iv.dom
+        ends = [x for x in (d.min, d.extent) if isinstance(x, E.Expr)] if d is not None else []
+        if not any(v in self.vmap for x in ends for v in free_vars(x)):
+            return iv
+        sub = [self.visit(x) if isinstance(x, E.Expr) else x for x in (d.min, d.extent)]
+        dom = dataclasses.replace(d, min=sub[0], extent=sub[1])
+        new = dataclasses.replace(iv, var=E.Var(iv.var.name, iv.var.dtype), dom=dom)
+        self.vmap = {**self.vmap, iv.var: new.var}
+        return new
+
+    def visit_Reduce(self, r: E.Reduce) -> E.Expr:
+        for iv in r.axis:
+            if iv not in self.axes:
+                self.axes[iv] = self._reduce_axis(iv)
+        axis = tuple(self.axes[iv] for iv in r.axis)
+        new = self.generic_visit(r)
+        if any(a is not b for a, b in zip(axis, r.axis)):
+            new = dataclasses.replace(new, axis=axis)
+        if r.reducer is None:
+            return new
+        if r.reducer not in self.reducers:
+            self.reducers[r.reducer] = _reducer_substituted(r, self.vmap)
+        red = self.reducers[r.reducer]
+        return new if red is r.reducer else dataclasses.replace(new, reducer=red)
 
     def visit_For(self, node: S.For) -> S.Stmt:
         if node.var in self.vmap:
@@ -149,6 +179,31 @@ class Substitute(Mutator):
                 node, var=new, min=self.visit(node.min), extent=self.visit(node.extent), body=body
             )
         return self.generic_visit(node)
+
+
+def _reducer_substituted(r: E.Reduce, vmap: Mapping[E.Var, E.Expr]) -> E.CommReducer:
+    """``r``'s ``comm_reducer`` with ``vmap`` applied to what its functions return, where they
+    mention its variables (a combiner of the compute's index, TVM's
+    ``test_loop_dep_reduce_cache_write``: TVM's ``VarReplacer`` rewrites a combiner too)."""
+    red = r.reducer
+    assert red is not None
+    dts = tuple(x.dtype for x in r.sources) or (r.dtype,)
+    xs, ys = tuple(E.Var("x", d) for d in dts), tuple(E.Var("y", d) for d in dts)
+    if r.sources:
+        probe = (*red.combine_tuple(xs, ys), *red.identity_tuple(dts))
+    else:
+        probe = (red.combine(xs[0], ys[0]), red.identity(r.dtype))
+    if not any(v in vmap for p in probe for v in free_vars(p)):
+        return red
+
+    def sub(out: Any) -> Any:
+        if isinstance(out, (tuple, list)):
+            return tuple(sub(o) for o in out)
+        return substitute(out, vmap) if isinstance(out, E.Expr) else out
+
+    return E.CommReducer(
+        lambda x, y: sub(red.fcombine(x, y)), lambda *d: sub(red.fidentity(*d)), red.name
+    )
 
 
 class RebaseBuffers(Mutator):

@@ -28,7 +28,7 @@ from ..ir.tensor import (
     Tensor,
     tensors_read,
 )
-from ..ir.visitor import Mutator, substitute
+from ..ir.visitor import Mutator, Substitute, substitute
 from ..passes.peel_tail import PEEL_PRAGMA
 from .relations import TAILS, Fuse, Singleton, Split, pass_down, pass_up
 
@@ -197,10 +197,13 @@ class Stage:
         factor: SupportsIndex | E.Expr | None = None,
         nparts: SupportsIndex | E.Expr | None = None,
         tail: str = "guard",
+        disable_predication: bool = False,
     ) -> tuple[IterVar, IterVar]:
         """Split ``parent`` into ``(outer, inner)``; ``inner`` has ``factor`` iterations (or
         ``outer`` has ``nparts``). A factor that does not divide the extent is legal; ``tail``
-        says what becomes of the last, partial tile:
+        says what becomes of the last, partial tile (TVM's ``disable_predication=True`` is
+        accepted and changes nothing: a guard is left out wherever the split is known to
+        divide, and kept where it may not, where TVM would access past the tensor):
 
         - ``"guard"`` (TVM's way): every element of every tile is checked against the extent;
         - ``"shift"``: the last tile moves inwards to end at the extent, so no tile needs a
@@ -814,15 +817,15 @@ class Schedule:
         cache_op = _copy_compute(tensor, f"{tensor.name}.{scope}")
         cache = cache_op.output(0)
         for st in reader_stages:
-            st._check_one_output("cache_read (as a reader)")
-            if tensor not in tensors_read(st.op.bodies[0]):
+            if not any(tensor in tensors_read(b) for b in st.op.bodies):
                 raise ScheduleError(
                     "cache_read",
                     st,
                     f"it does not read '{tensor.name}'; pass only stages that read it as readers",
                 )
-        for st in reader_stages:
-            _rebind_body(st, _ReplaceTensors({tensor: cache}).visit(st.op.bodies[0]))
+        for st in reader_stages:  # every output of a multi-output reader, as in TVM
+            replace = _ReplaceTensors({tensor: cache})
+            _rebind_body(st, *[replace.visit(b) for b in st.op.bodies])
         new = Stage(cache_op, self)
         new.scope = scope
         self._insert(new, min(reader_stages, key=self.stages.index))
@@ -894,14 +897,19 @@ class Schedule:
                 "cache_write before splitting, reordering or binding it",
             )
         op = st.op
-        # the cache stage computes the original bodies over fresh axes
-        axis = [IterVar(E.Var(iv.var.name + ".c"), iv.dom, "data") for iv in op.axis]
-        vmap = {a.var: b.var for a, b in zip(op.axis, axis)}
-        cop = ComputeOp(f"{op.name}.{scope}", axis, [substitute(b, vmap) for b in op.bodies])
+        # the cache stage computes the original bodies over fresh axes, in the stage's loop
+        # order: a reorder before cache_write lays the cache out in that order, as TVM's
+        # CacheWriteWithReLayout does (the original stage copies it out in its own order)
+        data = set(op.axis)
+        order = [iv for iv in st.leaf_iter_vars if iv in data]
+        axis = [IterVar(E.Var(iv.var.name + ".c"), iv.dom, "data") for iv in order]
+        vmap = {a.var: b.var for a, b in zip(order, axis)}
+        sub = Substitute(vmap)  # one for all bodies: a tuple reduction keeps shared axes
+        cop = ComputeOp(f"{op.name}.{scope}", axis, [sub.visit(b) for b in op.bodies])
         new = Stage(cop, self)
         new.scope = scope
         # the original stage now copies the cache out, keeping its axis variables
-        index = tuple(iv.var for iv in op.axis)
+        index = tuple(iv.var for iv in order)
         copies = [E.TensorLoad(cop.output(k), index) for k in range(len(op.bodies))]
         _rebind_body(st, *copies)
         st.all_iter_vars = list(st.op.axis)

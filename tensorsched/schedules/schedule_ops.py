@@ -153,7 +153,7 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
     lead = [var.equal(0) for _, var, _, _ in leaders]
     data_guards, all_guards = lead + data_guards, lead + all_guards
     env = {**env, **{tag: (var, extent) for tag, var, extent, _ in leaders}}
-    store_only = _store_predicate(ctx, st)
+    store_only = _store_predicate(ctx, st, env)
 
     attached: dict[IterVar, list[Stage]] = {}
     for child in ctx.stages:
@@ -357,17 +357,33 @@ def thread_tag(ctx: _Builder, st: Stage, iv: IterVar) -> str | None:
     return None if private_binding(st, iv, ctx.scope[st]) else bound_tag(st, iv)
 
 
-def _store_predicate(ctx: _Builder, st: Stage) -> list[E.Expr]:
+def _store_predicate(ctx: _Builder, st: Stage, env: Env) -> list[E.Expr]:
     """The stage's ``set_store_predicate`` condition (empty if none), with the variables of
-    its thread axes as the work-item indices of the kernel."""
+    thread axes (its own, or bound around it by a stage it is computed in) as the work-item
+    indices of the kernel. One bound only by a stage computed inside ``st`` is refused: TVM
+    reads it anywhere in the kernel (``test_rfactor_elemwise_threads``), tensorsched's IR
+    defines it only within its loop."""
     if st.store_predicate is None:
         return []
     threads = {
         a.bind.var: ctx.thread_var(a.bind.tag)
-        for a in st.attrs.values()
+        for other in (*ctx.stages, st)
+        for a in other.attrs.values()
         if a.bind is not None and a.bind.tag != "vthread"
     }
-    return [substitute(st.store_predicate, threads)]
+    pred = substitute(st.store_predicate, threads)
+    own = {a.bind.tag for a in st.attrs.values() if a.bind is not None}
+    around = {var for var, _ in env.values()} | {ctx.thread_var(t) for t in own}
+    for v in free_vars(pred):
+        if v in ctx.thread_vars.values() and v not in around:
+            raise ScheduleError(
+                "set_store_predicate",
+                st,
+                f"the predicate uses '{v.name}', which neither '{st.name}' nor a stage it is "
+                "computed in binds (only a stage computed inside it does); a work-item index "
+                "is defined only within its loop here (TVM reads it anywhere in the kernel)",
+            )
+    return [pred]
 
 
 def _cross_thread_leaf(st: Stage) -> IterVar | None:
