@@ -603,9 +603,12 @@ def lowering_chain():
         "chain",
         [
             (
-                "compute_at an axis that was split afterwards",
-                "i = s[C].op.axis[0]\n"
-                "s[B].compute_at(s[C], i)\ns[C].split(i, 2)\nts.lower(s, [A, C])",
+                "compute_at an axis fused afterwards as the outer one",
+                'X = ts.placeholder((5, 3), name="X")\n'
+                'P = ts.compute((5, 3), lambda i, j: X[i, j] * 2.0, name="P")\n'
+                'Q = ts.compute((5, 3), lambda i, j: P[i, j] + 1.0, name="Q")\n'
+                "s = ts.create_schedule(Q.op)\ni, j = s[Q].op.axis\n"
+                "s[P].compute_at(s[Q], i)\ns[Q].fuse(i, j)\nts.lower(s, [X, Q])",
                 S,
             ),
             (

@@ -519,16 +519,20 @@ def test_compute_at_stage_of_another_schedule():
         s[B].compute_at(s2[C], s2[C].op.axis[0])
 
 
-def test_compute_at_axis_split_afterwards():
-    A, B, C, s = chain()
-    i = s[C].op.axis[0]
+def test_compute_at_axis_fused_afterwards_as_the_outer_operand():
+    # (an axis split afterwards stands for its inner loop, as in TVM: tests/test_tvm_port5.py)
+    A = ts.placeholder((5, 3), name="A")
+    B = ts.compute((5, 3), lambda i, j: A[i, j] * 2.0, name="B")
+    C = ts.compute((5, 3), lambda i, j: B[i, j] + 1.0, name="C")
+    s = ts.create_schedule(C.op)
+    i, j = s[C].op.axis
     s[B].compute_at(s[C], i)
-    s[C].split(i, 2)
+    s[C].fuse(i, j)
     with raises(
         ts.ScheduleError,
         "compute_at",
         "stage 'B'",
-        "axis 'i' of stage 'C' was split",
+        "axis 'i' of stage 'C' was split or fused",
         "attach to one of its current loops",
     ):
         ts.lower(s, [A, C])

@@ -238,11 +238,11 @@ def test_cache_write_after_split_stays_refused():
 # ---------------------------------------------------------------- compute_at targets
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("how", ["split", "fuse"])
-def test_compute_at_target_split_or_fused_afterwards_stays_refused(how):
-    # TVM's test_legalize_invalid_attach: TVM moves the attach point to the inner loop of a
-    # split (to the fused loop of a fuse whose inner operand it was); tensorsched keeps its
-    # error (tests/test_errors.py pins it), which says to attach to a current loop
+def test_compute_at_target_split_or_fused_afterwards_moves_inwards(how, target):
+    # TVM's test_legalize_invalid_attach: the attach point moves to the inner loop of a split
+    # of the target axis (to the fused loop of a fuse whose inner operand it was)
     m, n = 10, 13
     X = ts.placeholder((m, n), name="X")
     A = ts.compute((m, n), lambda i, j: X[i, j] + 1.0, name="A")
@@ -250,9 +250,25 @@ def test_compute_at_target_split_or_fused_afterwards_stays_refused(how):
     s = ts.create_schedule(B.op)
     s[A].compute_at(s[B], B.op.axis[1])
     if how == "split":
-        s[B].split(B.op.axis[1], 2)
+        _, inner = s[B].split(B.op.axis[1], 2)
     else:
-        s[B].fuse(B.op.axis[0], B.op.axis[1])
+        inner = s[B].fuse(B.op.axis[0], B.op.axis[1])
+    ts.lower(s, [X, B])
+    assert s[A].attach_ivar is inner
+    x = rand(m, n, seed=5)
+    check(s, [X, B], target, [x], (x + 1.0) * 2.0)
+
+
+def test_compute_at_target_fused_as_the_outer_operand_stays_refused():
+    # a fuse of the target axis with one inside it: no loop of the fused stage stands for
+    # the target alone, so (as TVM's LegalizeInvalidAttach leaves it) the attach is invalid
+    m, n = 10, 13
+    X = ts.placeholder((m, n), name="X")
+    A = ts.compute((m, n), lambda i, j: X[i, j] + 1.0, name="A")
+    B = ts.compute((m, n), lambda i, j: A[i, j] * 2.0, name="B")
+    s = ts.create_schedule(B.op)
+    s[A].compute_at(s[B], B.op.axis[0])
+    s[B].fuse(B.op.axis[0], B.op.axis[1])
     with pytest.raises(ts.ScheduleError, match="was split or fused after compute_at"):
         ts.lower(s, [X, B])
 

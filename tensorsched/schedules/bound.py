@@ -33,7 +33,7 @@ from ..ir.simplify import (
 )
 from ..ir.tensor import IterVar, PlaceholderOp, ScanOp, Tensor, tensors_read
 from ..ir.visitor import Mutator, Visitor, free_vars, substitute
-from .relations import pass_down, pass_up
+from .relations import Fuse, Split, pass_down, pass_up
 from .schedule import Schedule, Stage
 
 __all__ = ["Bounds", "infer_bound", "pass_down", "pass_up"]
@@ -205,6 +205,17 @@ class _Inference:
             if not chain:
                 continue
             parent, at = chain[0]
+            if at not in parent.leaf_iter_vars and st.attach_ivar is at:
+                # TVM's LegalizeInvalidAttach: an axis split after compute_at stands for its
+                # inner part, one fused as the inner operand for the fused loop
+                moved = at
+                for rel in parent.relations:  # in the order they were made
+                    if isinstance(rel, Split) and rel.parent is moved:
+                        moved = rel.inner
+                    elif isinstance(rel, Fuse) and rel.inner is moved:
+                        moved = rel.fused
+                if any(moved is iv for iv in parent.leaf_iter_vars):
+                    st.attach_ivar = at = moved
             if at not in parent.leaf_iter_vars:
                 raise ScheduleError(
                     "compute_at",
