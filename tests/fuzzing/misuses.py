@@ -322,7 +322,10 @@ def bad_local_at_root(live):
     return [Step("set_scope", live.var[st], (live.choose(("local", "shared")),), expect="error")]
 
 
-def bad_split_attach_point(live):
+def bad_fuse_attach_point(live):
+    """compute_at an axis, then fuse it with the axis inside it (as the outer operand): no
+    loop stands for it alone any more. (Split afterwards, or fused as the inner operand,
+    the attach point moves inwards, as TVM's LegalizeInvalidAttach moves it: legal.)"""
     steps = legal.compute_at(live)
     if steps is None:
         return None
@@ -333,13 +336,18 @@ def bad_split_attach_point(live):
         iv = next((x for x in parent.leaf_iter_vars if x.var.name == a.name), None)
     if iv is None or not live.plain(parent, iv):
         return None
+    lv = parent.leaf_iter_vars
+    k = lv.index(iv)
+    if k + 1 >= len(lv) or not live.plain(parent, lv[k + 1]) or lv[k + 1].kind != iv.kind:
+        return None
+    b = lv[k + 1]
     return steps + [
         Step(
-            "split",
+            "fuse",
             parent_var,
-            (a,),
-            (("factor", 2),),
-            (Ax(parent_var, a.name + ".outer"), Ax(parent_var, a.name + ".inner")),
+            (a, live.ax(parent, b)),
+            (),
+            (Ax(parent_var, f"{a.name}.{b.var.name}.fused"),),
             expect="error",
         )
     ]
@@ -522,7 +530,7 @@ MISUSES = {
     "on_inlined": bad_on_inlined,
     "bind_inner": bad_bind_inner,
     "local_at_root": bad_local_at_root,
-    "split_attach_point": bad_split_attach_point,
+    "fuse_attach_point": bad_fuse_attach_point,
     "layout": bad_layout,
     "align": bad_align,
     "double_buffer": bad_double_buffer,
