@@ -157,6 +157,28 @@ def test_net_run_checks_against_numpy(device, tmp_path):
     assert np.load(tmp_path / "y.npy").shape == (1, 4)
 
 
+def test_net_run_takes_the_shape_of_a_symbolic_input(tmp_path):
+    """A model whose batch is symbolic (torch's dynamic_axes) runs with --shape; without it
+    the error says what to pass."""
+    import onnx
+
+    path = str(tmp_path / "tiny.onnx")
+    tiny_onnx(path)
+    m = onnx.load(path)
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    onnx.save(m, path)
+    code, out, err = run_cli(["net", "run", path, "--target", "python", "--check"])
+    assert code != 0 and "--shape data=1,3,224,224" in err, err
+    argv = ["net", "run", path, "--target", "python", "--check", "--shape", "data=2,3,9,9"]
+    code, out, err = run_cli(argv)
+    assert code == 0, err
+    assert "max relative error against numpy" in out
+    code, out, err = run_cli(["net", "run", path, "--shape", "data=2,three"])
+    assert code != 0 and "expected NAME=D0,D1" in err, err
+    code, out, err = run_cli(["net", "run", "resnet18", "--shape", "x=1,3,9,9"])
+    assert code != 0 and "ONNX models only" in err, err
+
+
 @pytest.mark.opencl
 def test_net_bench_prints_the_table(device, tmp_path):
     path = str(tmp_path / "tiny.onnx")

@@ -41,14 +41,37 @@ from ..tune.log import read_log
 from ..tune.tuner import VERIFY_TOP, parse_duration, tune
 
 
-def load_model(model: str, image_size: int | None = None) -> Graph:
-    """A built-in network by name, or an ONNX file by path."""
+def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
+    """``--shape NAME=D0,D1,...`` (repeated): the shapes of an ONNX model's inputs."""
+    out: dict[str, tuple[int, ...]] = {}
+    for item in items or []:
+        name, eq, dims = item.partition("=")
+        try:
+            shape = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            shape = ()
+        if not eq or not name or not shape or any(d < 1 for d in shape):
+            raise TensorschedError(
+                f"--shape {item!r}: expected NAME=D0,D1,... with positive dims, "
+                "e.g. --shape input=1,3,224,224"
+            )
+        out[name] = shape
+    return out
+
+
+def load_model(
+    model: str, image_size: int | None = None, shapes: dict[str, tuple[int, ...]] | None = None
+) -> Graph:
+    """A built-in network by name, or an ONNX file by path (``shapes``: its inputs' shapes
+    where the model leaves a dimension symbolic)."""
     if model in NETS:
+        if shapes:
+            raise TensorschedError("--shape applies to ONNX models only")
         return NETS[model](image_size=image_size or 224)
     if model.endswith(".onnx") or os.path.exists(model):
         if image_size:
             raise TensorschedError("--image-size applies to the built-in networks only")
-        return from_onnx(model)
+        return from_onnx(model, shapes)
     raise TensorschedError(
         f"unknown model {model!r}: use one of {', '.join(NETS)} or the path of an .onnx file"
     )
@@ -109,7 +132,7 @@ def cmd_net(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> None:
-    g = load_model(args.model, args.image_size)
+    g = load_model(args.model, args.image_size, parse_shapes(args.shape))
     x = _image(g, args.input, args.seed)
     t0 = time.perf_counter()
     net = build(g, target=args.target, device=args.device, log=args.log, fp16=args.fp16)
@@ -134,7 +157,7 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def _tune(args: argparse.Namespace) -> None:
-    g = optimize(load_model(args.model, args.image_size))
+    g = optimize(load_model(args.model, args.image_size, parse_shapes(args.shape)))
     cluster = Cluster(args.cluster) if args.cluster else None  # one for all the tasks
     try:
         if cluster is not None:  # templates for the cluster's device, not this host's
@@ -272,7 +295,7 @@ def bench_table(rows: list[BenchRow]) -> list[list[str]]:
 
 
 def _bench(args: argparse.Namespace) -> None:
-    g = load_model(args.model, args.image_size)
+    g = load_model(args.model, args.image_size, parse_shapes(args.shape))
     rows, _ = bench_network(
         g, args.device, args.log, args.repeat, not args.no_onnxruntime, args.fp16, args.acl,
         args.acl_configs, args.acl_lists, not args.no_torch,
@@ -303,7 +326,7 @@ def plot_latency(rows: list[list[str]], path: str) -> None:
 def _export(args: argparse.Namespace) -> None:
     if os.path.exists(args.out) and not args.force:
         raise TensorschedError(f"{args.out} exists; pass --force to overwrite it")
-    to_onnx(load_model(args.model, args.image_size), args.out)
+    to_onnx(load_model(args.model, args.image_size, parse_shapes(args.shape)), args.out)
     print(f"written {args.out}")
 
 
@@ -343,6 +366,13 @@ def add_net_parser(sub: Any) -> None:
     p.add_argument("--device", help="P:D or part of a device name")
     p.add_argument("--log", help="tuning log: the configs to build with (tune: where to write)")
     p.add_argument("--image-size", type=_positive, help="built-in nets: image side (224)")
+    p.add_argument(
+        "--shape",
+        action="append",
+        metavar="NAME=D0,D1,...",
+        help="an ONNX model's input shape where the model leaves a dimension symbolic "
+        "(repeat for several inputs)",
+    )
     p.add_argument("--input", help="run: a .npy image of the network's input shape")
     p.add_argument("--output", help="run: write the output as .npy")
     p.add_argument("--target", choices=["opencl", "python"], default="opencl")

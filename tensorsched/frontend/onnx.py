@@ -409,7 +409,8 @@ class _Reader:
             else:
                 raise OnnxImportError(
                     f"input '{vi.name}' has a symbolic dimension '{d.dim_param}'; give its "
-                    f"shape: from_onnx(model, shapes={{'{vi.name}': (1, 3, 224, 224)}})"
+                    f"shape: from_onnx(model, shapes={{'{vi.name}': (1, 3, 224, 224)}}) "
+                    f"(tensorsched net: --shape {vi.name}=1,3,224,224)"
                 )
         return _dims(dims, f"input '{vi.name}'")
 
