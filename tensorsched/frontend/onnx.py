@@ -529,16 +529,22 @@ def _dilated(r: _Reader, w: str, dil: tuple[int, int], name: str) -> str:
     return r.g.constant(r.g.fresh_name(f"{name}_dilated"), big)
 
 
+def _conv_weight(r: _Reader, ins: list[str], where: str, op: str) -> str:
+    """A convolution's inputs checked (a float input, a constant weight, an optional bias);
+    its weight."""
+    if len(ins) not in (2, 3):
+        raise OnnxImportError(f"{where}: {op} takes 2 or 3 inputs, got {len(ins)}")
+    _float_input(r, ins, where)
+    if ins[1] not in r.g.constants:
+        raise UnsupportedOperatorError(f"{where}: the weight '{ins[1]}' must be an initializer")
+    return ins[1]
+
+
 def _conv(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
     """Conv (2-d, groups, a constant weight); dilations by a weight with zeros between its
     taps."""
     dil = _dilations(a, where)
-    if len(ins) not in (2, 3):
-        raise OnnxImportError(f"{where}: Conv takes 2 or 3 inputs, got {len(ins)}")
-    _float_input(r, ins, where)
-    w = ins[1]
-    if w not in r.g.constants:
-        raise UnsupportedOperatorError(f"{where}: the weight '{w}' must be an initializer")
+    w = _conv_weight(r, ins, where, "Conv")
     wshape = r.g.tensors[w].shape
     if len(wshape) != 4:
         raise UnsupportedOperatorError(f"{where}: only 2-d convolution is supported")
@@ -560,12 +566,7 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
     reshaped back, its trailing zeros sliced off), padded by ``k - 1 - pad`` (a negative
     amount crops), convolved with the weight's taps flipped and its in and out channels
     swapped within each group. The inserted zeros cost their multiply-adds."""
-    if len(ins) not in (2, 3):
-        raise OnnxImportError(f"{where}: ConvTranspose takes 2 or 3 inputs, got {len(ins)}")
-    _float_input(r, ins, where)
-    w = ins[1]
-    if w not in r.g.constants:
-        raise UnsupportedOperatorError(f"{where}: the weight '{w}' must be an initializer")
+    w = _conv_weight(r, ins, where, "ConvTranspose")
     wk = r.g.constants[w]
     xshape = r.g.tensors[ins[0]].shape
     group = _int_attr(a, "group", 1, where)
@@ -1803,6 +1804,20 @@ def _pow(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -
     _rename_output(r, name, out)
 
 
+def _normalized(r: _Reader, x: str, axes: list[int], eps: float, fresh: Any) -> str:
+    """``(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps)``, the means over ``axes``
+    (LayerNormalization's and InstanceNormalization's nodes before their scale and bias)."""
+    g = r.g
+    mean = g.reduce(x, "mean", axes, True, name=fresh("mean"))
+    d = g.add_node("sub", [x, mean], {}, fresh("centre"))
+    var = g.reduce(g.add_node("power", [d], {"exponent": 2.0}, fresh("square")), "mean", axes,
+                   True, name=fresh("var"))  # fmt: skip
+    eps_t = g.constant(fresh("epsilon"), np.array([eps], np.float32))
+    std = g.add_node("sqrt", [g.add_node("add", [var, eps_t], {}, fresh("var_eps"))], {},
+                     fresh("std"))  # fmt: skip
+    return g.add_node("div", [d, std], {}, fresh("normed"))
+
+
 def _layer_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
     """Opset 17's LayerNormalization, as graph nodes: ``d = x - mean(x)``, ``d / sqrt(mean(d
     * d) + epsilon) * scale + bias``, the means over the axes from ``axis`` to the last."""
@@ -1817,19 +1832,8 @@ def _layer_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out:
     for t in ins[1:]:
         if t and t not in r.g.tensors:
             raise OnnxImportError(f"{where}: '{t}' must be a float tensor")
-    g, axes = r.g, list(range(axis, len(shape)))
-
-    def fresh(what: str) -> str:
-        return g.fresh_name(f"{name}_{what}")
-
-    mean = g.reduce(ins[0], "mean", axes, True, name=fresh("mean"))
-    d = g.add_node("sub", [ins[0], mean], {}, fresh("centre"))
-    var = g.reduce(g.add_node("power", [d], {"exponent": 2.0}, fresh("square")), "mean", axes,
-                   True, name=fresh("var"))  # fmt: skip
-    eps_t = g.constant(fresh("epsilon"), np.array([eps], np.float32))
-    std = g.add_node("sqrt", [g.add_node("add", [var, eps_t], {}, fresh("var_eps"))], {},
-                     fresh("std"))  # fmt: skip
-    y = g.add_node("div", [d, std], {}, fresh("normed"))
+    g, axes, fresh = r.g, list(range(axis, len(shape))), _fresh(r, name)
+    y = _normalized(r, ins[0], axes, eps, fresh)
     bias = ins[2] if len(ins) > 2 and ins[2] else None
     y = g.add_node("mul", [y, ins[1]], {}, name if bias is None else fresh("scaled"))
     if bias is not None:
@@ -2076,14 +2080,7 @@ def _instance_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], o
     for t in ins[1:]:
         if g.tensors[t].shape != (shape[1],):
             raise OnnxImportError(f"{where}: '{t}' must have shape ({shape[1]},)")
-    mean = g.reduce(ins[0], "mean", axes, True, name=fresh("mean"))
-    d = g.add_node("sub", [ins[0], mean], {}, fresh("centre"))
-    var = g.reduce(g.add_node("power", [d], {"exponent": 2.0}, fresh("square")), "mean", axes,
-                   True, name=fresh("var"))  # fmt: skip
-    eps_t = g.constant(fresh("epsilon"), np.array([eps], np.float32))
-    std = g.add_node("sqrt", [g.add_node("add", [var, eps_t], {}, fresh("var_eps"))], {},
-                     fresh("std"))  # fmt: skip
-    y = g.add_node("div", [d, std], {}, fresh("normed"))
+    y = _normalized(r, ins[0], axes, eps, fresh)
     scale = _per_channel(r, ins[1], len(shape), fresh, "scale", where)
     bias = _per_channel(r, ins[2], len(shape), fresh, "bias", where)
     g.add_node("add", [g.add_node("mul", [y, scale], {}, fresh("scaled")), bias], {}, name)
