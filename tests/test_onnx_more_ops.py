@@ -362,3 +362,17 @@ def test_composed_reductions(op, axes, keepdims):
     opset = 18  # axes as an input for every reduction
     model = relu_then(op, inputs, inits, opset=opset, keepdims=keepdims)
     check_everywhere(model, nonzero(RNG, X))
+
+
+@pytest.mark.parametrize(
+    "op, attrs",
+    [
+        ("LpNormalization", {}),
+        ("LpNormalization", {"p": 1, "axis": 1}),
+        ("MeanVarianceNormalization", {}),
+        ("MeanVarianceNormalization", {"axes": [2, 3]}),
+    ],
+    ids=["l2-last", "l1-channels", "mvn", "mvn-hw"],
+)
+def test_normalizations(op, attrs):
+    check_everywhere(relu_then(op, **attrs), nonzero(RNG, X))

@@ -28,9 +28,9 @@ attributes) and Einsum (one input: sums over axes and a transpose; two: every le
 a contracted or one input's own one, as transposes and reshapes around a ``batch_matmul``),
 and as compositions of the graph's operators PRelu, Elu, Selu, Softplus, Softsign, Sum, Mean,
 Max, Min, GlobalMaxPool, InstanceNormalization, LRN, DepthToSpace, SpaceToDepth, Tile, Mish,
-Gelu, Celu, LogSoftmax, ReduceMin, ReduceL1, ReduceL2, ReduceSumSquare and Resize (mode
-nearest, where each axis repeats every element a whole number of times); any other is an
-``UnsupportedOperatorError`` naming its type and node.
+Gelu, Celu, LogSoftmax, ReduceMin, ReduceL1, ReduceL2, ReduceSumSquare, LpNormalization,
+MeanVarianceNormalization and Resize (mode nearest, where each axis repeats every element a
+whole number of times); any other is an ``UnsupportedOperatorError`` naming its type and node.
 
 Constants are folded at import (``FOLD``): any of those operators, and the shape arithmetic of
 exporters (Shape, Size, ConstantOfShape, Range, Expand, Equal, Less, Greater, And, Or, Xor,
@@ -1804,7 +1804,9 @@ def _pow(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -
     _rename_output(r, name, out)
 
 
-def _normalized(r: _Reader, x: str, axes: list[int], eps: float, fresh: Any) -> str:
+def _normalized(
+    r: _Reader, x: str, axes: list[int], eps: float, fresh: Any, name: str | None = None
+) -> str:
     """``(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps)``, the means over ``axes``
     (LayerNormalization's and InstanceNormalization's nodes before their scale and bias)."""
     g = r.g
@@ -1815,7 +1817,7 @@ def _normalized(r: _Reader, x: str, axes: list[int], eps: float, fresh: Any) -> 
     eps_t = g.constant(fresh("epsilon"), np.array([eps], np.float32))
     std = g.add_node("sqrt", [g.add_node("add", [var, eps_t], {}, fresh("var_eps"))], {},
                      fresh("std"))  # fmt: skip
-    return g.add_node("div", [d, std], {}, fresh("normed"))
+    return g.add_node("div", [d, std], {}, name or fresh("normed"))
 
 
 def _layer_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -2062,6 +2064,38 @@ def _per_channel(r: _Reader, t: str, rank: int, fresh: Any, what: str, where: st
     if t in r.g.constants:
         return r.g.constant(fresh(what), r.g.constants[t].reshape(want))
     return r.g.reshape(t, want, name=fresh(what))
+
+
+def _lp_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """LpNormalization (p 1 or 2) along ``axis``: ``x`` over the sum of ``|x|`` (p=1) or the
+    root of the sum of squares (p=2) along it."""
+    _float_input(r, ins, where)
+    g, fresh = r.g, _fresh(r, name)
+    axis = _axis_in(_int_attr(a, "axis", -1, where), len(g.tensors[ins[0]].shape), where)
+    p = _int_attr(a, "p", 2, where)
+    if p not in (1, 2):
+        raise OnnxImportError(f"{where}: p {p} must be 1 or 2")
+    if p == 1:
+        mag = g.add_node("abs", [ins[0]], {}, fresh("abs"))
+    else:
+        mag = g.add_node("power", [ins[0]], {"exponent": 2.0}, fresh("square"))
+    norm = g.reduce(mag, "sum", [axis], True, name=fresh("sum"))
+    if p == 2:
+        norm = g.add_node("sqrt", [norm], {}, fresh("norm"))
+    g.add_node("div", [ins[0], norm], {}, name)
+    _rename_output(r, name, out)
+
+
+def _mvn(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """MeanVarianceNormalization over ``axes`` (default N, H, W): ``(x - mean) / sqrt(var)``
+    (onnxruntime's epsilon, 1e-9, under the root)."""
+    _float_input(r, ins, where)
+    rank = len(r.g.tensors[ins[0]].shape)
+    axes = _axes_in(_int_list(a.get("axes", [0, 2, 3]), where, "axes") or [], rank, where)
+    if not axes:
+        raise OnnxImportError(f"{where}: axes must name at least one axis")
+    _normalized(r, ins[0], axes, 1e-9, _fresh(r, name), name)
+    _rename_output(r, name, out)
 
 
 def _instance_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -2456,6 +2490,8 @@ CONVERTERS: dict[str, Any] = {
     "ReduceL1": _reduce_composed("l1"),
     "ReduceL2": _reduce_composed("l2"),
     "ReduceSumSquare": _reduce_composed("sum_square"),
+    "LpNormalization": _lp_norm,
+    "MeanVarianceNormalization": _mvn,
 }
 MULTI_OUTPUT: dict[str, Any] = {"Split": _split}  # converters given every output's name
 SUPPORTED = tuple(sorted({*CONVERTERS, *MULTI_OUTPUT, *FOLD}))
