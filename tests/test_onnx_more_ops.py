@@ -174,11 +174,11 @@ def test_what_is_not_read_is_refused_naming_the_node(case):
 
 @pytest.mark.parametrize(
     "size, attrs",
-    [(5, {}), (3, {"alpha": 0.01, "beta": 0.5, "bias": 2.0}), (1, {})],
-    ids=["alexnet", "attrs", "one"],
+    [(5, {}), (3, {"alpha": 0.01, "beta": 0.5, "bias": 2.0}), (1, {}), (9, {})],
+    ids=["alexnet", "attrs", "one", "wider-than-channels"],
 )
 def test_lrn_across_channels(size, attrs):
-    x_shape = (1, 7, 5, 3)
+    x_shape = (1, 3, 5, 3) if size > 7 else (1, 7, 5, 3)
     check_everywhere(relu_then("LRN", x_shape=x_shape, size=size, **attrs), nonzero(RNG, x_shape))
 
 

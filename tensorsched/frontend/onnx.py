@@ -2129,7 +2129,7 @@ def _lrn(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -
     _float_input(r, ins, where)
     shape = r.g.tensors[ins[0]].shape
     size = _int_attr(a, "size", 0, where)
-    if len(shape) < 3 or not 1 <= size <= 2 * shape[1] + 1 or size > 64:
+    if len(shape) < 3 or not 1 <= size <= 64:
         raise OnnxImportError(
             f"{where}: size {size} must be 1 to 64 and the input have N, C and spatial axes"
         )
