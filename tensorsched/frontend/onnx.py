@@ -1874,24 +1874,38 @@ def _prelu(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str)
     _rename_output(r, name, out)
 
 
-def _elu_like(selu: bool) -> Any:
-    """Elu (``alpha``) and Selu (``alpha``, ``gamma``): ``relu(x) + alpha * (exp(min(x, 0)) -
-    1)``, times ``gamma`` for Selu."""
+def _elu_of(r: _Reader, x: str, alpha: float, fresh: Any, inner: float = 1.0,
+            name: str | None = None) -> str:  # fmt: skip
+    """``relu(x) + alpha * (exp(inner * min(x, 0)) - 1)``: Elu's, Selu's and Celu's."""
+    g = r.g
+    pos, neg = _negative_part(r, x, fresh)
+    if inner != 1.0:
+        k = g.constant(fresh("inner"), np.array([inner], np.float32))
+        neg = g.add_node("mul", [neg, k], {}, fresh("neg_scaled"))
+    one = g.constant(fresh("one"), np.array([1.0], np.float32))
+    em1 = g.add_node("sub", [g.add_node("exp", [neg], {}, fresh("exp")), one], {}, fresh("em1"))
+    al = g.constant(fresh("alpha"), np.array([alpha], np.float32))
+    scaled = g.add_node("mul", [em1, al], {}, fresh("scaled"))
+    return g.add_node("add", [pos, scaled], {}, name or fresh("elu"))
+
+
+def _elu_like(kind: str) -> Any:
+    """Elu (``alpha``), Selu (``alpha``, ``gamma``: Elu's times ``gamma``) and Celu
+    (``alpha``: ``relu(x) + alpha * (exp(min(x, 0) / alpha) - 1)``)."""
 
     def convert(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
         _float_input(r, ins, where)
-        g, fresh = r.g, _fresh(r, name)
-        alpha = _float_attr(a, "alpha", 1.6732632423543772 if selu else 1.0, where)
-        gamma = _float_attr(a, "gamma", 1.0507009873554805, where) if selu else 1.0
-        pos, neg = _negative_part(r, ins[0], fresh)
-        one = g.constant(fresh("one"), np.array([1.0], np.float32))
-        em1 = g.add_node("sub", [g.add_node("exp", [neg], {}, fresh("exp")), one], {}, fresh("em1"))
-        al = g.constant(fresh("alpha"), np.array([alpha], np.float32))
-        y = g.add_node("add", [pos, g.add_node("mul", [em1, al], {}, fresh("scaled"))], {},
-                       name if not selu else fresh("elu"))  # fmt: skip
-        if selu:
-            ga = g.constant(fresh("gamma"), np.array([gamma], np.float32))
-            g.add_node("mul", [y, ga], {}, name)
+        fresh = _fresh(r, name)
+        alpha = _float_attr(a, "alpha", 1.6732632423543772 if kind == "selu" else 1.0, where)
+        if kind == "celu" and alpha == 0:
+            raise OnnxImportError(f"{where}: alpha must not be 0")
+        inner = 1.0 / alpha if kind == "celu" else 1.0
+        if kind != "selu":
+            _elu_of(r, ins[0], alpha, fresh, inner, name)
+        else:
+            gamma = _float_attr(a, "gamma", 1.0507009873554805, where)
+            ga = r.g.constant(fresh("gamma"), np.array([gamma], np.float32))
+            r.g.add_node("mul", [_elu_of(r, ins[0], alpha, fresh), ga], {}, name)
         _rename_output(r, name, out)
 
     return convert
@@ -1947,23 +1961,6 @@ def _gelu(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
     onep = g.add_node("add", [inner, const("one", 1.0)], {}, fresh("onep"))
     half = g.add_node("mul", [x, const("half", 0.5)], {}, fresh("half"))
     g.add_node("mul", [half, onep], {}, name)
-    _rename_output(r, name, out)
-
-
-def _celu(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """Celu: ``relu(x) + alpha * (exp(min(x, 0) / alpha) - 1)``."""
-    _float_input(r, ins, where)
-    alpha = _float_attr(a, "alpha", 1.0, where)
-    if alpha == 0:
-        raise OnnxImportError(f"{where}: alpha must not be 0")
-    g, fresh = r.g, _fresh(r, name)
-    pos, neg = _negative_part(r, ins[0], fresh)
-    inv = g.constant(fresh("inv_alpha"), np.array([1.0 / alpha], np.float32))
-    al = g.constant(fresh("alpha"), np.array([alpha], np.float32))
-    one = g.constant(fresh("one"), np.array([1.0], np.float32))
-    e = g.add_node("exp", [g.add_node("mul", [neg, inv], {}, fresh("scaled"))], {}, fresh("exp"))
-    em1 = g.add_node("mul", [g.add_node("sub", [e, one], {}, fresh("em1")), al], {}, fresh("neg2"))
-    g.add_node("add", [pos, em1], {}, name)
     _rename_output(r, name, out)
 
 
@@ -2186,6 +2183,24 @@ def _space_depth(to_space: bool) -> Any:
     return convert
 
 
+def _repeated(r: _Reader, name: str, where: str, x: str, reps: list[int], whole: bool) -> str:
+    """Node ``name``: ``x`` repeated ``reps[d]`` times along each axis ``d`` (``whole``: the
+    whole axis after itself, Tile's; else each element in place, a nearest upsampling's).
+    ``x`` reshaped with a size-1 axis beside each repeated one, broadcast by ones, reshaped
+    back."""
+    g, fresh, shape = r.g, _fresh(r, name), r.g.tensors[x].shape
+    pairs = [((1, d), (k, 1)) if whole else ((d, 1), (1, k)) for d, k in zip(shape, reps)]
+    split = [v for (p, _), k, d in zip(pairs, reps, shape) for v in (p if k > 1 else (d,))]
+    ones = [v for (_, o), k in zip(pairs, reps) for v in (o if k > 1 else (1,))]
+    if len(split) > MAX_RANK:
+        raise UnsupportedOperatorError(
+            f"{where}: repeating {len(shape)} axes needs rank {len(split)}, over {MAX_RANK}"
+        )
+    c = g.constant(fresh("ones"), np.ones(ones, np.float32))
+    y = g.add_node("mul", [g.reshape(x, split, name=fresh("split")), c], {}, fresh("repeat"))
+    return g.reshape(y, [d * k for d, k in zip(shape, reps)], name=name)
+
+
 def _tile(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
     """Tile of a computed tensor by constant repeats: reshaped with a size-1 axis before each
     repeated one, broadcast by ones, reshaped back."""
@@ -2201,15 +2216,7 @@ def _tile(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
     if all(k == 1 for k in reps):
         _identity(r, name, where, a, ins[:1], out)
         return
-    split = [x for d, k in zip(shape, reps) for x in ((1, d) if k > 1 else (d,))]
-    ones = [x for k in reps for x in ((k, 1) if k > 1 else (1,))]
-    if len(split) > MAX_RANK:
-        raise UnsupportedOperatorError(f"{where}: tiling {len(shape)} axes needs rank "
-                                       f"{len(split)}, over {MAX_RANK}")  # fmt: skip
-    g, fresh = r.g, _fresh(r, name)
-    x = g.reshape(ins[0], split, name=fresh("split"))
-    c = g.constant(fresh("ones"), np.ones(ones, np.float32))
-    g.reshape(g.add_node("mul", [x, c], {}, fresh("repeat")), final, name=name)
+    _repeated(r, name, where, ins[0], reps, whole=True)
     _rename_output(r, name, out)
 
 
@@ -2300,16 +2307,7 @@ def _resize(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
     if all(k == 1 for k in reps):
         _identity(r, name, where, a, ins[:1], out)
         return
-    g, fresh = r.g, _fresh(r, name)
-    split = [x for d, k in zip(shape, reps) for x in ((d, 1) if k > 1 else (d,))]
-    ones = [x for k in reps for x in ((1, k) if k > 1 else (1,))]
-    if len(split) > MAX_RANK:
-        raise UnsupportedOperatorError(f"{where}: upsampling {len(shape)} axes needs rank "
-                                       f"{len(split)}, over {MAX_RANK}")  # fmt: skip
-    x = g.reshape(ins[0], split, name=fresh("split"))
-    c = g.constant(fresh("ones"), np.ones(ones, np.float32))
-    y = g.add_node("mul", [x, c], {}, fresh("repeat"))
-    g.reshape(y, sizes, name=name)
+    _repeated(r, name, where, ins[0], reps, whole=False)
     _rename_output(r, name, out)
 
 
@@ -2466,8 +2464,8 @@ CONVERTERS: dict[str, Any] = {
     "Pad": _pad,
     "Einsum": _einsum,
     "PRelu": _prelu,
-    "Elu": _elu_like(False),
-    "Selu": _elu_like(True),
+    "Elu": _elu_like("elu"),
+    "Selu": _elu_like("selu"),
     "Softplus": _softplus,
     "Softsign": _softsign,
     "Sum": _n_ary("sum"),
@@ -2484,7 +2482,7 @@ CONVERTERS: dict[str, Any] = {
     "ConvTranspose": _as_2d(_conv_transpose),
     "Mish": _mish,
     "Gelu": _gelu,
-    "Celu": _celu,
+    "Celu": _elu_like("celu"),
     "LogSoftmax": _log_softmax,
     "ReduceMin": _reduce_composed("min"),
     "ReduceL1": _reduce_composed("l1"),
