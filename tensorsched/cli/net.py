@@ -77,6 +77,11 @@ def load_model(
     )
 
 
+def _model(args: argparse.Namespace) -> Graph:
+    """The command's model (``--image-size``, ``--shape`` applied)."""
+    return load_model(args.model, args.image_size, parse_shapes(args.shape))
+
+
 def _image(g: Graph, path: str | None, seed: int = 0) -> np.ndarray:
     shape = g.tensors[g.inputs[0]].shape
     if path is None:
@@ -132,7 +137,7 @@ def cmd_net(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> None:
-    g = load_model(args.model, args.image_size, parse_shapes(args.shape))
+    g = _model(args)
     x = _image(g, args.input, args.seed)
     t0 = time.perf_counter()
     net = build(g, target=args.target, device=args.device, log=args.log, fp16=args.fp16)
@@ -157,7 +162,7 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def _tune(args: argparse.Namespace) -> None:
-    g = optimize(load_model(args.model, args.image_size, parse_shapes(args.shape)))
+    g = optimize(_model(args))
     cluster = Cluster(args.cluster) if args.cluster else None  # one for all the tasks
     try:
         if cluster is not None:  # templates for the cluster's device, not this host's
@@ -295,7 +300,7 @@ def bench_table(rows: list[BenchRow]) -> list[list[str]]:
 
 
 def _bench(args: argparse.Namespace) -> None:
-    g = load_model(args.model, args.image_size, parse_shapes(args.shape))
+    g = _model(args)
     rows, _ = bench_network(
         g, args.device, args.log, args.repeat, not args.no_onnxruntime, args.fp16, args.acl,
         args.acl_configs, args.acl_lists, not args.no_torch,
@@ -326,7 +331,7 @@ def plot_latency(rows: list[list[str]], path: str) -> None:
 def _export(args: argparse.Namespace) -> None:
     if os.path.exists(args.out) and not args.force:
         raise TensorschedError(f"{args.out} exists; pass --force to overwrite it")
-    to_onnx(load_model(args.model, args.image_size, parse_shapes(args.shape)), args.out)
+    to_onnx(_model(args), args.out)
     print(f"written {args.out}")
 
 
