@@ -44,6 +44,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--keep-off", type=float, default=0.5)
     p.add_argument("--count", type=int, default=28)
     p.add_argument("--seed", type=int, default=20261127)
+    p.add_argument(
+        "--gflop",
+        default=f"{FLOP[0] * 1e-9},{FLOP[1] * 1e-9}",
+        help="LO,HI: the shapes' range of work (2 M N K), in GFLOP",
+    )
     a = p.parse_args(argv)
     avoid = [
         tuple(int(x) for x in w.strip(",").split(","))
@@ -57,12 +62,13 @@ def main(argv: list[str] | None = None) -> None:
             except ValueError:
                 continue
     logged = [s for s in logged_shapes(a.log) if len(s) == 3]
+    lo, hi = (float(v) * 1e9 for v in a.gflop.split(","))
     rng = random.Random(a.seed)
     far = np.log2(np.array(avoid, dtype=float) + 1) if avoid else np.zeros((0, 3))
     pool: list[tuple[int, int, int]] = []
     while len(pool) < POOL:
         m, n, k = (round(2 ** rng.uniform(lo, hi)) for lo, hi in LOG2_RANGES)
-        if not FLOP[0] <= 2 * m * n * k <= FLOP[1]:
+        if not lo <= 2 * m * n * k <= hi:
             continue
         x = np.log2(np.array((m, n, k), dtype=float) + 1)
         if len(far) and np.min(np.linalg.norm(far - x, axis=1)) < a.keep_off:
