@@ -34,6 +34,7 @@ from .ir.intrin import (
     asin,
     asinh,
     atan,
+    atan2,
     atanh,
     ceil,
     comm_reducer,
@@ -48,6 +49,7 @@ from .ir.intrin import (
     floor,
     floordiv,
     floormod,
+    fmod,
     if_then_else,
     indexdiv,
     indexmod,
@@ -107,6 +109,8 @@ __all__ = [
     "sigmoid",
     "fabs",
     "power",
+    "fmod",
+    "atan2",
     "indexdiv",
     "indexmod",
     "truncdiv",
@@ -177,9 +181,10 @@ __all__ = [
 
 
 _MATH = (
-    "exp", "log", "sqrt", "tanh", "sigmoid", "fabs", "power", "abs", "floor", "ceil", "round",
-    "trunc", "cos", "sin", "if_then_else", "const", "all", "any", "min_value", "max_value",
-    "indexdiv", "indexmod", "truncdiv", "truncmod", "floordiv", "floormod", "max", "min",
+    "exp", "log", "sqrt", "tanh", "sigmoid", "fabs", "power", "fmod", "atan2", "abs", "floor",
+    "ceil", "round", "trunc", "cos", "sin", "if_then_else", "const", "all", "any", "min_value",
+    "max_value", "indexdiv", "indexmod", "truncdiv", "truncmod", "floordiv", "floormod",
+    "max", "min",
     *_MORE_UNARY,
 )  # fmt: skip
 

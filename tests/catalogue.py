@@ -513,8 +513,10 @@ def lowering_gemm():
         "gemm",
         [
             (
-                "a block axis inside an unbound loop",
-                's[C].bind(j, ts.thread_axis("blockIdx.x"))\nts.lower(s, [A, B, C])',
+                "a global stage computed at a serial loop outside the kernel's thread axes",
+                'AA = s.cache_read(A, "global", [C])\n'
+                's[C].bind(j, ts.thread_axis("blockIdx.x"))\n'
+                "s[AA].compute_at(s[C], i)\nts.lower(s, [A, B, C])",
                 S,
             ),
             (

@@ -199,19 +199,21 @@ def test_bind_a_vectorized_axis():
         s[C].bind(j, thr("threadIdx.x"))
 
 
-def test_block_axis_inside_unbound_loop_at_root():
-    # a threadIdx axis may sit inside a serial loop (tests/test_tvm_port4.py); a blockIdx
-    # one may not
+def test_global_stage_at_a_serial_loop_outside_the_thread_axes():
+    # a blockIdx axis may sit inside a serial loop since round 6 (tests/test_tvm_port6.py),
+    # but a global stage computed at that loop would be filled by every work-item at once
     A, B, C, s = gemm_s()
     i, j = s[C].op.axis
+    AA = s.cache_read(A, "global", [C])
     s[C].bind(j, thr("blockIdx.x"))
+    s[AA].compute_at(s[C], i)
     with raises(
         ts.ScheduleError,
-        "stage 'C'",
-        "axis 'j'",
+        "compute_at",
+        "stage 'A.global'",
+        "'i' of 'C'",
         "blockIdx.x",
-        "unbound loop 'i'",
-        "reorder the bound axes outermost",
+        "give it scope 'local'",
     ):
         ts.lower(s, [A, B, C])
 

@@ -63,6 +63,8 @@ class CStyleEmitter:
         "tanh": "tanh",
         "fabs": "fabs",
         "pow": "pow",
+        "fmod": "fmod",
+        "atan2": "atan2",
         "floor": "floor",
         "ceil": "ceil",
         "round": "round",

@@ -314,7 +314,11 @@ class OpenCLEmitter(CStyleEmitter):
         self._ranged(t.var, 0, None if hi is None else hi - 1, lambda: self.stmt(t.body, ind))
 
     def s_Barrier(self, b: S.Barrier, ind: int) -> None:
-        self.emit(self.barrier_call, ind)
+        # a "global" barrier (a scan's steps in one work-group) fences global memory too
+        call = self.barrier_call
+        if b.scope == "global":
+            call = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+        self.emit(call, ind)
 
     def s_LastGroup(self, g: S.LastGroup, ind: int) -> None:
         # each work-item's global stores fenced for the whole device, one work-item counts the

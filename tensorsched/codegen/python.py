@@ -29,6 +29,8 @@ _CALLS = {
     "sigmoid": "_sigmoid",
     "fabs": "abs",
     "pow": "_pow",
+    "fmod": "_fmod",
+    "atan2": "math.atan2",
     "floor": "_floor",
     "ceil": "_ceil",
     "round": "_round",
@@ -60,6 +62,7 @@ def _nan_on_domain_error(fn):
 
 _sqrt = _nan_on_domain_error(math.sqrt)
 _pow = _nan_on_domain_error(math.pow)
+_fmod = _nan_on_domain_error(math.fmod)  # C's fmod(x, 0) is NaN
 
 
 def _integral(fn):

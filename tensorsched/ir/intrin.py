@@ -318,6 +318,22 @@ def power(x: E.ExprLike, y: E.ExprLike) -> E.Call:
     return E.Call("pow", (a, b), a.dtype)
 
 
+def _binary_float(name: str, what: str) -> Callable[[E.ExprLike, E.ExprLike], E.Call]:
+    def fn(x: E.ExprLike, y: E.ExprLike) -> E.Call:
+        a, b = E.unify(x, y)
+        if not dt.is_float(a.dtype):
+            raise ComputeError(f"ts.{name} needs float arguments, got {a.dtype}")
+        return E.Call(name, (a, b), a.dtype)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{what} (OpenCL C's ``{name}``; floats only, as TVM's)."
+    return fn
+
+
+fmod = _binary_float("fmod", "``x - y * trunc(x / y)``, the remainder with the sign of ``x``")
+atan2 = _binary_float("atan2", "The arc tangent of ``y / x`` in the quadrant of ``(x, y)``")
+
+
 def const(value: object, dtype: str | None = None) -> E.Expr:
     """A constant of ``dtype``: by default int32 for an integer (Python's or numpy's; int64
     when it does not fit in int32) and float32 for a float."""

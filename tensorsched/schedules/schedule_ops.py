@@ -13,9 +13,10 @@ from ..errors import LoweringError, ScheduleError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.intrin import identity_value
-from ..ir.simplify import Extent, const_bound, ext_equal, extent_expr, extent_of
+from ..ir.simplify import Extent, const_bound, ext_equal, extent_expr, extent_of, simplify
+from ..ir.structural import structural_equal
 from ..ir.tensor import IterVar, ScanOp, Tensor, tensors_read
-from ..ir.visitor import Mutator, free_vars, substitute
+from ..ir.visitor import Mutator, Visitor, free_vars, substitute
 from .bound import (
     SCOPE_RANK,
     Bounds,
@@ -342,14 +343,125 @@ def _build_scan(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
             row,
         )
     t = op.scan_axis
+    first, step_body = build_stage(ctx, init, env), build_stage(ctx, update, env)
+    if not _steps_own_elements(ctx, st, first, step_body):
+        tags = {
+            tag
+            for x in ctx.stages
+            if x in (init, update) or any(p in (init, update) for p, _ in ancestors(x))
+            for iv in x.leaf_iter_vars
+            if (tag := bound_tag(x, iv)) is not None and tag != "vthread"
+        }
+        block = sorted(tag for tag in tags if tag.startswith("blockIdx"))
+        if block:
+            raise ScheduleError(
+                "bind",
+                update,
+                f"scan '{st.name}': a step reads state elements that other work-items "
+                f"wrote at the step before (or init and update split the rows "
+                f"differently), and the steps run in one kernel bound to {block[0]}: work-"
+                "groups cannot wait for one another between steps. Bind the init's and "
+                "update's axes alike to threadIdx only (one work-group, a barrier each "
+                "step), or read only the update's own elements of the state",
+            )
+        if tags:  # one work-group: every step waits for the one before
+            first, step_body = (
+                S.seq(first, S.Barrier("global")),
+                S.seq(step_body, S.Barrier("global")),
+            )
     step = S.For(
         t.var,
         extent_expr(t.domain.min),
         extent_expr(t.domain.extent),
         "serial",
-        build_stage(ctx, update, env),
+        step_body,
     )
-    return S.Produce(st.name, S.seq(build_stage(ctx, init, env), step))
+    return S.Produce(st.name, S.seq(first, step))
+
+
+def _steps_own_elements(ctx: _Builder, st: Stage, first: S.Stmt, step: S.Stmt) -> bool:
+    """Whether each step of scan ``st`` reads only elements of the scan that the same
+    work-item wrote: the step's one store writes each row as the init's writes row 0 (the
+    same index of the same work-item and loop indices), and every load of the scan in the
+    step reads what that store wrote some steps before (``state[t - 1, i]``). Otherwise
+    the steps of a scan spread over work-items must wait for one another."""
+    op = st.op
+    assert isinstance(op, ScanOp)
+    t = op.scan_axis.var
+    bufs = set(ctx.bounds.buffers[st])
+    firsts, steps = _stores_to(first, bufs), _stores_to(step, bufs)
+    if len(firsts) != 1 or len(steps) != 1:
+        return False
+    (a, a_loops), (b, b_loops) = firsts[0], steps[0]
+    single = {**_single_loops(first), **_single_loops(step)}  # loops of one iteration
+    a = S.Store(a.buffer, substitute(a.index, single), a.value)
+    b = S.Store(b.buffer, substitute(b.index, single), b.value)
+    a_loops = [v for v in a_loops if v not in single]
+    b_loops = [v for v in b_loops if v not in single]
+    if len(a_loops) != len(b_loops):
+        a_loops = []  # the init's and update's loops differ: only an unbound init does
+    rename: dict[E.Var, E.Expr] = {v: u for v, u in zip(b_loops, a_loops)}
+    rename[t] = extent_expr(op.init.shape[0]) - 1
+    init = ctx.stage_of(op.init)
+    everywhere = not any(  # every work-item computes all of the init (it binds no thread)
+        (tag := bound_tag(x, iv)) is not None and tag != "vthread"
+        for x in ctx.stages
+        if x is init or any(p is init for p, _ in ancestors(x))
+        for iv in x.leaf_iter_vars
+    )
+    if not everywhere and (
+        a.buffer is not b.buffer
+        or not structural_equal(simplify(a.index), simplify(substitute(b.index, rename)))
+    ):
+        return False
+    earlier = [simplify(substitute(b.index, {t: t - c})) for c in range(1, 9)]
+    loads: list[E.Load] = []
+
+    class _V(Visitor):
+        def visit_Load(self, node: E.Load) -> None:
+            if node.buffer in bufs:
+                loads.append(node)
+            self.generic_visit(node)
+
+    _V().visit(step)
+    return all(
+        any(structural_equal(simplify(substitute(x.index, single)), e) for e in earlier)
+        for x in loads
+    )
+
+
+def _single_loops(stmt: S.Stmt) -> dict[E.Var, E.Expr]:
+    """The variables of the loops of one iteration in ``stmt``, each to its only value."""
+    found: dict[E.Var, E.Expr] = {}
+
+    class _V(Visitor):
+        def visit_For(self, f: S.For) -> None:
+            if isinstance(f.extent, E.IntImm) and f.extent.value == 1:
+                found[f.var] = f.min
+            self.generic_visit(f)
+
+    _V().visit(stmt)
+    return found
+
+
+def _stores_to(stmt: S.Stmt, bufs: set[S.Buffer]) -> list[tuple[S.Store, list[E.Var]]]:
+    """The stores to ``bufs`` in ``stmt``, each with the variables of the loops around it."""
+    found: list[tuple[S.Store, list[E.Var]]] = []
+    loops: list[E.Var] = []
+
+    class _V(Visitor):
+        def visit_For(self, f: S.For) -> None:
+            loops.append(f.var)
+            self.generic_visit(f)
+            loops.pop()
+
+        def visit_Store(self, node: S.Store) -> None:
+            if node.buffer in bufs:
+                found.append((node, list(loops)))
+            self.generic_visit(node)
+
+    _V().visit(stmt)
+    return found
 
 
 def thread_tag(ctx: _Builder, st: Stage, iv: IterVar) -> str | None:
@@ -946,13 +1058,17 @@ def check_scope_bindings(ctx: _Builder, st: Stage) -> None:
 
 
 def check_bindings(ctx: _Builder, st: Stage) -> None:
-    """A root stage's blockIdx (and vthread) axes must all be outside its unbound loops (they
-    become the NDRange's work-groups); loops of one iteration do not count. A threadIdx axis
-    may sit inside unbound data loops, as in TVM: each work-item runs those loops itself (the
-    kernel's statement holds them around the work-item index), but not inside a reduction
-    loop, whose initialisation would have to run over the work-items first."""
+    """A root stage's thread axes may sit inside its unbound data loops, as in TVM: each
+    work-item runs those loops itself (the kernel's statement holds them around the
+    work-item index; TVM runs a loop outside its blockIdx axes on the host, launching the
+    kernel at each iteration, which computes the same). Not inside a reduction loop, whose
+    initialisation would have to run over the work-items first; and no stage in global
+    memory may be computed at such a loop outside every thread axis: each work-item would
+    compute all of it into the one array the kernel's work-items share, while others may
+    still read the previous iteration's."""
     unbound = unbound_reduce = None
-    for iv in st.leaf_iter_vars:
+    leaves = st.leaf_iter_vars
+    for iv in leaves:
         tag = bound_tag(st, iv)
         if (tag is None and ctx.ext[st][iv] == 1) or (tag is not None and iv.kind == "reduce"):
             continue  # a reduce axis bound to a thread is lifted out of its loops
@@ -960,7 +1076,7 @@ def check_bindings(ctx: _Builder, st: Stage) -> None:
             unbound = iv if unbound is None else unbound
             if iv.kind == "reduce" and unbound_reduce is None:
                 unbound_reduce = iv
-        elif tag.startswith("threadIdx") and unbound_reduce is not None:
+        elif tag != "vthread" and unbound_reduce is not None:
             raise ScheduleError(
                 "bind",
                 st,
@@ -969,14 +1085,39 @@ def check_bindings(ctx: _Builder, st: Stage) -> None:
                 "the reduction axes",
                 iv,
             )
-        elif not tag.startswith("threadIdx") and unbound is not None:
+        elif tag == "vthread" and unbound is not None:
             raise ScheduleError(
                 "bind",
                 st,
-                f"axis '{iv.var.name}' is bound to {tag} but the "
-                f"unbound loop '{unbound.var.name}' is outside it; reorder the "
-                "bound axes outermost (only threadIdx axes may sit inside serial loops)",
+                f"axis '{iv.var.name}' is a vthread but the unbound loop "
+                f"'{unbound.var.name}' is outside it; reorder the virtual threads outside "
+                "the serial loops",
                 iv,
+            )
+    work_items = [k for k, iv in enumerate(leaves) if (bound_tag(st, iv) or "vthread") != "vthread"]
+    if not work_items:
+        return
+    for child in ctx.stages:
+        if child.attach_stage is not st or child.attach_ivar not in leaves:
+            continue
+        at = leaves.index(child.attach_ivar)
+        serial = [iv for iv in leaves[: at + 1] if ctx.ext[st][iv] != 1]
+        if (
+            at < work_items[0]
+            and serial
+            and ctx.scope[child] == "global"
+            and not across_groups(child)
+        ):
+            first = leaves[work_items[0]]
+            raise ScheduleError(
+                "compute_at",
+                child,
+                f"it is computed at '{child.attach_ivar.var.name}' of '{st.name}', a loop "
+                f"outside the thread axis '{first.var.name}' ({bound_tag(st, first)}), in "
+                "global memory: every work-item would compute it into the one array they "
+                "share, racing with those still reading the previous iteration; attach it "
+                f"inside the thread axes, give it scope 'local', or compute it at the root",
+                child.attach_ivar,
             )
 
 

@@ -3,10 +3,15 @@ inline every elementwise, broadcast or injective stage)."""
 
 from __future__ import annotations
 
+from ..errors import LoweringError
 from ..ir import expr as E
-from ..ir.tensor import ComputeOp, IterVar, ScanOp
+from ..ir import stmt as S
+from ..ir.simplify import Extent, extent_expr
+from ..ir.tensor import ComputeOp, IterVar, Range, ScanOp
 from ..ir.visitor import Visitor
+from .bound import infer_bound
 from .schedule import Group, IterAttr, Schedule, Stage, create_schedule
+from .schedule_ops import schedule_to_stmt
 
 __all__ = [
     "AutoInlineBroadcast",
@@ -14,11 +19,44 @@ __all__ = [
     "AutoInlineInjective",
     "Group",
     "IterAttr",
+    "InferBound",
     "IterVar",
+    "Range",
     "Schedule",
+    "ScheduleOps",
     "Stage",
     "create_schedule",
 ]
+
+
+def InferBound(sch: Schedule) -> dict[IterVar, Range]:  # noqa: N802  (TVM's name)
+    """The ranges bound inference gives every loop of the schedule's stages, as TVM's
+    ``te.schedule.InferBound``: a ``Range`` (``min``, ``extent``, expressions: ``IntImm``
+    when constant, so ``.extent.value`` reads it) per iteration variable, the stages' own axes
+    (``op.axis``, ``op.reduce_axis``) and those of their splits and fuses. An attached stage's
+    axes cover the region it computes per iteration of its attach loop, their ``min`` an
+    expression of the loops around it. Inlined stages have no entry."""
+    if not isinstance(sch, Schedule):
+        raise LoweringError(
+            f"InferBound: expected a schedule (ts.create_schedule), got {type(sch).__name__}"
+        )
+    b = infer_bound(sch)
+    out: dict[IterVar, Range] = {}
+    for st in b.stages:
+        for iv, (lo, ext) in zip(st.op.axis, b.region[st]):
+            out[iv] = Range(extent_expr(lo), extent_expr(ext))
+        for iv, ext in b.ext[st].items():
+            if iv not in out:
+                first: Extent = iv.dom.min if iv.dom is not None and iv.kind == "reduce" else 0
+                out[iv] = Range(extent_expr(first), extent_expr(ext))
+    return out
+
+
+def ScheduleOps(sch: Schedule, bounds: object = None) -> S.Stmt:  # noqa: N802  (TVM's name)
+    """The schedule's loop nests before the lowering passes (TVM's ``ScheduleOps``; ``bounds``,
+    ``InferBound``'s result, is accepted and inferred again). ``ts.lower`` runs this and then
+    the passes."""
+    return schedule_to_stmt(sch, [])[0]
 
 
 def AutoInlineElemWise(sch: Schedule) -> None:  # noqa: N802  (TVM's name)

@@ -273,8 +273,10 @@ def bad_on_inlined(live):
 
 
 def bad_bind_inner(live):
-    """Bind a loop of a root stage with an unbound loop (of more than one iteration)
-    outside it: lowering must refuse."""
+    """Bind a loop of a root stage with an unbound reduction loop (of more than one
+    iteration) outside it: lowering must refuse (its initialisation would have to run over
+    the work-items first). Inside a serial data loop a bound loop is legal: each work-item
+    runs the loop, as TVM runs it on the host around the kernel's launches."""
     opts = []
     for st in live.stages():
         if st.attach_type != "root" or any(live.bound(st, iv) for iv in st.leaf_iter_vars):
@@ -287,7 +289,7 @@ def bad_bind_inner(live):
                 and iv.kind == "data"
                 and live.plain(st, iv)
                 and live.usable(st, iv)
-                and any(ext.get(x, 1) > 1 for x in lv[:n])
+                and any(x.kind == "reduce" and ext.get(x, 1) > 1 for x in lv[:n])
             ):
                 opts.append((st, iv))
     if not opts:
