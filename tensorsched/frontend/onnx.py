@@ -11,26 +11,27 @@ folder (no absolute path, no ``..``, no link out of it), at an offset and length
 file that match the tensor's dims; a model given as bytes or a ``ModelProto`` names no folder,
 so its external weights are refused. Operators read: Conv (with group and dilations: zeros
 between the weight's taps), ConvTranspose (a stride-1 convolution of the input with zeros
-between its elements), the pools and these over a 1-d ``(N, C, L)`` too (as one row of
-2-d), BatchNormalization,
-Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub, Mul, Div, Pow (numpy
-broadcasting), Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, MaxPool, AveragePool
-(both with ceil_mode), GlobalAveragePool, ReduceMean / ReduceSum / ReduceMax (over any axes;
-a mean over H and W of an NCHW tensor is a global average pool), LayerNormalization (as
-reductions and elementwise nodes), Gemm (transA; a matrix C added after), MatMul (by a constant
-2-d ``B``: a dense layer; any other, two computed tensors among them: a ``batch_matmul``),
-Flatten, Reshape, Softmax,
-Concat, Transpose, Slice, Split (as slices), Squeeze / Unsqueeze (as reshapes), Gather (at
-constant indices: slices), Expand (of a computed tensor: a broadcast ``mul`` by ones), Cast
-(to float: the identity), Dropout (inference: the identity), Identity, Constant, Pad (modes
-constant, reflect and edge; constant pads, a negative one cropping; opset 18's axes; opset 2's
-attributes) and Einsum (one input: sums over axes and a transpose; two: every letter a batch,
-a contracted or one input's own one, as transposes and reshapes around a ``batch_matmul``),
-and as compositions of the graph's operators PRelu, Elu, Selu, Softplus, Softsign, Sum, Mean,
-Max, Min, GlobalMaxPool, InstanceNormalization, LRN, DepthToSpace, SpaceToDepth, Tile, Mish,
-Gelu, Celu, LogSoftmax, ReduceMin, ReduceL1, ReduceL2, ReduceSumSquare, LpNormalization,
-MeanVarianceNormalization and Resize (mode nearest, where each axis repeats every element a
-whole number of times); any other is an ``UnsupportedOperatorError`` naming its type and node.
+between its elements), the pools and these over a 1-d ``(N, C, L)`` too (as one row of 2-d),
+BatchNormalization, Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub,
+Mul, Div, Pow (numpy broadcasting), Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil,
+MaxPool, AveragePool (both with ceil_mode), GlobalAveragePool, ReduceMean / ReduceSum /
+ReduceMax (over any axes; a mean over H and W of an NCHW tensor is a global average pool),
+LayerNormalization (as reductions and elementwise nodes; its Mean and InvStdDev outputs too),
+Gemm (transA; a matrix C added after), MatMul (by a constant 2-d ``B``: a dense layer; any
+other, two computed tensors among them: a ``batch_matmul``), Flatten, Reshape, Softmax, Concat,
+Transpose, Slice, Split (as slices), Squeeze / Unsqueeze (as reshapes), Gather (at constant
+indices: slices), Expand (of a computed tensor: a broadcast ``mul`` by ones), Cast (to float:
+the identity), Dropout (inference, or a training_mode that drops nothing: the identity),
+Identity, Constant, Pad (modes constant, reflect and edge; constant pads, a negative one
+cropping; opset 18's axes; opset 2's attributes) and Einsum (one input: sums over axes and a
+transpose; two: every letter a batch, a contracted or one input's own one, as transposes and
+reshapes around a ``batch_matmul``), and as compositions of the graph's operators PRelu, Elu,
+Selu, Softplus, Softsign, Sum, Mean, Max, Min, GlobalMaxPool, InstanceNormalization, LRN,
+DepthToSpace, SpaceToDepth, Tile, Mish, Gelu, Celu, LogSoftmax, ReduceMin, ReduceL1, ReduceL2,
+ReduceSumSquare, LpNormalization, MeanVarianceNormalization and Resize (mode nearest, where
+each axis repeats every element a whole number of times; opset 18's axes and
+keep_aspect_ratio_policy); any other is an ``UnsupportedOperatorError`` naming its type and
+node.
 
 Constants are folded at import (``FOLD``): any of those operators, and the shape arithmetic of
 exporters (Shape, Size, ConstantOfShape, Range, Expand, Equal, Less, Greater, And, Or, Xor,
@@ -176,7 +177,10 @@ def _read_external(model: Any, folder: str, where: str) -> None:
                 f"{folder} (a link out of it is not followed)"
             )
         if t.data_type not in _NP_OF:
-            raise OnnxImportError(f"{what}: element type {t.data_type} is not supported")
+            raise OnnxImportError(
+                f"{what}: element type {_type_name(t.data_type)} is not supported; tensorsched "
+                f"reads {READ_TYPES} tensors"
+            )
         dims = tuple(t.dims)
         if len(dims) > MAX_RANK or any(d < 0 for d in dims) or math.prod(dims) > MAX_ELEMENTS:
             raise OnnxImportError(f"{what}: bad dims {dims}")
@@ -234,6 +238,17 @@ _FIELD_OF = {
 }  # fmt: skip
 
 
+READ_TYPES = "float32, float16, float64, int32, int64 and bool"  # _NP_OF's, for messages
+
+
+def _type_name(code: Any) -> str:
+    """ONNX's element type ``code`` as its number and name (``10 (FLOAT16)``), for messages."""
+    try:
+        return f"{code} ({_onnx().TensorProto.DataType.Name(code)})"
+    except (ValueError, TypeError):
+        return f"{code!r} (not an ONNX element type)"
+
+
 def _tensor(t: Any, what: str) -> np.ndarray:
     """An initializer or Constant value as numpy, checked: dims, stored bytes, no external
     data, a supported element type."""
@@ -244,7 +259,10 @@ def _tensor(t: Any, what: str) -> np.ndarray:
             "(from its folder); give the path, or embed them"
         )
     if t.data_type not in _NP_OF:
-        raise OnnxImportError(f"{what}: element type {t.data_type} is not supported")
+        raise OnnxImportError(
+            f"{what}: element type {_type_name(t.data_type)} is not supported; tensorsched "
+            f"reads {READ_TYPES} tensors"
+        )
     dims = tuple(t.dims)
     if dims and (
         len(dims) > MAX_RANK or any(d < 0 for d in dims) or math.prod(dims) > MAX_ELEMENTS
@@ -353,7 +371,7 @@ class _Reader:
         """The constant ``name`` computed at import (folded)."""
         if name in self.g.tensors or self.known(name) or name in self.alias:
             raise OnnxImportError(f"{where}: tensor '{name}' is defined twice")
-        self._add_constant(name, value)
+        self._add_constant(name, value, f"{where}: output")
 
     def read(self) -> Graph:
         m = self.model
@@ -368,7 +386,7 @@ class _Reader:
         if len(graph.node) > MAX_NODES:
             raise OnnxImportError(f"the model has {len(graph.node)} nodes, more than {MAX_NODES}")
         for init in graph.initializer:
-            self._add_constant(init.name, _tensor(init, "initializer"))
+            self._add_constant(init.name, _tensor(init, "initializer"), "initializer")
         for vi in graph.input:
             if self.known(vi.name):
                 continue  # an initializer listed as an input (older exporters)
@@ -377,12 +395,21 @@ class _Reader:
             self._node(node, i)
         outs = [self.name(o.name) for o in graph.output]
         for o in outs:
+            if o in self.ints or (o in self.floats and o not in self.g.tensors):
+                v = self.const(o, "the model")
+                raise OnnxImportError(
+                    f"the model's output '{o}' is a constant ({v.dtype} of shape {v.shape}) "
+                    "computed at import from constants and shapes only; tensorsched's outputs "
+                    "are float tensors computed from the model's inputs"
+                )
             if o not in self.g.tensors:
                 raise OnnxImportError(f"the model's output '{o}' is not computed by any node")
         self.g.output(*outs)
         return self.g
 
-    def _add_constant(self, name: str, arr: np.ndarray) -> None:
+    def _add_constant(self, name: str, arr: np.ndarray, what: str) -> None:
+        """The constant ``name`` (``what`` it is, for messages: an initializer, a node's
+        output computed at import)."""
         arr = np.asarray(arr)
         if arr.dtype == np.bool_:
             self.ints[name] = arr.copy()
@@ -391,7 +418,9 @@ class _Reader:
         else:
             value = arr.astype(np.float32)
             if not np.all(np.isfinite(value)):
-                raise OnnxImportError(f"constant '{name}' holds inf or nan")
+                raise OnnxImportError(
+                    f"{what} '{name}' holds inf or nan; tensorsched's constants are finite"
+                )
             self.floats[name] = value
             if value.size:  # the graph holds no empty tensor
                 self.g.constant(name, value)
@@ -399,19 +428,42 @@ class _Reader:
     def _input_shape(self, vi: Any) -> tuple[int, ...]:
         if vi.name in self.shapes:
             return _dims(list(self.shapes[vi.name]), f"input '{vi.name}'")
+        kind = vi.type.WhichOneof("value")
+        if kind != "tensor_type":
+            what = kind.removesuffix("_type") if kind else "no type"
+            raise OnnxImportError(
+                f"input '{vi.name}' is of {what}, not a tensor; tensorsched reads tensor inputs "
+                "only"
+            )
         tt = vi.type.tensor_type
         if tt.elem_type != 1:
-            raise OnnxImportError(f"input '{vi.name}': element type {tt.elem_type}; float32 only")
+            to_float = tt.elem_type in (10, 11, 16)  # float16, double, bfloat16
+            raise OnnxImportError(
+                f"input '{vi.name}': element type {_type_name(tt.elem_type)}; tensorsched's "
+                "inputs are float32 only" + (" (convert the model to float32)" if to_float else "")
+            )
+        give = (
+            f"give its shape: from_onnx(model, shapes={{'{vi.name}': (1, 3, 224, 224)}}) "
+            f"(tensorsched net: --shape {vi.name}=1,3,224,224)"
+        )
+        if not tt.HasField("shape"):
+            raise OnnxImportError(f"input '{vi.name}' has no shape (not even a rank); {give}")
         dims = []
-        for d in tt.shape.dim:
+        for k, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
                 dims.append(int(d.dim_value))
-            else:
+            elif d.HasField("dim_value"):
+                shown = tuple(x.dim_value if x.HasField("dim_value") else "?" for x in tt.shape.dim)
                 raise OnnxImportError(
-                    f"input '{vi.name}' has a symbolic dimension '{d.dim_param}'; give its "
-                    f"shape: from_onnx(model, shapes={{'{vi.name}': (1, 3, 224, 224)}}) "
-                    f"(tensorsched net: --shape {vi.name}=1,3,224,224)"
+                    f"input '{vi.name}' of shape {shown}: dim {k} is {d.dim_value}; tensorsched "
+                    "holds no empty tensor (every dim must be positive)"
                 )
+            elif d.dim_param:
+                raise OnnxImportError(
+                    f"input '{vi.name}' has a symbolic dimension '{d.dim_param}'; {give}"
+                )
+            else:
+                raise OnnxImportError(f"input '{vi.name}': dim {k} has no size; {give}")
         return _dims(dims, f"input '{vi.name}'")
 
     def _node(self, node: Any, i: int) -> None:
@@ -434,7 +486,11 @@ class _Reader:
         if len(outs) < 1 or not outs[0]:
             raise OnnxImportError(f"{where}: no output")
         if any(outs[1:]) and op not in MULTI_OUTPUT:
-            raise UnsupportedOperatorError(f"{where}: only the first output is supported")
+            k = next(k for k, t in enumerate(outs) if k and t)
+            raise UnsupportedOperatorError(
+                f"{where}: its output {k} '{outs[k]}' is not supported; tensorsched computes "
+                f"only the first output, '{outs[0]}' (leave the others' names empty)"
+            )
         try:
             if op in FOLD and any(ins) and all(self.is_const(t) for t in ins if t):
                 self._fold(op, where, a, ins, outs)
@@ -475,7 +531,10 @@ class _Reader:
 
 def _no_dilation(a: Mapping[str, Any], where: str) -> None:
     if any(d != 1 for d in a.get("dilations", [1, 1])):
-        raise UnsupportedOperatorError(f"{where}: dilations {a['dilations']} (only 1 is supported)")
+        raise UnsupportedOperatorError(
+            f"{where}: dilations {a['dilations']}; tensorsched pools windows without dilation "
+            "only (dilations of 1)"
+        )
 
 
 def _window_pads(
@@ -547,7 +606,10 @@ def _conv(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
     w = _conv_weight(r, ins, where, "Conv")
     wshape = r.g.tensors[w].shape
     if len(wshape) != 4:
-        raise UnsupportedOperatorError(f"{where}: only 2-d convolution is supported")
+        raise UnsupportedOperatorError(
+            f"{where}: a weight of shape {wshape}; tensorsched reads 2-d Conv (and 1-d, as one "
+            "row of 2-d), not 3-d or more"
+        )
     kernel = a.get("kernel_shape", list(wshape[2:]))
     if list(kernel) != list(wshape[2:]):
         raise OnnxImportError(f"{where}: kernel_shape {kernel} disagrees with the weight {wshape}")
@@ -571,7 +633,10 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
     xshape = r.g.tensors[ins[0]].shape
     group = _int_attr(a, "group", 1, where)
     if wk.ndim != 4 or len(xshape) != 4:
-        raise UnsupportedOperatorError(f"{where}: only 2-d ConvTranspose is supported")
+        raise UnsupportedOperatorError(
+            f"{where}: a weight of shape {wk.shape} on an input of shape {xshape}; tensorsched "
+            "reads 2-d ConvTranspose (and 1-d, as one row of 2-d), not 3-d or more"
+        )
     cin, cog, kh, kw = wk.shape
     if group < 1 or cin % group or xshape[1] != cin:
         raise OnnxImportError(
@@ -723,11 +788,16 @@ def _batch_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out:
 
 
 def _clip(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    lo = float(r.const(ins[1], where).reshape(-1)[0]) if len(ins) > 1 and ins[1] else -FLOAT_MAX
-    hi = float(r.const(ins[2], where).reshape(-1)[0]) if len(ins) > 2 and ins[2] else FLOAT_MAX
-    if not lo <= hi:
-        raise OnnxImportError(f"{where}: min {lo} is above max {hi}")
-    r.g.clip(ins[0], lo, hi, name=name)
+    """Clip by constant bounds; a ``min`` above ``max`` sets every element to ``max``, as ONNX
+    defines it (``min(max, max(x, min))``): a clip to ``[max, max]``."""
+    bounds = []
+    for k, default in ((1, -FLOAT_MAX), (2, FLOAT_MAX)):
+        v = r.const(ins[k], where) if len(ins) > k and ins[k] else np.array(default)
+        if v.size != 1 or v.dtype == np.bool_:
+            raise OnnxImportError(f"{where}: {('min', 'max')[k - 1]} must be one number")
+        bounds.append(float(v.reshape(-1)[0]))
+    lo, hi = bounds
+    r.g.clip(ins[0], min(lo, hi), hi, name=name)
     _rename_output(r, name, out)
 
 
@@ -748,9 +818,19 @@ def _binary(op: str) -> Any:
 
 
 def _dropout(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """Inference: the identity (a ``training_mode`` input is refused)."""
+    """Inference: the identity. So is a constant ``training_mode`` input that is false, or
+    true with a constant ``ratio`` of 0 (nothing dropped, nothing scaled); true with another
+    ratio drops at random, which is refused."""
     if len(ins) > 2 and ins[2]:
-        raise UnsupportedOperatorError(f"{where}: a training_mode input (inference only)")
+        mode = r.const(ins[2], where)
+        ratio = r.const(ins[1], where) if ins[1] else np.array(0.5)
+        if mode.size != 1 or ratio.size != 1:
+            raise OnnxImportError(f"{where}: ratio and training_mode must be one value each")
+        if bool(mode.reshape(-1)[0]) and float(ratio.reshape(-1)[0]) != 0:
+            raise UnsupportedOperatorError(
+                f"{where}: training_mode is true and ratio {float(ratio.reshape(-1)[0])}: a "
+                "random dropout; tensorsched reads inference models (training_mode false)"
+            )
     _identity(r, name, where, a, ins[:1], out)
 
 
@@ -764,7 +844,10 @@ def _pool(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str, 
     _float_input(r, ins, where)
     kernel = a.get("kernel_shape")
     if kernel is None or len(kernel) != 2:
-        raise UnsupportedOperatorError(f"{where}: kernel_shape must be two ints (2-d pooling)")
+        raise UnsupportedOperatorError(
+            f"{where}: kernel_shape {kernel} must be two ints; tensorsched pools 2-d windows "
+            "(and 1-d ones, as one row of 2-d), not 3-d or more"
+        )
     xshape = r.g.tensors[ins[0]].shape
     if len(xshape) != 4:
         raise OnnxImportError(f"{where}: the input must be NCHW, got shape {xshape}")
@@ -1138,8 +1221,8 @@ def _f_cast(where: str, a: dict, x: Values) -> np.ndarray:
     to = a.get("to")
     if not isinstance(to, int) or to not in CAST_TO:
         raise UnsupportedOperatorError(
-            f"{where}: cast to element type {to!r}; tensorsched reads float, int32, int64 and "
-            "bool constants"
+            f"{where}: cast to element type {_type_name(to)}; tensorsched reads float, int32, "
+            "int64 and bool constants"
         )
     v = np.asarray(x[0])
     if CAST_TO[to] is np.bool_:
@@ -1691,8 +1774,8 @@ def _cast(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
     _float_input(r, ins, where)
     if not isinstance(a.get("to"), int) or a.get("to") not in (1, 10, 11):
         raise UnsupportedOperatorError(
-            f"{where}: a cast of the computed tensor '{ins[0]}' to element type {a.get('to')!r}; "
-            "tensorsched computes float32 only"
+            f"{where}: a cast of the computed tensor '{ins[0]}' to element type "
+            f"{_type_name(a.get('to'))}; tensorsched computes float32 only"
         )
     _identity(r, name, where, a, ins[:1], out)
 
@@ -1754,34 +1837,37 @@ def _unsqueeze(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: 
 
 def _gather(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
     """A computed tensor read at constant indices along one axis: a scalar index is a slice
-    with the axis dropped; a list of them, slices joined by a concat."""
+    with the axis dropped; a list of them, slices joined by a concat; indices of 2 or more
+    dims, that concat reshaped to put their dims in place of the axis."""
     _float_input(r, ins, where)
     if len(ins) != 2 or not ins[1]:
         raise OnnxImportError(f"{where}: takes 2 inputs")
     shape = r.g.tensors[ins[0]].shape
     axis = _axis_in(_int_attr(a, "axis", 0, where), len(shape), where)
     idx = r.const(ins[1], where)
-    if idx.dtype.kind not in "iu" or idx.ndim > 1 or idx.size > 64 or not idx.size:
+    if idx.dtype.kind not in "iu" or idx.size > 64 or not idx.size:
         raise UnsupportedOperatorError(
-            f"{where}: indices of shape {idx.shape}; a scalar or a list of at most 64 "
-            "integers is supported on a computed tensor"
+            f"{where}: indices of shape {idx.shape}; at most 64 integers (a scalar or a tensor "
+            "of any shape) are supported on a computed tensor"
         )
     dim = shape[axis]
     picks = [int(i) + dim if i < 0 else int(i) for i in idx.reshape(-1)]
     if any(not 0 <= i < dim for i in picks):
         raise OnnxImportError(f"{where}: indices {idx.tolist()} out of range for {dim}")
-    single = idx.ndim == 1 and len(picks) == 1
+    final = shape[:axis] + idx.shape + shape[axis + 1 :]
+    if not final:
+        raise UnsupportedOperatorError(f"{where}: gathering a scalar (the graph holds none)")
+    direct = idx.ndim == 1  # the slices (joined) are the output as they are
+    single = direct and len(picks) == 1
     parts = [
         r.g.slice(ins[0], [i], [i + 1], [axis], name=name if single else f"{name}_pick{k}")
         for k, i in enumerate(picks)
     ]
-    if idx.ndim == 0:
-        drop = tuple(d for j, d in enumerate(shape) if j != axis)
-        if not drop:
-            raise UnsupportedOperatorError(f"{where}: gathering a scalar (the graph holds none)")
-        r.g.reshape(parts[0], drop, name=name)
-    elif not single:
-        r.g.concat(parts, axis, name=name)
+    joined = parts[0]
+    if len(parts) > 1:
+        joined = r.g.concat(parts, axis, name=name if direct else f"{name}_picks")
+    if not direct:
+        r.g.reshape(joined, final, name=name)
     _rename_output(r, name, out)
 
 
@@ -1805,27 +1891,39 @@ def _pow(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -
 
 
 def _normalized(
-    r: _Reader, x: str, axes: list[int], eps: float, fresh: Any, name: str | None = None
-) -> str:
+    r: _Reader, x: str, axes: list[int], eps: float, fresh: Any, name: str | None = None,
+    mean_out: str = "",
+) -> tuple[str, str]:  # fmt: skip
     """``(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps)``, the means over ``axes``
-    (LayerNormalization's and InstanceNormalization's nodes before their scale and bias)."""
+    (LayerNormalization's and InstanceNormalization's nodes before their scale and bias), and
+    the root's tensor; ``mean_out`` names the mean's tensor (LayerNormalization's ``Mean``)."""
     g = r.g
-    mean = g.reduce(x, "mean", axes, True, name=fresh("mean"))
+    node = fresh("mean")
+    mean = g.reduce(x, "mean", axes, True, name=node)
+    if mean_out:
+        _rename_output(r, node, mean_out)
+        mean = mean_out
     d = g.add_node("sub", [x, mean], {}, fresh("centre"))
     var = g.reduce(g.add_node("power", [d], {"exponent": 2.0}, fresh("square")), "mean", axes,
                    True, name=fresh("var"))  # fmt: skip
     eps_t = g.constant(fresh("epsilon"), np.array([eps], np.float32))
     std = g.add_node("sqrt", [g.add_node("add", [var, eps_t], {}, fresh("var_eps"))], {},
                      fresh("std"))  # fmt: skip
-    return g.add_node("div", [d, std], {}, name or fresh("normed"))
+    return g.add_node("div", [d, std], {}, name or fresh("normed")), std
 
 
-def _layer_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+def _layer_norm(
+    r: _Reader, name: str, where: str, a: dict, ins: list[str], outs: list[str]
+) -> None:
     """Opset 17's LayerNormalization, as graph nodes: ``d = x - mean(x)``, ``d / sqrt(mean(d
-    * d) + epsilon) * scale + bias``, the means over the axes from ``axis`` to the last."""
+    * d) + epsilon) * scale + bias``, the means over the axes from ``axis`` to the last; its
+    optional outputs ``Mean`` (that mean) and ``InvStdDev`` (``1 / sqrt(mean(d * d) +
+    epsilon)``) keep the reduced axes as size 1."""
     _float_input(r, ins, where)
     if len(ins) not in (2, 3) or not ins[1]:
         raise OnnxImportError(f"{where}: takes 2 or 3 inputs (X, Scale, B)")
+    if len(outs) > 3:
+        raise OnnxImportError(f"{where}: has {len(outs)} outputs; ONNX gives it 3 at most")
     shape = r.g.tensors[ins[0]].shape
     axis = _axis_in(_int_attr(a, "axis", -1, where), len(shape), where)
     eps = a.get("epsilon", 1e-5)
@@ -1835,12 +1933,17 @@ def _layer_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out:
         if t and t not in r.g.tensors:
             raise OnnxImportError(f"{where}: '{t}' must be a float tensor")
     g, axes, fresh = r.g, list(range(axis, len(shape))), _fresh(r, name)
-    y = _normalized(r, ins[0], axes, eps, fresh)
+    mean_out, inv_out = [*outs[1:], "", ""][:2]
+    y, std = _normalized(r, ins[0], axes, eps, fresh, mean_out=mean_out)
     bias = ins[2] if len(ins) > 2 and ins[2] else None
     y = g.add_node("mul", [y, ins[1]], {}, name if bias is None else fresh("scaled"))
     if bias is not None:
         g.add_node("add", [y, bias], {}, name)
-    _rename_output(r, name, out)
+    _rename_output(r, name, outs[0])
+    if inv_out:
+        inv = fresh("inv_std_dev")
+        g.add_node("reciprocal", [std], {}, inv)
+        _rename_output(r, inv, inv_out)
 
 
 def _fresh(r: _Reader, name: str) -> Any:
@@ -2065,7 +2168,9 @@ def _per_channel(r: _Reader, t: str, rank: int, fresh: Any, what: str, where: st
 
 def _lp_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
     """LpNormalization (p 1 or 2) along ``axis``: ``x`` over the sum of ``|x|`` (p=1) or the
-    root of the sum of squares (p=2) along it."""
+    root of the sum of squares (p=2) along it; where that norm is 0 (every element along the
+    axis 0) the output is 0, as ONNX defines it (opset 22): the norm is clipped below at the
+    smallest normal float32 first, so 0 / that is 0 and any other norm is kept."""
     _float_input(r, ins, where)
     g, fresh = r.g, _fresh(r, name)
     axis = _axis_in(_int_attr(a, "axis", -1, where), len(g.tensors[ins[0]].shape), where)
@@ -2079,6 +2184,7 @@ def _lp_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: st
     norm = g.reduce(mag, "sum", [axis], True, name=fresh("sum"))
     if p == 2:
         norm = g.add_node("sqrt", [norm], {}, fresh("norm"))
+    norm = g.clip(norm, float(np.finfo(np.float32).tiny), FLOAT_MAX, name=fresh("nonzero"))
     g.add_node("div", [ins[0], norm], {}, name)
     _rename_output(r, name, out)
 
@@ -2091,7 +2197,7 @@ def _mvn(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -
     axes = _axes_in(_int_list(a.get("axes", [0, 2, 3]), where, "axes") or [], rank, where)
     if not axes:
         raise OnnxImportError(f"{where}: axes must name at least one axis")
-    _normalized(r, ins[0], axes, 1e-9, _fresh(r, name), name)
+    _normalized(r, ins[0], axes, 1e-9, _fresh(r, name), name)  # its root unused
     _rename_output(r, name, out)
 
 
@@ -2111,7 +2217,7 @@ def _instance_norm(r: _Reader, name: str, where: str, a: dict, ins: list[str], o
     for t in ins[1:]:
         if g.tensors[t].shape != (shape[1],):
             raise OnnxImportError(f"{where}: '{t}' must have shape ({shape[1]},)")
-    y = _normalized(r, ins[0], axes, eps, fresh)
+    y, _ = _normalized(r, ins[0], axes, eps, fresh)
     scale = _per_channel(r, ins[1], len(shape), fresh, "scale", where)
     bias = _per_channel(r, ins[2], len(shape), fresh, "bias", where)
     g.add_node("add", [g.add_node("mul", [y, scale], {}, fresh("scaled")), bias], {}, name)
@@ -2153,14 +2259,16 @@ def _lrn(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -
 
 
 def _space_depth(to_space: bool) -> Any:
-    """DepthToSpace (modes DCR and CRD) and SpaceToDepth of an NCHW tensor, as a reshape, a
-    transpose and a reshape."""
+    """DepthToSpace and SpaceToDepth of an NCHW tensor, in mode DCR (the default) or CRD
+    (SpaceToDepth's since opset 28), as a reshape, a transpose and a reshape: DCR orders the
+    channels of the depth axis block row, block column, then input channel; CRD input channel
+    first."""
 
     def convert(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
         _float_input(r, ins, where)
         shape = r.g.tensors[ins[0]].shape
         b = _int_attr(a, "blocksize", 0, where)
-        mode = a.get("mode", "DCR") if to_space else "DCR"
+        mode = a.get("mode", "DCR")
         if len(shape) != 4 or b < 1 or mode not in ("DCR", "CRD"):
             raise OnnxImportError(
                 f"{where}: takes an NCHW tensor, a positive blocksize and mode DCR or CRD"
@@ -2174,7 +2282,8 @@ def _space_depth(to_space: bool) -> Any:
         elif to_space:
             split, perm = (nb, c // (b * b), b, b, h, w), (0, 1, 4, 2, 5, 3)
         else:
-            split, perm = (nb, c, h // b, b, w // b, b), (0, 3, 5, 1, 2, 4)
+            split = (nb, c, h // b, b, w // b, b)
+            perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
         final = (nb, c // (b * b), h * b, w * b) if to_space else (nb, c * b * b, h // b, w // b)
         x = g.reshape(ins[0], split, name=fresh("split"))
         g.reshape(g.transpose(x, perm, name=fresh("moved")), final, name=name)
@@ -2253,8 +2362,11 @@ def _resize(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
     """Resize in mode ``nearest`` where every axis repeats each element a whole number of
     times (as an upsampling by integer factors under any of ONNX's coordinate and rounding
     modes that reads so; a check of the index map, not of the names): the input reshaped with
-    a size-1 axis after each repeated one, broadcast by ones, reshaped back. Other modes and
-    maps are refused."""
+    a size-1 axis after each repeated one, broadcast by ones, reshaped back. Opset 18's
+    ``axes`` (the axes ``scales`` or ``sizes`` give, the others kept) and
+    ``keep_aspect_ratio_policy`` (``sizes`` as bounds: one scale for all those axes, their
+    smallest ratio or largest, each size that scale times the input's rounded half up) are
+    read. Other modes and maps are refused."""
     _float_input(r, ins, where)
     mode = a.get("mode", "nearest")
     coord = a.get("coordinate_transformation_mode", "half_pixel")
@@ -2269,10 +2381,23 @@ def _resize(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
             f"{rounding!r}; tensorsched reads {', '.join(RESIZE_COORDS)} / "
             f"{', '.join(RESIZE_ROUNDING)}"
         )
-    for key in ("axes", "antialias", "keep_aspect_ratio_policy"):
-        if key in a and not (key == "antialias" and a[key] == 0):
-            raise UnsupportedOperatorError(f"{where}: Resize attribute {key} is not supported")
+    if _int_attr(a, "antialias", 0, where):
+        raise UnsupportedOperatorError(
+            f"{where}: Resize antialias {a['antialias']}; ONNX defines antialiasing for the "
+            "linear and cubic modes, and tensorsched reads nearest Resize without it (0)"
+        )
+    policy = a.get("keep_aspect_ratio_policy", "stretch")
+    if policy not in ("stretch", "not_larger", "not_smaller"):
+        raise OnnxImportError(
+            f"{where}: keep_aspect_ratio_policy {policy!r} must be stretch, not_larger or "
+            "not_smaller"
+        )
     shape = r.g.tensors[ins[0]].shape
+    rank = len(shape)
+    given_axes = _int_list(a.get("axes"), where, "axes")
+    axes = list(range(rank)) if given_axes is None else _axes_in(given_axes, rank, where)
+    if not axes:
+        raise OnnxImportError(f"{where}: axes must name at least one axis")
     # scales or sizes (exporters leave the other one out, or an empty constant)
     raw = np.zeros(0)
     if len(ins) > 2 and ins[2]:
@@ -2280,18 +2405,25 @@ def _resize(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
     sizes_t = ins[3] if len(ins) > 3 and ins[3] else ""
     if (raw.size == 0) == (not sizes_t):
         raise OnnxImportError(f"{where}: Resize takes scales or sizes (one of them)")
+    scales, sizes = [1.0] * rank, list(shape)  # the axes not in ``axes`` kept
     if sizes_t:
-        sizes = r.ints_of(sizes_t, where, "sizes")
-        if len(sizes) != len(shape) or any(d < 1 for d in sizes):
-            raise OnnxImportError(f"{where}: sizes {sizes} must be {len(shape)} positive ints")
-        scales = [o / i for o, i in zip(sizes, shape)]
+        given = r.ints_of(sizes_t, where, "sizes")
+        if len(given) != len(axes) or any(d < 1 for d in given):
+            raise OnnxImportError(f"{where}: sizes {given} must be {len(axes)} positive ints")
+        ratios = [o / shape[d] for o, d in zip(given, axes)]
+        if policy != "stretch":
+            one = min(ratios) if policy == "not_larger" else max(ratios)
+            ratios = [one] * len(axes)
+            given = [int(one * shape[d] + 0.5) for d in axes]
+        for d, ratio, size in zip(axes, ratios, given):
+            scales[d], sizes[d] = ratio, size
     else:
-        if raw.size != len(shape) or not np.all(np.isfinite(raw)) or np.any(raw <= 0):
-            raise OnnxImportError(f"{where}: scales {raw.tolist()} must be {len(shape)} positive")
-        scales = raw.tolist()
-        sizes = [int(math.floor(i * s)) for i, s in zip(shape, scales)]
-        if any(d < 1 or d > MAX_ELEMENTS for d in sizes):
-            raise OnnxImportError(f"{where}: scales {scales} give the output shape {sizes}")
+        if raw.size != len(axes) or not np.all(np.isfinite(raw)) or np.any(raw <= 0):
+            raise OnnxImportError(f"{where}: scales {raw.tolist()} must be {len(axes)} positive")
+        for d, v in zip(axes, raw.tolist()):
+            scales[d], sizes[d] = v, int(math.floor(shape[d] * v))
+    if any(d < 1 or d > MAX_ELEMENTS for d in sizes):
+        raise OnnxImportError(f"{where}: scales {scales} give the output shape {sizes}")
     _dims(sizes, where)
     reps = []
     for d, (n_in, n_out, scale) in enumerate(zip(shape, sizes, scales)):
@@ -2460,7 +2592,6 @@ CONVERTERS: dict[str, Any] = {
     "Unsqueeze": _unsqueeze,
     "Gather": _gather,
     "Pow": _pow,
-    "LayerNormalization": _layer_norm,
     "Pad": _pad,
     "Einsum": _einsum,
     "PRelu": _prelu,
@@ -2491,7 +2622,8 @@ CONVERTERS: dict[str, Any] = {
     "LpNormalization": _lp_norm,
     "MeanVarianceNormalization": _mvn,
 }
-MULTI_OUTPUT: dict[str, Any] = {"Split": _split}  # converters given every output's name
+# converters given every output's name
+MULTI_OUTPUT: dict[str, Any] = {"Split": _split, "LayerNormalization": _layer_norm}
 SUPPORTED = tuple(sorted({*CONVERTERS, *MULTI_OUTPUT, *FOLD}))
 
 
