@@ -230,6 +230,135 @@ def kernel_source(
     return "\n".join(lines), nt
 
 
+def kernel_source_presplit(
+    M: int, N: int, K: int, BM: int, BN: int, WM: int, WN: int, chunk: int = 2
+) -> tuple[str, int]:
+    """As ``kernel_source`` with K steps of 8, each element split once, when the tile is
+    stored to ``__local`` memory (TF32 parts and remainders in two planes), A's K order
+    permuted in each row so that a fragment's two elements of a row are adjacent (one 64-bit
+    read); each ``chunk`` K steps' products summed apart and then added to the accumulators.
+    Shapes that the tiles divide only."""
+    assert M % BM == 0 and N % BN == 0 and K % 8 == 0, "tiles must divide the shape"
+    nwm, nwn = BM // WM, BN // WN
+    nt = nwm * nwn * 32
+    assert (BM * 2) % nt == 0 and (2 * BN) % nt == 0, "loads must divide over the work-items"
+    la, lb = BM * 2 // nt, 2 * BN // nt
+    mt, ntl = WM // 16, WN // 8
+    sb = BN + 8
+    L = [
+        HELPERS,
+        f"#define M {M}\n#define N {N}\n#define K {K}\n#define BM {BM}\n#define BN {BN}",
+        f"#define SB {sb}",
+        f"__kernel __attribute__((reqd_work_group_size({nt}, 1, 1)))",
+        "void gemm(__global const float* restrict A, __global const float* restrict B,",
+        "          __global float* restrict C) {",
+        "  __local uint Ah[2 * BM * 8], Al[2 * BM * 8], Bh[2 * 8 * SB], Bl[2 * 8 * SB];",
+        "  const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5;",
+        "  const int g = lane >> 2, t = lane & 3;",
+        f"  const int wm = warp / {nwn} * {WM}, wn = warp % {nwn} * {WN};",
+        "  const int bm = get_group_id(1) * BM, bn = get_group_id(0) * BN;",
+        f"  float acc[{mt}][{ntl}][4], tmp[{mt}][{ntl}][4];",
+        f"  for (int i = 0; i < {mt}; ++i) for (int j = 0; j < {ntl}; ++j)"
+        " for (int e = 0; e < 4; ++e) { acc[i][j][e] = 0.0f; tmp[i][j][e] = 0.0f; }",
+        f"  float4 ra[{la}], rb[{lb}];",
+    ]
+    for i in range(la):
+        L.append(f"  const int ar{i} = (tid + {i * nt}) / 2, ac{i} = (tid + {i * nt}) % 2;")
+    for i in range(lb):
+        L.append(
+            f"  const int br{i} = (tid + {i * nt}) / {BN // 4},"
+            f" bc{i} = (tid + {i * nt}) % {BN // 4} * 4;"
+        )
+    loads = [
+        f"ra[{i}] = vload4(0, A + (size_t)(bm + ar{i}) * K + k0 + ac{i} * 4);" for i in range(la)
+    ]
+    loads += [f"rb[{i}] = vload4(0, B + (size_t)(k0 + br{i}) * N + bn + bc{i});" for i in range(lb)]
+    stores = []
+    for i in range(la):
+        for e, comp in enumerate("xyzw"):
+            stores.append(
+                f"{{ uint h, l; float lf; TS_TF32(h, ra[{i}].{comp});"
+                f" lf = ra[{i}].{comp} - as_float(h);"
+                f" TS_TF32(l, lf); const int o = buf * BM * 8 + ar{i} * 8 + {e * 2} + ac{i};"
+                " Ah[o] = h; Al[o] = l; }"
+            )
+    for i in range(lb):
+        stores.append(
+            f"{{ uint4 h, l; float4 lf; TS_TF32(h.x, rb[{i}].x); TS_TF32(h.y, rb[{i}].y);"
+            f" TS_TF32(h.z, rb[{i}].z); TS_TF32(h.w, rb[{i}].w); lf = rb[{i}] - as_float4(h);"
+            " TS_TF32(l.x, lf.x); TS_TF32(l.y, lf.y); TS_TF32(l.z, lf.z); TS_TF32(l.w, lf.w);"
+            f" const int o = buf * 8 * SB + br{i} * SB + bc{i};"
+            " vstore4(h, 0, Bh + o); vstore4(l, 0, Bl + o); }"
+        )
+    L += ["  int k0 = 0, buf = 0;"] + ["  " + x for x in loads] + ["  " + x for x in stores]
+    L += [
+        "  barrier(CLK_LOCAL_MEM_FENCE);",
+        "  for (int kt = 0; kt < K / 8; ++kt) {",
+        "    const int cur = kt & 1;",
+        "    k0 = (kt + 1) * 8;",
+        "    const bool more = k0 < K;",
+        "    if (more) {",
+    ]
+    L += ["      " + x for x in loads]
+    L += [
+        "    }",
+        "    __local const uint* ah = Ah + cur * BM * 8;",
+        "    __local const uint* al = Al + cur * BM * 8;",
+        "    __local const uint* bh = Bh + cur * 8 * SB;",
+        "    __local const uint* bl = Bl + cur * 8 * SB;",
+        f"    uint2 fah[{mt}][2], fal[{mt}][2];",
+        f"    uint fbh[{ntl}][2], fbl[{ntl}][2];",
+        "    #pragma unroll",
+        f"    for (int i = 0; i < {mt}; ++i) {{",
+        "      const int r0 = (wm + i * 16 + g) * 8 + 2 * t;",
+        "      fah[i][0] = vload2(0, ah + r0); fah[i][1] = vload2(0, ah + r0 + 64);",
+        "      fal[i][0] = vload2(0, al + r0); fal[i][1] = vload2(0, al + r0 + 64);",
+        "    }",
+        "    #pragma unroll",
+        f"    for (int j = 0; j < {ntl}; ++j) {{",
+        "      const int c0 = wn + j * 8 + g;",
+        "      fbh[j][0] = bh[t * SB + c0]; fbh[j][1] = bh[(t + 4) * SB + c0];",
+        "      fbl[j][0] = bl[t * SB + c0]; fbl[j][1] = bl[(t + 4) * SB + c0];",
+        "    }",
+        "    #pragma unroll",
+        f"    for (int i = 0; i < {mt}; ++i) {{",
+        "      #pragma unroll",
+        f"      for (int j = 0; j < {ntl}; ++j) {{",
+        # a0 (g, t) a1 (g+8, t) a2 (g, t+4) a3 (g+8, t+4)
+        "        TS_MMA(tmp[i][j], fal[i][0].x, fal[i][1].x, fal[i][0].y, fal[i][1].y,"
+        " fbh[j][0], fbh[j][1]);",
+        "        TS_MMA(tmp[i][j], fah[i][0].x, fah[i][1].x, fah[i][0].y, fah[i][1].y,"
+        " fbl[j][0], fbl[j][1]);",
+        "        TS_MMA(tmp[i][j], fah[i][0].x, fah[i][1].x, fah[i][0].y, fah[i][1].y,"
+        " fbh[j][0], fbh[j][1]);",
+        "      }",
+        "    }",
+        f"    if ((kt % {chunk}) == {chunk - 1} || !more) {{",
+        f"      for (int i = 0; i < {mt}; ++i) for (int j = 0; j < {ntl}; ++j)"
+        " for (int e = 0; e < 4; ++e) { acc[i][j][e] += tmp[i][j][e]; tmp[i][j][e] = 0.0f; }",
+        "    }",
+        "    if (more) {",
+        "      buf = cur ^ 1;",
+    ]
+    L += ["      " + x for x in stores]
+    L += [
+        "    }",
+        "    barrier(CLK_LOCAL_MEM_FENCE);",
+        "  }",
+        "  #pragma unroll",
+        f"  for (int i = 0; i < {mt}; ++i) {{",
+        "    #pragma unroll",
+        f"    for (int j = 0; j < {ntl}; ++j) {{",
+        "      const int r = bm + wm + i * 16 + g, c = bn + wn + j * 8 + 2 * t;",
+        "      vstore2((float2)(acc[i][j][0], acc[i][j][1]), 0, C + (size_t)r * N + c);",
+        "      vstore2((float2)(acc[i][j][2], acc[i][j][3]), 0, C + (size_t)(r + 8) * N + c);",
+        "    }",
+        "  }",
+        "}",
+    ]
+    return "\n".join(L), nt
+
+
 VARIANTS = {
     # name: (BM, BN, BK, WM, WN)
     "128x128k16w64x32": (128, 128, 16, 64, 32),
@@ -240,6 +369,13 @@ VARIANTS = {
     "256x128k8w64x64": (256, 128, 8, 64, 64),
     "128x64k16w32x32": (128, 64, 16, 32, 32),
     "64x64k16w32x32": (64, 64, 16, 32, 32),
+    # K steps of 8, split when stored (kernel_source_presplit); "k8" + "ps" + chunk
+    "ps128x128w64x32c2": (128, 128, 8, 64, 32),
+    "ps128x128w64x64c2": (128, 128, 8, 64, 64),
+    "ps128x128w32x64c2": (128, 128, 8, 32, 64),
+    "ps128x128w64x32c4": (128, 128, 8, 64, 32),
+    "ps64x128w32x64c2": (64, 128, 8, 32, 64),
+    "ps128x64w64x32c2": (128, 64, 8, 64, 32),
 }
 
 
@@ -294,7 +430,14 @@ def main() -> None:
                 for swap in (False, True) if opts.swap_a else (False,):
                     label = f"{name} x{pspec}{' swapA' if swap else ''}"
                     try:
-                        src, nt = kernel_source(M, N, K, BM, BN, BK, WM, WN, passes, swap, chunk)
+                        if name.startswith("ps"):
+                            src, nt = kernel_source_presplit(
+                                M, N, K, BM, BN, WM, WN, int(name.rsplit("c", 1)[1])
+                            )
+                        else:
+                            src, nt = kernel_source(
+                                M, N, K, BM, BN, BK, WM, WN, passes, swap, chunk
+                            )
                     except AssertionError as e:
                         print(f"  {label}: not this shape ({e})")
                         continue
