@@ -460,7 +460,12 @@ def schedule_primitives_gemm():
                 "s = ts.create_schedule(D.op)\ns[C].compute_inline()",
                 S,
             ),
-            ("cache_write after splitting", 's[C].split(i, 2)\ns.cache_write(C, "local")', S),
+            (
+                "cache_write after binding",
+                'io, ii = s[C].split(i, 2)\ns[C].bind(io, ts.thread_axis("blockIdx.x"))\n'
+                's.cache_write(C, "local")',
+                S,
+            ),
             ("cache_read to an unknown scope", 's.cache_read(A, "texture", [C])', S),
             ("cache_write to an unknown scope", 's.cache_write(C, "register")', S),
             ("rfactor the only reduction loop", "s.rfactor(C, k)", S),

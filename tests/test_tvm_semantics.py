@@ -272,8 +272,10 @@ def test_create_group_members_and_errors():
     s = ts.create_schedule(D.op)
     g = s.create_group(outputs=[C], inputs=[B], include_inputs=True)
     assert [st.name for st in g.members] == ["B", "C"]
-    with pytest.raises(ts.ScheduleError, match="already belongs to a group"):
-        s.create_group(outputs=C, inputs=A)
+    # a group of stages of one group goes inside it, as TVM nests it (refused until
+    # tests/test_tvm_port7.py lifted it)
+    g2 = s.create_group(outputs=C, inputs=A)
+    assert g2.group is g and s[B].group is g2 and s[C].group is g2
     s = ts.create_schedule(D.op)
     assert [st.name for st in s.create_group(outputs=C, inputs=B).members] == ["C"]
     g = s.create_group(outputs=B, inputs=[])

@@ -6,6 +6,7 @@ attribute, and updates the stage's leaf order. No loop IR is touched here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -593,7 +594,9 @@ class Group:
     of its stages that is at the root (or was placed with the group) inside the given loop,
     producers first, each what the group's consumers there need; ``compute_inline`` and
     ``compute_root`` apply to every stage. A stage of the group may still be placed inside
-    another stage of the group afterwards. ``group`` is None: groups do not nest."""
+    another stage of the group afterwards. ``group``: the group this one was made part of
+    (``create_group`` of stages of which some already formed this group), as in TVM; a stage's
+    ``group`` is the innermost group it belongs to."""
 
     def __init__(self, members: Sequence[Stage]) -> None:
         self.members = list(members)
@@ -624,6 +627,15 @@ class Group:
     def compute_inline(self) -> None:
         for st in reversed(self.members):  # consumers first: nothing is attached to them
             st.compute_inline()
+
+
+def _group_chain(st: Stage) -> list[Group]:
+    """The groups ``st`` belongs to, innermost first."""
+    chain, g = [], st.group
+    while g is not None:
+        chain.append(g)
+        g = g.group
+    return chain
 
 
 def _one_list(args: tuple[object, ...]) -> list[object]:
@@ -750,14 +762,29 @@ class Schedule:
             raise ScheduleError(
                 "create_group", None, "no stage lies between the inputs and the outputs"
             )
+        # as TVM's create_group: the new group goes inside the innermost group that holds
+        # all its stages (none if one of them is in no group); a group already made of some
+        # of them, below that one, becomes a group of the new group, with all its stages
+        chains = [_group_chain(st) for st in members]
+        parent = None
+        for g in chains[0]:
+            if all(g in c for c in chains[1:]):
+                parent = g
+                break
+        tops: dict[Group, None] = {}
+        for chain in chains:
+            below = chain[: chain.index(parent)] if parent is not None else chain
+            if below:
+                tops[below[-1]] = None
+        inner = [st for g in tops for st in g.members]
+        group = Group(members + [st for st in self.stages if st in inner and st not in members])
+        group.members.sort(key=self.stages.index)  # producers first, as the stages are
+        group.group = parent
+        for g in tops:
+            g.group = group
         for st in members:
-            if st.group is not None:
-                raise ScheduleError(
-                    "create_group", st, "the stage already belongs to a group; groups do not nest"
-                )
-        group = Group(members)
-        for st in members:
-            st.group = group
+            if st.group is parent:
+                st.group = group
         return group
 
     def _owner(self, iv: IterVar) -> Stage | None:
@@ -889,31 +916,50 @@ class Schedule:
                 f"the stage has {n} outputs (a multi-output compute), cached together: give "
                 f"them all as a list, s.cache_write([{names}], scope), as TVM does",
             )
-        if st.relations or any(a.bind is not None or a.kind != "serial" for a in st.attrs.values()):
-            raise ScheduleError(
-                "cache_write",
-                st,
-                "the stage was already scheduled; call "
-                "cache_write before splitting, reordering or binding it",
-            )
+        _check_relayout(st)
         op = st.op
-        # the cache stage computes the original bodies over fresh axes, in the stage's loop
-        # order: a reorder before cache_write lays the cache out in that order, as TVM's
-        # CacheWriteWithReLayout does (the original stage copies it out in its own order)
-        data = set(op.axis)
-        order = [iv for iv in st.leaf_iter_vars if iv in data]
-        axis = [IterVar(E.Var(iv.var.name + ".c"), iv.dom, "data") for iv in order]
-        vmap = {a.var: b.var for a, b in zip(order, axis)}
+        # TVM's CacheWriteWithReLayout: the cache stage has one axis per data loop of the
+        # stage, in its loop order (a split's parts, a fused loop), and computes the original
+        # bodies there, guarded where a split does not divide; the original stage copies the
+        # cache out over its own axes, its splits and fuses gone, as TVM resets its relations
+        roots = list(op.axis) + list(op.reduce_axis)
+        ext = pass_down(st, {iv: iv.domain.extent for iv in roots})
+        order = [iv for iv in st.leaf_iter_vars if iv.kind != "reduce"]
+        axis = [
+            IterVar(
+                E.Var(iv.var.name + ".c"), iv.dom if iv in op.axis else Range(0, ext[iv]), "data"
+            )
+            for iv in order
+        ]
+        new_var = {a: b.var for a, b in zip(order, axis)}
+        values, guards = pass_up(st, ext, lambda iv: new_var.get(iv, iv.var))
+        vmap: dict[E.Var, E.Expr] = {iv.var: values[iv] for iv in op.axis}
         sub = Substitute(vmap)  # one for all bodies: a tuple reduction keeps shared axes
-        cop = ComputeOp(f"{op.name}.{scope}", axis, [sub.visit(b) for b in op.bodies])
+        bodies = [sub.visit(b) for b in op.bodies]
+        preds = [c for parent, c in guards if parent.kind != "reduce"]
+        if preds:
+            bodies = [_guarded(b, E.all_of(preds)) for b in bodies]
+        cop = ComputeOp(f"{op.name}.{scope}", axis, bodies)
         new = Stage(cop, self)
         new.scope = scope
-        # the original stage now copies the cache out, keeping its axis variables
-        index = tuple(iv.var for iv in order)
-        copies = [E.TensorLoad(cop.output(k), index) for k in range(len(op.bodies))]
+        # the original stage now copies the cache out, keeping its axis variables: the cache
+        # index of each of its points, down the relations (TVM's PassDownIndex)
+        index: dict[IterVar, E.Expr] = {iv: iv.var for iv in roots}
+        for rel in st.relations:
+            if isinstance(rel, Split):
+                f = E.as_expr(ext[rel.inner])
+                index[rel.outer] = index[rel.parent] // f
+                index[rel.inner] = index[rel.parent] % f
+            elif isinstance(rel, Fuse):
+                index[rel.fused] = index[rel.outer] * E.as_expr(ext[rel.inner]) + index[rel.inner]
+            else:
+                index[rel.iv] = E.const(0, rel.iv.var.dtype)
+        args = tuple(index[iv] for iv in order)
+        copies = [E.TensorLoad(cop.output(k), args) for k in range(len(op.bodies))]
         _rebind_body(st, *copies)
         st.all_iter_vars = list(st.op.axis)
         st.leaf_iter_vars = list(st.op.axis)
+        st.relations, st.attrs = [], {}
         self._insert(new, st)
         caches = [cop.output(t.value_index) for t in tensors]
         return caches if isinstance(tensor, (list, tuple)) else caches[0]
@@ -1028,6 +1074,65 @@ class Schedule:
         st.leaf_iter_vars = list(st.all_iter_vars)
         self._insert(Stage(rf_op, self), st)
         return rfs if len(rfs) > 1 else rfs[0]
+
+
+def _check_relayout(st: Stage) -> None:
+    """Raise unless ``cache_write`` can lay its cache out by ``st``'s loops: what it resets on
+    ``st`` (its splits, fuses and loop order; TVM resets them too) must carry nothing that
+    would be lost silently."""
+    for rel in st.relations:
+        if isinstance(rel, Split) and rel.tail != "guard":
+            raise ScheduleError(
+                "cache_write",
+                st,
+                f"'{rel.parent.var.name}' was split with tail={rel.tail!r}; the cache is laid "
+                "out by whole tiles: split with the default tail before cache_write, or give "
+                "tail= to the splits made after it",
+                rel.outer,
+            )
+    for iv, a in st.attrs.items():
+        what = (
+            f"bound to {a.bind.tag}"
+            if a.bind is not None
+            else a.kind
+            if a.kind != "serial"
+            else f"annotated with pragma '{a.pragmas[0][0]}'"
+            if a.pragmas
+            else None
+        )
+        if what:
+            raise ScheduleError(
+                "cache_write",
+                st,
+                f"the loop is {what}; cache_write gives the stage its original axes "
+                "back (as TVM's does, which drops the annotation silently): call "
+                "cache_write before binding or annotating, then schedule the stage's new axes",
+                iv,
+            )
+    kept = set(st.op.axis)
+    for other in st.schedule.stages:
+        if other.attach_stage is st and other.attach_ivar not in kept:
+            assert other.attach_ivar is not None
+            raise ScheduleError(
+                "cache_write",
+                st,
+                f"stage '{other.name}' is computed at its loop '{other.attach_ivar.var.name}', "
+                "which cache_write removes (the cache computes the stage's loops); call "
+                "compute_at after cache_write, at the cache stage",
+                other.attach_ivar,
+            )
+
+
+def _guarded(body: E.Expr, pred: E.Expr) -> E.Expr:
+    """``body`` computed only where ``pred`` holds (TVM's ``InjectPredicate``): a reduction
+    reduces nothing elsewhere, any other value is zero there."""
+    if isinstance(body, E.Reduce):
+        cond = pred if body.condition is None else E.And(pred, body.condition)
+        init = body.init
+        if init is not None:
+            init = E.Select(pred, init, E.const(0, init.dtype))
+        return dataclasses.replace(body, condition=cond, init=init)
+    return E.Select(pred, body, E.const(0, body.dtype))
 
 
 def _copy_compute(tensor: Tensor, name: str) -> ComputeOp:

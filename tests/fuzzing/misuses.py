@@ -207,10 +207,15 @@ def bad_inline(live):
 
 
 def bad_cache_write(live):
+    # a split, fused or reordered stage is legal (the cache is laid out by its loops, as
+    # TVM's CacheWriteWithReLayout does); an annotation cache_write would drop is not, nor a
+    # tail other than "guard", nor a stage computed at a loop that cache_write removes
     opts = [
         st
         for st in live.stages()
-        if st.relations or any(a.bind is not None or a.kind != "serial" for a in st.attrs.values())
+        if any(not live.plain(st, iv) for iv in st.attrs)
+        or any(getattr(r, "tail", "guard") != "guard" for r in st.relations)
+        or any(iv not in st.op.axis for iv in live.pinned(st))
     ]
     scope = live.choose(("local", "register", "Shared"))
     if scope == "local":

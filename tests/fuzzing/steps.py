@@ -331,8 +331,8 @@ def cache_write(live):
     opts = [
         st
         for st in live.stages()
-        if not st.relations
-        and not st.attrs
+        if all(live.plain(st, iv) for iv in st.attrs)  # splits and fuses: laid out by them
+        and all(getattr(r, "tail", "guard") == "guard" for r in st.relations)
         and not live.has_attached(st)
         and st.attach_type == "root"
     ]
