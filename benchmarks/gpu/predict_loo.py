@@ -1,0 +1,145 @@
+"""How good is the untuned prediction, measured without a GPU? For each shape of some full
+tuning logs (every config a search measured there), the config ``predict_from_shapes`` picks
+from the shipped log as it was before that shape was tuned is looked up in the shape's own log
+(the median of its measurements) and compared with the log's best. The same for each
+candidate the prediction ranks (the nearest logged shapes' bests, carried, and their split-K
+variants), so that other ranking rules can be compared offline; ``oracle`` is the best
+measured candidate. No device is opened: the limits are the H200's as NVIDIA's OpenCL
+reports them (132 compute units, 48 KiB ``__local``, 1024 work-items).
+
+    python benchmarks/gpu/predict_loo.py \\
+        --batch benchmarks/gpu/results/coverage_2026-11-27/tuned60_logs.tgz \\
+        --batch benchmarks/gpu/results/coverage2_2026-11-27/tuned65_logs.tgz
+
+Each ``--batch`` is a tgz of logs (``logs/*.jsonl``) tuned together: their shapes are left out
+of the shipped log for their own predictions, with those of the batches given after it (which
+were shipped later). A pick the search never measured is reported as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tarfile
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+from tensorsched.runtime.device import DeviceLimits  # noqa: E402
+from tensorsched.tune import model as M  # noqa: E402
+from tensorsched.tune.log import ranked_configs, read_log  # noqa: E402
+from tensorsched.tune.record import config_key  # noqa: E402
+from tensorsched.tune.task import Task  # noqa: E402
+
+SHIPPED = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)),
+    "..", "..", "tensorsched", "tune", "logs", "nvidia-cuda-nvidia-h200.jsonl",
+)  # fmt: skip
+H200 = DeviceLimits(
+    "NVIDIA CUDA / NVIDIA H200", 1024, (1024, 1024, 64), 49152, 132, group_ordering=True, gpu=True
+)
+
+
+def candidates(task: Task, records: list, limits: DeviceLimits) -> list[tuple]:
+    """``predict_from_shapes``'s candidates, ``(distance, logged ms, features there, config,
+    features here)`` each, in its order (the same steps, before its ranking)."""
+    space = task.space()
+    lowering = M.Lowering(limits)
+    mine, near = (task.kind, task.template), {}
+    for r in records:
+        if M._template_of(r) != mine and r.task_key() not in near:
+            near[r.task_key()] = M.shape_distance(task, Task.from_dict(r.task)) <= M.NEAR_VIEW
+    records = [r for r in records if M._template_of(r) == mine or near[r.task_key()]]
+    shapes = M.logged_shapes(task, space, records)[: M.PREDICT_SHAPES]
+    here = [M.carry_config(recs[0].config, there, task, space) for _, there, recs in shapes]
+    lowered = lowering.many(
+        [(task, c) for c in here] + [(there, recs[0].config) for _, there, recs in shapes]
+    )
+    cands = [
+        (d, recs[0].device_ms or math.inf, src, c, new)
+        for (d, _, recs), c, (new, why), (src, _) in zip(
+            shapes, here, lowered[: len(here)], lowered[len(here) :]
+        )
+        if why is None and new is not None and src is not None
+    ]
+    variants = [
+        (x, v) for x in cands if (v := M._split_to_fill(x[3], x[4], space, limits)) is not None
+    ]
+    for ((d, ms, src, c, was), v), (new, why) in zip(
+        variants, lowering.many([(task, v) for _, v in variants])
+    ):
+        spread = was["ir.log2_work_groups"] + math.log2(v["split_k"] / c["split_k"])
+        if why is None and new is not None and abs(new["ir.log2_work_groups"] - spread) < 0.01:
+            cands.append((d, ms, src, v, new))
+    return cands
+
+
+RULES = {
+    "rescaled_ms * e^(0.25 d) (today's)": lambda d, ms, src, new: (
+        M.rescaled_ms(ms, src, new, H200) * math.exp(M.GPU_DISTRUST * d)
+    ),
+    "rescaled_ms": lambda d, ms, src, new: M.rescaled_ms(ms, src, new, H200),
+    "rescaled_ms * e^d": lambda d, ms, src, new: M.rescaled_ms(ms, src, new, H200) * math.exp(d),
+    "nearest shape": lambda d, ms, src, new: d,
+}
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--batch", action="append", required=True, help="a tgz of logs/*.jsonl")
+    p.add_argument("--shipped", default=SHIPPED)
+    a = p.parse_args(argv)
+    shipped = read_log(a.shipped)
+    tmp = tempfile.mkdtemp(prefix="predict_loo_")
+    batches = []
+    for n, path in enumerate(a.batch):
+        dest = os.path.join(tmp, str(n))
+        with tarfile.open(path) as tar:
+            members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".jsonl")]
+            tar.extractall(dest, members=members, filter="data")
+        logs = [os.path.join(r, f) for r, _, fs in os.walk(dest) for f in fs]
+        batches.append({Task.from_dict(read_log(f)[0].task).key(): f for f in sorted(logs)})
+    per_rule: dict[str, list[float]] = {name: [] for name in RULES}
+    oracle, picks, missing = [], [], 0
+    for n, batch in enumerate(batches):
+        later = {k for b in batches[n:] for k in b}
+        before = [r for r in shipped if r.task_key() not in later]
+        for key, path in batch.items():
+            recs = read_log(path)
+            task = Task.from_dict(recs[0].task)
+            ranked = ranked_configs(recs, key)
+            best = ranked[0].device_ms
+            ms = {r.config_key(): r.device_ms for r in ranked}
+            pick = M.predict_from_shapes(task, before, H200)
+            got = ms.get(config_key(pick)) if pick else None
+            cands = [(*x, ms.get(config_key(x[3]))) for x in candidates(task, before, H200)]
+            measured = [x for x in cands if x[5]]
+            shape = "x".join(map(str, task.shape))
+            note = f"{got * 1e3:8.1f} us, {best / got:.2f}x the best" if got else "not measured"
+            print(f"{shape:16s} best {best * 1e3:8.1f} us; pick {note}; "
+                  f"{len(measured)} of {len(cands)} candidates measured")  # fmt: skip
+            if got:
+                picks.append(best / got)
+            else:
+                missing += 1
+            if measured:
+                oracle.append(best / min(x[5] for x in measured))
+                for name, rule in RULES.items():
+                    chosen = min(measured, key=lambda x: rule(x[0], x[1], x[2], x[4]))
+                    per_rule[name].append(best / chosen[5])
+    print(f"\nthe prediction: {geomean(picks):.3f}x the logged best over {len(picks)} shapes "
+          f"({missing} picks not measured)")  # fmt: skip
+    print("among the measured candidates of each shape, the one each rule ranks first:")
+    for name, rs in per_rule.items():
+        print(f"  {name:36s} {geomean(rs):.3f}x (worst {min(rs):.2f}x)")
+    print(f"  {'oracle (the fastest candidate)':36s} {geomean(oracle):.3f}x")
+
+
+if __name__ == "__main__":
+    main()
