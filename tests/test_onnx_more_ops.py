@@ -106,6 +106,10 @@ RESIZES = [
                                      "nearest_mode": "floor"}),
     ("channels-too", [1, 2, 1, 1], None, {}),
     ("identity", [1, 1, 1, 1], None, {}),
+    # refused before the resize operator; now read
+    ("fraction", [1, 1, 1.5, 2], None, {}),
+    ("down", [1, 1, 0.5, 1], None, {}),
+    ("half-pixel-floor", [1, 1, 2, 2], None, {"nearest_mode": "floor"}),
 ]  # fmt: skip
 
 
@@ -147,13 +151,7 @@ def test_the_new_operators_run_on_the_device():
 
 
 REFUSED = [
-    ("linear", resize_model([1, 1, 2, 2], mode="linear"), UnsupportedOperatorError, "mode 'linear'"),
-    ("fraction", resize_model([1, 1, 1.5, 2], mode="nearest"), UnsupportedOperatorError,
-     "not a repeat of each element"),
-    ("down", resize_model([1, 1, 0.5, 1], mode="nearest"), UnsupportedOperatorError,
-     "not a repeat of each element"),
-    ("half-pixel-floor", resize_model([1, 1, 2, 2], mode="nearest", nearest_mode="floor"),
-     UnsupportedOperatorError, "not a repeat of each element"),
+    ("cubic", resize_model([1, 1, 2, 2], mode="cubic"), UnsupportedOperatorError, "mode 'cubic'"),
     ("both", resize_model([1, 1, 2, 2], [1, 3, 10, 14]), OnnxImportError, "scales or sizes"),
     ("scales-rank", resize_model([2, 2]), OnnxImportError, "must be 4 positive"),
     ("slope-too-big", relu_then("PRelu", ["sl"], [floats("sl", np.ones((2, 3, 5, 7)))]),
@@ -284,12 +282,24 @@ def test_conv_transpose_on_the_device():
     assert rel_err(np.asarray(net(x)), ref) < TOL
 
 
+@pytest.mark.parametrize(
+    "attrs",
+    [{"output_shape": [6, 8]}, {"output_shape": [10, 14], "strides": [2, 2]},
+     {"auto_pad": "SAME_UPPER", "strides": [2, 2]}, {"auto_pad": "SAME_LOWER", "strides": [2, 3]},
+     {"auto_pad": "SAME_UPPER"}],
+    ids=["output-shape", "output-shape-strided", "same-upper", "same-lower", "same-stride-1"],
+)  # fmt: skip
+def test_conv_transpose_output_shape_and_same(attrs):
+    """The pads follow from ONNX's total padding (output_shape, or SAME's input * stride)."""
+    check_everywhere(conv_model("ConvTranspose", (3, 2, 3, 3), **attrs), nonzero(RNG, X))
+
+
 def test_conv_transpose_refusals_name_the_node():
     for model, error, message in [
-        (conv_model("ConvTranspose", (3, 2, 3, 3), output_shape=[9, 13]),
-         UnsupportedOperatorError, "output_shape"),
-        (conv_model("ConvTranspose", (3, 2, 3, 3), auto_pad="SAME_UPPER"),
-         UnsupportedOperatorError, "auto_pad"),
+        (conv_model("ConvTranspose", (3, 2, 3, 3), output_shape=[0, 13]),
+         OnnxImportError, "output_shape"),
+        (conv_model("ConvTranspose", (3, 2, 3, 3), auto_pad="SAME_MIDDLE"),
+         OnnxImportError, "auto_pad"),
         (conv_model("ConvTranspose", (4, 2, 3, 3)), OnnxImportError, "do not fit"),
         (conv_model("ConvTranspose", (3, 2, 3, 3), strides=[2, 2], output_padding=[2, 0]),
          OnnxImportError, "below the strides"),

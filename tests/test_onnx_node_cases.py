@@ -244,8 +244,8 @@ REFUSED = [
     ("training-dropout", lambda: shifted("Dropout", ["r", "t"], [
         floats("r", 0.5), helper.make_tensor("t", TensorProto.BOOL, [], [True])]),
      UnsupportedOperatorError, r"node 'node' \(Dropout\): training_mode is true and ratio 0.5"),
-    ("antialias", lambda: shifted("Resize", ["", "sc"], [floats("sc", [1, 1, 2, 2])], opset=18,
-                                  antialias=1), UnsupportedOperatorError,
+    ("antialias", lambda: shifted("Resize", ["", "sc"], [floats("sc", [1, 1, 0.5, 0.5])],
+                                  opset=18, mode="linear", antialias=1), UnsupportedOperatorError,
      r"node 'node' \(Resize\): Resize antialias 1"),
     ("aspect-policy", lambda: shifted("Resize", ["", "", "sz"], [ints("sz", [1, 3, 10, 14])],
                                       opset=18, keep_aspect_ratio_policy="fit"), OnnxImportError,

@@ -28,8 +28,8 @@ transpose; two: every letter a batch, a contracted or one input's own one, as tr
 reshapes around a ``batch_matmul``), and as compositions of the graph's operators PRelu, Elu,
 Selu, Softplus, Softsign, Sum, Mean, Max, Min, GlobalMaxPool, InstanceNormalization, LRN,
 DepthToSpace, SpaceToDepth, Tile, Mish, Gelu, Celu, LogSoftmax, ReduceMin, ReduceL1, ReduceL2,
-ReduceSumSquare, LpNormalization, MeanVarianceNormalization and Resize (mode nearest, where
-each axis repeats every element a whole number of times; opset 18's axes and
+ReduceSumSquare, LpNormalization and MeanVarianceNormalization, and Resize (modes nearest and
+linear, up or down by any factor, as a ``resize`` node; opset 18's axes and
 keep_aspect_ratio_policy); any other is an ``UnsupportedOperatorError`` naming its type and
 node.
 
@@ -47,11 +47,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from ..errors import TensorschedError
+from ..errors import ComputeError, TensorschedError
 from ..graph.graph import (
     MAX_ELEMENTS,
     MAX_RANK,
@@ -61,6 +62,7 @@ from ..graph.graph import (
     pad_plan,
     slice_plan,
 )
+from ..ops.resize import axis_map, check_resize, scale_fraction
 
 MAX_FILE_BYTES = 2**31  # protobuf's own limit on one message
 MAX_EXTERNAL_BYTES = 2**34  # weights read from files beside a model, in all
@@ -622,9 +624,10 @@ def _conv(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
 
 
 def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """ConvTranspose (2-d, groups, dilations, a constant weight; explicit pads, VALID or
-    none; ``output_padding``) as a convolution of stride 1: the input with ``stride - 1``
-    zeros between its elements (reshaped with a size-1 axis after each spatial one, padded,
+    """ConvTranspose (2-d, groups, dilations, a constant weight; explicit pads, VALID, or pads
+    that follow from SAME_UPPER / SAME_LOWER or ``output_shape``: ``_transpose_pads``;
+    ``output_padding``) as a convolution of stride 1: the input with ``stride - 1`` zeros
+    between its elements (reshaped with a size-1 axis after each spatial one, padded,
     reshaped back, its trailing zeros sliced off), padded by ``k - 1 - pad`` (a negative
     amount crops), convolved with the weight's taps flipped and its in and out channels
     swapped within each group. The inserted zeros cost their multiply-adds."""
@@ -642,17 +645,18 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
         raise OnnxImportError(
             f"{where}: the weight {wk.shape} and group {group} do not fit {xshape[1]} channels"
         )
-    if "output_shape" in a:
-        raise UnsupportedOperatorError(f"{where}: output_shape is not supported; give pads")
     auto = a.get("auto_pad", "NOTSET")
-    if auto not in ("NOTSET", "", "VALID"):
-        raise UnsupportedOperatorError(f"{where}: auto_pad {auto} is not supported; give pads")
+    if auto not in ("NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise OnnxImportError(f"{where}: auto_pad '{auto}' is not one ONNX defines")
     strides = _int_list(a.get("strides", [1, 1]), where, "strides") or []
     pads = [0, 0, 0, 0] if auto == "VALID" else _int_list(a.get("pads", [0] * 4), where, "pads")
     extra = _int_list(a.get("output_padding", [0, 0]), where, "output_padding") or []
     if len(strides) != 2 or not all(1 <= x <= 64 for x in strides):
         raise OnnxImportError(f"{where}: strides {strides} must be 2 ints from 1 to 64")
-    if not pads or len(pads) != 4 or any(p < 0 for p in pads):
+    given = "output_shape" not in a and not auto.startswith("SAME")  # the model's own pads
+    if not given:
+        pads = _transpose_pads(a, where, xshape[2:], (kh, kw), strides, extra, auto)
+    if not pads or len(pads) != 4 or (given and any(p < 0 for p in pads)):
         raise OnnxImportError(f"{where}: pads {pads} must be 4 non-negative ints")
     if len(extra) != 2 or any(not 0 <= e < max(s, d) for e, s, d in
                               zip(extra, strides, _dilations(a, where))):  # fmt: skip
@@ -690,6 +694,44 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
     _rename_output(r, name, out)
 
 
+MAX_OUTPUT_GROWTH = 1024  # zeros a ConvTranspose's output_shape may add past its full output
+
+
+def _transpose_pads(
+    a: Mapping[str, Any], where: str, in_hw: Sequence[int], kernel: Sequence[int],
+    strides: Sequence[int], extra: Sequence[int], auto: str,
+) -> list[int]:  # fmt: skip
+    """A ConvTranspose's pads (top, left, bottom, right) from its ``output_shape`` (its
+    spatial sizes; with N and C first too) or, without one, ``auto_pad`` SAME's output of
+    ``input * stride``: ONNX's total padding ``stride * (in - 1) + output_padding +
+    (kernel - 1) * dilation + 1 - out`` per axis, the larger half at the end for SAME_UPPER,
+    at the start otherwise (a negative total: an output larger than the full one, its
+    border the bias alone, as negative pads)."""
+    dil = _dilations(a, where)
+    if "output_shape" in a:
+        shape = _int_list(a["output_shape"], where, "output_shape") or []
+        if len(shape) not in (2, 4):
+            raise OnnxImportError(f"{where}: output_shape {shape} must give the 2 spatial sizes")
+        out = shape[-2:]
+    else:
+        out = [n * s for n, s in zip(in_hw, strides)]
+    if len(extra) != 2:
+        raise OnnxImportError(f"{where}: output_padding {list(extra)} must be 2 ints")
+    begin, end = [], []
+    for d in range(2):
+        full = strides[d] * (in_hw[d] - 1) + extra[d] + (kernel[d] - 1) * dil[d] + 1
+        total = full - out[d]
+        if out[d] < 1 or out[d] > full + MAX_OUTPUT_GROWTH:
+            raise OnnxImportError(
+                f"{where}: output_shape {out} on axis {d} is outside 1 .. "
+                f"{full + MAX_OUTPUT_GROWTH} (the transposed convolution's full output is {full})"
+            )
+        start = total // 2 if auto == "SAME_UPPER" else total - total // 2
+        begin.append(start)
+        end.append(total - start)
+    return [begin[0], begin[1], end[0], end[1]]
+
+
 def _as_2d(convert: Any) -> Any:
     """A 2-d window operator (Conv, ConvTranspose, MaxPool, AveragePool) that also reads a
     1-d input ``(N, C, L)``: run on ``(N, C, 1, L)`` with a window one tall (the attributes
@@ -703,7 +745,7 @@ def _as_2d(convert: Any) -> Any:
         n, c, length = g.tensors[ins[0]].shape
         a2 = dict(a)
         for key, one in (("strides", 1), ("dilations", 1), ("kernel_shape", 1),
-                         ("output_padding", 0)):  # fmt: skip
+                         ("output_padding", 0), ("output_shape", 1)):  # fmt: skip
             if key in a2:
                 v = _int_list(a2[key], where, key)
                 if v is None or len(v) != 1:
@@ -2329,62 +2371,46 @@ def _tile(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
     _rename_output(r, name, out)
 
 
-RESIZE_COORDS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                 "tf_half_pixel_for_nn")  # fmt: skip
+RESIZE_MODES = ("nearest", "linear")
+RESIZE_COORDS = (
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_half_pixel_for_nn",
+)
 RESIZE_ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
-def _nearest_sources(n_in: int, n_out: int, scale: float, coord: str, rounding: str) -> Any:
-    """The input index each of ``n_out`` outputs of a nearest Resize reads (ONNX's formulas)."""
-    o = np.arange(n_out, dtype=np.float64)
-    if coord in ("half_pixel", "pytorch_half_pixel"):
-        x = (o + 0.5) / scale - 0.5
-        if coord == "pytorch_half_pixel" and n_out == 1:
-            x = np.zeros(1)
-    elif coord == "align_corners":
-        x = o * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros(1)
-    elif coord == "asymmetric":
-        x = o / scale
-    else:  # tf_half_pixel_for_nn
-        x = (o + 0.5) / scale
-    if rounding == "floor":
-        i = np.floor(x)
-    elif rounding == "ceil":
-        i = np.ceil(x)
-    else:
-        tie = np.isclose(x - np.floor(x), 0.5)
-        i = np.where(tie, np.floor(x) if rounding == "round_prefer_floor" else np.ceil(x),
-                     np.round(x))  # fmt: skip
-    return np.clip(i, 0, n_in - 1).astype(np.int64)
-
-
 def _resize(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """Resize in mode ``nearest`` where every axis repeats each element a whole number of
-    times (as an upsampling by integer factors under any of ONNX's coordinate and rounding
-    modes that reads so; a check of the index map, not of the names): the input reshaped with
-    a size-1 axis after each repeated one, broadcast by ones, reshaped back. Opset 18's
-    ``axes`` (the axes ``scales`` or ``sizes`` give, the others kept) and
-    ``keep_aspect_ratio_policy`` (``sizes`` as bounds: one scale for all those axes, their
-    smallest ratio or largest, each size that scale times the input's rounded half up) are
-    read. Other modes and maps are refused."""
+    """Resize in mode ``nearest`` (any nearest_mode) or ``linear`` (over any one to three
+    axes: bilinear over H and W), under the coordinate transformation modes half_pixel,
+    half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric and
+    tf_half_pixel_for_nn, up or down by any factor: a ``resize`` node (``ops.resize``).
+    Given scales are read as the simplest fractions that are those float32 values (0.6 is
+    3/5), given sizes as ``size / input``. Opset 18's ``axes`` (the axes ``scales`` or
+    ``sizes`` give, the others kept) and ``keep_aspect_ratio_policy`` (``sizes`` as bounds:
+    one scale for all those axes, their smallest ratio or largest, each size that scale times
+    the input's rounded half up) are read. Mode cubic, tf_crop_and_resize and a linear
+    downscaling with antialias are refused."""
     _float_input(r, ins, where)
     mode = a.get("mode", "nearest")
     coord = a.get("coordinate_transformation_mode", "half_pixel")
     rounding = a.get("nearest_mode", "round_prefer_floor")
-    if mode != "nearest":
+    if mode not in RESIZE_MODES:
         raise UnsupportedOperatorError(
-            f"{where}: Resize mode {mode!r}; tensorsched reads 'nearest'"
+            f"{where}: Resize mode {mode!r}; tensorsched reads {' and '.join(RESIZE_MODES)}"
         )
-    if coord not in RESIZE_COORDS or rounding not in RESIZE_ROUNDING:
+    if coord not in RESIZE_COORDS:
         raise UnsupportedOperatorError(
-            f"{where}: Resize coordinate_transformation_mode {coord!r} / nearest_mode "
-            f"{rounding!r}; tensorsched reads {', '.join(RESIZE_COORDS)} / "
+            f"{where}: Resize coordinate_transformation_mode {coord!r}; tensorsched reads "
+            f"{', '.join(RESIZE_COORDS)} (not tf_crop_and_resize, whose roi crops first)"
+        )
+    if rounding not in RESIZE_ROUNDING:
+        raise UnsupportedOperatorError(
+            f"{where}: Resize nearest_mode {rounding!r}; tensorsched reads "
             f"{', '.join(RESIZE_ROUNDING)}"
-        )
-    if _int_attr(a, "antialias", 0, where):
-        raise UnsupportedOperatorError(
-            f"{where}: Resize antialias {a['antialias']}; ONNX defines antialiasing for the "
-            "linear and cubic modes, and tensorsched reads nearest Resize without it (0)"
         )
     policy = a.get("keep_aspect_ratio_policy", "stretch")
     if policy not in ("stretch", "not_larger", "not_smaller"):
@@ -2405,41 +2431,53 @@ def _resize(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
     sizes_t = ins[3] if len(ins) > 3 and ins[3] else ""
     if (raw.size == 0) == (not sizes_t):
         raise OnnxImportError(f"{where}: Resize takes scales or sizes (one of them)")
-    scales, sizes = [1.0] * rank, list(shape)  # the axes not in ``axes`` kept
+    scales, sizes = [Fraction(1)] * rank, list(shape)  # the axes not in ``axes`` kept
     if sizes_t:
         given = r.ints_of(sizes_t, where, "sizes")
-        if len(given) != len(axes) or any(d < 1 for d in given):
+        if len(given) != len(axes) or any(d < 1 or d > MAX_ELEMENTS for d in given):
             raise OnnxImportError(f"{where}: sizes {given} must be {len(axes)} positive ints")
-        ratios = [o / shape[d] for o, d in zip(given, axes)]
+        ratios = [Fraction(o, shape[d]) for o, d in zip(given, axes)]
         if policy != "stretch":
             one = min(ratios) if policy == "not_larger" else max(ratios)
             ratios = [one] * len(axes)
-            given = [int(one * shape[d] + 0.5) for d in axes]
+            given = [math.floor(one * shape[d] + Fraction(1, 2)) for d in axes]
         for d, ratio, size in zip(axes, ratios, given):
             scales[d], sizes[d] = ratio, size
     else:
         if raw.size != len(axes) or not np.all(np.isfinite(raw)) or np.any(raw <= 0):
             raise OnnxImportError(f"{where}: scales {raw.tolist()} must be {len(axes)} positive")
         for d, v in zip(axes, raw.tolist()):
-            scales[d], sizes[d] = v, int(math.floor(shape[d] * v))
+            # floor(input * scale) in float32, as onnxruntime computes it (5 * 1.8 is 9)
+            scales[d], sizes[d] = scale_fraction(v), int(np.float32(v) * np.float32(shape[d]))
+            if coord == "align_corners" and scales[d] * shape[d] != sizes[d]:
+                raise UnsupportedOperatorError(
+                    f"{where}: Resize align_corners by scale {v:g} of axis {d} ({shape[d]} "
+                    f"-> {sizes[d]}): the input times the scale is not whole, and ONNX's "
+                    "reference (that product as the output length) and onnxruntime (the "
+                    "floored size) disagree; give sizes"
+                )
     if any(d < 1 or d > MAX_ELEMENTS for d in sizes):
-        raise OnnxImportError(f"{where}: scales {scales} give the output shape {sizes}")
+        raise OnnxImportError(
+            f"{where}: scales {[str(s) for s in scales]} give the output shape {sizes}"
+        )
     _dims(sizes, where)
-    reps = []
-    for d, (n_in, n_out, scale) in enumerate(zip(shape, sizes, scales)):
-        k = n_out // n_in
-        src = _nearest_sources(n_in, n_out, scale, coord, rounding)
-        if n_out % n_in or not np.array_equal(src, np.repeat(np.arange(n_in), k)):
-            raise UnsupportedOperatorError(
-                f"{where}: nearest Resize of axis {d} from {n_in} to {n_out} ({coord}, "
-                f"{rounding}) is not a repeat of each element; tensorsched reads whole-number "
-                "upsampling"
-            )
-        reps.append(k)
-    if all(k == 1 for k in reps):
+    if mode == "linear" and _int_attr(a, "antialias", 0, where) and any(s < 1 for s in scales):
+        raise UnsupportedOperatorError(
+            f"{where}: Resize antialias {a['antialias']} when downscaling; tensorsched reads "
+            "linear Resize without antialiasing (0) or that only upscales"
+        )
+    if all(
+        n_in == n_out and axis_map(n_in, n_out, s, coord).identity
+        for n_in, n_out, s in zip(shape, sizes, scales)
+    ):
         _identity(r, name, where, a, ins[:1], out)
         return
-    _repeated(r, name, where, ins[0], reps, whole=False)
+    try:
+        check_resize(shape, sizes, scales, mode, coord, rounding, where)
+    except ComputeError as exc:
+        raise UnsupportedOperatorError(str(exc)) from None
+    pairs = [(s.numerator, s.denominator) for s in scales]
+    r.g.resize(ins[0], sizes, pairs, mode, coord, rounding, name=name)
     _rename_output(r, name, out)
 
 
@@ -2653,6 +2691,43 @@ REDUCE_NAMES = {"mean": "ReduceMean", "sum": "ReduceSum", "max": "ReduceMax"}
 REDUCE_AXES_INPUT = {"mean": 18, "sum": 13, "max": 18}
 
 
+def _resize_node(g: Graph, n: Any, x: str, out: str, opset: int, inits: list, fresh: Any) -> Any:
+    """A resize node as ONNX's Resize: by ``sizes`` where each axis's scale is its size
+    ratio, else by float32 ``scales`` where each gives the node's size (ONNX's ``floor(input
+    * scale)``); a GraphError where neither does, or for half_pixel_symmetric below opset 19."""
+    from onnx import helper, numpy_helper
+
+    a = n.attrs
+    shape = g.tensors[n.inputs[0]].shape
+    scales = [Fraction(p, q) for p, q in a["scales"]]
+    if a["coord"] == "half_pixel_symmetric" and opset < 19:
+        raise GraphError(
+            f"to_onnx: node '{n.name}' (resize): half_pixel_symmetric needs opset 19 or later, "
+            f"not {opset}"
+        )
+    empty = fresh(n.name + "_roi")
+    inits.append(numpy_helper.from_array(np.zeros(0, np.float32), empty))
+    if all(s == Fraction(o, i) for s, o, i in zip(scales, a["sizes"], shape)):
+        sz = fresh(n.name + "_sizes")
+        inits.append(numpy_helper.from_array(np.array(a["sizes"], np.int64), sz))
+        ins = [x, empty, "", sz]
+    else:
+        f32 = np.array([float(s) for s in scales], np.float32)
+        if any(int(np.float32(i) * v) != o for i, v, o in zip(shape, f32, a["sizes"])):
+            raise GraphError(
+                f"to_onnx: node '{n.name}' (resize): scales {[str(v) for v in scales]} of the "
+                f"input {shape} do not give its size {a['sizes']} as float32 scales (ONNX "
+                "floors input * scale), nor are they its size ratios; it has no ONNX form"
+            )
+        sc = fresh(n.name + "_scales")
+        inits.append(numpy_helper.from_array(f32, sc))
+        ins = [x, empty, sc]
+    return helper.make_node(
+        "Resize", ins, [out], n.name, mode=a["mode"],
+        coordinate_transformation_mode=a["coord"], nearest_mode=a["rounding"],
+    )  # fmt: skip
+
+
 def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) -> Any:
     """``g`` as an ONNX model (written to ``path`` when given); fused epilogues are written out
     as their own nodes, a ``scale_shift`` as a BatchNormalization, a ``hard_swish`` below opset
@@ -2740,6 +2815,8 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
             inits.append(numpy_helper.from_array(np.array(a["pads"], np.int64), p))
             inits.append(numpy_helper.from_array(np.array(a["value"], np.float32), v))
             nodes.append(helper.make_node("Pad", [own[0], p, v], [out], n.name, mode=a["mode"]))
+        elif n.op == "resize":
+            nodes.append(_resize_node(g, n, own[0], out, opset, inits, fresh))
         elif n.op == "power":
             e = fresh(n.name + "_exponent")
             inits.append(numpy_helper.from_array(np.array(a["exponent"], np.float32), e))

@@ -24,7 +24,9 @@ exp, log, neg, abs, reciprocal, floor, ceil, ``power`` (by a constant ``exponent
 ``slice`` (ONNX's ``starts`` / ``ends`` / ``axes`` / ``steps``, negative and out-of-range values
 clamped as ONNX does: ``slice_plan``); ``pad`` (``pads``: ONNX's begins then ends, one each
 per axis, a negative one cropping first; ``mode`` constant, reflect or edge; ``value``, the
-constant's: ``ops.pad``). After the fusion pass a conv2d, dense or pooling node
+constant's: ``ops.pad``); ``resize`` (ONNX's ``Resize`` in mode nearest or linear:
+``sizes``, ``scales`` as ``(numerator, denominator)`` pairs, ``mode``, ``coord`` and
+``rounding``: ``ops.resize``). After the fusion pass a conv2d, dense or pooling node
 also carries an ``epilogue``: a tuple of steps applied to its output in order, ``("bias",)``,
 ``("add",)`` (a residual tensor of the output's shape), ``("relu",)`` and ``("clip", lo,
 hi)``; the bias and residual tensors are extra inputs of the node, after its own (data,
@@ -41,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import networkx as nx
@@ -50,6 +53,7 @@ from ..errors import ComputeError, TensorschedError
 from ..ops.batch_matmul import matmul_shape
 from ..ops.pad import PAD_MODES, pad_plan
 from ..ops.pool import pool_mode, pooled_size
+from ..ops.resize import COORDINATE_MODES, MODES, NEAREST_MODES, check_resize
 
 DTYPES = ("float32",)
 MAX_ELEMENTS = 2**31 - 1  # a tensor's elements are indexed with 32-bit int
@@ -326,6 +330,18 @@ class Graph:
     ) -> str:  # fmt: skip
         """``x`` with ``pads[d]`` elements before and ``pads[rank + d]`` after axis ``d``."""
         return self.add_node("pad", [x], {"pads": pads, "mode": mode, "value": value}, name)
+
+    def resize(
+        self, x: str, sizes: Sequence[int], scales: Sequence[tuple[int, int]],
+        mode: str = "nearest", coord: str = "half_pixel", rounding: str = "round_prefer_floor",
+        name: str | None = None,
+    ) -> str:  # fmt: skip
+        """ONNX's ``Resize`` (``ops.resize``): ``x`` resized to ``sizes``, each axis by its
+        scale ``(numerator, denominator)``, in mode ``nearest`` or ``linear`` under the
+        coordinate transformation mode ``coord`` and the nearest mode ``rounding``."""
+        attrs = {"sizes": sizes, "scales": scales, "mode": mode, "coord": coord,
+                 "rounding": rounding}  # fmt: skip
+        return self.add_node("resize", [x], attrs, name)
 
     def reduce(
         self, x: str, kind: str, axes: Sequence[int] | None = None, keepdims: bool = True,
@@ -779,6 +795,41 @@ def _infer_pad(g: Graph, node: Node) -> tuple[int, ...]:
     return out
 
 
+def _infer_resize(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    s = _shape(g, node.inputs[0])
+    a, where = node.attrs, f"node '{node.name}' (resize)"
+    sizes = _int_list(node, "sizes")
+    scales = a.get("scales")
+    if (
+        not isinstance(scales, (list, tuple))
+        or len(scales) != len(s)
+        or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2
+            and all(isinstance(v, (int, np.integer)) and 0 < v <= MAX_ELEMENTS for v in p)
+            for p in scales
+        )
+    ):  # fmt: skip
+        raise GraphError(
+            f"{where}: scales must be {len(s)} pairs (numerator, denominator) of positive "
+            f"ints, one per axis of the input of shape {s}, got {scales!r}"
+        )
+    for key, allowed in (("mode", MODES), ("coord", COORDINATE_MODES),
+                         ("rounding", NEAREST_MODES)):  # fmt: skip
+        if a.get(key) not in allowed:
+            raise GraphError(f"{where}: {key} {a.get(key)!r} must be one of {allowed}")
+    if len(sizes) != len(s) or any(d < 1 for d in sizes) or math.prod(sizes) > MAX_ELEMENTS:
+        raise GraphError(f"{where}: sizes {sizes} must be {len(s)} positive ints")
+    pairs = tuple((int(p), int(q)) for p, q in scales)
+    try:
+        check_resize(s, sizes, [Fraction(p, q) for p, q in pairs], a["mode"], a["coord"],
+                     a["rounding"], where)  # fmt: skip
+    except ComputeError as exc:
+        raise GraphError(str(exc)) from None
+    a.update(sizes=sizes, scales=pairs)
+    return sizes
+
+
 REDUCE_KINDS = ("mean", "sum", "max")
 
 
@@ -878,6 +929,7 @@ SHAPE_RULES = {
     "transpose": _infer_transpose,
     "slice": _infer_slice,
     "pad": _infer_pad,
+    "resize": _infer_resize,
     "layout_transform": _infer_layout_transform,
 }
 # layout_transform is the graph passes' own (a change of memory order that the graph's

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ import numpy as np
 from ..ops.conv2d import conv2d_ref
 from ..ops.pool import MODES, pool2d_ref
 from ..ops.reduction import reduce_ref
+from ..ops.resize import resize_ref
 from .graph import Graph, GraphError, Node, node_pool_mode, pad_plan, slice_plan
 
 Array = np.ndarray
@@ -105,6 +107,12 @@ def _pad(node: Node, x: list[Array]) -> Array:
     return np.pad(kept, widths, mode="reflect" if a["mode"] == "reflect" else "edge")
 
 
+def _resize(node: Node, x: list[Array]) -> Array:
+    a = node.attrs
+    scales = [Fraction(p, q) for p, q in a["scales"]]
+    return resize_ref(x[0], a["sizes"], scales, a["mode"], a["coord"], a["rounding"])
+
+
 _erf = np.frompyfunc(math.erf, 1, 1)
 
 MATH: dict[str, Callable[[Array], Array]] = {
@@ -151,6 +159,7 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     "transpose": lambda n, x: np.transpose(x[0], n.attrs["perm"]),
     "slice": _slice,
     "pad": _pad,
+    "resize": _resize,
     "layout_transform": lambda n, x: x[0],  # memory order only: the same logical tensor
 }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ..ir import intrin as I
 from ..ir.expr import const
@@ -21,6 +22,7 @@ from ..ops import nn
 from ..ops.batch_matmul import BatchMatmulShape
 from ..ops.pad import pad
 from ..ops.reduction import reduce
+from ..ops.resize import resize
 from ..ops.space import Config
 from ..ops.templates import templates_of
 from ..ops.templates.batch_matmul import batch_matmul_cpu, batch_matmul_gpu, small_tiles
@@ -214,7 +216,9 @@ def elementwise_kernel(
     g: Graph, node: Node, dtype: str = "float32"
 ) -> tuple[Schedule, list[Tensor]]:
     """``(schedule, [*inputs, output])`` of a node without a template: the elementwise ones
-    (``UNARY``, ``BINARY``, clip, scale_shift, batch_norm), concat, transpose, slice, pad, reduce
+    (``UNARY``, ``BINARY``, clip, scale_shift, batch_norm), concat, transpose, slice, pad, resize
+    (each work-item one output: its index arithmetic and one load, or the 2 ** k weighted
+    loads of a linear resize of k axes), reduce
     (a loop over the reduced elements in each work-item) and softmax (along any axis), each
     one flat kernel (softmax: its max and sum reductions stay kernels of their own).
     ``dtype``: of every tensor (``"float16"``: half storage)."""
@@ -250,6 +254,9 @@ def elementwise_kernel(
     elif node.op == "pad":
         p, rank = a["pads"], len(a["pads"]) // 2
         out = pad(ins[0], list(p[:rank]), list(p[rank:]), a["value"], "pad", a["mode"], True)
+    elif node.op == "resize":
+        scales = [Fraction(p, q) for p, q in a["scales"]]
+        out = resize(ins[0], a["sizes"], scales, a["mode"], a["coord"], a["rounding"])
     elif node.op == "reduce":
         out = reduce(ins[0], a["kind"], a["axes"], a["keepdims"])
     elif node.op == "scale_shift":
