@@ -1,4 +1,5 @@
-"""torchvision's classification models through tensorsched's ONNX import, on the GPU host.
+"""torchvision's classification models (and, named ``segmentation.NAME``, its segmentation
+models' ``out`` map) through tensorsched's ONNX import, on the GPU host.
 
 Each model (random weights, seed 0, eval mode, batch 1, 224x224 unless named otherwise) is
 exported by torch to ONNX (opset 13; TorchScript exporter, else the dynamo one), read with
@@ -57,6 +58,27 @@ MODELS = [
 SIZE = {"inception_v3": 299}
 
 
+class _Out(torch.nn.Module):
+    """A segmentation model's ``out`` map alone (its forward returns a dict)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+def make(name):
+    """The model ``name`` with random weights, in eval mode."""
+    if name.startswith("segmentation."):
+        build = getattr(torchvision.models.segmentation, name.split(".", 1)[1])
+        return _Out(build(weights=None, weights_backbone=None, aux_loss=False)).eval()
+    inception = name in ("googlenet", "inception_v3")
+    kw = {"aux_logits": False, "init_weights": True} if inception else {}
+    return getattr(torchvision.models, name)(weights=None, **kw).eval()
+
+
 def export(model, x, path):
     try:
         torch.onnx.export(model, (x,), path, opset_version=13, dynamo=False)
@@ -82,9 +104,7 @@ def median_ms(call, n=20):
 
 def one(name, folder):
     torch.manual_seed(0)
-    inception = name in ("googlenet", "inception_v3")
-    kw = {"aux_logits": False, "init_weights": True} if inception else {}
-    model = getattr(torchvision.models, name)(weights=None, **kw).eval()
+    model = make(name)
     with torch.no_grad():  # parameters initialised to zeros (ViT's classifier: every output
         for p in model.parameters():  # 0, an error of 0/0) made random, as trained ones are
             if not p.any():
