@@ -274,34 +274,50 @@ class ComputeOp(Operation):
 
 
 class ScanOp(ComputeOp):
-    """A recurrence over the first axis (TVM's ``te.scan``): rows ``[0, init_len)`` are
-    ``init``'s, and row ``t`` of the others is ``update``'s, which reads the rows before it
-    through ``state`` (a placeholder of the result's shape). ``scan_axis`` is the loop over
-    ``t``; ``init`` and ``update`` are stages of their own (split and bind them), computed into
-    the scan's buffer."""
+    """A recurrence over the first axis (TVM's ``te.scan``), of one state or several: output
+    ``k`` has state ``k``'s shape; its rows ``[0, init_len)`` are ``inits[k]``'s, and row ``t``
+    of the others is ``updates[k]``'s, which (like every update) reads the rows before it
+    through the state placeholders (``states[k]``, placeholders of the outputs' shapes).
+    ``scan_axis`` is the loop over ``t``; each init and update is a stage of its own (split
+    and bind them), computed into its output's buffer: the inits first, then at each step
+    the updates, producers first. ``init``, ``update`` and ``state`` are the first state's."""
 
     def __init__(
-        self, name: str, init: Tensor, update: Tensor, state: Tensor, inputs: Sequence[Tensor]
+        self,
+        name: str,
+        inits: Sequence[Tensor],
+        updates: Sequence[Tensor],
+        states: Sequence[Tensor],
+        inputs: Sequence[Tensor],
     ) -> None:
         self.name, self.tag, self.attrs = name, "", {}
-        self.init, self.update, self.state = init, update, state
+        self.inits, self.updates, self.states = tuple(inits), tuple(updates), tuple(states)
+        self.init, self.update, self.state = self.inits[0], self.updates[0], self.states[0]
         self.inputs = tuple(inputs)
         self.axis, self.reduce_axis = (), ()
-        self.bodies = ()  # no expression of its own: lowered from init and update
-        self.shape = tuple(update.shape)
-        self.dtype = update.dtype
-        first, last = init.shape[0], update.shape[0]
+        self.bodies = ()  # no expression of its own: lowered from the inits and updates
+        self.shape = tuple(self.update.shape)
+        self.dtype = self.update.dtype
+        first, last = self.init.shape[0], self.update.shape[0]
         self.scan_axis = IterVar(
             E.Var(f"{name}.idx"),
             Range(first, extent_of(E.as_expr(last) - E.as_expr(first))),
             "data",
         )
-        self._outs = [Tensor(self, self.shape, self.dtype, name)]
+        many = len(self.updates) > 1
+        self._outs = [
+            Tensor(self, st.shape, st.dtype, f"{name}.v{k}" if many else name, k)
+            for k, st in enumerate(self.states)
+        ]
         self._out = self._outs[0]
 
     @property
     def input_tensors(self) -> list[Tensor]:
-        return [self.init, self.update]
+        return [*self.inits, *self.updates]
+
+    def state_index(self, op: Operation) -> int | None:
+        """Which state ``op`` (a placeholder) stands for, or None."""
+        return next((k for k, s in enumerate(self.states) if s.op is op), None)
 
     def __repr__(self) -> str:
         return f"scan({self.name})"
@@ -469,38 +485,76 @@ def compute(
 
 
 def scan(
-    init: Tensor,
-    update: Tensor,
-    state_placeholder: Tensor,
+    init: Tensor | Sequence[Tensor],
+    update: Tensor | Sequence[Tensor],
+    state_placeholder: Tensor | Sequence[Tensor],
     inputs: Sequence[Tensor] | None = None,
     name: str = "scan",
-) -> Tensor:
+) -> Any:  # a Tensor, or a list of them for several states (TVM's Array)
     """A recurrence along the first axis (TVM's ``te.scan``): the result has
     ``update``'s shape; its first ``init.shape[0]`` rows are ``init``, and each later row
     ``t`` is ``update`` at ``t``, which reads earlier rows through ``state_placeholder``
-    (``state[t - 1, i]``). Each work-item must read only rows of elements it computed itself
-    (bind ``init`` and ``update`` alike), as in TVM: rows are not synchronised across
-    work-groups. One state only."""
+    (``state[t - 1, i]``). Several states, as in TVM: lists of inits, updates and state
+    placeholders (one each per state, in the same order; each update may read every state)
+    give one output per state, returned as a list (a list of one gives the tensor). Each
+    step may read elements that other work-items wrote only if the scan's work-items form one
+    work-group (bind threadIdx only): they wait at a barrier after the inits and after each
+    update; rows are not synchronised across work-groups."""
     what = f"scan '{name}'"
-    if any(isinstance(x, (list, tuple)) for x in (init, update, state_placeholder)):
-        raise ComputeError(f"{what}: one state only (give tensors, not lists)")
-    if not all(isinstance(x, Tensor) for x in (init, update, state_placeholder)):
+    lists = [isinstance(x, (list, tuple)) for x in (init, update, state_placeholder)]
+    if any(lists) and not all(lists):
+        raise ComputeError(
+            f"{what}: give init, update and the state as tensors, or all three as lists"
+        )
+    # checked to be tensors below
+    inits, updates, states = (_as_list(x) for x in (init, update, state_placeholder))
+    if not len(inits) == len(updates) == len(states) or not inits:
+        raise ComputeError(
+            f"{what}: {len(inits)} inits, {len(updates)} updates and {len(states)} states; "
+            "give one of each per state, in the same order"
+        )
+    for k, (i, u, st) in enumerate(zip(inits, updates, states)):
+        _check_scan_state(what if len(inits) == 1 else f"{what}, state {k}", i, u, st)
+    parts = [t.op for t in inits + updates]
+    if len(set(parts)) != len(parts) or len({s.op for s in states}) != len(states):
+        raise ComputeError(
+            f"{what}: each state needs its own init, update and state placeholder (one "
+            "tensor is given twice)"
+        )
+    firsts = [str(t.shape[0]) for t in inits]
+    lasts = [str(t.shape[0]) for t in updates]
+    if len(set(firsts)) != 1 or len(set(lasts)) != 1:
+        raise ComputeError(
+            f"{what}: the inits' first dimensions ({', '.join(firsts)}) and the updates' "
+            f"({', '.join(lasts)}) must agree: the states step together"
+        )
+    op = ScanOp(name, inits, updates, states, inputs or ())
+    if len(states) == 1:
+        return op.output(0)
+    return [op.output(k) for k in range(len(states))]
+
+
+def _as_list(x: Any) -> list[Any]:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _check_scan_state(what: str, init: Any, update: Any, state: Any) -> None:
+    if not all(isinstance(x, Tensor) for x in (init, update, state)):
         raise ComputeError(f"{what}: init, update and the state must be tensors")
-    if not isinstance(state_placeholder.op, PlaceholderOp):
+    if not isinstance(state.op, PlaceholderOp):
         raise ComputeError(f"{what}: the state must be a ts.placeholder of the result's shape")
     for t in (init, update):
         if not isinstance(t.op, ComputeOp) or isinstance(t.op, ScanOp) or t.op.num_outputs != 1:
             raise ComputeError(f"{what}: '{t.name}' must be a ts.compute of one output")
-    sh = [tuple(map(str, t.shape)) for t in (init, update, state_placeholder)]
+    sh = [tuple(map(str, t.shape)) for t in (init, update, state)]
     if not (sh[0][1:] == sh[1][1:] == sh[2][1:] and sh[1] == sh[2] and len(sh[0]) >= 1):
         raise ComputeError(
             f"{what}: init {init.shape}, update {update.shape} and state "
-            f"{state_placeholder.shape} must share their trailing dimensions, and update "
+            f"{state.shape} must share their trailing dimensions, and update "
             "the state's shape"
         )
-    if not init.dtype == update.dtype == state_placeholder.dtype:
+    if not init.dtype == update.dtype == state.dtype:
         raise ComputeError(f"{what}: init, update and the state must have one dtype")
-    return ScanOp(name, init, update, state_placeholder, inputs or ()).output(0)
 
 
 def _check_outputs(name: str, bodies: Sequence[E.Expr]) -> None:

@@ -20,7 +20,7 @@ from types import MappingProxyType
 
 import networkx as nx
 
-from ..errors import LoweringError, ScheduleError
+from ..errors import InternalError, LoweringError, ScheduleError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.simplify import (
@@ -92,17 +92,31 @@ class Bounds:
     def stage_of(self, tensor: Tensor) -> Stage | None:
         return self.schedule.stage_map.get(tensor.op)
 
+    def strides_of(self, st: Stage, tensor: Tensor) -> tuple[Extent, ...]:
+        """The strides of ``tensor``, an output of stage ``st``, in its buffer (a scan's
+        states may differ in shape; the other outputs of a stage share its strides)."""
+        if isinstance(st.op, ScanOp) and tensor.value_index and st not in self.materialised:
+            return tuple(storage_layout(st, list(tensor.shape))[0])
+        return self.strides[st]
+
     def storage(self, tensor: Tensor) -> tuple[S.Buffer, Region]:
         """The buffer that holds ``tensor`` and the region of it that the buffer covers."""
         st = self.stage_of(tensor)
         if st is not None and st in self.materialised:
             return self.buffers[st][tensor.value_index], _whole(st.op.shape)
+        if st is not None and (st.attach_type == "scan" or isinstance(st.op, ScanOp)):
+            # a scan's output (its own shape), or an init or update read by another part of
+            # the scan: the scan's rows, absolute indices
+            return self.buffers[st][tensor.value_index], _whole(tensor.shape)
         if st is not None:
             return self.buffers[st][tensor.value_index], self.region[st]
         op = tensor.op
-        if op in self.state_of:  # a scan's earlier rows, read by its update
+        if op in self.state_of:  # a scan's earlier rows, read by its updates
             scan = self.state_of[op]  # type: ignore[index]  # op is a PlaceholderOp here
-            return self.buffers[scan][0], tuple((E.IntImm(0), d) for d in scan.op.shape)
+            assert isinstance(scan.op, ScanOp)
+            k = scan.op.state_index(op)
+            assert k is not None  # state_of holds the scan's states
+            return self.buffers[scan][k], _whole(tensor.shape)
         if not isinstance(op, PlaceholderOp) or op not in self.placeholder_buffer:
             raise LoweringError(f"tensor '{tensor.name}' is not produced by this schedule")
         return self.placeholder_buffer[op], tuple((E.IntImm(0), d) for d in op.shape)
@@ -185,9 +199,9 @@ class _Inference:
             self.bodies[st] = tuple(inline.visit(b) for b in st.op.bodies)
             self.body[st] = self.bodies[st][0] if self.bodies[st] else E.IntImm(0)
             if isinstance(st.op, ScanOp):
-                state = st.op.state.op
-                assert isinstance(state, PlaceholderOp)  # ts.scan checks it
-                self.state_of[state] = st
+                for state in st.op.states:
+                    assert isinstance(state.op, PlaceholderOp)  # ts.scan checks it
+                    self.state_of[state.op] = st
 
     def stage_of(self, tensor: Tensor) -> Stage | None:
         return self.sched.stage_map.get(tensor.op)
@@ -236,7 +250,9 @@ class _Inference:
             self.scope[st] = _infer_scope(st)
             if st.attach_type == "scope":
                 self.region[st] = tuple(_attached_region(self, st, readers[st]))
-            elif st.attach_type == "scan" and st is self.stage_of(_scan_of(st).update):
+            elif st.attach_type == "scan" and any(
+                st is self.stage_of(u) for u in _scan_of(st).updates
+            ):
                 # one row per iteration of the scan's loop (the stage's op may be a new one:
                 # a cache_read that the update reads rebinds its body)
                 row: tuple[E.Expr, Extent] = (_scan_of(st).scan_axis.var, 1)
@@ -250,13 +266,24 @@ class _Inference:
             for iv in st.leaf_iter_vars:
                 hi = extent_upper(self.ext[st][iv])
                 self.var_ranges[iv.var] = (0, None if hi is None else hi - 1)
-            if st.attach_type == "scan":  # computed into the scan's buffer, rows as they are
-                assert st.attach_stage is not None  # the scan
-                self.strides[st] = self.strides[st.attach_stage]
-                self.buffers[st] = self.buffers[st.attach_stage]
-                self.buffer[st] = self.buffer[st.attach_stage]
+            if st.attach_type == "scan":  # computed into its state's buffer, rows as they are
+                scan = st.attach_stage
+                assert scan is not None  # the scan
+                k = _scan_part_index(self, st)
+                self.strides[st] = tuple(storage_layout(scan, scan.op.output(k).shape)[0])
+                self.buffers[st] = (self.buffers[scan][k],)
+                self.buffer[st] = self.buffers[st][0]
                 continue
             scope = self.scope[st] if not st.is_output else "global"
+            if isinstance(st.op, ScanOp):  # a buffer per state, each of its state's shape
+                outs = [st.op.output(k) for k in range(st.op.num_outputs)]
+                layouts = [storage_layout(st, list(t.shape)) for t in outs]
+                self.strides[st] = tuple(layouts[0][0])
+                self.buffers[st] = tuple(
+                    S.Buffer(t.name, t.dtype, shape, scope) for t, (_, shape) in zip(outs, layouts)
+                )
+                self.buffer[st] = self.buffers[st][0]
+                continue
             strides, shape = storage_layout(st, [e for _, e in self.region[st]])
             self.strides[st] = tuple(strides)
             outs = [st.op.output(k) for k in range(st.op.num_outputs)]
@@ -265,6 +292,15 @@ class _Inference:
             else:
                 self.buffers[st] = tuple(S.Buffer(t.name, t.dtype, shape, scope) for t in outs)
             self.buffer[st] = self.buffers[st][0]
+
+
+def _scan_part_index(inf: _Inference, st: Stage) -> int:
+    """Which state of its scan the init or update stage ``st`` computes."""
+    scan = _scan_of(st)
+    for k, (i, u) in enumerate(zip(scan.inits, scan.updates)):
+        if st is inf.stage_of(i) or st is inf.stage_of(u):
+            return k
+    raise InternalError(f"stage '{st.name}' is no part of scan '{scan.name}'")
 
 
 def _scan_of(st: Stage) -> ScanOp:

@@ -79,7 +79,7 @@ def lower(
         op.name for op in sch.outputs if not any(ctx.stage_of(a) is sch.stage_map[op] for a in args)
     ]
     for op in sch.outputs:  # every output of a multi-output compute
-        outs = [op.output(k) for k in range(len(getattr(op, "bodies", ())))]
+        outs = [op.output(k) for k in range(getattr(op, "num_outputs", 1))]
         if len(outs) > 1:
             missing += [t.name for t in outs if not any(a is t for a in args)]
     if missing:

@@ -691,7 +691,7 @@ class Schedule:
             self.stage_map[op].is_output = True
         for st in self.stages:  # a scan's init and update are computed into the scan
             if isinstance(st.op, ScanOp):
-                for part in (st.op.init, st.op.update):
+                for part in (*st.op.inits, *st.op.updates):
                     inner = self.stage_map[part.op]
                     inner.attach_type, inner.attach_stage = "scan", st
 

@@ -48,7 +48,7 @@ class _Flatten(Mutator):
         rel = [i - m for i, (m, _) in zip(idx, region)]
         if st is None:
             return E.Load(buf, flat_index(rel, [e for _, e in region]))
-        return E.Load(buf, strided_index(rel, self.ctx.strides[st]))
+        return E.Load(buf, strided_index(rel, self.ctx.bounds.strides_of(st, t.tensor)))
 
 
 def flat_index(indices: Sequence[E.Expr], extents: Sequence[Extent]) -> E.Expr:
@@ -327,28 +327,33 @@ def build_stage(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
 
 
 def _build_scan(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
-    """A scan: its init stage, then a loop over the scan axis computing the update stage's row
-    at each step (the update's first axis is that row; its other loops are its own)."""
+    """A scan: its init stages, then a loop over the scan axis computing each update stage's
+    row at each step, producers first (an update's first axis is that row; its other loops
+    are its own)."""
     op = st.op
     assert isinstance(op, ScanOp)
-    init, update = ctx.stage_of(op.init), ctx.stage_of(op.update)
-    assert init is not None and update is not None  # the scan's parts are stages
-    row = update.op.axis[0]
-    if row not in update.leaf_iter_vars or bound_tag(update, row) is not None:
-        raise ScheduleError(
-            "split",
-            update,
-            f"axis '{row.var.name}' of scan '{st.name}''s update is the scan's step; leave it "
-            "as it is (split, fuse, reorder and bind the other axes)",
-            row,
-        )
+    order = {x: k for k, x in enumerate(ctx.stages)}  # producers first
+    inits = sorted({_part(ctx, t) for t in op.inits}, key=order.__getitem__)
+    updates = sorted({_part(ctx, t) for t in op.updates}, key=order.__getitem__)
+    for update in updates:
+        row = update.op.axis[0]
+        if row not in update.leaf_iter_vars or bound_tag(update, row) is not None:
+            raise ScheduleError(
+                "split",
+                update,
+                f"axis '{row.var.name}' of scan '{st.name}''s update is the scan's step; "
+                "leave it as it is (split, fuse, reorder and bind the other axes)",
+                row,
+            )
     t = op.scan_axis
-    first, step_body = build_stage(ctx, init, env), build_stage(ctx, update, env)
-    if not _steps_own_elements(ctx, st, first, step_body):
+    firsts = [build_stage(ctx, x, env) for x in inits]
+    steps = [build_stage(ctx, x, env) for x in updates]
+    if not _steps_own_elements(ctx, st, list(zip(inits, firsts)), list(zip(updates, steps))):
+        parts = {*inits, *updates}
         tags = {
             tag
             for x in ctx.stages
-            if x in (init, update) or any(p in (init, update) for p, _ in ancestors(x))
+            if x in parts or any(p in parts for p, _ in ancestors(x))
             for iv in x.leaf_iter_vars
             if (tag := bound_tag(x, iv)) is not None and tag != "vthread"
         }
@@ -356,7 +361,7 @@ def _build_scan(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
         if block:
             raise ScheduleError(
                 "bind",
-                update,
+                updates[0],
                 f"scan '{st.name}': a step reads state elements that other work-items "
                 f"wrote at the step before (or init and update split the rows "
                 f"differently), and the steps run in one kernel bound to {block[0]}: work-"
@@ -364,70 +369,107 @@ def _build_scan(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
                 "update's axes alike to threadIdx only (one work-group, a barrier each "
                 "step), or read only the update's own elements of the state",
             )
-        if tags:  # one work-group: every step waits for the one before
-            first, step_body = (
-                S.seq(first, S.Barrier("global")),
-                S.seq(step_body, S.Barrier("global")),
-            )
+        if tags:  # one work-group: each update waits for what was written before it
+            firsts = [S.seq(*firsts, S.Barrier("global"))]
+            steps = [S.seq(x, S.Barrier("global")) for x in steps]
     step = S.For(
         t.var,
         extent_expr(t.domain.min),
         extent_expr(t.domain.extent),
         "serial",
-        step_body,
+        S.seq(*steps),
     )
-    return S.Produce(st.name, S.seq(first, step))
+    return S.Produce(st.name, S.seq(*firsts, step))
 
 
-def _steps_own_elements(ctx: _Builder, st: Stage, first: S.Stmt, step: S.Stmt) -> bool:
+def _part(ctx: _Builder, tensor: Tensor) -> Stage:
+    """The stage of a scan's init or update."""
+    part = ctx.stage_of(tensor)
+    assert part is not None  # the scan's parts are stages
+    return part
+
+
+def _steps_own_elements(
+    ctx: _Builder,
+    st: Stage,
+    inits: Sequence[tuple[Stage, S.Stmt]],
+    updates: Sequence[tuple[Stage, S.Stmt]],
+) -> bool:
     """Whether each step of scan ``st`` reads only elements of the scan that the same
-    work-item wrote: the step's one store writes each row as the init's writes row 0 (the
-    same index of the same work-item and loop indices), and every load of the scan in the
-    step reads what that store wrote some steps before (``state[t - 1, i]``). Otherwise
-    the steps of a scan spread over work-items must wait for one another."""
+    work-item wrote: for each state, the step's one store writes each row as the init's
+    writes row 0 (the same index of the same work-item and loop indices), and every load of
+    a state in a step reads what that state's store wrote some steps before
+    (``state[t - 1, i]``; in the same step, by an update that runs before), with the same
+    work-item and loop indices. Otherwise the steps of a scan spread over work-items must
+    wait for one another."""
     op = st.op
     assert isinstance(op, ScanOp)
     t = op.scan_axis.var
-    bufs = set(ctx.bounds.buffers[st])
-    firsts, steps = _stores_to(first, bufs), _stores_to(step, bufs)
-    if len(firsts) != 1 or len(steps) != 1:
-        return False
-    (a, a_loops), (b, b_loops) = firsts[0], steps[0]
-    single = {**_single_loops(first), **_single_loops(step)}  # loops of one iteration
-    a = S.Store(a.buffer, substitute(a.index, single), a.value)
-    b = S.Store(b.buffer, substitute(b.index, single), b.value)
-    a_loops = [v for v in a_loops if v not in single]
-    b_loops = [v for v in b_loops if v not in single]
-    if len(a_loops) != len(b_loops):
-        a_loops = []  # the init's and update's loops differ: only an unbound init does
-    rename: dict[E.Var, E.Expr] = {v: u for v, u in zip(b_loops, a_loops)}
-    rename[t] = extent_expr(op.init.shape[0]) - 1
-    init = ctx.stage_of(op.init)
-    everywhere = not any(  # every work-item computes all of the init (it binds no thread)
-        (tag := bound_tag(x, iv)) is not None and tag != "vthread"
-        for x in ctx.stages
-        if x is init or any(p is init for p, _ in ancestors(x))
-        for iv in x.leaf_iter_vars
-    )
-    if not everywhere and (
-        a.buffer is not b.buffer
-        or not structural_equal(simplify(a.index), simplify(substitute(b.index, rename)))
-    ):
-        return False
-    earlier = [simplify(substitute(b.index, {t: t - c})) for c in range(1, 9)]
-    loads: list[E.Load] = []
+    single: dict[E.Var, E.Expr] = {}  # loops of one iteration, each to its only value
+    for _, stmt in [*inits, *updates]:
+        single.update(_single_loops(stmt))
+    # per state buffer: (the position of its update in the step, its store's index, the
+    # loops around it)
+    written: dict[S.Buffer, tuple[int, E.Expr, list[E.Var]]] = {}
+    for buf in ctx.bounds.buffers[st]:
+        firsts = [(x, s) for x, stmt in inits for s in _stores_to(stmt, {buf})]
+        steps = [(n, s) for n, (_, stmt) in enumerate(updates) for s in _stores_to(stmt, {buf})]
+        if len(firsts) != 1 or len(steps) != 1:
+            return False
+        (init, (a, a_loops)), (pos, (b, b_loops)) = firsts[0], steps[0]
+        a_index, b_index = substitute(a.index, single), substitute(b.index, single)
+        a_loops = [v for v in a_loops if v not in single]
+        b_loops = [v for v in b_loops if v not in single]
+        if len(a_loops) != len(b_loops):
+            a_loops = []  # the init's and update's loops differ: only an unbound init does
+        rename: dict[E.Var, E.Expr] = {v: u for v, u in zip(b_loops, a_loops)}
+        rename[t] = extent_expr(op.init.shape[0]) - 1
+        everywhere = not any(  # every work-item computes all of the init (it binds no thread)
+            (tag := bound_tag(x, iv)) is not None and tag != "vthread"
+            for x in ctx.stages
+            if x is init or any(p is init for p, _ in ancestors(x))
+            for iv in x.leaf_iter_vars
+        )
+        if not everywhere and not structural_equal(
+            simplify(a_index), simplify(substitute(b_index, rename))
+        ):
+            return False
+        written[buf] = (pos, b_index, b_loops)
+    for n, (_, stmt) in enumerate(updates):
+        for load, loops in _loads_of(stmt, set(written)):
+            pos, index, store_loops = written[load.buffer]
+            if pos != n:  # another update's store: its loops stand for this one's
+                loops = [v for v in loops if v not in single]
+                if len(loops) != len(store_loops):
+                    return False
+                index = substitute(index, dict(zip(store_loops, loops)))
+            earlier = range(0 if pos < n else 1, 9)
+            want = simplify(substitute(load.index, single))
+            if not any(
+                structural_equal(want, simplify(substitute(index, {t: t - c}))) for c in earlier
+            ):
+                return False
+    return True
+
+
+def _loads_of(stmt: S.Stmt, bufs: set[S.Buffer]) -> list[tuple[E.Load, list[E.Var]]]:
+    """The loads of ``bufs`` in ``stmt``, each with the variables of the loops around it."""
+    found: list[tuple[E.Load, list[E.Var]]] = []
+    loops: list[E.Var] = []
 
     class _V(Visitor):
+        def visit_For(self, f: S.For) -> None:
+            loops.append(f.var)
+            self.generic_visit(f)
+            loops.pop()
+
         def visit_Load(self, node: E.Load) -> None:
             if node.buffer in bufs:
-                loads.append(node)
+                found.append((node, list(loops)))
             self.generic_visit(node)
 
-    _V().visit(step)
-    return all(
-        any(structural_equal(simplify(substitute(x.index, single)), e) for e in earlier)
-        for x in loads
-    )
+    _V().visit(stmt)
+    return found
 
 
 def _single_loops(stmt: S.Stmt) -> dict[E.Var, E.Expr]:
