@@ -2,10 +2,11 @@
 tuning logs (every config a search measured there), the config ``predict_from_shapes`` picks
 from the shipped log as it was before that shape was tuned is looked up in the shape's own log
 (the median of its measurements) and compared with the log's best. The same for each
-candidate the prediction ranks (the nearest logged shapes' bests, carried, and their split-K
-variants), so that other ranking rules can be compared offline; ``oracle`` is the best
-measured candidate. No device is opened: the limits are the H200's as NVIDIA's OpenCL
-reports them (132 compute units, 48 KiB ``__local``, 1024 work-items).
+candidate the prediction ranks (``model.shape_candidates``: the nearest logged shapes'
+bests, carried, and their split-K variants), so that other ranking rules can be compared
+offline; ``oracle`` is the best measured candidate. No device is opened: the limits are
+the H200's as NVIDIA's OpenCL reports them (132 compute units, 48 KiB ``__local``, 1024
+work-items).
 
     python benchmarks/gpu/predict_loo.py \\
         --batch benchmarks/gpu/results/coverage_2026-11-27/tuned60_logs.tgz \\
@@ -40,40 +41,6 @@ SHIPPED = os.path.join(
 H200 = DeviceLimits(
     "NVIDIA CUDA / NVIDIA H200", 1024, (1024, 1024, 64), 49152, 132, group_ordering=True, gpu=True
 )
-
-
-def candidates(task: Task, records: list, limits: DeviceLimits) -> list[tuple]:
-    """``predict_from_shapes``'s candidates, ``(distance, logged ms, features there, config,
-    features here)`` each, in its order (the same steps, before its ranking)."""
-    space = task.space()
-    lowering = M.Lowering(limits)
-    mine, near = (task.kind, task.template), {}
-    for r in records:
-        if M._template_of(r) != mine and r.task_key() not in near:
-            near[r.task_key()] = M.shape_distance(task, Task.from_dict(r.task)) <= M.NEAR_VIEW
-    records = [r for r in records if M._template_of(r) == mine or near[r.task_key()]]
-    shapes = M.logged_shapes(task, space, records)[: M.PREDICT_SHAPES]
-    here = [M.carry_config(recs[0].config, there, task, space) for _, there, recs in shapes]
-    lowered = lowering.many(
-        [(task, c) for c in here] + [(there, recs[0].config) for _, there, recs in shapes]
-    )
-    cands = [
-        (d, recs[0].device_ms or math.inf, src, c, new)
-        for (d, _, recs), c, (new, why), (src, _) in zip(
-            shapes, here, lowered[: len(here)], lowered[len(here) :]
-        )
-        if why is None and new is not None and src is not None
-    ]
-    variants = [
-        (x, v) for x in cands if (v := M._split_to_fill(x[3], x[4], space, limits)) is not None
-    ]
-    for ((d, ms, src, c, was), v), (new, why) in zip(
-        variants, lowering.many([(task, v) for _, v in variants])
-    ):
-        spread = was["ir.log2_work_groups"] + math.log2(v["split_k"] / c["split_k"])
-        if why is None and new is not None and abs(new["ir.log2_work_groups"] - spread) < 0.01:
-            cands.append((d, ms, src, v, new))
-    return cands
 
 
 RULES = {
@@ -118,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
             ms = {r.config_key(): r.device_ms for r in ranked}
             pick = M.predict_from_shapes(task, before, H200)
             got = ms.get(config_key(pick)) if pick else None
-            cands = [(*x, ms.get(config_key(x[3]))) for x in candidates(task, before, H200)]
+            family = M._family_records(task, before)
+            cands = [(*x, ms.get(config_key(x[3]))) for x in M.shape_candidates(task, family, H200)]
             measured = [x for x in cands if x[5]]
             shape = "x".join(map(str, task.shape))
             note = f"{got * 1e3:8.1f} us, {best / got:.2f}x the best" if got else "not measured"

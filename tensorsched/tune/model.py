@@ -864,39 +864,10 @@ def predict_config(task: Task, records: Sequence[Record], limits: DeviceLimits) 
 def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLimits) -> dict | None:
     """``predict_config`` from the other shapes alone (its steps after ``own_best``)."""
     space = task.space()
-    lowering = Lowering(limits)
-    mine, near = (task.kind, task.template), {}
-    for r in records:
-        if _template_of(r) != mine and r.task_key() not in near:
-            near[r.task_key()] = shape_distance(task, Task.from_dict(r.task)) <= NEAR_VIEW
-    records = [r for r in records if _template_of(r) == mine or near[r.task_key()]]
+    records = _family_records(task, records)
     if not records:
         return None
-    shapes = logged_shapes(task, space, records)[:PREDICT_SHAPES]
-    here = [carry_config(recs[0].config, there, task, space) for _, there, recs in shapes]
-    lowered = lowering.many(
-        [(task, c) for c in here] + [(there, recs[0].config) for _, there, recs in shapes]
-    )
-    # (distance, logged ms, features there, config here, features here) of each candidate
-    cands = [
-        (d, recs[0].device_ms or math.inf, src, c, new)
-        for (d, _, recs), c, (new, why), (src, _) in zip(
-            shapes, here, lowered[: len(here)], lowered[len(here) :]
-        )
-        if why is None and new is not None and src is not None
-    ]
-    # each also with its K split over as many work-groups as fill the device once
-    variants = [
-        (x, v) for x in cands if (v := _split_to_fill(x[3], x[4], space, limits)) is not None
-    ]
-    for ((d, ms, src, c, was), v), (new, why) in zip(
-        variants, lowering.many([(task, v) for _, v in variants])
-    ):
-        # kept where the split did spread over work-groups (a template's ``split_k`` may
-        # mean something else: dense_gpu's work-items per output)
-        spread = was["ir.log2_work_groups"] + math.log2(v["split_k"] / c["split_k"])
-        if why is None and new is not None and abs(new["ir.log2_work_groups"] - spread) < 0.01:
-            cands.append((d, ms, src, v, new))
+    cands = shape_candidates(task, records, limits, space)
     distrust = GPU_DISTRUST if limits.gpu else 1.0
     guesses = [
         (rescaled_ms(ms, src, new, limits) * math.exp(distrust * d), i)
@@ -904,6 +875,7 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
     ]
     if guesses:
         return cands[min(guesses)[1]][3]
+    lowering = Lowering(limits)
     for c in _nearest_bests(task, space, records, shapes=len(records)):
         _, why = lowering(task, c)
         if why is None:
@@ -915,6 +887,52 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
         return None
     picks = prop._model_picks(1)
     return picks[0] if picks else None
+
+
+def _family_records(task: Task, records: Sequence[Record]) -> list[Record]:
+    """``records`` of ``task``'s template, and of another template of its family only within
+    ``NEAR_VIEW`` of its shape."""
+    mine, near = (task.kind, task.template), {}
+    for r in records:
+        if _template_of(r) != mine and r.task_key() not in near:
+            near[r.task_key()] = shape_distance(task, Task.from_dict(r.task)) <= NEAR_VIEW
+    return [r for r in records if _template_of(r) == mine or near[r.task_key()]]
+
+
+def shape_candidates(
+    task: Task, records: Sequence[Record], limits: DeviceLimits, space: Config | None = None
+) -> list[tuple[float, float, dict[str, float], dict[str, Any], dict[str, float]]]:
+    """What ``predict_from_shapes`` ranks: ``(distance, logged ms, IR features there,
+    config here, IR features here)`` of the best config of each of the ``PREDICT_SHAPES``
+    nearest logged shapes of ``records`` (``task``'s family), made legal here, and of each
+    such config with its K split over as many work-groups as fill the device once (where
+    that differs); those that do not lower here are left out."""
+    space = space if space is not None else task.space()
+    lowering = Lowering(limits)
+    shapes = logged_shapes(task, space, records)[:PREDICT_SHAPES]
+    here = [carry_config(recs[0].config, there, task, space) for _, there, recs in shapes]
+    lowered = lowering.many(
+        [(task, c) for c in here] + [(there, recs[0].config) for _, there, recs in shapes]
+    )
+    cands = [
+        (d, recs[0].device_ms or math.inf, src, c, new)
+        for (d, _, recs), c, (new, why), (src, _) in zip(
+            shapes, here, lowered[: len(here)], lowered[len(here) :]
+        )
+        if why is None and new is not None and src is not None
+    ]
+    variants = [
+        (x, v) for x in cands if (v := _split_to_fill(x[3], x[4], space, limits)) is not None
+    ]
+    for ((d, ms, src, c, was), v), (new, why) in zip(
+        variants, lowering.many([(task, v) for _, v in variants])
+    ):
+        # kept where the split did spread over work-groups (a template's ``split_k`` may
+        # mean something else: dense_gpu's work-items per output)
+        spread = was["ir.log2_work_groups"] + math.log2(v["split_k"] / c["split_k"])
+        if why is None and new is not None and abs(new["ir.log2_work_groups"] - spread) < 0.01:
+            cands.append((d, ms, src, v, new))
+    return cands
 
 
 def _split_to_fill(
