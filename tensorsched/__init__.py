@@ -24,7 +24,9 @@ from .errors import (
     ScheduleError,
     TensorschedError,
 )
+from .ir.expr import Call as _Call  # ts.tir.Call
 from .ir.intrin import MORE_UNARY as _MORE_UNARY  # the te / tir namespaces' too
+from .ir.intrin import CallEffectKind as _CallEffectKind
 from .ir.intrin import (
     abs,
     acos,
@@ -36,6 +38,8 @@ from .ir.intrin import (
     atan,
     atan2,
     atanh,
+    call_intrin,
+    call_pure_extern,
     ceil,
     comm_reducer,
     const,
@@ -215,3 +219,10 @@ tir = _namespace(
     ("var", "size_var", *_MATH),
 )
 tir.Select = if_then_else  # type: ignore[attr-defined]
+tir.call_pure_extern = call_pure_extern  # type: ignore[attr-defined]
+tir.call_intrin = call_intrin  # type: ignore[attr-defined]
+tir.Call = _Call  # type: ignore[attr-defined]
+tir.CallEffectKind = _CallEffectKind  # type: ignore[attr-defined]
+tir.op = _namespace(  # type: ignore[attr-defined]
+    "tir.op", "TVM's tvm.tir.op: the scalar functions.", ("var", "size_var", *_MATH)
+)

@@ -468,3 +468,68 @@ def comm_reducer(
         return reducer.combine(x, y)
 
     return reduce
+
+
+# ---------------------------------------------------------------- TVM's calls by name
+
+# TVM's intrinsics by name (tir.exp ...): those tensorsched has, each an OpenCL C built-in
+_INTRINSICS: dict[str, Callable[..., E.Expr]] = {
+    "exp": exp, "log": log, "sqrt": sqrt, "tanh": tanh, "sigmoid": sigmoid, "fabs": fabs,
+    "floor": floor, "ceil": ceil, "round": round, "trunc": trunc, "cos": cos, "sin": sin,
+    "pow": power, "fmod": fmod, "atan2": atan2,
+    **{name: globals()[name] for name in MORE_UNARY},
+}  # fmt: skip
+# the device functions call_pure_extern may name: OpenCL C's built-ins and C's float
+# spellings of them (expf, logf, powf ...; OpenCL C's built-ins are overloaded instead)
+_EXTERNS = {n: f for n, f in _INTRINSICS.items() if n != "sigmoid"}
+_EXTERNS.update({f"{n}f": f for n, f in list(_EXTERNS.items())})
+
+
+def _call_by_name(what: str, dtype: str, name: str, args: tuple, known: dict, shown: str) -> E.Expr:
+    fn = known.get(name)
+    if fn is None:
+        names = ", ".join(n for n in known if n in _INTRINSICS)
+        raise ComputeError(
+            f"{what}({dtype!r}, {shown!r}, ...): tensorsched has no function '{shown}': a kernel "
+            f"is OpenCL C 1.2 and calls only the built-ins it knows ({names}"
+            + ("; C's float spellings such as expf too" if known is _EXTERNS else "")
+            + "). Write the expression with ts.exp, ts.log ... instead (ts.exp for CUDA's "
+            "'__expf'); custom intrinsics and lowering rules are not supported, see "
+            "docs/tvm_compat.md"
+        )
+    n_args = 2 if fn in (power, fmod, atan2) else 1
+    if len(args) != n_args:
+        raise ComputeError(f"{what}: '{name}' takes {n_args} argument(s), got {len(args)}")
+    dt.check_dtype(dtype, what)
+    if not dt.is_float(dtype):
+        raise ComputeError(f"{what}({dtype!r}, {name!r}, ...): '{name}' gives a float dtype")
+    return fn(*(E.as_expr(a, dtype).astype(dtype) for a in args))
+
+
+def call_pure_extern(dtype: str, func_name: str, *args: E.ExprLike) -> E.Expr:
+    """TVM's ``tir.call_pure_extern``: a device function called by name, here one of the
+    OpenCL C built-ins tensorsched knows (``exp``, ``log`` ... or C's ``expf``, ``logf``),
+    computed in ``dtype`` (the arguments cast to it) as that intrinsic; another name is a
+    ComputeError."""
+    return _call_by_name("call_pure_extern", dtype, func_name, args, _EXTERNS, func_name)
+
+
+def call_intrin(dtype: str, op_name: str, *args: E.ExprLike) -> E.Expr:
+    """TVM's ``tir.call_intrin``: an intrinsic by its TVM name (``"tir.exp"``) in ``dtype``;
+    a name tensorsched has no intrinsic for (a TVM user's own, registered with
+    ``register_op_attr``) is a ComputeError."""
+    name = op_name.removeprefix("tir.")
+    return _call_by_name("call_intrin", dtype, name, args, _INTRINSICS, op_name)
+
+
+class CallEffectKind:
+    """TVM's ``tir.CallEffectKind`` values (an argument of ``register_op_attr``)."""
+
+    ExprAnnotator = 0
+    Pure = 1
+    ReadState = 2
+    UpdateState = 3
+    Opaque = 4
+    Embedded = 5
+    SpecialCallArg = 6
+    ControlJump = 7
