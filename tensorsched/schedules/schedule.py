@@ -173,15 +173,7 @@ class Stage:
         a = self.attrs.get(iv)
         if a is None:
             return
-        what = (
-            f"bound to {a.bind.tag}"
-            if a.bind is not None
-            else a.kind
-            if a.kind != "serial"
-            else f"annotated with pragma '{a.pragmas[0][0]}'"
-            if a.pragmas
-            else None
-        )
+        what = _annotation(a)
         if what:
             raise self._error(
                 primitive,
@@ -1076,6 +1068,18 @@ class Schedule:
         return rfs if len(rfs) > 1 else rfs[0]
 
 
+def _annotation(a: IterAttr) -> str | None:
+    """What a loop's attributes say of it that a primitive resetting the loop would drop
+    (``"bound to threadIdx.x"``, ``"unrolled"``, a pragma), or None for a plain serial loop."""
+    if a.bind is not None:
+        return f"bound to {a.bind.tag}"
+    if a.kind != "serial":
+        return a.kind
+    if a.pragmas:
+        return f"annotated with pragma '{a.pragmas[0][0]}'"
+    return None
+
+
 def _check_relayout(st: Stage) -> None:
     """Raise unless ``cache_write`` can lay its cache out by ``st``'s loops: what it resets on
     ``st`` (its splits, fuses and loop order; TVM resets them too) must carry nothing that
@@ -1091,15 +1095,7 @@ def _check_relayout(st: Stage) -> None:
                 rel.outer,
             )
     for iv, a in st.attrs.items():
-        what = (
-            f"bound to {a.bind.tag}"
-            if a.bind is not None
-            else a.kind
-            if a.kind != "serial"
-            else f"annotated with pragma '{a.pragmas[0][0]}'"
-            if a.pragmas
-            else None
-        )
+        what = _annotation(a)
         if what:
             raise ScheduleError(
                 "cache_write",

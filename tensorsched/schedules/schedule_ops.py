@@ -8,6 +8,7 @@ in leaf order, with its ``compute_at`` producers placed inside the loop they are
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..errors import LoweringError, ScheduleError
 from ..ir import expr as E
@@ -412,8 +413,10 @@ def _steps_own_elements(
     # loops around it)
     written: dict[S.Buffer, tuple[int, E.Expr, list[E.Var]]] = {}
     for buf in ctx.bounds.buffers[st]:
-        firsts = [(x, s) for x, stmt in inits for s in _stores_to(stmt, {buf})]
-        steps = [(n, s) for n, (_, stmt) in enumerate(updates) for s in _stores_to(stmt, {buf})]
+        firsts = [(x, s) for x, stmt in inits for s in _accesses(stmt, {buf}, S.Store)]
+        steps = [
+            (n, s) for n, (_, stmt) in enumerate(updates) for s in _accesses(stmt, {buf}, S.Store)
+        ]
         if len(firsts) != 1 or len(steps) != 1:
             return False
         (init, (a, a_loops)), (pos, (b, b_loops)) = firsts[0], steps[0]
@@ -436,7 +439,7 @@ def _steps_own_elements(
             return False
         written[buf] = (pos, b_index, b_loops)
     for n, (_, stmt) in enumerate(updates):
-        for load, loops in _loads_of(stmt, set(written)):
+        for load, loops in _accesses(stmt, set(written), E.Load):
             pos, index, store_loops = written[load.buffer]
             if pos != n:  # another update's store: its loops stand for this one's
                 loops = [v for v in loops if v not in single]
@@ -452,9 +455,12 @@ def _steps_own_elements(
     return True
 
 
-def _loads_of(stmt: S.Stmt, bufs: set[S.Buffer]) -> list[tuple[E.Load, list[E.Var]]]:
-    """The loads of ``bufs`` in ``stmt``, each with the variables of the loops around it."""
-    found: list[tuple[E.Load, list[E.Var]]] = []
+def _accesses(
+    stmt: S.Stmt, bufs: set[S.Buffer], kind: type[E.Load] | type[S.Store]
+) -> list[tuple[Any, list[E.Var]]]:
+    """The loads (``kind`` ``E.Load``) or stores (``S.Store``) of ``bufs`` in ``stmt``, each
+    with the variables of the loops around it."""
+    found: list[tuple[Any, list[E.Var]]] = []
     loops: list[E.Var] = []
 
     class _V(Visitor):
@@ -464,7 +470,12 @@ def _loads_of(stmt: S.Stmt, bufs: set[S.Buffer]) -> list[tuple[E.Load, list[E.Va
             loops.pop()
 
         def visit_Load(self, node: E.Load) -> None:
-            if node.buffer in bufs:
+            if kind is E.Load and node.buffer in bufs:
+                found.append((node, list(loops)))
+            self.generic_visit(node)
+
+        def visit_Store(self, node: S.Store) -> None:
+            if kind is S.Store and node.buffer in bufs:
                 found.append((node, list(loops)))
             self.generic_visit(node)
 
@@ -481,26 +492,6 @@ def _single_loops(stmt: S.Stmt) -> dict[E.Var, E.Expr]:
             if isinstance(f.extent, E.IntImm) and f.extent.value == 1:
                 found[f.var] = f.min
             self.generic_visit(f)
-
-    _V().visit(stmt)
-    return found
-
-
-def _stores_to(stmt: S.Stmt, bufs: set[S.Buffer]) -> list[tuple[S.Store, list[E.Var]]]:
-    """The stores to ``bufs`` in ``stmt``, each with the variables of the loops around it."""
-    found: list[tuple[S.Store, list[E.Var]]] = []
-    loops: list[E.Var] = []
-
-    class _V(Visitor):
-        def visit_For(self, f: S.For) -> None:
-            loops.append(f.var)
-            self.generic_visit(f)
-            loops.pop()
-
-        def visit_Store(self, node: S.Store) -> None:
-            if node.buffer in bufs:
-                found.append((node, list(loops)))
-            self.generic_visit(node)
 
     _V().visit(stmt)
     return found
