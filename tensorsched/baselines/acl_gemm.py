@@ -364,6 +364,15 @@ class AclConv2d(_AclKernels):
         shape: ConvShape | Sequence[Any] | Any,
         device: Device | str | None = None,
     ) -> None:
+        dilation = (
+            shape[9] if isinstance(shape, (tuple, list)) and len(shape) > 9
+            else getattr(shape, "dilation", 1)
+        )  # fmt: skip
+        if dilation != 1:
+            raise AclConfigError(
+                f"conv2d {shape}: dilation {dilation}; the ACL-style GEMM method here reads "
+                "undilated windows only"
+            )
         if isinstance(shape, (tuple, list)):
             names = ("N", "CI", "IH", "IW", "CO", "KH", "KW", "stride", "pad")
             shape = dict(zip(names, shape))

@@ -122,13 +122,29 @@ def _epilogue(node: Node) -> tuple[str, str]:
     return "".join(params), "\n".join(steps)
 
 
+def _dilated(node: Node) -> bool:
+    """A dilated conv: the ACL-style kernels here read undilated windows only, so the
+    network runs such a layer with tensorsched's own kernel."""
+    return tuple(node.attrs.get("dilations", (1, 1))) != (1, 1)
+
+
 def _is_gemm_conv(g: Graph, node: Node) -> bool:
-    return node.op == "conv2d" and node.attrs["groups"] == 1 and node.inputs[1] in g.constants
+    return (
+        node.op == "conv2d"
+        and node.attrs["groups"] == 1
+        and node.inputs[1] in g.constants
+        and not _dilated(node)
+    )
 
 
 def _is_depthwise(g: Graph, node: Node) -> bool:
     ci = g.tensors[node.inputs[0]].shape[1]
-    return node.op == "conv2d" and node.attrs["groups"] == ci > 1 and len(node.inputs) >= 2
+    return (
+        node.op == "conv2d"
+        and node.attrs["groups"] == ci > 1
+        and len(node.inputs) >= 2
+        and not _dilated(node)
+    )
 
 
 def _gemm_shape(g: Graph, node: Node) -> GemmParam:

@@ -90,7 +90,10 @@ def _conv(torch: Any, F: Any, node: Node, args: list[Any], g: Graph) -> Any:
     pad: Any = (t, l)
     if (t, l) != (bo, r):
         x, pad = F.pad(x, (l, r, t, bo)), 0
-    return F.conv2d(x, w, b[0] if b else None, node.attrs["strides"], pad, 1, node.attrs["groups"])
+    dilation = tuple(node.attrs.get("dilations", (1, 1)))
+    return F.conv2d(
+        x, w, b[0] if b else None, node.attrs["strides"], pad, dilation, node.attrs["groups"]
+    )
 
 
 def _pool(torch: Any, F: Any, node: Node, args: list[Any], g: Graph) -> Any:

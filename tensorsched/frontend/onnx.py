@@ -9,8 +9,8 @@ checked before anything is allocated from them. Weights a model keeps in files b
 given by its path, as onnxruntime reads them: each from a regular file inside the model's
 folder (no absolute path, no ``..``, no link out of it), at an offset and length within the
 file that match the tensor's dims; a model given as bytes or a ``ModelProto`` names no folder,
-so its external weights are refused. Operators read: Conv (with group and dilations: zeros
-between the weight's taps), ConvTranspose (a stride-1 convolution of the input with zeros
+so its external weights are refused. Operators read: Conv (with group and dilations, the
+graph's own), ConvTranspose (a stride-1, dilated convolution of the input with zeros
 between its elements), the pools and these over a 1-d ``(N, C, L)`` too (as one row of 2-d),
 BatchNormalization, Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub,
 Mul, Div, Pow (numpy broadcasting), Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil,
@@ -578,16 +578,9 @@ def _dilations(a: Mapping[str, Any], where: str) -> tuple[int, int]:
     return d[0], d[1]
 
 
-def _dilated(r: _Reader, w: str, dil: tuple[int, int], name: str) -> str:
-    """A dilated convolution's weight as an undilated one's: zeros between its taps (the
-    graph's convolutions have no dilation; the zeros cost their multiply-adds)."""
-    if dil == (1, 1):
-        return w
-    k = r.g.constants[w]
-    co, ci, kh, kw = k.shape
-    big = np.zeros((co, ci, (kh - 1) * dil[0] + 1, (kw - 1) * dil[1] + 1), np.float32)
-    big[:, :, :: dil[0], :: dil[1]] = k
-    return r.g.constant(r.g.fresh_name(f"{name}_dilated"), big)
+def _span(kernel: Sequence[int], dil: tuple[int, int]) -> tuple[int, int]:
+    """The input window a kernel of ``kernel`` taps, ``dil`` apart, covers."""
+    return ((kernel[0] - 1) * dil[0] + 1, (kernel[1] - 1) * dil[1] + 1)
 
 
 def _conv_weight(r: _Reader, ins: list[str], where: str, op: str) -> str:
@@ -602,8 +595,7 @@ def _conv_weight(r: _Reader, ins: list[str], where: str, op: str) -> str:
 
 
 def _conv(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """Conv (2-d, groups, a constant weight); dilations by a weight with zeros between its
-    taps."""
+    """Conv (2-d, groups, dilations, a constant weight)."""
     dil = _dilations(a, where)
     w = _conv_weight(r, ins, where, "Conv")
     wshape = r.g.tensors[w].shape
@@ -616,10 +608,9 @@ def _conv(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
     if list(kernel) != list(wshape[2:]):
         raise OnnxImportError(f"{where}: kernel_shape {kernel} disagrees with the weight {wshape}")
     xshape = r.g.tensors[ins[0]].shape
-    w = _dilated(r, w, dil, name)
-    pads = _window_pads(a, where, xshape[2:], r.g.tensors[w].shape[2:])
+    pads = _window_pads(a, where, xshape[2:], _span(wshape[2:], dil))
     b = ins[2] if len(ins) == 3 and ins[2] else None
-    r.g.conv2d(ins[0], w, b, a.get("strides", [1, 1]), pads, a.get("group", 1), name=name)
+    r.g.conv2d(ins[0], w, b, a.get("strides", [1, 1]), pads, a.get("group", 1), name, dil)
     _rename_output(r, name, out)
 
 
@@ -628,9 +619,10 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
     that follow from SAME_UPPER / SAME_LOWER or ``output_shape``: ``_transpose_pads``;
     ``output_padding``) as a convolution of stride 1: the input with ``stride - 1`` zeros
     between its elements (reshaped with a size-1 axis after each spatial one, padded,
-    reshaped back, its trailing zeros sliced off), padded by ``k - 1 - pad`` (a negative
-    amount crops), convolved with the weight's taps flipped and its in and out channels
-    swapped within each group. The inserted zeros cost their multiply-adds."""
+    reshaped back, its trailing zeros sliced off), padded by ``k - 1 - pad`` (``k`` the
+    dilated kernel's span; a negative amount crops), convolved (with the same dilations) with
+    the weight's taps flipped and its in and out channels swapped within each group. The
+    inserted zeros cost their multiply-adds."""
     w = _conv_weight(r, ins, where, "ConvTranspose")
     wk = r.g.constants[w]
     xshape = r.g.tensors[ins[0]].shape
@@ -669,8 +661,7 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
     wt = g.constant(
         fresh("weight"), np.ascontiguousarray(flipped.reshape(group * cog, cig, kh, kw))
     )
-    wt = _dilated(r, wt, dil, name)
-    kd = g.tensors[wt].shape[2:]
+    kd = _span((kh, kw), dil)
     x = ins[0]
     n, c, h, wd = xshape
     if strides != [1, 1]:
@@ -690,7 +681,7 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
     if any(before + after):
         x = g.pad(x, [0, 0, before[0], before[1], 0, 0, after[0], after[1]], name=fresh("pad"))
     b = ins[2] if len(ins) == 3 and ins[2] else None
-    g.conv2d(x, wt, b, [1, 1], [0, 0, 0, 0], group, name=name)
+    g.conv2d(x, wt, b, [1, 1], [0, 0, 0, 0], group, name, dil)
     _rename_output(r, name, out)
 
 
@@ -2752,9 +2743,10 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
         out = fresh(n.output) if n.epilogue else n.output
         if n.op == "conv2d":
             kh, kw = g.tensors[n.inputs[1]].shape[2:]
+            dil: dict[str, Any] = {"dilations": list(a["dilations"])} if "dilations" in a else {}
             nodes.append(helper.make_node(
                 "Conv", own, [out], n.name, kernel_shape=[kh, kw], strides=list(a["strides"]),
-                pads=list(a["pads"]), group=a["groups"],
+                pads=list(a["pads"]), group=a["groups"], **dil,
             ))  # fmt: skip
         elif n.op == "dense":
             nodes.append(helper.make_node("Gemm", own, [out], n.name, transB=1))

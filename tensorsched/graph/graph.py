@@ -13,10 +13,10 @@ at the node that makes it so.
     y = g.relu(g.batch_norm(y, *bn_params))
     g.output(g.dense(g.flatten(g.global_avg_pool2d(y)), g.constant("fc", fc)))
 
-Operators (``OPS``): conv2d (with groups), batch_norm, relu, clip, sigmoid, tanh, leaky_relu
-(``alpha``), hard_sigmoid (``alpha``, ``beta``), hard_swish, add, sub, mul, div (numpy
-broadcasting), max_pool2d, avg_pool2d, global_avg_pool2d, dense, ``batch_matmul`` (numpy's
-``matmul`` of two tensors: broadcast batch axes, 1-d operands as a row or a column),
+Operators (``OPS``): conv2d (with groups and dilations), batch_norm, relu, clip, sigmoid,
+tanh, leaky_relu (``alpha``), hard_sigmoid (``alpha``, ``beta``), hard_swish, add, sub, mul,
+div (numpy broadcasting), max_pool2d, avg_pool2d, global_avg_pool2d, dense, ``batch_matmul``
+(numpy's ``matmul`` of two tensors: broadcast batch axes, 1-d operands as a row or a column),
 flatten, reshape, softmax, concat; the elementwise math of transformer blocks: erf, sqrt,
 exp, log, neg, abs, reciprocal, floor, ceil, ``power`` (by a constant ``exponent``) and
 ``pow`` (by a broadcast tensor);
@@ -235,8 +235,11 @@ class Graph:
         pads: int | Sequence[int] = 0,
         groups: int = 1,
         name: str | None = None,
+        dilations: int | Sequence[int] = 1,
     ) -> str:
-        attrs = {"strides": strides, "pads": pads, "groups": groups}
+        """A 2-d convolution; ``dilations`` (an int or (h, w)): the distance between the
+        kernel's taps, kept in the node's attrs only where it is not (1, 1)."""
+        attrs = {"strides": strides, "pads": pads, "groups": groups, "dilations": dilations}
         return self.add_node("conv2d", [x, w] + ([b] if b else []), attrs, name)
 
     def batch_norm(
@@ -493,7 +496,15 @@ def _infer_conv2d(g: Graph, node: Node) -> tuple[int, ...]:
     groups = node.attrs.setdefault("groups", 1)
     if not isinstance(groups, (int, np.integer)) or groups < 1:
         raise GraphError(f"node '{node.name}' (conv2d): groups must be a positive int")
-    N, C, OH, OW, _ = _window(g, node, (KH, KW))
+    dil = _pair(node.attrs.pop("dilations", 1), "dilations", node.name)
+    if min(dil) < 1 or max(dil) > 4096:
+        raise GraphError(
+            f"node '{node.name}' (conv2d): dilations {dil} must be ints from 1 to 4096"
+        )
+    if dil != (1, 1):  # kept only where the taps are apart
+        node.attrs["dilations"] = dil
+    # the window a dilated kernel spans
+    N, C, OH, OW, _ = _window(g, node, ((KH - 1) * dil[0] + 1, (KW - 1) * dil[1] + 1))
     if C != CIg * groups or CO % groups:
         raise GraphError(
             f"node '{node.name}' (conv2d): the input has {C} channels but the weight "

@@ -24,11 +24,13 @@ def _conv2d(node: Node, x: list[Array]) -> Array:
     a = node.attrs
     t, l, b, r = a["pads"]
     data = np.pad(x[0], ((0, 0), (0, 0), (t, b), (l, r)))
-    w, groups = x[1], a["groups"]
+    w, groups, dil = x[1], a["groups"], a.get("dilations", 1)
     cig, cog = w.shape[1], w.shape[0] // groups
     out = np.concatenate(
         [
-            conv2d_ref(data[:, g * cig : (g + 1) * cig], w[g * cog : (g + 1) * cog], a["strides"])
+            conv2d_ref(
+                data[:, g * cig : (g + 1) * cig], w[g * cog : (g + 1) * cog], a["strides"], 0, dil
+            )
             for g in range(groups)
         ],
         axis=1,

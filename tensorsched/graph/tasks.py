@@ -20,6 +20,7 @@ from ..ir.expr import const
 from ..ir.tensor import Tensor, compute, placeholder, thread_axis
 from ..ops import nn
 from ..ops.batch_matmul import BatchMatmulShape
+from ..ops.conv2d import ConvShape
 from ..ops.pad import pad
 from ..ops.reduction import reduce
 from ..ops.resize import resize
@@ -88,10 +89,12 @@ def workload(g: Graph, node: Node) -> Workload | None:
         CO, _, KH, KW = g.tensors[node.inputs[1]].shape
         _, _, OH, OW = g.tensors[node.output].shape
         (sh, sw), (t, l, b, r), groups = a["strides"], a["pads"], a["groups"]
-        flop = 2 * N * CO * OH * OW * (CI // groups) * KH * KW
-        if groups == 1 and sh == sw and t == l == b == r:
-            return Workload("conv2d", (N, CI, IH, IW, CO, KH, KW, sh, t), flop)
-        shape = (N, CI, IH, IW, CO, KH, KW, groups, sh, sw, t, l, b, r, 1, 1)
+        dh, dw = a.get("dilations", (1, 1))
+        flop = 2 * N * CO * OH * OW * (CI // groups) * KH * KW  # the taps multiplied
+        if groups == 1 and sh == sw and t == l == b == r and dh == dw:
+            conv = ConvShape(N, CI, IH, IW, CO, KH, KW, sh, t, dh)
+            return Workload("conv2d", conv.astuple(), flop)
+        shape = (N, CI, IH, IW, CO, KH, KW, groups, sh, sw, t, l, b, r, dh, dw)
         return Workload("depthwise_conv2d" if groups == CI else "group_conv2d", shape, flop)
     if node.op == "dense":
         N, K = g.tensors[node.inputs[0]].shape

@@ -1,4 +1,5 @@
-"""2-d convolution (NCHW data, OIHW kernel, dilation 1) in three declarations:
+"""2-d convolution (NCHW data, OIHW kernel, one stride, pad and dilation for both axes) in these
+declarations, each reading the padded input at ``h * stride + kh * dilation``:
 
 - ``conv2d_nchw``: direct, a reduction over (ci, kh, kw) of the padded input;
 - ``conv2d_nchw_spatial_pack``: seed 003's spatial packing (``data_vec``, ``kernel_vec``,
@@ -11,7 +12,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any
 
 import numpy as np
@@ -36,30 +37,45 @@ class ConvShape:
     KW: int
     stride: int = 1
     pad: int = 0
+    dilation: int = 1  # the distance between kernel taps (1: adjacent), both axes
 
     @property
     def OH(self) -> int:
-        return conv_output_size(self.IH, self.KH, self.stride, self.pad)
+        return conv_output_size(self.IH, self.KH, self.stride, self.pad, self.dilation)
 
     @property
     def OW(self) -> int:
-        return conv_output_size(self.IW, self.KW, self.stride, self.pad)
+        return conv_output_size(self.IW, self.KW, self.stride, self.pad, self.dilation)
 
     @property
     def flop(self) -> int:
+        """Twice the multiply-adds: the taps actually multiplied (a dilated kernel's gaps
+        cost nothing)."""
         return 2 * self.N * self.CO * self.OH * self.OW * self.CI * self.KH * self.KW
 
+    def astuple(self) -> tuple[int, ...]:
+        """The fields as a task's shape: 9 ints, a 10th (the dilation) only where it is not 1,
+        so that an undilated conv's shape (and the logs that hold it) stays as it was."""
+        fields = astuple(self)
+        return fields if self.dilation != 1 else fields[:-1]
 
-def conv_output_size(size: int, kernel: int, stride: int, pad: int) -> int:
-    """Output positions along one dimension of ``size`` inputs, padded by ``pad`` on each side."""
-    return (size + 2 * pad - kernel) // stride + 1
+
+def conv_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int = 1) -> int:
+    """Output positions along one dimension of ``size`` inputs, padded by ``pad`` on each side,
+    for a ``kernel``-tap window whose taps are ``dilation`` apart."""
+    return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
 
 
 def _inputs(shape: ConvShape, dtype: str) -> tuple[Tensor, Tensor]:
-    if shape.OH <= 0 or shape.OW <= 0:
+    if shape.dilation < 1 or shape.stride < 1:
         raise ComputeError(
-            f"conv2d: the kernel {shape.KH}x{shape.KW} does not fit the padded "
-            f"input {shape.IH}x{shape.IW} (pad {shape.pad})"
+            f"conv2d: stride {shape.stride} and dilation {shape.dilation} must be at least 1"
+        )
+    if shape.OH <= 0 or shape.OW <= 0:
+        dilated = f" (dilation {shape.dilation})" if shape.dilation > 1 else ""
+        raise ComputeError(
+            f"conv2d: the kernel {shape.KH}x{shape.KW}{dilated} does not fit "
+            f"the padded input {shape.IH}x{shape.IW} (pad {shape.pad})"
         )
     data = placeholder((shape.N, shape.CI, shape.IH, shape.IW), dtype, name="data")
     kernel = placeholder((shape.CO, shape.CI, shape.KH, shape.KW), dtype, name="kernel")
@@ -72,7 +88,7 @@ def conv2d_nchw(
     """Direct convolution; returns ``(data, kernel, output)``."""
     out_dtype = out_dtype or dtype
     data, kernel = _inputs(shape, dtype)
-    p, s = shape.pad, shape.stride
+    p, s, d = shape.pad, shape.stride, shape.dilation
     data_pad = pad(data, [0, 0, p, p], name="data_pad")
     ci = reduce_axis((0, shape.CI), name="ci")
     kh = reduce_axis((0, shape.KH), name="kh")
@@ -80,7 +96,7 @@ def conv2d_nchw(
     out = compute(
         (shape.N, shape.CO, shape.OH, shape.OW),
         lambda n, co, h, w: I.sum(
-            data_pad[n, ci, h * s + kh, w * s + kw].astype(out_dtype)
+            data_pad[n, ci, h * s + kh * d, w * s + kw * d].astype(out_dtype)
             * kernel[co, ci, kh, kw].astype(out_dtype),
             axis=[ci, kh, kw],
         ),
@@ -108,9 +124,11 @@ def conv2d_nchw_spatial_pack(
     data, kernel = _inputs(shape, dtype)
     N, CI, CO, KH, KW = shape.N, shape.CI, shape.CO, shape.KH, shape.KW
     HS = WS = shape.stride
+    D = shape.dilation
     OH, OW = shape.OH, shape.OW
     OHB, OWB, COB = ceil_div(OH, VH), ceil_div(OW, VW), ceil_div(CO, VC)
-    rows, cols = (VH - 1) * HS + KH, (VW - 1) * WS + KW  # input window of one tile
+    # the input window of one tile
+    rows, cols = (VH - 1) * HS + (KH - 1) * D + 1, (VW - 1) * WS + (KW - 1) * D + 1
     need_h, need_w = (OHB - 1) * VH * HS + rows, (OWB - 1) * VW * WS + cols
     p = shape.pad
     data_pad = pad(
@@ -146,7 +164,7 @@ def conv2d_nchw_spatial_pack(
     conv = compute(
         ovshape,
         lambda n, co, h, w, vh, vw, vc: I.sum(
-            data_vec[n, h, w, ci, vh * HS + kh, vw * WS + kw].astype(out_dtype)
+            data_vec[n, h, w, ci, vh * HS + kh * D, vw * WS + kw * D].astype(out_dtype)
             * kernel_vec[co, ci, kh, kw, vc].astype(out_dtype),
             axis=[ci, kh, kw],
         ),
@@ -170,13 +188,16 @@ def conv2d_nchw_im2col(
     out_dtype = out_dtype or dtype
     data, kernel = _inputs(shape, dtype)
     N, CI, CO, KH, KW, OH, OW = shape.N, shape.CI, shape.CO, shape.KH, shape.KW, shape.OH, shape.OW
-    s, p = shape.stride, shape.pad
+    s, p, d = shape.stride, shape.pad, shape.dilation
     M, K = N * OH * OW, CI * KH * KW
     data_pad = pad(data, [0, 0, p, p], name="data_pad")
     data_col = compute(
         (M, K),
         lambda m, k: data_pad[
-            m // (OH * OW), k // (KH * KW), (m // OW) % OH * s + k // KW % KH, m % OW * s + k % KW
+            m // (OH * OW),
+            k // (KH * KW),
+            (m // OW) % OH * s + k // KW % KH * d,
+            m % OW * s + k % KW * d,
         ],
         name="data_col",
     )
@@ -209,7 +230,7 @@ def conv2d_nchw_implicit_gemm(
     out_dtype = out_dtype or dtype
     data, kernel = _inputs(shape, dtype)
     N, CI, CO, KH, KW, OH, OW = shape.N, shape.CI, shape.CO, shape.KH, shape.KW, shape.OH, shape.OW
-    s, p = shape.stride, shape.pad
+    s, p, d = shape.stride, shape.pad, shape.dilation
     P, K = N * OH * OW, CI * KH * KW
     data_pad = pad(data, [0, 0, p, p], name="data_pad")
     kernel_mat = compute(
@@ -219,7 +240,7 @@ def conv2d_nchw_implicit_gemm(
         data_col = compute(
             (K, P),
             lambda k, q: data_pad[
-                0, k // (KH * KW), q // OW * s + k // KW % KH, q % OW * s + k % KW
+                0, k // (KH * KW), q // OW * s + k // KW % KH * d, q % OW * s + k % KW * d
             ],
             name="data_col",
         )
@@ -227,7 +248,10 @@ def conv2d_nchw_implicit_gemm(
         data_col = compute(
             (K, P),
             lambda k, q: data_pad[
-                q // (OH * OW), k // (KH * KW), q // OW % OH * s + k // KW % KH, q % OW * s + k % KW
+                q // (OH * OW),
+                k // (KH * KW),
+                q // OW % OH * s + k // KW % KH * d,
+                q % OW * s + k % KW * d,
             ],
             name="data_col",
         )
@@ -256,19 +280,22 @@ def conv2d_nchw_row_gemm(
     ``(c, kh, kw)`` is then ``OH * OW`` consecutive elements of it, starting at row
     ``kh // stride``: the GEMM reads its operand as contiguous vectors at offsets linear in its
     loops, and the image is copied ``KW * min(stride, KH)`` times instead of the patch
-    matrix's ``KH * KW``. Returns ``(data, kernel, output)``."""
+    matrix's ``KH * KW``. With dilation ``d``, tap ``kh`` is row ``kh * d`` of the window: its
+    phase is ``kh * d % stride`` and its patch starts at row ``kh * d // stride``, column
+    ``kw * d``. Returns ``(data, kernel, output)``."""
     if shape.N != 1:
         raise ComputeError(f"conv2d_nchw_row_gemm: batch 1 only, got {shape.N}")
     out_dtype = out_dtype or dtype
     data, kernel = _inputs(shape, dtype)
     CI, CO, KH, KW, OH, OW = shape.CI, shape.CO, shape.KH, shape.KW, shape.OH, shape.OW
-    s, p = shape.stride, shape.pad
-    phases, rows = min(s, KH), OH + (KH - 1) // s
+    s, p, d = shape.stride, shape.pad, shape.dilation
+    phases = max(kh * d % s for kh in range(KH)) + 1  # the row phases the taps read
+    rows = OH + (KH - 1) * d // s
     below = max(p, (rows - 1) * s + phases - shape.IH - p)  # rows past the image read as 0
     data_pad = pad(data, [0, 0, p, p], [0, 0, below, p], name="data_pad")
     data_rows = compute(
         (CI, KW, phases, rows * OW),
-        lambda c, kw, ph, r: data_pad[0, c, r // OW * s + ph, r % OW * s + kw],
+        lambda c, kw, ph, r: data_pad[0, c, r // OW * s + ph, r % OW * s + kw * d],
         name="data_rows",
     )
     rc = reduce_axis((0, CI), name="rc")
@@ -278,7 +305,7 @@ def conv2d_nchw_row_gemm(
         (CO, OH * OW),
         lambda co, q: I.sum(
             kernel[co, rc, rh, rw].astype(out_dtype)
-            * data_rows[rc, rw, rh % s, rh // s * OW + q].astype(out_dtype),
+            * data_rows[rc, rw, rh * d % s, rh * d // s * OW + q].astype(out_dtype),
             axis=[rc, rh, rw],
         ),
         name="conv_gemm",
@@ -305,18 +332,24 @@ IntOrPair = int | tuple[int, int] | list[int]
 
 
 def conv2d_ref(
-    d: NDArray[Any], k: NDArray[Any], stride: IntOrPair = 1, pad: IntOrPair = 0
+    d: NDArray[Any],
+    k: NDArray[Any],
+    stride: IntOrPair = 1,
+    pad: IntOrPair = 0,
+    dilation: IntOrPair = 1,
 ) -> NDArray[np.float64]:
-    """NCHW data, OIHW kernel, in float64; ``stride`` and ``pad`` are ints or (h, w) pairs."""
-    (sh, sw), (ph, pw) = (_pair(stride), _pair(pad))
+    """NCHW data, OIHW kernel, in float64; ``stride``, ``pad`` and ``dilation`` are ints or
+    (h, w) pairs."""
+    (sh, sw), (ph, pw), (dh, dw) = _pair(stride), _pair(pad), _pair(dilation)
     _, _, H, W = d.shape
     CO, _, KH, KW = k.shape
     dp = np.pad(np.asarray(d, np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    OH, OW = conv_output_size(H, KH, sh, ph), conv_output_size(W, KW, sw, pw)
+    OH, OW = conv_output_size(H, KH, sh, ph, dh), conv_output_size(W, KW, sw, pw, dw)
     out = np.zeros((d.shape[0], CO, OH, OW))
     for kh in range(KH):
         for kw in range(KW):
-            window = dp[:, :, kh : kh + sh * (OH - 1) + 1 : sh, kw : kw + sw * (OW - 1) + 1 : sw]
+            y, x = kh * dh, kw * dw
+            window = dp[:, :, y : y + sh * (OH - 1) + 1 : sh, x : x + sw * (OW - 1) + 1 : sw]
             out += np.einsum("nchw,oc->nohw", window, np.asarray(k[:, :, kh, kw], np.float64))
     return out
 

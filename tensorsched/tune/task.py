@@ -62,7 +62,7 @@ def _check_epilogue(epilogue: Any) -> None:
 class Task:
     kind: str  # "gemm", "conv2d", "expr" or a network operator's (templates.SHAPES)
     template: str  # the name of a registered template of this kind
-    shape: tuple  # (M, N, K), the ConvShape fields, or those of the kind's SHAPES class
+    shape: tuple  # (M, N, K), ConvShape.astuple(), or the fields of the kind's SHAPES class
     dtype: str = "float32"
     epilogue: tuple = field(default=())
     expr: str = ""  # kind "expr": statements as text (ts.parse_expr) ...
@@ -106,19 +106,30 @@ class Task:
         if self.kind in SHAPES:
             self._check_network_shape()
             return
-        want = 3 if self.kind == "gemm" else len(ConvShape.__dataclass_fields__)
+        # conv2d: 9 ints (N, CI, IH, IW, CO, KH, KW, stride, pad), a 10th (the dilation) only
+        # where it is above 1 (ConvShape.astuple), so a dilated conv's key never matches an
+        # undilated one's and the logs of undilated convs keep their 9-int shapes
+        want = (3,) if self.kind == "gemm" else (9, 10)
         shape = tuple(self.shape) if isinstance(self.shape, (tuple, list)) else None
         if (
             shape is None
-            or len(shape) != want
+            or len(shape) not in want
             or not all(_is_int(x) and 0 <= x <= INDEX_MAX for x in shape)
-            or any(x == 0 for x in (shape if self.kind == "gemm" else shape[:-1]))
+            or any(x == 0 for i, x in enumerate(shape) if self.kind == "gemm" or i != 8)
         ):
-            what = "positive ints" if self.kind == "gemm" else "positive ints (pad may be 0)"
-            raise TaskError(
-                f"{self.kind} shape must be {want} {what} up to {INDEX_MAX}, got {self.shape!r}"
+            what = (
+                "3 positive ints"
+                if self.kind == "gemm"
+                else "9 positive ints (N, CI, IH, IW, CO, KH, KW, stride, pad; pad may be 0), "
+                "and a 10th, the dilation, where it is not 1,"
             )
-        object.__setattr__(self, "shape", tuple(int(x) for x in shape))
+            raise TaskError(
+                f"{self.kind} shape must be {what} up to {INDEX_MAX}, got {self.shape!r}"
+            )
+        shape = tuple(int(x) for x in shape)
+        if self.kind == "conv2d":
+            shape = ConvShape(*shape).astuple()  # a dilation of 1 written out: dropped
+        object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "epilogue", tuple(self.epilogue))
 
     def _check_network_shape(self) -> None:
@@ -269,7 +280,7 @@ class Task:
             ref, axis = a @ b, 1
         else:
             sh = ConvShape(*self.shape)
-            ref, axis = conv2d_ref(x[0], x[1], sh.stride, sh.pad), 1
+            ref, axis = conv2d_ref(x[0], x[1], sh.stride, sh.pad, sh.dilation), 1
         return epilogue_ref(ref, self.epilogue, x[2:], axis)
 
     def _network_reference(self, x: list[np.ndarray]) -> np.ndarray:

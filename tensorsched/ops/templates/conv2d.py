@@ -20,6 +20,9 @@ N*OH*OW).
 ``conv2d_implicit_gemm`` (desktop GPU) is one kernel: the GEMM of the GPU GEMM template (its
 knobs) over (output channel, output pixel), whose ``__local`` tiles are filled straight from
 the kernel and the padded image, and whose work-items write the NCHW output.
+
+Every one of them takes a dilated ``ConvShape`` (``dilation`` > 1): only the declarations' index
+arithmetic changes (``ops.conv2d``), never a knob.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ share cache lines. Knobs: ``vec``, ``tile_h``, ``tile_w``, ``threads_h``, ``thre
 ``conv2d_gemm_nhwc(cfg, ConvShape)``: ``gemm_cpu``'s schedule (its knobs) on the product of
 pixels (M) by output channels (N) over (input channel, kernel row, kernel column); the
 padding is read inline (a test per pixel row and column, on scalar loads that every lane
-shares).
+shares). Both read dilated windows (``GroupConvShape.dilation``, ``ConvShape.dilation``).
 """
 
 from __future__ import annotations
@@ -132,10 +132,10 @@ def declare_conv_nhwc(
     N, CI, CO, KH, KW, OH, OW = shape.N, shape.CI, shape.CO, shape.KH, shape.KW, shape.OH, shape.OW
     if OH <= 0 or OW <= 0:
         raise ComputeError(
-            f"conv2d: the kernel {KH}x{KW} does not fit the padded input {shape.IH}x{shape.IW} "
-            f"(pad {shape.pad})"
+            f"conv2d: the kernel {KH}x{KW} (dilation {shape.dilation}) does not fit the padded "
+            f"input {shape.IH}x{shape.IW} (pad {shape.pad})"
         )
-    st, p = shape.stride, shape.pad
+    st, p, d = shape.stride, shape.pad, shape.dilation
     nchw = data_layout == "NCHW"
     dims = (N, CI, shape.IH, shape.IW) if nchw else (N, shape.IH, shape.IW, CI)
     data = placeholder(dims, dtype, name="data")
@@ -153,7 +153,7 @@ def declare_conv_nhwc(
 
     def product(q: Any, co: Any) -> Any:
         n, h, w = pixel(q)
-        y, x = h * st + rh, w * st + rw
+        y, x = h * st + rh * d, w * st + rw * d
         value = dp[n, rc, y, x] if nchw else dp[n, y, x, rc]
         return I.sum(value * packed[rc, rh, rw, co], axis=[rc, rh, rw])
 
