@@ -81,7 +81,16 @@ from .ir.intrin import (
 )
 from .ir.parser import parse_ir
 from .ir.te_text import parse_expr
-from .ir.tensor import compute, placeholder, reduce_axis, scan, size_var, thread_axis, var
+from .ir.tensor import (
+    compute,
+    placeholder,
+    reduce_axis,
+    scan,
+    size_var,
+    tag_scope,
+    thread_axis,
+    var,
+)
 from .ops.pad import pad
 from .runtime import nd, target, testing  # ts.nd.array, ts.target.Target
 from .runtime.build import build
@@ -150,6 +159,7 @@ __all__ = [
     "max_value",
     "comm_reducer",
     "scan",
+    "tag_scope",
     "pad",
     "create_schedule",
     "schedule",
@@ -210,7 +220,7 @@ te = _namespace(
     "TVM's tensor-expression names (tvm.te), as tensorsched has them.",
     (
         "placeholder", "compute", "var", "size_var", "reduce_axis", "thread_axis", "sum",
-        "comm_reducer", "scan", "create_schedule", "lower", "build", *_MATH,
+        "comm_reducer", "scan", "tag_scope", "create_schedule", "lower", "build", *_MATH,
     ),
 )  # fmt: skip
 tir = _namespace(

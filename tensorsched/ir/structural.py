@@ -36,6 +36,8 @@ class _Equal:
             ) and (a.shape == b.shape or self.eq(tuple(a.shape), tuple(b.shape)))
         if isinstance(a, (list, tuple)):
             return len(a) == len(b) and all(self.eq(x, y) for x, y in zip(a, b))
+        if isinstance(a, float) and a != a:  # a NaN constant equals a NaN constant
+            return b != b
         if isinstance(a, (S.For, S.ThreadExtent)):
             if a.var.dtype != b.var.dtype:
                 return False

@@ -3,6 +3,7 @@ produce them (``placeholder`` and ``compute``)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable, Sequence
@@ -432,6 +433,57 @@ def placeholder(shape: Any, dtype: str = "float32", name: str = "placeholder") -
     return PlaceholderOp(name, dims, dt.check_dtype(dtype, f"placeholder '{name}'")).output(0)
 
 
+class TagScopeError(ComputeError, ValueError):
+    """A ``tag_scope`` inside another, or a ``compute(..., tag=...)`` inside one: TVM raises a
+    ValueError there, which this also is."""
+
+
+class TagScope:
+    """TVM's ``te.tag_scope(tag)``: every ``compute`` declared while it is active (``with
+    ts.te.tag_scope("gemm"): ...``, or a function decorated with ``@ts.te.tag_scope("conv")``)
+    gets ``tag`` as its ``op.tag``. Scopes do not nest, and a compute inside one may not give
+    its own ``tag=`` (a ``TagScopeError``, a ValueError as in TVM)."""
+
+    _current: ClassVar[TagScope | None] = None
+
+    def __init__(self, tag: str) -> None:
+        if not isinstance(tag, str):
+            raise ComputeError(f"tag_scope: the tag must be a string, got {tag!r}")
+        self.tag = tag
+        self.accessed = False
+
+    @classmethod
+    def get_current(cls) -> TagScope | None:
+        if cls._current is not None:
+            cls._current.accessed = True
+        return cls._current
+
+    def __enter__(self) -> TagScope:
+        if TagScope._current is not None:
+            raise TagScopeError(
+                f"tag_scope('{self.tag}'): already inside tag_scope('{TagScope._current.tag}'); "
+                "tag scopes do not nest (as in TVM): leave the outer one first"
+            )
+        TagScope._current = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        TagScope._current = None
+
+    def __call__(self, fdecl: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fdecl)
+        def tagged(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return fdecl(*args, **kwargs)
+
+        return tagged
+
+
+def tag_scope(tag: str) -> TagScope:
+    """TVM's ``te.tag_scope``: see ``TagScope``."""
+    return TagScope(tag)
+
+
 def compute(
     shape: Any,
     fcompute: Callable[..., Any],
@@ -444,6 +496,14 @@ def compute(
     expression, over the same axes, and the list of their tensors is returned (TVM's
     multi-output compute; the tensors are named ``name.v0``, ``name.v1`` ...)."""
     dims = _check_shape(shape, f"compute '{name}'")
+    scope = TagScope.get_current()
+    if scope is not None:
+        if tag:
+            raise TagScopeError(
+                f"compute '{name}': tag='{tag}' given inside tag_scope('{scope.tag}'); "
+                "give the tag one way only (TVM does not nest tags either)"
+            )
+        tag = scope.tag
     if not callable(fcompute):
         raise ComputeError(
             f"compute '{name}': the second argument must be a function of the "
@@ -488,7 +548,7 @@ def scan(
     init: Tensor | Sequence[Tensor],
     update: Tensor | Sequence[Tensor],
     state_placeholder: Tensor | Sequence[Tensor],
-    inputs: Sequence[Tensor] | None = None,
+    inputs: Tensor | Sequence[Tensor] | None = None,
     name: str = "scan",
 ) -> Any:  # a Tensor, or a list of them for several states (TVM's Array)
     """A recurrence along the first axis (TVM's ``te.scan``): the result has
@@ -528,6 +588,8 @@ def scan(
             f"{what}: the inits' first dimensions ({', '.join(firsts)}) and the updates' "
             f"({', '.join(lasts)}) must agree: the states step together"
         )
+    if isinstance(inputs, Tensor):  # TVM takes one tensor as well as a list
+        inputs = [inputs]
     op = ScanOp(name, inits, updates, states, inputs or ())
     if len(states) == 1:
         return op.output(0)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import config
-from ..errors import LoweringError
+from ..errors import LoweringError, ScheduleError
 from ..ir.expr import Load, Var
 from ..ir.parser import check_roundtrip
 from ..ir.simplify import size_vars
 from ..ir.stmt import Allocate, Buffer, For, LoweredFunc, Stmt, ThreadExtent
-from ..ir.tensor import Tensor
+from ..ir.tensor import ScanOp, Tensor
 from ..ir.visitor import Visitor, free_vars
 from ..passes import LOWER, run_phase
 from .bound import Bounds
@@ -53,6 +53,7 @@ def lower(
             raise LoweringError(f"lower: arguments must be tensors, got {a!r}")
     if len({id(a) for a in args}) != len(args):
         raise LoweringError("lower: a tensor is listed twice in the arguments")
+    _check_scan_steps(sch)
     stmt, ctx = schedule_to_stmt(sch, args)
     for a in args:
         scan = next((st for op, st in ctx.state_of.items() if op is a.op), None)
@@ -197,3 +198,33 @@ def _placeholders_used(stmt: Stmt) -> list[Buffer]:
 
     _V().visit(stmt)
     return [b for b in loaded if b not in allocated]
+
+
+def _check_scan_steps(sch: Schedule) -> None:
+    """A stage that reads a scan's state (its earlier rows) is part of the scan's step, as in
+    TVM's scan group: it must be computed inside the scan's update (where the schedule puts
+    it, or inlined), never before the scan, which would read rows not yet written."""
+    for scan in sch.stages:
+        if not isinstance(scan.op, ScanOp):
+            continue
+        states = {t.op for t in scan.op.states}
+        for st in sch.stages:
+            if st.attach_type in ("scan", "inline") or st is scan:
+                continue
+            if not any(t.op in states for t in st.op.input_tensors):
+                continue
+            cur = st
+            while cur.attach_type == "scope" and cur.attach_stage is not None:
+                cur = cur.attach_stage
+            if cur.attach_type == "scan" and cur.attach_stage is scan:
+                continue
+            updates = ", ".join(f"'{t.name}'" for t in scan.op.updates)
+            raise ScheduleError(
+                "compute_at",
+                st,
+                f"it reads the state of scan '{scan.name}' (the rows of earlier steps), so "
+                f"it is part of the scan's step and must be computed inside its update "
+                f"({updates}): s[{st.name}].compute_at(s[update], update.op.axis[0]) or a "
+                "loop inside it, or compute_inline (a stage read by two updates cannot be: "
+                "compute it once per update, as two stages)",
+            )

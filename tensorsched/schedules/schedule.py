@@ -590,9 +590,21 @@ class Group:
     (``create_group`` of stages of which some already formed this group), as in TVM; a stage's
     ``group`` is the innermost group it belongs to."""
 
-    def __init__(self, members: Sequence[Stage]) -> None:
+    def __init__(self, members: Sequence[Stage], schedule: Schedule | None = None) -> None:
         self.members = list(members)
         self.group: Group | None = None
+        self.schedule = schedule
+        # TVM's Stage fields of a group: where ``compute_at`` placed it ("scope", the stage)
+        # or, for a scan's group, the scan ("scan")
+        self.attach_type = "root"
+        self.attach_stage: Stage | None = None
+        self.attach_ivar: IterVar | None = None
+
+    @property
+    def num_child_stages(self) -> int:
+        """TVM's ``num_child_stages``: the stages and groups directly in this group."""
+        groups = self.schedule.groups if self.schedule is not None else []
+        return sum(st.group is self for st in self.members) + sum(g.group is self for g in groups)
 
     def __repr__(self) -> str:
         return f"group({', '.join(st.name for st in self.members)})"
@@ -610,15 +622,18 @@ class Group:
         for st in self._placed():
             if st.attach_type == "root" or st.attach_stage not in self.members:
                 st.compute_at(parent, iv)
+        self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, iv
 
     def compute_root(self) -> None:
         for st in self._placed():
             if st.attach_stage not in self.members:
                 st.compute_root()
+        self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
 
     def compute_inline(self) -> None:
         for st in reversed(self.members):  # consumers first: nothing is attached to them
             st.compute_inline()
+        self.attach_type, self.attach_stage, self.attach_ivar = "inline", None, None
 
 
 def _group_chain(st: Stage) -> list[Group]:
@@ -681,11 +696,51 @@ class Schedule:
                 self.placeholders.append(op)
         for op in self.outputs:
             self.stage_map[op].is_output = True
+        self.groups: list[Group] = []
         for st in self.stages:  # a scan's init and update are computed into the scan
             if isinstance(st.op, ScanOp):
                 for part in (*st.op.inits, *st.op.updates):
                     inner = self.stage_map[part.op]
                     inner.attach_type, inner.attach_stage = "scan", st
+        for st in self.stages:
+            if isinstance(st.op, ScanOp):
+                self._scan_group(st)
+
+    def _scan_group(self, scan: Stage) -> None:
+        """TVM's scan group: the scan's updates and the stages between its states and them
+        (a stage of the step that reads a state, such as ``s_update1`` of TVM's
+        ``test_scan_group``), as one ``Group`` attached to the scan. Each such stage must be
+        computed at each step, after the rows it reads were written: it is computed at the
+        row loop of the update that reads it (one row per step, as TVM's bound inference
+        gives); ``compute_at`` may place it deeper inside the update. A stage read by two
+        updates stays at the root, and lowering says so (a ScheduleError)."""
+        op = scan.op
+        assert isinstance(op, ScanOp)
+        states = {t.op for t in op.states}
+        parts = {self.stage_map[t.op] for t in (*op.inits, *op.updates)}
+        reads_state: dict[Stage, bool] = {}
+        for st in self.stages:  # producers first
+            reads_state[st] = st not in parts and any(
+                t.op in states or reads_state.get(self.stage_map.get(t.op), False)  # type: ignore[arg-type]
+                for t in st.op.input_tensors
+            )
+        updates = [self.stage_map[t.op] for t in op.updates]
+        body = [
+            st
+            for st in self.stages
+            if reads_state[st] and any(self._reads_transitively(u, st) for u in updates)
+        ]
+        group = Group([*body, *updates], self)
+        group.members.sort(key=self.stages.index)
+        group.attach_type, group.attach_stage = "scan", scan
+        for st in group.members:
+            st.group = group
+        self.groups.append(group)
+        for st in body:
+            readers = [u for u in updates if self._reads_transitively(u, st)]
+            if len(readers) == 1 and not st.is_output:
+                st.attach_type, st.attach_stage = "scope", readers[0]
+                st.attach_ivar = readers[0].op.axis[0]
 
     @overload
     def __getitem__(self, t: Group) -> Group: ...
@@ -769,7 +824,9 @@ class Schedule:
             if below:
                 tops[below[-1]] = None
         inner = [st for g in tops for st in g.members]
-        group = Group(members + [st for st in self.stages if st in inner and st not in members])
+        group = Group(
+            members + [st for st in self.stages if st in inner and st not in members], self
+        )
         group.members.sort(key=self.stages.index)  # producers first, as the stages are
         group.group = parent
         for g in tops:
@@ -777,6 +834,7 @@ class Schedule:
         for st in members:
             if st.group is parent:
                 st.group = group
+        self.groups.append(group)
         return group
 
     def _owner(self, iv: IterVar) -> Stage | None:
