@@ -594,15 +594,66 @@ def _conv_weight(r: _Reader, ins: list[str], where: str, op: str) -> str:
     return ins[1]
 
 
+def _pads_3d(
+    a: Mapping[str, Any], where: str, sizes: Sequence[int], span: Sequence[int]
+) -> list[int]:
+    """ONNX's six ``pads`` (front, top, left, back, bottom, right) of a 3-d window covering
+    ``span`` input elements per axis, or those ``auto_pad`` gives."""
+    auto = a.get("auto_pad", "NOTSET")
+    strides = _int_list(a.get("strides", [1, 1, 1]), where, "strides") or []
+    if len(strides) != 3 or min(strides) < 1:
+        raise OnnxImportError(f"{where}: strides {strides} must be 3 positive ints (3-d)")
+    if auto in ("NOTSET", ""):
+        pads = _int_list(a.get("pads", [0] * 6), where, "pads") or []
+        if len(pads) != 6 or min(pads) < 0:
+            raise OnnxImportError(f"{where}: pads {pads} must be 6 non-negative ints (3-d)")
+        return pads
+    if auto == "VALID":
+        return [0] * 6
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        begin, end = [], []
+        for size, k, st in zip(sizes, span, strides):
+            total = max((-(-size // st) - 1) * st + k - size, 0)
+            small = total // 2
+            begin.append(small if auto == "SAME_UPPER" else total - small)
+            end.append(total - begin[-1])
+        return begin + end
+    raise OnnxImportError(f"{where}: auto_pad '{auto}' is not one ONNX defines")
+
+
+def _conv3d(r: _Reader, name: str, where: str, a: dict, ins: list[str], w: str) -> None:
+    """Conv over NCDHW data (a 5-d weight): a ``conv3d`` node (groups, strides, pads,
+    dilations)."""
+    wshape = r.g.tensors[w].shape
+    xshape = r.g.tensors[ins[0]].shape
+    if len(xshape) != 5:
+        raise OnnxImportError(f"{where}: a 5-d weight {wshape} needs a 5-d input, got {xshape}")
+    kernel = a.get("kernel_shape", list(wshape[2:]))
+    if list(kernel) != list(wshape[2:]):
+        raise OnnxImportError(f"{where}: kernel_shape {kernel} disagrees with the weight {wshape}")
+    dil = _int_list(a.get("dilations", [1, 1, 1]), where, "dilations") or []
+    if len(dil) != 3 or not all(1 <= x <= MAX_DILATION for x in dil):
+        raise OnnxImportError(f"{where}: dilations {dil} must be 3 ints from 1 to {MAX_DILATION}")
+    span = [(k - 1) * d + 1 for k, d in zip(wshape[2:], dil)]
+    pads = _pads_3d(a, where, xshape[2:], span)
+    b = ins[2] if len(ins) == 3 and ins[2] else None
+    strides = a.get("strides", [1, 1, 1])
+    r.g.conv3d(ins[0], w, b, strides, pads, _int_attr(a, "group", 1, where), name, dil)
+
+
 def _conv(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """Conv (2-d, groups, dilations, a constant weight)."""
-    dil = _dilations(a, where)
+    """Conv (2-d, groups, dilations, a constant weight); 3-d (a 5-d weight) as ``conv3d``."""
     w = _conv_weight(r, ins, where, "Conv")
     wshape = r.g.tensors[w].shape
+    if len(wshape) == 5:
+        _conv3d(r, name, where, a, ins, w)
+        _rename_output(r, name, out)
+        return
+    dil = _dilations(a, where)
     if len(wshape) != 4:
         raise UnsupportedOperatorError(
-            f"{where}: a weight of shape {wshape}; tensorsched reads 2-d Conv (and 1-d, as one "
-            "row of 2-d), not 3-d or more"
+            f"{where}: a weight of shape {wshape}; tensorsched reads 1-d, 2-d and 3-d Conv, "
+            "not 4-d or more"
         )
     kernel = a.get("kernel_shape", list(wshape[2:]))
     if list(kernel) != list(wshape[2:]):
@@ -630,7 +681,8 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
     if wk.ndim != 4 or len(xshape) != 4:
         raise UnsupportedOperatorError(
             f"{where}: a weight of shape {wk.shape} on an input of shape {xshape}; tensorsched "
-            "reads 2-d ConvTranspose (and 1-d, as one row of 2-d), not 3-d or more"
+            "reads 2-d ConvTranspose (and 1-d, as one row of 2-d), not 3-d or more (3-d Conv "
+            "is read; a 3-d ConvTranspose is not)"
         )
     cin, cog, kh, kw = wk.shape
     if group < 1 or cin % group or xshape[1] != cin:
@@ -876,12 +928,16 @@ def _pool(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str, 
         raise UnsupportedOperatorError(f"{where}: storage_order=1 is not supported")
     _float_input(r, ins, where)
     kernel = a.get("kernel_shape")
+    xshape = r.g.tensors[ins[0]].shape
+    if kernel is not None and len(kernel) == 3 and len(xshape) == 5:
+        _pool3d(r, name, where, a, ins, op, bool(ceil))
+        _rename_output(r, name, out)
+        return
     if kernel is None or len(kernel) != 2:
         raise UnsupportedOperatorError(
-            f"{where}: kernel_shape {kernel} must be two ints; tensorsched pools 2-d windows "
-            "(and 1-d ones, as one row of 2-d), not 3-d or more"
+            f"{where}: kernel_shape {kernel} must be two or three ints; tensorsched pools 1-d, "
+            "2-d and 3-d windows, not 4-d or more"
         )
-    xshape = r.g.tensors[ins[0]].shape
     if len(xshape) != 4:
         raise OnnxImportError(f"{where}: the input must be NCHW, got shape {xshape}")
     pads = _window_pads(a, where, xshape[2:], kernel)
@@ -891,6 +947,34 @@ def _pool(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str, 
     else:
         include = bool(a.get("count_include_pad", 0))
         r.g.avg_pool2d(ins[0], kernel, strides, pads, include, name=name, ceil_mode=bool(ceil))
+    _rename_output(r, name, out)
+
+
+def _pool3d(
+    r: _Reader, name: str, where: str, a: dict, ins: list[str], op: str, ceil: bool
+) -> None:
+    """MaxPool / AveragePool over NCDHW data: a ``max_pool3d`` or ``avg_pool3d`` node."""
+    kernel = _int_list(a["kernel_shape"], where, "kernel_shape") or []
+    pads = _pads_3d(a, where, r.g.tensors[ins[0]].shape[2:], kernel)
+    strides = a.get("strides", [1, 1, 1])
+    if op == "max_pool2d":
+        r.g.max_pool3d(ins[0], kernel, strides, pads, name=name, ceil_mode=ceil)
+    else:
+        include = bool(a.get("count_include_pad", 0))
+        r.g.avg_pool3d(ins[0], kernel, strides, pads, include, name=name, ceil_mode=ceil)
+
+
+def _global_avg_pool(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """GlobalAveragePool: a ``global_avg_pool2d`` node over NCHW data, else the mean over
+    every axis after N and C (a ``reduce``; NCDHW data among them)."""
+    _float_input(r, ins, where)
+    rank = len(r.g.tensors[ins[0]].shape)
+    if rank == 4:
+        r.g.global_avg_pool2d(ins[0], name=name)
+    elif rank >= 3:
+        r.g.reduce(ins[0], "mean", list(range(2, rank)), True, name=name)
+    else:
+        raise OnnxImportError(f"{where}: the input must have N, C and spatial axes")
     _rename_output(r, name, out)
 
 
@@ -2599,7 +2683,7 @@ CONVERTERS: dict[str, Any] = {
     "Clip": _clip,
     "MaxPool": _as_2d(lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "max_pool2d")),
     "AveragePool": _as_2d(lambda r, n, w, a, i, o: _pool(r, n, w, a, i, o, "avg_pool2d")),
-    "GlobalAveragePool": _simple("global_avg_pool2d"),
+    "GlobalAveragePool": _global_avg_pool,
     "ReduceMean": _reduce("mean"),
     "ReduceSum": _reduce("sum"),
     "ReduceMax": _reduce("max"),
@@ -2748,6 +2832,23 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
                 "Conv", own, [out], n.name, kernel_shape=[kh, kw], strides=list(a["strides"]),
                 pads=list(a["pads"]), group=a["groups"], **dil,
             ))  # fmt: skip
+        elif n.op == "conv3d":
+            nodes.append(helper.make_node(
+                "Conv", own, [out], n.name, kernel_shape=list(g.tensors[n.inputs[1]].shape[2:]),
+                strides=list(a["strides"]), pads=list(a["pads"]), group=a["groups"],
+                dilations=list(a["dilations"]),
+            ))  # fmt: skip
+        elif n.op in ("max_pool3d", "avg_pool3d"):
+            kw3: dict[str, Any] = {
+                "kernel_shape": list(a["kernel"]), "strides": list(a["strides"]),
+                "pads": list(a["pads"]),
+            }  # fmt: skip
+            if n.op == "avg_pool3d":
+                kw3["count_include_pad"] = int(a.get("count_include_pad", False))
+            if a.get("ceil_mode"):
+                kw3["ceil_mode"] = 1
+            op = "MaxPool" if n.op == "max_pool3d" else "AveragePool"
+            nodes.append(helper.make_node(op, own, [out], n.name, **kw3))
         elif n.op == "dense":
             nodes.append(helper.make_node("Gemm", own, [out], n.name, transB=1))
         elif n.op == "batch_norm":

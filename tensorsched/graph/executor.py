@@ -45,7 +45,15 @@ from ..tune.log import read_log
 from ..tune.task import Task
 from .graph import Graph, GraphError, Node
 from .passes import VIEWS, for_device, optimize
-from .tasks import batch_matmul_flop, node_kernel, node_task, task_config, workload
+from .tasks import (
+    VOLUME_OPS,
+    batch_matmul_flop,
+    node_kernel,
+    node_task,
+    task_config,
+    volume_shape,
+    workload,
+)
 
 TARGETS = ("opencl", "python")
 
@@ -429,6 +437,8 @@ def build(
             flop = w.flop if w is not None else g.tensors[node.output].size
             if node.op == "batch_matmul":
                 flop = batch_matmul_flop(g, node)
+            elif node.op in VOLUME_OPS:
+                flop = volume_shape(g, node).flop
             layer = Layer(node, task, mod, flop, g.tensors[node.output].shape, config=config)
             if dev is not None:
                 _attach(net, layer, dev)

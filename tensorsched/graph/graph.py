@@ -26,7 +26,10 @@ clamped as ONNX does: ``slice_plan``); ``pad`` (``pads``: ONNX's begins then end
 per axis, a negative one cropping first; ``mode`` constant, reflect or edge; ``value``, the
 constant's: ``ops.pad``); ``resize`` (ONNX's ``Resize`` in mode nearest or linear:
 ``sizes``, ``scales`` as ``(numerator, denominator)`` pairs, ``mode``, ``coord`` and
-``rounding``: ``ops.resize``). After the fusion pass a conv2d, dense or pooling node
+``rounding``: ``ops.resize``); ``conv3d`` (NCDHW data, OIDHW weight, groups, ``strides`` and
+``dilations`` (d, h, w), ``pads`` ONNX's six: ``ops.conv3d``), ``max_pool3d`` and
+``avg_pool3d`` (``kernel``, ``strides``, six ``pads``, ``count_include_pad``, ``ceil_mode``:
+``ops.pool.pool3d``). After the fusion pass a conv2d, conv3d, dense or pooling node
 also carries an ``epilogue``: a tuple of steps applied to its output in order, ``("bias",)``,
 ``("add",)`` (a residual tensor of the output's shape), ``("relu",)`` and ``("clip", lo,
 hi)``; the bias and residual tensors are extra inputs of the node, after its own (data,
@@ -288,6 +291,41 @@ class Graph:
             attrs["ceil_mode"] = True
         return self.add_node("avg_pool2d", [x], attrs, name)
 
+    def conv3d(
+        self, x: str, w: str, b: str | None = None, strides: int | Sequence[int] = 1,
+        pads: int | Sequence[int] = 0, groups: int = 1, name: str | None = None,
+        dilations: int | Sequence[int] = 1,
+    ) -> str:  # fmt: skip
+        """A 3-d convolution of NCDHW ``x`` by the OIDHW weight ``w`` (``ops.conv3d``):
+        ``strides`` and ``dilations`` an int or (d, h, w); ``pads`` an int, (pd, ph, pw) or
+        ONNX's six (front, top, left, back, bottom, right)."""
+        attrs = {"strides": strides, "pads": pads, "groups": groups, "dilations": dilations}
+        return self.add_node("conv3d", [x, w] + ([b] if b else []), attrs, name)
+
+    def max_pool3d(
+        self, x: str, kernel: int | Sequence[int], strides: int | Sequence[int] = 1,
+        pads: int | Sequence[int] = 0, name: str | None = None, ceil_mode: bool = False,
+    ) -> str:  # fmt: skip
+        """3-d max pooling of NCDHW ``x`` (``ops.pool.pool3d``); arguments as ``conv3d``'s."""
+        attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads": pads}
+        if ceil_mode:
+            attrs["ceil_mode"] = True
+        return self.add_node("max_pool3d", [x], attrs, name)
+
+    def avg_pool3d(
+        self, x: str, kernel: int | Sequence[int], strides: int | Sequence[int] = 1,
+        pads: int | Sequence[int] = 0, count_include_pad: bool = False, name: str | None = None,
+        ceil_mode: bool = False,
+    ) -> str:  # fmt: skip
+        """3-d average pooling of NCDHW ``x``; the ceil mode's overhang is never counted."""
+        attrs: dict[str, Any] = {
+            "kernel": kernel, "strides": strides, "pads": pads,
+            "count_include_pad": bool(count_include_pad),
+        }  # fmt: skip
+        if ceil_mode:
+            attrs["ceil_mode"] = True
+        return self.add_node("avg_pool3d", [x], attrs, name)
+
     def global_avg_pool2d(self, x: str, name: str | None = None) -> str:
         return self.add_node("global_avg_pool2d", [x], {}, name)
 
@@ -522,11 +560,12 @@ def _infer_conv2d(g: Graph, node: Node) -> tuple[int, ...]:
     return (N, CO, OH, OW)
 
 
-def _epilogue_inputs(g: Graph, node: Node, shape: tuple[int, ...]) -> None:
-    """A fused pool's extra inputs: one per bias (its channels) or add (the output's shape)."""
+def _epilogue_inputs(g: Graph, node: Node, shape: tuple[int, ...], first: int = 1) -> None:
+    """A fused node's extra inputs (from input ``first`` on: after a pool's one input): one
+    per bias (its channels) or add (the output's shape)."""
     steps = [s for s in node.epilogue if s[0] in ("bias", "add")]
-    _arity(node, 1 + len(steps))
-    for step, t in zip(steps, node.inputs[1:]):
+    _arity(node, first + len(steps))
+    for step, t in zip(steps, node.inputs[first:]):
         want = (shape[1],) if step[0] == "bias" else shape
         if _shape(g, t) != want:
             raise GraphError(f"node '{node.name}': epilogue input '{t}' must have shape {want}")
@@ -554,11 +593,107 @@ def _infer_pool(g: Graph, node: Node) -> tuple[int, ...]:
 
 
 def node_pool_mode(node: Node) -> int:
-    """The ``ops.pool.PoolShape.mode`` of a max_pool2d or avg_pool2d node."""
+    """The ``ops.pool.PoolShape.mode`` of a max or average pooling node (2-d or 3-d)."""
     a = node.attrs
     return pool_mode(
-        node.op == "max_pool2d", bool(a.get("count_include_pad")), bool(a.get("ceil_mode"))
+        node.op in ("max_pool2d", "max_pool3d"), bool(a.get("count_include_pad")),
+        bool(a.get("ceil_mode")),
+    )  # fmt: skip
+
+
+def _triple(v: Any, what: str, node: Node) -> tuple[int, int, int]:
+    t = (v, v, v) if isinstance(v, (int, np.integer)) else tuple(v)
+    if len(t) != 3 or not all(isinstance(x, (int, np.integer)) and 1 <= x <= 4096 for x in t):
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): {what} must be an int or three ints from 1 to "
+            f"4096, got {v!r}"
+        )
+    return int(t[0]), int(t[1]), int(t[2])
+
+
+def _pads3d(v: Any, node: Node) -> tuple[int, ...]:
+    """ONNX's six pads (front, top, left, back, bottom, right) from an int, (d, h, w) or six
+    ints."""
+    t = (v,) if isinstance(v, (int, np.integer)) else tuple(v)
+    if len(t) not in (1, 3, 6) or not all(
+        isinstance(x, (int, np.integer)) and 0 <= x <= 4096 for x in t
+    ):
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): pads must be 1, 3 or 6 non-negative ints, got {v!r}"
+        )
+    p = [int(x) for x in t]
+    return tuple(p * 6 if len(p) == 1 else p + p if len(p) == 3 else p)
+
+
+def _window3d(
+    g: Graph, node: Node, span: tuple[int, int, int], ceil: bool = False
+) -> tuple[int, int, tuple[int, ...]]:
+    """Checks strides and pads of a 3-d windowed op whose window covers ``span`` input
+    elements per axis; returns ``N, C, (OD, OH, OW)``."""
+    N, C, *sizes = _rank(g, node, node.inputs[0], 5, "the input")
+    a = node.attrs
+    a["strides"] = strides = _triple(a.get("strides", 1), "strides", node)
+    a["pads"] = pads = _pads3d(a.get("pads", 0), node)
+    out = tuple(
+        pooled_size(n, k, s, pads[i], pads[3 + i], ceil)
+        for i, (n, k, s) in enumerate(zip(sizes, span, strides))
     )
+    if min(out) < 1:
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): the {'x'.join(map(str, span))} window does not "
+            f"fit the padded {'x'.join(map(str, sizes))} input (pads {pads})"
+        )
+    return N, C, out
+
+
+def _infer_conv3d(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 2, 2 + 1 + len(node.epilogue))
+    CO, CIg, KD, KH, KW = _rank(g, node, node.inputs[1], 5, "the weight")
+    groups = node.attrs.setdefault("groups", 1)
+    if not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise GraphError(f"node '{node.name}' (conv3d): groups must be a positive int")
+    node.attrs["groups"] = int(groups)
+    dil = _triple(node.attrs.get("dilations", 1), "dilations", node)
+    node.attrs["dilations"] = dil
+    span = ((KD - 1) * dil[0] + 1, (KH - 1) * dil[1] + 1, (KW - 1) * dil[2] + 1)
+    N, C, out = _window3d(g, node, (span[0], span[1], span[2]))
+    if C != CIg * groups or CO % groups:
+        raise GraphError(
+            f"node '{node.name}' (conv3d): the input has {C} channels but the weight "
+            f"{(CO, CIg, KD, KH, KW)} with groups={groups} expects {CIg * groups} (and output "
+            f"channels divisible by groups)"
+        )
+    has_bias = len(node.inputs) - 2 - sum(1 for s in node.epilogue if s[0] in ("bias", "add"))
+    if has_bias not in (0, 1):
+        raise GraphError(f"node '{node.name}' (conv3d): too many inputs")
+    if has_bias and _shape(g, node.inputs[2]) != (CO,):
+        raise GraphError(
+            f"node '{node.name}' (conv3d): bias '{node.inputs[2]}' must have shape ({CO},), "
+            f"got {_shape(g, node.inputs[2])}"
+        )
+    _epilogue_inputs(g, node, (N, CO, *out), first=2 + has_bias)
+    return (N, CO, *out)
+
+
+def _infer_pool3d(g: Graph, node: Node) -> tuple[int, ...]:
+    kernel = _triple(node.attrs.get("kernel", 1), "kernel", node)
+    node.attrs["kernel"] = kernel
+    ceil = node.attrs.pop("ceil_mode", False)  # kept only where true
+    if not isinstance(ceil, (bool, int, np.integer, np.bool_)) or ceil not in (0, 1):
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): ceil_mode must be True or False, got {ceil!r}"
+        )
+    if ceil:
+        node.attrs["ceil_mode"] = True
+    N, C, out = _window3d(g, node, kernel, bool(ceil))
+    _epilogue_inputs(g, node, (N, C, *out))
+    pads = node.attrs["pads"]
+    if any(max(pads[i], pads[3 + i]) >= k for i, k in enumerate(kernel)):
+        raise GraphError(
+            f"node '{node.name}' ({node.op}): pads {pads} must be smaller than the kernel "
+            f"{kernel} (a window of padding only)"
+        )
+    return (N, C, *out)
 
 
 def _infer_dense(g: Graph, node: Node) -> tuple[int, ...]:
@@ -927,6 +1062,9 @@ SHAPE_RULES = {
     "max_pool2d": _infer_pool,
     "avg_pool2d": _infer_pool,
     "global_avg_pool2d": _infer_global_pool,
+    "conv3d": _infer_conv3d,  # NCDHW data, OIDHW weight (ops.conv3d)
+    "max_pool3d": _infer_pool3d,
+    "avg_pool3d": _infer_pool3d,
     "dense": _infer_dense,
     "batch_matmul": _infer_batch_matmul,  # numpy's matmul of two tensors
     "flatten": _infer_flatten,

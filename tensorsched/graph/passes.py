@@ -6,7 +6,8 @@ pass requires and guarantees is in its docstring. ``optimize`` runs them in orde
 1. ``fold_constants``  -- a node whose inputs are all constants becomes a constant
 2. ``fold_batch_norm`` -- a batch norm after a conv goes into the conv's weights and bias; any
    other one becomes a per-channel ``scale_shift``
-3. ``fuse_epilogues``  -- bias, residual add, relu and relu6 after a conv, dense or pool join it
+3. ``fuse_epilogues``  -- bias, residual add, relu and relu6 after a conv (2-d or 3-d), dense or
+   pool join it
 4. ``plan_memory``     -- intermediate tensors share buffers by liveness (``Graph.plan``)
 
 ``for_device(g, gpu)`` runs what depends on the device, after them: on a CPU device,
@@ -52,7 +53,9 @@ class MemoryPlan:
 
 VIEWS = ("reshape", "flatten")  # ops that only rename a contiguous buffer
 # TVM's "out-elementwise-fusable" operators: an elementwise consumer joins their kernel
-FUSING = ("conv2d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d")
+FUSING = ("conv2d", "conv3d", "dense", "max_pool2d", "avg_pool2d", "global_avg_pool2d",
+          "max_pool3d", "avg_pool3d")  # fmt: skip
+CONVS = ("conv2d", "conv3d")  # a batch norm after one folds into its weights
 
 
 def fold_constants(g: Graph) -> Graph:
@@ -85,9 +88,9 @@ def _bias_to_epilogue(g: Graph, node: Node) -> None:
 
 def fold_batch_norm(g: Graph) -> Graph:
     """Requires: constants folded. Guarantees: no ``batch_norm`` node is left. One whose
-    input comes from a conv2d (read by nothing else, with constant weights and no epilogue)
-    is folded into that conv: ``w' = w * s``, ``b' = (b - mean) * s + beta`` with ``s = gamma /
-    sqrt(var + eps)``; any other becomes ``scale_shift(x, s, beta - mean * s)``."""
+    input comes from a conv2d or conv3d (read by nothing else, with constant weights and no
+    epilogue) is folded into that conv: ``w' = w * s``, ``b' = (b - mean) * s + beta`` with
+    ``s = gamma / sqrt(var + eps)``; any other becomes ``scale_shift(x, s, beta - mean * s)``."""
     g = g.copy()
     for bn in g.topo_nodes():
         if bn.op != "batch_norm" or not all(t in g.constants for t in bn.inputs[1:]):
@@ -98,7 +101,7 @@ def fold_batch_norm(g: Graph) -> Graph:
         conv = g.nodes.get(g.producer.get(bn.inputs[0], ""))
         if (
             conv is not None
-            and conv.op == "conv2d"
+            and conv.op in CONVS
             and not conv.epilogue
             and conv.inputs[1] in g.constants
             and all(t in g.constants for t in conv.inputs[2:])
@@ -106,7 +109,8 @@ def fold_batch_norm(g: Graph) -> Graph:
         ):
             w = g.constants[conv.inputs[1]].astype(np.float64)
             b = g.constants[conv.inputs[2]] if len(conv.inputs) > 2 else np.zeros(len(s))
-            w_name = g.constant(g.fresh_name(conv.inputs[1] + "_bn"), w * s.reshape(-1, 1, 1, 1))
+            per_out = s.reshape((-1,) + (1,) * (w.ndim - 1))  # along the output channels
+            w_name = g.constant(g.fresh_name(conv.inputs[1] + "_bn"), w * per_out)
             b_name = g.constant(g.fresh_name(conv.name + "_bias_bn"), b * s + shift)
             g.remove_node(bn.name)
             g.tensors.pop(conv.output)
@@ -122,6 +126,13 @@ def fold_batch_norm(g: Graph) -> Graph:
     return g
 
 
+def _channel_shapes(shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """The shapes of a constant added along the channels of an output of ``shape``."""
+    if len(shape) == 5:  # a 3-d conv's or pool's: only the (1, C, 1, 1, 1) broadcasts so
+        return ((1, shape[1], 1, 1, 1),)
+    return ((shape[1],), (1, shape[1], 1, 1), (1, shape[1]))
+
+
 def fuse_epilogues(g: Graph) -> Graph:
     """Requires: batch norms folded. Guarantees: TVM's fusion rule for these operators: an
     elementwise consumer (bias, relu, relu6 -- a clip to 0..6 --, a residual add of the
@@ -132,7 +143,7 @@ def fuse_epilogues(g: Graph) -> Graph:
     for node in g.topo_nodes():
         if node.op not in FUSING or node.name not in g.nodes:
             continue
-        if node.op in ("conv2d", "dense"):
+        if node.op in ("conv2d", "conv3d", "dense"):
             _bias_to_epilogue(g, node)
         while True:
             user = _single_use(g, node.output)
@@ -152,9 +163,7 @@ def fuse_epilogues(g: Graph) -> Graph:
                 elif (
                     other in g.constants
                     and g.constants[other].size == shape[1]
-                    and (
-                        g.tensors[other].shape in ((shape[1],), (1, shape[1], 1, 1), (1, shape[1]))
-                    )
+                    and g.tensors[other].shape in _channel_shapes(shape)
                 ):
                     flat = g.constant(g.fresh_name(other + "_vec"), g.constants[other].reshape(-1))
                     step, extra = ("bias",), [flat]

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..ops.conv2d import conv2d_ref
-from ..ops.pool import MODES, pool2d_ref
+from ..ops.conv3d import conv3d_ref
+from ..ops.pool import MODES, pool2d_ref, pool_nd_ref
 from ..ops.reduction import reduce_ref
 from ..ops.resize import resize_ref
 from .graph import Graph, GraphError, Node, node_pool_mode, pad_plan, slice_plan
@@ -39,6 +40,21 @@ def _conv2d(node: Node, x: list[Array]) -> Array:
     if len(rest) > sum(1 for s in node.epilogue if s[0] in ("bias", "add")):
         out = out + rest.pop(0).reshape(1, -1, 1, 1)
     return epilogue(node, out, rest)
+
+
+def _conv3d(node: Node, x: list[Array]) -> Array:
+    a = node.attrs
+    out = conv3d_ref(x[0], x[1], a["strides"], a["pads"], a["dilations"], a["groups"])
+    rest = x[2:]
+    if len(rest) > sum(1 for s in node.epilogue if s[0] in ("bias", "add")):
+        out = out + rest.pop(0).reshape(1, -1, 1, 1, 1)
+    return epilogue(node, out, rest)
+
+
+def _pool3d(node: Node, x: list[Array]) -> Array:
+    a = node.attrs
+    out = pool_nd_ref(x[0], a["kernel"], a["strides"], a["pads"], MODES[node_pool_mode(node)])
+    return epilogue(node, out, x[1:])
 
 
 def epilogue(node: Node, out: Array, extra: list[Array]) -> Array:
@@ -148,6 +164,9 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     "max_pool2d": _pool,
     "avg_pool2d": _pool,
     "global_avg_pool2d": lambda n, x: epilogue(n, x[0].mean(axis=(2, 3), keepdims=True), x[1:]),
+    "conv3d": _conv3d,
+    "max_pool3d": _pool3d,
+    "avg_pool3d": _pool3d,
     "dense": _dense,
     "batch_matmul": lambda n, x: np.matmul(x[0], x[1]),
     "flatten": lambda n, x: x[0].reshape(int(np.prod(x[0].shape[: n.attrs["axis"]])), -1),

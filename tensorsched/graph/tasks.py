@@ -21,12 +21,15 @@ from ..ir.tensor import Tensor, compute, placeholder, thread_axis
 from ..ops import nn
 from ..ops.batch_matmul import BatchMatmulShape
 from ..ops.conv2d import ConvShape
+from ..ops.conv3d import Conv3dShape
 from ..ops.pad import pad
+from ..ops.pool import Pool3dShape
 from ..ops.reduction import reduce
 from ..ops.resize import resize
 from ..ops.space import Config
 from ..ops.templates import templates_of
 from ..ops.templates.batch_matmul import batch_matmul_cpu, batch_matmul_gpu, small_tiles
+from ..ops.templates.conv3d import conv3d_direct, pool3d_direct
 from ..ops.templates.injective import schedule_injective
 from ..ops.transform import concat, strided_slice, transpose
 from ..schedules.schedule import Schedule, create_schedule
@@ -58,7 +61,7 @@ def epilogue_kinds(node: Node) -> tuple[str, ...]:
     """The node's fused steps as ``ops.nn.epilogue`` names (a clip to 0..6 is ``relu6``); a
     conv or dense node's own bias input comes first as ``bias``."""
     out = []
-    if node.op in ("conv2d", "dense"):
+    if node.op in ("conv2d", "conv3d", "dense"):
         extra = sum(1 for s in node.epilogue if s[0] in ("bias", "add"))
         if len(node.inputs) - 2 > extra:  # its own bias input, not fused yet
             out.append("bias")
@@ -190,7 +193,34 @@ def node_kernel(
     (``batch_matmul_kernel``) or any ``elementwise_kernel`` node."""
     if node.op == "batch_matmul":
         return batch_matmul_kernel(g, node, gpu, dtype)
+    if node.op in VOLUME_OPS:
+        return volume_kernel(g, node, dtype)
     return elementwise_kernel(g, node, dtype)
+
+
+VOLUME_OPS = ("conv3d", "max_pool3d", "avg_pool3d")  # 3-d windows: direct kernels, untuned
+
+
+def volume_shape(g: Graph, node: Node) -> Conv3dShape | Pool3dShape:
+    """The ``ops`` shape of a conv3d, max_pool3d or avg_pool3d node."""
+    a = node.attrs
+    x = g.tensors[node.inputs[0]].shape
+    if node.op == "conv3d":
+        w = g.tensors[node.inputs[1]].shape
+        return Conv3dShape.make(x, w, a["strides"], a["pads"], a["dilations"], a["groups"])
+    return Pool3dShape.make(x, a["kernel"], a["strides"], a["pads"], node_pool_mode(node))
+
+
+def volume_kernel(g: Graph, node: Node, dtype: str = "float32") -> tuple[Schedule, list[Tensor]]:
+    """A 3-d convolution's or pooling's kernel (``ops.templates.conv3d``: the direct form,
+    a register tile of outputs per work-item, the reduction in registers) with the node's
+    fused epilogue, at the template's default knobs (no tuning task: a graph of 3-d layers is
+    built untuned)."""
+    shape = volume_shape(g, node)
+    ep = epilogue_kinds(node)
+    if isinstance(shape, Conv3dShape):
+        return conv3d_direct(Config({}), shape, dtype, ep)
+    return pool3d_direct(Config({}), shape, dtype, ep)
 
 
 def batch_matmul_kernel(

@@ -21,6 +21,8 @@ an epilogue of the sum. ``PoolShape`` holds one workload as plain ints; ``declar
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 from typing import Any
 
@@ -157,61 +159,83 @@ def _shape(
     return shape
 
 
-def _padded(data: Tensor, p: PoolShape, value: float) -> Tensor:
-    """``data`` padded by ``value`` (a stage named ``pool_pad``), the overhang included, or
-    itself without padding."""
-    (top, left, bottom, right), (over_h, over_w) = p.pads, p.overhang
-    if not any(p.pads) and not any(p.overhang):
-        return data
-    return pad(data, [0, 0, top, left], [0, 0, bottom + over_h, right + over_w], value, "pool_pad")
-
-
 def _pool(data: Tensor, p: PoolShape, name: str | None) -> Tensor:
-    OH, OW = p.out_hw
-    (sh, sw), (top, left, bottom, right) = p.stride, p.pads
-    kh = reduce_axis((0, p.KH), name="kh")
-    kw = reduce_axis((0, p.KW), name="kw")
-    if p.kind == "max":
+    (top, left, bottom, right), (over_h, over_w) = p.pads, p.overhang
+    return window_pool(
+        data, p.kind, (p.KH, p.KW), p.stride, (top, left), (bottom, right), (over_h, over_w),
+        name or ("max_pool2d" if p.kind == "max" else "avg_pool2d"),
+    )  # fmt: skip
+
+
+def window_pool(
+    data: Tensor, kind: str, kernel: Sequence[int], strides: Sequence[int],
+    before: Sequence[int], after: Sequence[int], over: Sequence[int], name: str,
+) -> Tensor:  # fmt: skip
+    """The pooling of ``data`` (N, C, then one axis per entry of ``kernel``) by ``kind``
+    (``"max"``, ``"avg"`` or ``"avg_include_pad"``) over windows of ``kernel`` moved by
+    ``strides``; ``before`` / ``after`` pad each spatial axis, ``over`` is the ceil mode's
+    overhang past the padded input (padding for a max, never counted by an average). The 2-d
+    pools and the 3-d ones are this one declaration. The output is named ``name``."""
+    rank = len(kernel)
+    sizes = [int(x) for x in data.shape[2:]]
+    outs = [  # the overhang makes the ceil mode's last window whole
+        (n + b + a + o - k) // s + 1
+        for n, k, s, b, a, o in zip(sizes, kernel, strides, before, after, over)
+    ]
+    N, C = data.shape[0], data.shape[1]
+    rs = [reduce_axis((0, k), name=nm) for k, nm in zip(kernel, ("kd", "kh", "kw")[-rank:])]
+
+    def padded(value: float) -> Tensor:  # a stage named pool_pad, the overhang included
+        if not any(before) and not any(after) and not any(over):
+            return data
+        ends = [a + o for a, o in zip(after, over)]
+        return pad(data, [0, 0, *before], [0, 0, *ends], value, "pool_pad")
+
+    def window(dp: Tensor, n: Any, c: Any, pos: Sequence[Any]) -> Any:
+        return dp[(n, c, *(i * s + r for i, s, r in zip(pos, strides, rs)))]
+
+    if kind == "max":
         low = float(np.finfo(data.dtype).min)  # padding never wins a max
-        dp = _padded(data, p, low)
+        dp = padded(low)
         return compute(
-            (p.N, p.C, OH, OW),
-            lambda n, c, h, w: I.max(dp[n, c, h * sh + kh, w * sw + kw], axis=[kh, kw]),
-            name=name or "max_pool2d",
+            (N, C, *outs),
+            lambda n, c, *pos: I.max(window(dp, n, c, pos), axis=rs),
+            name=name,
             tag="pool_max",
         )
-    dp = _padded(data, p, 0.0)
+    dp = padded(0.0)
     total = compute(
-        (p.N, p.C, OH, OW),
-        lambda n, c, h, w: I.sum(dp[n, c, h * sh + kh, w * sw + kw], axis=[kh, kw]),
+        (N, C, *outs),
+        lambda n, c, *pos: I.sum(window(dp, n, c, pos), axis=rs),
         name="pool_sum",
         tag="pool_sum",
     )
-    if p.kind == "avg_include_pad" and not any(p.overhang):
+    if kind == "avg_include_pad" and not any(over):
         return compute(
             total.shape,
-            lambda n, c, h, w: total[n, c, h, w] / const(p.KH * p.KW, data.dtype),
-            name=name or "avg_pool2d",
+            lambda *i: total[i] / const(math.prod(kernel), data.dtype),
+            name=name,
             tag="elemwise",
         )
-    include, (over_h, over_w) = p.kind == "avg_include_pad", p.overhang
+    include = kind == "avg_include_pad"
 
-    def count(o, stride, before, after, size, k, over):  # elements counted by the window at o
-        start = o * stride - before
+    def count(o, stride, b, a, size, k, ov):  # elements counted by the window at o
+        start = o * stride - b
         if include:  # the padding counts, the overhang past it does not
-            return I.min(start + k, size + after) - start if over else const(k)
+            return I.min(start + k, size + a) - start if ov else const(k)
         return I.min(start + k, size) - I.max(start, 0)  # the input's elements only
+
+    def divisor(pos: Sequence[Any]) -> Any:
+        terms = [count(*t) for t in zip(pos, strides, before, after, sizes, kernel, over)]
+        prod = terms[0]
+        for t in terms[1:]:
+            prod = prod * t
+        return prod.astype(data.dtype)
 
     return compute(
         total.shape,
-        lambda n, c, h, w: (
-            total[n, c, h, w]
-            / (
-                count(h, sh, top, bottom, p.IH, p.KH, over_h)
-                * count(w, sw, left, right, p.IW, p.KW, over_w)
-            ).astype(data.dtype)
-        ),
-        name=name or "avg_pool2d",
+        lambda n, c, *pos: total[(n, c, *pos)] / divisor(pos),
+        name=name,
         tag="elemwise",
     )
 
@@ -292,4 +316,178 @@ def pool2d_ref(
             win = xp[:, :, rows, cols]
             out = np.maximum(out, win) if kind == "max" else out + win
             count += counted[rows, cols]
+    return out if kind == "max" else out / count
+
+
+# ---- 3-d pooling of NCDHW data: the same declaration (``window_pool``) over three axes
+
+
+@dataclass(frozen=True)
+class Pool3dShape:
+    """Pooling of an ``N x C x ID x IH x IW`` input by ``KD x KH x KW`` windows; pads in ONNX's
+    order (front, top, left, back, bottom, right); ``mode`` as ``PoolShape.mode``."""
+
+    N: int
+    C: int
+    ID: int
+    IH: int
+    IW: int
+    KD: int
+    KH: int
+    KW: int
+    stride_d: int = 1
+    stride_h: int = 1
+    stride_w: int = 1
+    pad_front: int = 0
+    pad_top: int = 0
+    pad_left: int = 0
+    pad_back: int = 0
+    pad_bottom: int = 0
+    pad_right: int = 0
+    mode: int = 0
+
+    @property
+    def kind(self) -> str:
+        return MODES[self.mode % CEIL]
+
+    @property
+    def ceil_mode(self) -> bool:
+        return self.mode >= CEIL
+
+    @property
+    def sizes(self) -> tuple[int, int, int]:
+        return (self.ID, self.IH, self.IW)
+
+    @property
+    def kernel(self) -> tuple[int, int, int]:
+        return (self.KD, self.KH, self.KW)
+
+    @property
+    def strides(self) -> tuple[int, int, int]:
+        return (self.stride_d, self.stride_h, self.stride_w)
+
+    @property
+    def pads(self) -> tuple[int, ...]:
+        return (self.pad_front, self.pad_top, self.pad_left,
+                self.pad_back, self.pad_bottom, self.pad_right)  # fmt: skip
+
+    @property
+    def out_dhw(self) -> tuple[int, ...]:
+        """``(OD, OH, OW)`` (``pooled_size`` per axis); a ``ComputeError`` when a window
+        does not fit."""
+        p = self.pads
+        out = tuple(
+            pooled_size(n, k, s, p[i], p[3 + i], self.ceil_mode)
+            for i, (n, k, s) in enumerate(zip(self.sizes, self.kernel, self.strides))
+        )
+        if min(out) <= 0:
+            raise ComputeError(
+                f"pool3d: the {self.KD}x{self.KH}x{self.KW} window does not fit the "
+                f"{self.ID}x{self.IH}x{self.IW} input padded by {p}"
+            )
+        return out
+
+    @property
+    def overhang(self) -> tuple[int, ...]:
+        """What the last windows reach past the padded input per axis (ceil mode only)."""
+        p = self.pads
+        return tuple(
+            max((o - 1) * s + k - (n + p[i] + p[3 + i]), 0)
+            for i, (o, n, k, s) in enumerate(
+                zip(self.out_dhw, self.sizes, self.kernel, self.strides)
+            )
+        )
+
+    @property
+    def flop(self) -> int:
+        return self.N * self.C * math.prod(self.out_dhw) * math.prod(self.kernel)
+
+    def check(self) -> None:
+        """``ComputeError`` unless the mode is known, strides and window positive, and every
+        window holds at least one input element (pads smaller than the window)."""
+        if self.mode not in range(len(MODES)):
+            raise ComputeError(f"pool3d: mode {self.mode!r} must index {MODES}")
+        if min(self.kernel) < 1 or min(self.strides) < 1 or min(self.pads) < 0:
+            raise ComputeError(
+                f"pool3d: kernel {self.kernel} and strides {self.strides} must be positive, "
+                f"pads {self.pads} non-negative"
+            )
+        p = self.pads
+        if any(max(p[i], p[3 + i]) >= k for i, k in enumerate(self.kernel)):
+            raise ComputeError(
+                f"pool3d: padding {p} must be smaller than the {self.kernel} window, or a "
+                "window may hold only padding"
+            )
+        self.out_dhw  # noqa: B018  (raises when the window does not fit)
+
+    @classmethod
+    def make(
+        cls, data_shape: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+        pads: Sequence[int], mode: int,
+    ) -> Pool3dShape:  # fmt: skip
+        if len(data_shape) != 5 or len(kernel) != 3 or len(strides) != 3 or len(pads) != 6:
+            raise ComputeError(
+                f"pool3d: a 5-d input, 3 kernel sizes, 3 strides and 6 pads, got "
+                f"{tuple(data_shape)}, {tuple(kernel)}, {tuple(strides)}, {tuple(pads)}"
+            )
+        N, C, D, H, W = (int(x) for x in data_shape)
+        (kd, kh, kw), (sd, sh, sw) = (int(x) for x in kernel), (int(x) for x in strides)
+        p = [int(x) for x in pads]
+        shape = cls(N, C, D, H, W, kd, kh, kw, sd, sh, sw, p[0], p[1], p[2], p[3], p[4], p[5],
+                    int(mode))  # fmt: skip
+        shape.check()
+        return shape
+
+
+def pool3d(data: Tensor, shape: Pool3dShape, name: str | None = None) -> Tensor:
+    """The 3-d max or average pooling of ``shape`` (``window_pool`` over D, H and W)."""
+    if not isinstance(data, Tensor) or tuple(data.shape) != (shape.N, shape.C, *shape.sizes):
+        raise ComputeError(f"pool3d: data must be a tensor of shape {shape.sizes}, got {data!r}")
+    shape.check()
+    p = shape.pads
+    return window_pool(
+        data, shape.kind, shape.kernel, shape.strides, p[:3], p[3:], shape.overhang,
+        name or ("max_pool3d" if shape.kind == "max" else "avg_pool3d"),
+    )  # fmt: skip
+
+
+def declare3d(shape: Pool3dShape, dtype: str = "float32") -> tuple[Tensor, Tensor]:
+    """``(data, output)`` of ``shape``."""
+    data = placeholder((shape.N, shape.C, *shape.sizes), dtype, name="data")
+    return data, pool3d(data, shape)
+
+
+def pool_nd_ref(
+    d: NDArray[Any], kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int],
+    mode: str = "max",
+) -> NDArray[np.float64]:  # fmt: skip
+    """Pooling over every axis after N and C, in float64: ``pads`` in ONNX's order (the
+    begins, then the ends), ``mode`` one of ``MODES``; the rules of ``pool2d_ref`` (padding
+    never wins a max, the ceil mode's overhang is never counted) on any number of axes."""
+    if mode not in MODES:
+        raise ComputeError(f"pool_nd_ref: mode {mode!r} must be one of {', '.join(MODES)}")
+    kind, ceil = mode.removesuffix("_ceil"), mode.endswith("_ceil")
+    x = np.asarray(d, np.float64)
+    rank = x.ndim - 2
+    before, after = list(pads[:rank]), list(pads[rank:])
+    sizes = x.shape[2:]
+    outs = [pooled_size(n, k, s, b, a, ceil)
+            for n, k, s, b, a in zip(sizes, kernel, strides, before, after)]  # fmt: skip
+    over = [max((o - 1) * s + k - (n + b + a), 0)
+            for o, n, k, s, b, a in zip(outs, sizes, kernel, strides, before, after)]  # fmt: skip
+    fill = -np.inf if kind == "max" else 0.0
+    widths = [(b, a + o) for b, a, o in zip(before, after, over)]
+    xp = np.pad(x, [(0, 0), (0, 0), *widths], constant_values=fill)
+    if kind == "avg_include_pad":  # the padding counts, the overhang does not
+        counted = np.pad(np.ones([n + b + a for n, b, a in zip(sizes, before, after)]),
+                         [(0, o) for o in over])  # fmt: skip
+    else:
+        counted = np.pad(np.ones(sizes), widths)
+    out = np.full(x.shape[:2] + tuple(outs), fill)
+    count = np.zeros(outs)
+    for taps in np.ndindex(*kernel):
+        win = tuple(slice(t, t + s * (o - 1) + 1, s) for t, s, o in zip(taps, strides, outs))
+        part = xp[(slice(None), slice(None), *win)]
+        out = np.maximum(out, part) if kind == "max" else out + part
+        count += counted[win]
     return out if kind == "max" else out / count
