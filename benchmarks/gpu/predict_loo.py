@@ -61,7 +61,14 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batch", action="append", required=True, help="a tgz of logs/*.jsonl")
     p.add_argument("--shipped", default=SHIPPED)
+    p.add_argument(
+        "--shapes",
+        type=int,
+        default=M.PREDICT_SHAPES,
+        help="the nearest logged shapes whose bests are candidates (model.PREDICT_SHAPES)",
+    )
     a = p.parse_args(argv)
+    M.PREDICT_SHAPES = a.shapes
     shipped = read_log(a.shipped)
     tmp = tempfile.mkdtemp(prefix="predict_loo_")
     batches = []
