@@ -1,5 +1,6 @@
 """torchvision's classification models (and, named ``segmentation.NAME``, its segmentation
-models' ``out`` map) through tensorsched's ONNX import, on the GPU host.
+models' ``out`` map; named ``video.NAME``, its video models on a 1x3x16x112x112 clip) through
+tensorsched's ONNX import, on the GPU host.
 
 Each model (random weights, seed 0, eval mode, batch 1, 224x224 unless named otherwise) is
 exported by torch to ONNX (opset 13; TorchScript exporter, else the dynamo one), read with
@@ -71,6 +72,8 @@ class _Out(torch.nn.Module):
 
 def make(name):
     """The model ``name`` with random weights, in eval mode."""
+    if name.startswith("video."):
+        return getattr(torchvision.models.video, name.split(".", 1)[1])(weights=None).eval()
     if name.startswith("segmentation."):
         build = getattr(torchvision.models.segmentation, name.split(".", 1)[1])
         return _Out(build(weights=None, weights_backbone=None, aux_loss=False)).eval()
@@ -110,7 +113,7 @@ def one(name, folder):
             if not p.any():
                 p.normal_(0.0, 0.02)
     n = SIZE.get(name, 224)
-    x = torch.randn(1, 3, n, n)
+    x = torch.randn(1, 3, 16, 112, 112) if name.startswith("video.") else torch.randn(1, 3, n, n)
     path = os.path.join(folder, f"{name}.onnx")
     with torch.no_grad():
         how = export(model, x, path)
