@@ -5,12 +5,12 @@ path of an ``.onnx`` file. ``run`` builds the network on the device (configs fro
 where given, else predicted) and runs it on ``--input`` (a ``.npy``) or on a seeded random
 image, printing the top classes, and with ``--check`` the largest relative error against
 numpy; ``--profile`` prints the per-layer table; ``--fp16`` stores weights and activations
-as half. ``tune`` extracts the distinct conv / depthwise / dense workloads and tunes each with
-the tuner's budget into one JSON-lines log. ``bench`` times end-to-end batch-1 inference
-(median of ``--repeat``), side by side on the same weights and input: tensorsched (and with
-``--fp16`` its half-storage build), the ACL-style network with ``--acl DIR`` (its GEMMs tuned
-into DIR first, resumable), onnxruntime on the CPU where it is installed, and torch eager
-(cuDNN, fp32, TF32 off) where torch can use a CUDA GPU.
+as half. ``tune`` extracts the distinct conv (2-d, and ungrouped 3-d) / depthwise / dense
+workloads and tunes each with the tuner's budget into one JSON-lines log. ``bench`` times
+end-to-end batch-1 inference (median of ``--repeat``), side by side on the same weights and
+input: tensorsched (and with ``--fp16`` its half-storage build), the ACL-style network with
+``--acl DIR`` (its GEMMs tuned into DIR first, resumable), onnxruntime on the CPU where it is
+installed, and torch eager (cuDNN, fp32, TF32 off) where torch can use a CUDA GPU.
 """
 
 from __future__ import annotations

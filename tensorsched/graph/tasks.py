@@ -1,12 +1,16 @@
 """What each graph node compiles to: its tuning task (a registered template at its workload,
-with its fused epilogue) for conv2d, depthwise / grouped conv2d, dense and pooling, or a plain
-elementwise kernel for the rest; and ``extract_tasks``, the distinct tunable workloads of a
+with its fused epilogue) for conv2d, depthwise / grouped conv2d, ungrouped conv3d, dense and
+pooling, or a plain elementwise kernel for the rest (a grouped conv3d and 3-d pooling: direct
+kernels at their defaults); and ``extract_tasks``, the distinct tunable workloads of a
 network (deduplicated), which ``tensorsched net tune`` tunes one by one.
 
 Template choice per conv (the layout): the GPU's ``implicit_gemm`` (one kernel, tiles read
 straight from the NCHW image) or the CPU's ``gemm_cpu`` (the CPU GEMM over channels x pixels,
 from the image itself for a 1x1 conv, else from its column matrix), unless a tuning log has a
 faster record of another template of the same workload (seed 003's ``spatial_pack`` among them).
+An ungrouped conv3d is the same GEMM over channels x output positions (``implicit_gemm`` on a
+GPU, ``gemm_cpu`` on a CPU device; ``ops.templates.conv3d``), its config predicted from the
+GEMM and conv logs of that GEMM template's family when no log holds it.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ TEMPLATE_CHOICE: dict[str, dict[str, tuple[str, ...]]] = {
         "gpu": ("implicit_gemm", "im2col_gpu"),
         "cpu": ("gemm_cpu", "spatial_pack", "im2col"),
     },
+    "conv3d": {"gpu": ("implicit_gemm",), "cpu": ("gemm_cpu",)},  # groups == 1
     "depthwise_conv2d": {"gpu": ("direct",), "cpu": ("cpu", "direct")},
     "group_conv2d": {"gpu": ("direct",), "cpu": ("cpu", "direct")},
     "dense": {"gpu": ("gpu",), "cpu": ("cpu",)},
@@ -54,7 +59,8 @@ TEMPLATE_CHOICE: dict[str, dict[str, tuple[str, ...]]] = {
 # the templates of a node that passes.channels_last made channels-last (attrs["layout"]); a
 # conv that writes NHWC from NCHW data (attrs["data_layout"]) is conv2d's "gemm_to_nhwc"
 CHANNELS_LAST = {"conv2d": "gemm_nhwc", "depthwise_conv2d": "nhwc"}
-TUNABLE = ("conv2d", "depthwise_conv2d", "group_conv2d", "dense")  # what ``net tune`` tunes
+# what ``net tune`` tunes
+TUNABLE = ("conv2d", "depthwise_conv2d", "group_conv2d", "dense", "conv3d")
 
 
 def epilogue_kinds(node: Node) -> tuple[str, ...]:
@@ -99,6 +105,10 @@ def workload(g: Graph, node: Node) -> Workload | None:
             return Workload("conv2d", conv.astuple(), flop)
         shape = (N, CI, IH, IW, CO, KH, KW, groups, sh, sw, t, l, b, r, dh, dw)
         return Workload("depthwise_conv2d" if groups == CI else "group_conv2d", shape, flop)
+    if node.op == "conv3d" and a["groups"] == 1:  # grouped: volume_kernel's direct form
+        x, w = (g.tensors[t].shape for t in node.inputs[:2])
+        conv3d = Conv3dShape.make(x, w, a["strides"], a["pads"], a["dilations"], 1)
+        return Workload("conv3d", conv3d.astuple(), conv3d.flop)
     if node.op == "dense":
         N, K = g.tensors[node.inputs[0]].shape
         O = g.tensors[node.inputs[1]].shape[0]
@@ -198,7 +208,8 @@ def node_kernel(
     return elementwise_kernel(g, node, dtype)
 
 
-VOLUME_OPS = ("conv3d", "max_pool3d", "avg_pool3d")  # 3-d windows: direct kernels, untuned
+# 3-d windows: direct kernels, untuned (an ungrouped conv3d has a task: never built here)
+VOLUME_OPS = ("conv3d", "max_pool3d", "avg_pool3d")
 
 
 def volume_shape(g: Graph, node: Node) -> Conv3dShape | Pool3dShape:
@@ -212,10 +223,10 @@ def volume_shape(g: Graph, node: Node) -> Conv3dShape | Pool3dShape:
 
 
 def volume_kernel(g: Graph, node: Node, dtype: str = "float32") -> tuple[Schedule, list[Tensor]]:
-    """A 3-d convolution's or pooling's kernel (``ops.templates.conv3d``: the direct form,
-    a register tile of outputs per work-item, the reduction in registers) with the node's
-    fused epilogue, at the template's default knobs (no tuning task: a graph of 3-d layers is
-    built untuned)."""
+    """A grouped 3-d convolution's or a 3-d pooling's kernel (``ops.templates.conv3d``: the
+    direct form, a register tile of outputs per work-item, the reduction in registers) with
+    the node's fused epilogue, at the template's default knobs (no tuning task; an ungrouped
+    conv3d is a ``conv3d`` task, ``workload``)."""
     shape = volume_shape(g, node)
     ep = epilogue_kinds(node)
     if isinstance(shape, Conv3dShape):
@@ -357,8 +368,7 @@ def _stages(out: Tensor) -> list[Tensor]:
 
 def extract_tasks(g: Graph, gpu: bool, records: Sequence[Record] = ()) -> list[tuple[Task, int]]:
     """The distinct tunable tasks of an optimized graph (conv2d, depthwise and grouped conv2d,
-    dense), each
-    with how many nodes share it, in first-use order."""
+    dense, ungrouped conv3d), each with how many nodes share it, in first-use order."""
     found: dict[str, tuple[Task, int]] = {}
     for node in g.topo_nodes():
         task = node_task(g, node, gpu, records)

@@ -9,6 +9,13 @@ bottom, right)`` (the begins, then the ends). The output reads the padded input 
 named ``data_pad``, meant to be inlined) at ``d * stride_d + kd * dilation_d`` along each
 axis, a reduction over (ci, kd, kh, kw). ``Conv3dShape`` holds one workload as plain ints;
 ``declare(shape)`` makes its placeholders and output.
+
+``conv3d_ncdhw_implicit_gemm(shape)`` (``groups == 1``) is the same convolution as a GEMM
+whose operands are meant to be inlined into the GEMM's tile loads, as
+``conv2d.conv2d_nchw_implicit_gemm`` is for 2-d: ``conv_gemm`` (CO x N*OD*OH*OW) =
+``kernel_mat`` (CO x CI*KD*KH*KW, the kernel's own memory order) times ``data_col``
+(CI*KD*KH*KW x N*OD*OH*OW, the padded input's patches as columns); ``output`` is
+``conv_gemm`` in NCDHW (for N = 1, the same memory order).
 """
 
 from __future__ import annotations
@@ -218,6 +225,71 @@ def declare(shape: Conv3dShape, dtype: str = "float32") -> tuple[Tensor, Tensor,
     )
     out = conv3d_ncdhw(data, kernel, shape.strides, shape.pads, shape.dilations, shape.groups)
     return data, kernel, out
+
+
+def conv3d_ncdhw_implicit_gemm(
+    shape: Conv3dShape, dtype: str = "float32", out_dtype: str | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The implicit-GEMM form (see the module docstring) of an ungrouped ``shape``; returns
+    ``(data, kernel, output)``, the other stages reachable by name (``data_pad``,
+    ``kernel_mat``, ``data_col``, ``conv_gemm``)."""
+    if shape.groups != 1:
+        raise ComputeError(
+            f"conv3d_ncdhw_implicit_gemm: groups == 1 only, got {shape.groups} (a grouped "
+            "conv3d is one GEMM per group: use the direct form, conv3d_ncdhw)"
+        )
+    shape.check()
+    out_dtype = out_dtype or dtype
+    N, CI, CO, KD, KH, KW = shape.N, shape.CI, shape.CO, shape.KD, shape.KH, shape.KW
+    OD, OH, OW = shape.out_dhw
+    (s_d, s_h, s_w), (d_d, d_h, d_w), p = shape.strides, shape.dilations, shape.pads
+    taps, pixels = KD * KH * KW, OD * OH * OW
+    P, K = N * pixels, CI * taps
+    data = placeholder((N, CI, shape.ID, shape.IH, shape.IW), dtype, name="data")
+    kernel = placeholder((CO, CI, KD, KH, KW), dtype, name="kernel")
+    data_pad = pad(data, [0, 0, *p[:3]], [0, 0, *p[3:]], name="data_pad")
+    kernel_mat = compute(
+        (CO, K),
+        lambda co, k: kernel[co, k // taps, k // (KH * KW) % KD, k // KW % KH, k % KW],
+        name="kernel_mat",
+    )
+
+    def patch(k: Any, n: Any, od: Any, oh: Any, ow: Any) -> Any:
+        return data_pad[
+            n,
+            k // taps,
+            od * s_d + k // (KH * KW) % KD * d_d,
+            oh * s_h + k // KW % KH * d_h,
+            ow * s_w + k % KW * d_w,
+        ]
+
+    if N == 1:  # q < OD*OH*OW: no batch index, and q // (OH*OW) is the frame
+        data_col = compute(
+            (K, P),
+            lambda k, q: patch(k, 0, q // (OH * OW), q // OW % OH, q % OW),
+            name="data_col",
+        )
+    else:
+        data_col = compute(
+            (K, P),
+            lambda k, q: patch(k, q // pixels, q // (OH * OW) % OD, q // OW % OH, q % OW),
+            name="data_col",
+        )
+    kk = reduce_axis((0, K), name="k")
+    gemm = compute(
+        (CO, P),
+        lambda co, q: I.sum(
+            kernel_mat[co, kk].astype(out_dtype) * data_col[kk, q].astype(out_dtype), axis=kk
+        ),
+        name="conv_gemm",
+        tag="gemm_NN",
+    )
+    output = compute(
+        (N, CO, OD, OH, OW),
+        lambda n, co, d, h, w: gemm[co, ((n * OD + d) * OH + h) * OW + w],
+        name="output",
+    )
+    return data, kernel, output
 
 
 def conv3d_ref(

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..errors import TensorschedError
 from ..ops.space import Config
+from ..ops.templates import TWINS
 from ..runtime.device import PORTABLE_LIMITS, DeviceLimits
 from .features import IR_COLUMNS, Lowered, Lowering, SpaceFeatures, shape_vector, task_gemm_view
 from .log import ranked_configs, read_log
@@ -890,13 +891,16 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
 
 
 def _family_records(task: Task, records: Sequence[Record]) -> list[Record]:
-    """``records`` of ``task``'s template, and of another template of its family only within
+    """``records`` of ``task``'s template (or of its twin, ``templates.TWINS``: a conv3d's
+    implicit GEMM takes the conv2d one's), and of another template of its family only within
     ``NEAR_VIEW`` of its shape."""
-    mine, near = (task.kind, task.template), {}
+    mine = {(task.kind, task.template)}
+    mine |= {TWINS[m] for m in mine if m in TWINS}
+    near: dict[str, bool] = {}
     for r in records:
-        if _template_of(r) != mine and r.task_key() not in near:
+        if _template_of(r) not in mine and r.task_key() not in near:
             near[r.task_key()] = shape_distance(task, Task.from_dict(r.task)) <= NEAR_VIEW
-    return [r for r in records if _template_of(r) == mine or near[r.task_key()]]
+    return [r for r in records if _template_of(r) in mine or near[r.task_key()]]
 
 
 def shape_candidates(

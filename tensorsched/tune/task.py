@@ -22,6 +22,7 @@ from ..ir.dtype import SCALAR_TYPES
 from ..ir.te_text import parse_expr
 from ..ir.tensor import PlaceholderOp
 from ..ops.conv2d import ConvShape, conv2d_ref
+from ..ops.conv3d import conv3d_ref
 from ..ops.dense import dense_ref
 from ..ops.depthwise import group_conv2d_ref
 from ..ops.nn import EPILOGUE_KINDS, epilogue_ref, softmax_ref
@@ -62,7 +63,9 @@ def _check_epilogue(epilogue: Any) -> None:
 class Task:
     kind: str  # "gemm", "conv2d", "expr" or a network operator's (templates.SHAPES)
     template: str  # the name of a registered template of this kind
-    shape: tuple  # (M, N, K), ConvShape.astuple(), or the fields of the kind's SHAPES class
+    # (M, N, K), ConvShape.astuple(), or the fields of the kind's SHAPES class (conv3d:
+    # Conv3dShape's 22 ints, so a conv3d task's key never matches a conv2d task's)
+    shape: tuple
     dtype: str = "float32"
     epilogue: tuple = field(default=())
     expr: str = ""  # kind "expr": statements as text (ts.parse_expr) ...
@@ -292,6 +295,8 @@ class Task:
             return epilogue_ref(ref, self.epilogue, x[1:], 1)
         if self.kind == "dense":
             ref = dense_ref(x[0], x[1])
+        elif self.kind == "conv3d":
+            ref = conv3d_ref(x[0], x[1], sh.strides, sh.pads, sh.dilations, sh.groups)
         else:
             ref = group_conv2d_ref(x[0], x[1], sh.stride, sh.pads, sh.groups, sh.dilation)
         return epilogue_ref(ref, self.epilogue, x[2:], 1)

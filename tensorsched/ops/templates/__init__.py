@@ -4,7 +4,8 @@
 GEMM templates take ``(cfg, M, N, K)``; conv2d templates take ``(cfg, ConvShape)``; templates of
 text expressions (kind ``expr``) take ``(cfg, expr_text, shapes)``. The network operators' take
 one shape object: ``depthwise_conv2d`` and ``group_conv2d`` a ``GroupConvShape``, ``dense`` a
-``DenseShape``, ``pool`` a ``PoolShape``, ``softmax`` a ``SoftmaxShape`` (``SHAPES[kind]``).
+``DenseShape``, ``pool`` a ``PoolShape``, ``softmax`` a ``SoftmaxShape``, ``conv3d`` a
+``Conv3dShape`` (``SHAPES[kind]``).
 ``args`` is ``[A, B, *epilogue inputs, C]`` (``gemm_vec_dot`` takes B transposed, N x K),
 ``[data, kernel, *epilogue inputs, output]`` (``[data, weight, ...]`` for dense, ``[data,
 *epilogue inputs, output]`` for pooling and softmax).
@@ -36,12 +37,14 @@ from typing import Any
 
 from ...errors import TensorschedError
 from ..conv2d import ConvShape
+from ..conv3d import Conv3dShape
 from ..dense import DenseShape
 from ..depthwise import GroupConvShape
 from ..nn import SoftmaxShape
 from ..pool import PoolShape
 from ..space import Config
 from .conv2d import conv2d_gemm_cpu, conv2d_im2col, conv2d_implicit_gemm, conv2d_spatial_pack
+from .conv3d import conv3d_direct, conv3d_gemm_cpu, conv3d_implicit_gemm, gemm_extents
 from .dense import dense_cpu, dense_gpu
 from .depthwise import conv_direct, conv_direct_cpu
 from .gemm_cpu import gemm_cpu
@@ -71,6 +74,11 @@ TEMPLATES: dict[str, dict[str, Template]] = {
         "gemm_nhwc": conv2d_gemm_nhwc,  # CPU, channels-last: the CPU GEMM over (pixels, CO)
         "gemm_to_nhwc": conv2d_gemm_to_nhwc,  # the same from NCHW data (a first conv)
     },
+    "conv3d": {
+        "implicit_gemm": conv3d_implicit_gemm,  # desktop GPU: gpu_tiled, tiles from the volume
+        "gemm_cpu": conv3d_gemm_cpu,  # CPU: the CPU GEMM over (CO, positions), NCDHW out
+        "direct": conv3d_direct,  # register tiles of outputs; any groups (depthwise too)
+    },
     "depthwise_conv2d": {
         "direct": conv_direct,  # register patches, work-groups over (h, w); GPU defaults
         "cpu": conv_direct_cpu,  # the same, CPU defaults: padded input first, vector rows
@@ -91,13 +99,17 @@ TEMPLATES: dict[str, dict[str, Template]] = {
     },
 }
 EXPR_TEMPLATES: dict[str, Template] = {"generic": generic}  # kind "expr": text expressions
-KINDS = ("gemm", "conv2d", "expr", "depthwise_conv2d", "group_conv2d", "dense", "pool", "softmax")
+KINDS = (
+    "gemm", "conv2d", "expr", "depthwise_conv2d", "group_conv2d", "dense", "pool", "softmax",
+    "conv3d",
+)  # fmt: skip
 SHAPES: dict[str, type] = {  # the shape object a network operator's templates take
     "depthwise_conv2d": GroupConvShape,
     "group_conv2d": GroupConvShape,
     "dense": DenseShape,
     "pool": PoolShape,
     "softmax": SoftmaxShape,
+    "conv3d": Conv3dShape,  # its 22 fields: never confused with conv2d's 9 or 10 ints
 }
 
 
@@ -105,6 +117,11 @@ def _conv_gemm(shape: tuple[int, ...]) -> tuple[int, int, int]:
     """(output channels, output pixels, CI*KH*KW) of a conv2d task's shape."""
     c = ConvShape(*shape)
     return c.CO, c.N * c.OH * c.OW, c.CI * c.KH * c.KW
+
+
+def _conv3d_gemm(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """(output channels, output positions, CI*KD*KH*KW) of a conv3d task's shape."""
+    return gemm_extents(Conv3dShape(*shape))
 
 
 def _im2col_gemm(shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -122,6 +139,19 @@ GEMM_VIEWS: dict[tuple[str, str], tuple[str, Callable[[tuple[int, ...]], tuple[i
     ("conv2d", "im2col_gpu"): ("gpu_tiled", _im2col_gemm),
     ("conv2d", "gemm_nhwc"): ("cpu", _im2col_gemm),
     ("conv2d", "gemm_to_nhwc"): ("cpu", _im2col_gemm),
+    ("conv3d", "implicit_gemm"): ("gpu_tiled", _conv3d_gemm),
+    ("conv3d", "gemm_cpu"): ("cpu", _conv3d_gemm),
+}
+
+
+# a template whose GEMM is another template's at a longer patch: the same operands' loads
+# (from the image, inlined or as a patch matrix), the same knobs, the same output stage. The
+# tuner's untuned predictions take the other's records as the template's own, at any shape
+# (a GEMM's only within ``model.NEAR_VIEW``): without them, 8 of r3d_18's 10 conv3d layers
+# were nearer no logged H200 shape than that and fell back to the defaults.
+TWINS: dict[tuple[str, str], tuple[str, str]] = {
+    ("conv3d", "implicit_gemm"): ("conv2d", "implicit_gemm"),
+    ("conv3d", "gemm_cpu"): ("conv2d", "gemm_cpu"),
 }
 
 
@@ -231,6 +261,7 @@ __all__ = [
     "template_module",
     "space",
     "GEMM_VIEWS",
+    "TWINS",
     "gemm_view",
     "gemm_gpu_tiled",
     "gemm_cpu",
@@ -243,6 +274,9 @@ __all__ = [
     "conv2d_gemm_cpu",
     "conv2d_gemm_nhwc",
     "conv2d_gemm_to_nhwc",
+    "conv3d_implicit_gemm",
+    "conv3d_gemm_cpu",
+    "conv3d_direct",
     "depthwise_nhwc",
     "layouts_of",
     "generic",

@@ -69,12 +69,12 @@ def _tile_and_bind3d(
     return xi
 
 
-def _declare(
+def declare_conv(
     declaration: Callable[..., tuple[Tensor, Tensor, Tensor]], epilogue: Sequence[str], *args: Any
 ) -> tuple[Schedule, dict[str, Tensor], Tensor, list[Tensor]]:
     """``(schedule, stages by name, output stage O, [data, kernel, *epilogue inputs, O])`` of a
-    conv declaration with its epilogue: the padding is inlined, and so is the NCHW output
-    stage when an epilogue follows it."""
+    conv declaration (2-d or 3-d) with its epilogue: the padding is inlined, and so is the
+    NCHW (NCDHW) output stage when an epilogue follows it."""
     data, kernel, output = declaration(*args)
     O, extra = make_epilogue(output, epilogue, bias_axis=1)
     s = create_schedule(O.op)
@@ -107,7 +107,7 @@ def conv2d_spatial_pack(
     unroll = cfg.define_knob("unroll", (1, 0))
     vectorize = cfg.define_knob("vectorize", (1, 0))
     accumulate = cfg.define_knob("accumulate", ("local", "global"))
-    s, st, O, args = _declare(conv2d_nchw_spatial_pack, epilogue, shape, VH, VW, VC, dtype)
+    s, st, O, args = declare_conv(conv2d_nchw_spatial_pack, epilogue, shape, VH, VW, VC, dtype)
     data_vec, kernel_vec, conv = st["data_vec"], st["kernel_vec"], st["conv"]
     if epilogue:
         inline_epilogue(s, O)
@@ -174,7 +174,7 @@ def conv2d_im2col(
     gemm: str = "cpu",
 ) -> tuple[Schedule, list[Tensor]]:
     """The GEMM method; ``gemm`` picks the GEMM template ("cpu" or "gpu") whose knobs it has."""
-    s, st, O, args = _declare(conv2d_nchw_im2col, epilogue, shape, dtype)
+    s, st, O, args = declare_conv(conv2d_nchw_im2col, epilogue, shape, dtype)
     if epilogue:
         inline_epilogue(s, O)
     for name in ("data_col", "kernel_mat"):
@@ -206,16 +206,16 @@ def conv2d_gemm_cpu(
     P = shape.N * shape.OH * shape.OW
     direct = shape.KH == shape.KW == 1 and shape.stride == 1 and shape.pad == 0
     if shape.N == 1 and not direct:
-        s, st, O, args = _declare(conv2d_nchw_row_gemm, epilogue, shape, dtype)
+        s, st, O, args = declare_conv(conv2d_nchw_row_gemm, epilogue, shape, dtype)
         pixels, co = _pixels(s, O, shape)
         schedule_gemm_cpu(cfg, s, O, shape.CO, P, shape.CI, (co, pixels), k_unroll=shape.KW)
         # a work-group per (channel, kernel column, row phase), a work-item per image row
         # (PoCL: ResNet-18's patches 2.9 -> 1.3 ms in the network, the GEMMs no slower)
         t = st["data_rows"]
         c, kw, ph, r = s[t].op.axis
-        _bind_image_rows(s, t, s[t].fuse(c, kw, ph), r, shape.OW)
+        bind_image_rows(s, t, s[t].fuse(c, kw, ph), r, shape.OW)
         return s, args
-    s, st, O, args = _declare(conv2d_nchw_implicit_gemm, epilogue, shape, dtype)
+    s, st, O, args = declare_conv(conv2d_nchw_implicit_gemm, epilogue, shape, dtype)
     pixels, co = _pixels(s, O, shape)
     schedule_gemm_cpu(cfg, s, O, shape.CO, P, shape.CI * shape.KH * shape.KW, (co, pixels))
     s[st["kernel_mat"]].compute_inline()
@@ -226,11 +226,11 @@ def conv2d_gemm_cpu(
     # a work-group per row of the matrix, a work-item per image row of it (PoCL: 0.25
     # against 0.65 ms for 64 consecutive elements per work-group, 56x56x64 3x3)
     k, q = s[col].op.axis
-    _bind_image_rows(s, col, k, q, shape.OW)
+    bind_image_rows(s, col, k, q, shape.OW)
     return s, args
 
 
-def _bind_image_rows(s: Schedule, t: Tensor, outer: IterVar, r: IterVar, width: int) -> None:
+def bind_image_rows(s: Schedule, t: Tensor, outer: IterVar, r: IterVar, width: int) -> None:
     """``t``'s ``outer`` axis bound to work-groups and its last axis ``r`` (image rows of
     ``width`` one after another) to a work-item per row (at most 256 a work-group), each a
     loop along its row, in vectors of 16, 8 or 4 where one divides ``width``."""
@@ -250,7 +250,7 @@ def conv2d_implicit_gemm(
 ) -> tuple[Schedule, list[Tensor]]:
     """Implicit GEMM: the GPU GEMM schedule on ``conv_gemm`` (CO x N*OH*OW) with both operands
     inlined into its tile loads and the output stage's (n, oh, ow) fused as the GEMM's N."""
-    s, st, O, args = _declare(conv2d_nchw_implicit_gemm, epilogue, shape, dtype)
+    s, st, O, args = declare_conv(conv2d_nchw_implicit_gemm, epilogue, shape, dtype)
     pixels, co = _pixels(s, O, shape)
     K = shape.CI * shape.KH * shape.KW
     schedule_gemm_gpu(
