@@ -30,8 +30,11 @@ Selu, Softplus, Softsign, Sum, Mean, Max, Min, GlobalMaxPool, InstanceNormalizat
 DepthToSpace, SpaceToDepth, Tile, Mish, Gelu, Celu, LogSoftmax, ReduceMin, ReduceL1, ReduceL2,
 ReduceSumSquare, LpNormalization and MeanVarianceNormalization, and Resize (modes nearest and
 linear, up or down by any factor, as a ``resize`` node; opset 18's axes and
-keep_aspect_ratio_policy); any other is an ``UnsupportedOperatorError`` naming its type and
-node.
+keep_aspect_ratio_policy); on computed tensors too Equal, Less, LessOrEqual, Greater,
+GreaterOrEqual, Not, And, Or, Xor, IsNaN, IsInf (boolean results held as float32 masks, 1.0 /
+0.0), Where, Mod, Sign, and Cast to bool (``x != 0``) and to int32 / int64 (toward zero, held as
+float32) where the result is read on only by ``KIND_READERS`` (a boolean or integer model
+output is refused); any other is an ``UnsupportedOperatorError`` naming its type and node.
 
 Constants are folded at import (``FOLD``): any of those operators, and the shape arithmetic of
 exporters (Shape, Size, ConstantOfShape, Range, Expand, Equal, Less, Greater, And, Or, Xor,
@@ -324,6 +327,11 @@ class _Reader:
         # hold (not empty) are its constants too
         self.floats: dict[str, np.ndarray] = {}
         self.folded = 0  # elements of the constants folded so far (MAX_FOLD_TOTAL at most)
+        # computed tensors of a boolean or integer ONNX type, by the model's name: ("bool" or
+        # "int", the node that wrote it); the graph holds them as float32 (masks 1.0 / 0.0,
+        # integer values), see KIND_READERS
+        self.kind: dict[str, tuple[str, str]] = {}
+        self.opset = MIN_OPSET
 
     def name(self, t: str) -> str:
         return self.alias.get(t, t)
@@ -384,6 +392,7 @@ class _Reader:
                 f"the model's default opset is {version}; tensorsched reads opset {MIN_OPSET} "
                 "and later (convert it with onnx.version_converter.convert_version)"
             )
+        self.opset = version
         graph = m.graph
         if len(graph.node) > MAX_NODES:
             raise OnnxImportError(f"the model has {len(graph.node)} nodes, more than {MAX_NODES}")
@@ -395,6 +404,14 @@ class _Reader:
             self.g.input(vi.name, self._input_shape(vi))
         for i, node in enumerate(graph.node):
             self._node(node, i)
+        for vo in graph.output:
+            if vo.name in self.kind:
+                kind, where = self.kind[vo.name]
+                raise OnnxImportError(
+                    f"{where}: its output '{vo.name}' is a model output of "
+                    f"{'a boolean' if kind == 'bool' else 'an integer'} type; tensorsched's "
+                    "outputs are float32 (cast it to float in the model)"
+                )
         outs = [self.name(o.name) for o in graph.output]
         for o in outs:
             if o in self.ints or (o in self.floats and o not in self.g.tensors):
@@ -493,12 +510,26 @@ class _Reader:
                 f"{where}: its output {k} '{outs[k]}' is not supported; tensorsched computes "
                 f"only the first output, '{outs[0]}' (leave the others' names empty)"
             )
+        kinds = {self.kind[t][0] for t in node.input if t in self.kind}
+        for kind in kinds:
+            if op not in KIND_READERS[kind]:
+                t = next(t for t in node.input if self.kind.get(t, ("",))[0] == kind)
+                raise UnsupportedOperatorError(
+                    f"{where}: reads '{t}', {KIND_WHAT[kind]} computed from the model's inputs "
+                    f"(by {self.kind[t][1]}); tensorsched holds it as float32 and reads it only "
+                    f"with {', '.join(sorted(KIND_READERS[kind]))}"
+                )
         try:
             if op in FOLD and any(ins) and all(self.is_const(t) for t in ins if t):
-                self._fold(op, where, a, ins, outs)
+                self._fold(op, where, {**a, "_opset": self.opset}, ins, outs)
             elif op in MULTI_OUTPUT:
                 MULTI_OUTPUT[op](self, name, where, a, ins, outs)
             elif op in CONVERTERS:
+                a = {
+                    **a,
+                    "_input": node.input[0] if node.input else "",
+                    "_inputs": list(node.input),
+                }
                 CONVERTERS[op](self, name, where, a, ins, outs[0])
             else:
                 computed = next(t for t in ins if t and not self.is_const(t))
@@ -509,6 +540,29 @@ class _Reader:
                 )
         except GraphError as exc:
             raise OnnxImportError(f"{where}: {exc}") from None
+        if kinds and op in KIND_KEEPING:  # layout operators: the outputs keep the type
+            kind = "int" if "int" in kinds else "bool"
+            for t in outs:
+                if t and t not in self.kind:
+                    self.kind[t] = (kind, where)
+
+    def operand(self, t: str, where: str) -> str:
+        """The graph tensor of input ``t``: itself where the graph holds it, else a constant
+        made float32 (a boolean one a mask 1.0 / 0.0; an integer one where float32 holds its
+        values exactly)."""
+        t = self.name(t)
+        if t in self.g.tensors:
+            return t
+        v = self.const(t, where)
+        if v.size == 0:
+            raise OnnxImportError(f"{where}: input '{t}' is empty; the graph holds no empty tensor")
+        f = v.astype(np.float32)
+        if v.dtype.kind in "iu" and not np.array_equal(f.astype(np.int64), v):
+            raise UnsupportedOperatorError(
+                f"{where}: the integer constant '{t}' holds values that float32 does not hold "
+                "exactly (beyond 2**24); tensorsched computes float32 only"
+            )
+        return self.g.constant(self.g.fresh_name(f"{t}_f32"), f)
 
     def _fold(self, op: str, where: str, a: dict, ins: list[str], outs: list[str]) -> None:
         """Evaluate ``op`` on constant inputs now: its outputs are constants."""
@@ -854,6 +908,7 @@ UNARY = {
     "Reciprocal": ("reciprocal", ()),
     "Floor": ("floor", ()),
     "Ceil": ("ceil", ()),
+    "Sign": ("sign", ()),
 }
 BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}  # numpy broadcasting
 
@@ -1469,12 +1524,21 @@ def _int_div(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 def _f_mod(where: str, a: dict, x: Values) -> np.ndarray:
     p, q = _numeric(where, x, 2)
     if _same_kind(where, (p, q)):
-        if not a.get("fmod", 0):
-            raise OnnxImportError(f"{where}: Mod of floats needs fmod=1")
-        return np.fmod(p, q).astype(np.float32)
+        _float_mod_ok(where, a)
+        return (np.fmod if a.get("fmod", 0) else np.mod)(p, q).astype(np.float32)
     if np.any(q == 0):
         raise OnnxImportError(f"{where}: integer modulo by zero")
     return np.fmod(p, q) if a.get("fmod", 0) else np.mod(p, q)
+
+
+def _float_mod_ok(where: str, a: Mapping[str, Any]) -> None:
+    """ONNX's Mod of floats takes ``fmod=1`` (C's ``fmod``) before opset 28; from opset 28
+    ``fmod=0`` too (the sign of the divisor, numpy's ``mod``)."""
+    if not a.get("fmod", 0) and a.get("_opset", MIN_OPSET) < 28:
+        raise OnnxImportError(
+            f"{where}: Mod of floats needs fmod=1 before opset 28 (the model's is "
+            f"{a.get('_opset', MIN_OPSET)})"
+        )
 
 
 def _f_pow(where: str, a: dict, x: Values) -> np.ndarray:
@@ -1847,6 +1911,9 @@ FOLD: dict[str, Any] = {
     "Min": _variadic(np.minimum),
     "Max": _variadic(np.maximum),
     "Neg": _float_fn(np.negative, ints_too=True),
+    "Sign": _float_fn(np.sign, ints_too=True),
+    "IsNaN": lambda where, a, x: np.isnan(_float_fn(lambda v: v)(where, a, x)),
+    "IsInf": lambda where, a, x: np.isinf(_float_fn(lambda v: v)(where, a, x)),
     "Abs": _float_fn(np.abs, ints_too=True),
     "Sqrt": _float_fn(np.sqrt),
     "Exp": _float_fn(np.exp),
@@ -1886,15 +1953,27 @@ def _size(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
 
 
 def _cast(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """A computed tensor is float32: a cast to float is the identity; to anything else it
-    would leave what tensorsched computes."""
+    """A computed tensor is float32 (a boolean one a mask, an integer one integer values):
+    a cast to float is the identity; to bool a ``to_bool`` node (``x != 0``) unless it is
+    boolean already; to int32 or int64 a ``trunc`` node (toward zero) unless it is boolean
+    or integer already. A boolean or integer result is read on only by ``KIND_READERS``."""
     _float_input(r, ins, where)
-    if not isinstance(a.get("to"), int) or a.get("to") not in (1, 10, 11):
+    to = a.get("to")
+    if not isinstance(to, int) or to not in CAST_TO:
         raise UnsupportedOperatorError(
             f"{where}: a cast of the computed tensor '{ins[0]}' to element type "
-            f"{_type_name(a.get('to'))}; tensorsched computes float32 only"
+            f"{_type_name(to)}; tensorsched computes float32, and bool, int32 and int64 as "
+            "float32"
         )
-    _identity(r, name, where, a, ins[:1], out)
+    kind = r.kind.get(a["_input"], ("float", ""))[0]
+    want = {np.float32: "float", np.bool_: "bool", np.int64: "int"}[CAST_TO[to]]
+    if want == "float" or want == kind or (want == "int" and kind == "bool"):
+        _identity(r, name, where, a, ins[:1], out)
+    else:
+        r.g.add_node("to_bool" if want == "bool" else "trunc", ins[:1], {}, name)
+        _rename_output(r, name, out)
+    if want != "float":
+        r.kind[out] = (want, where)
 
 
 def _transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -2674,7 +2753,96 @@ def _einsum(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
     finish(prod, have)
 
 
+# ---- comparisons, logic, Where and Mod on computed tensors: masks (1.0 / 0.0) in float32
+
+COMPARISONS = {"Equal": "equal", "Less": "less", "LessOrEqual": "less_equal",
+               "Greater": "greater", "GreaterOrEqual": "greater_equal", "And": "logical_and",
+               "Or": "logical_or", "Xor": "logical_xor"}  # fmt: skip
+# what reads a computed boolean or integer tensor (held as float32): the operators below and
+# the layout ones (KIND_KEEPING), whose outputs keep its type
+KIND_KEEPING = {
+    "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Gather",
+    "Expand", "Concat", "Split", "Tile",
+}  # fmt: skip
+KIND_READERS = {
+    "bool": {"Cast", "Not", "And", "Or", "Xor", "Equal", "Where", *KIND_KEEPING},
+    "int": {"Cast", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Where", "Mod",
+            "Sign", "Neg", "Abs", *KIND_KEEPING},
+}  # fmt: skip
+KIND_WHAT = {"bool": "a boolean tensor", "int": "an integer tensor"}
+
+
+def _mask_node(op: str, arity: int) -> Any:
+    """An ONNX comparison or logic operator: the graph's ``op`` of the operands (constants
+    made float32), a boolean output."""
+
+    def convert(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+        if len(ins) != arity or not all(ins):
+            raise OnnxImportError(f"{where}: takes {arity} inputs")
+        attrs = {}
+        if op == "isinf":
+            keys = ("detect_positive", "detect_negative")
+            attrs = {k: bool(_int_attr(a, k, 1, where)) for k in keys}
+        r.g.add_node(op, [r.operand(t, where) for t in ins], attrs, name)
+        _rename_output(r, name, out)
+        r.kind[out] = ("bool", where)
+
+    return convert
+
+
+def _operand_kind(r: _Reader, raw: str, t: str) -> str:
+    """``float``, ``int`` or ``bool``: the ONNX type of input ``t`` (``raw``: its name in the
+    model)."""
+    if raw in r.kind:
+        return r.kind[raw][0]
+    if r.name(t) in r.ints:
+        return "bool" if r.ints[r.name(t)].dtype == np.bool_ else "int"
+    return "float"
+
+
+def _where(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Where(cond, a, b): the graph's ``where``; the output has the branches' type."""
+    if len(ins) != 3 or not all(ins):
+        raise OnnxImportError(f"{where}: takes 3 inputs")
+    kinds = {_operand_kind(r, raw, t) for raw, t in zip(a["_inputs"][1:], ins[1:])}
+    if len(kinds) > 1:
+        raise OnnxImportError(f"{where}: its branches are of types {sorted(kinds)}, not one")
+    r.g.add_node("where", [r.operand(t, where) for t in ins], {}, name)
+    _rename_output(r, name, out)
+    kind = kinds.pop()
+    if kind != "float":
+        r.kind[out] = (kind, where)
+
+
+def _mod(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Mod: of floats, C's ``fmod`` (``fmod=1``) or from opset 28 numpy's ``mod`` (the sign of
+    the divisor, ``fmod=0``); of integers (a computed one is a Cast of floats: integer values
+    in float32) either, exact, where no divisor is a constant zero."""
+    if len(ins) != 2 or not all(ins):
+        raise OnnxImportError(f"{where}: takes 2 inputs")
+    kinds = {_operand_kind(r, raw, t) for raw, t in zip(a["_inputs"], ins)}
+    if kinds != {"float"} and kinds != {"int"}:
+        raise OnnxImportError(f"{where}: its operands are of types {sorted(kinds)}, not one")
+    fmod = _int_attr(a, "fmod", 0, where)
+    if fmod not in (0, 1):
+        raise OnnxImportError(f"{where}: fmod {fmod} must be 0 or 1")
+    if kinds == {"float"}:
+        _float_mod_ok(where, {"fmod": fmod, "_opset": r.opset})
+    elif r.is_const(ins[1]) and np.any(r.const(ins[1], where) == 0):
+        raise OnnxImportError(f"{where}: integer modulo by zero")
+    r.g.add_node("mod", [r.operand(t, where) for t in ins], {"fmod": bool(fmod)}, name)
+    _rename_output(r, name, out)
+    if kinds == {"int"}:
+        r.kind[out] = ("int", where)
+
+
 CONVERTERS: dict[str, Any] = {
+    **{onnx_op: _mask_node(op, 2) for onnx_op, op in COMPARISONS.items()},
+    "Not": _mask_node("logical_not", 1),
+    "IsNaN": _mask_node("isnan", 1),
+    "IsInf": _mask_node("isinf", 1),
+    "Where": _where,
+    "Mod": _mod,
     "Conv": _as_2d(_conv),
     "BatchNormalization": _batch_norm,
     **{onnx_op: _simple(op, attrs) for onnx_op, (op, attrs) in UNARY.items()},
@@ -2803,6 +2971,58 @@ def _resize_node(g: Graph, n: Any, x: str, out: str, opset: int, inits: list, fr
     )  # fmt: skip
 
 
+# graph operators that write a mask: the ONNX operator, whether its inputs are conditions
+# (cast to bool first); the output is cast to float
+MASK_EXPORT = {
+    **{op: (onnx_op, onnx_op in ("And", "Or", "Xor")) for onnx_op, op in COMPARISONS.items()},
+    "logical_not": ("Not", True), "to_bool": ("Identity", True), "isnan": ("IsNaN", False),
+    "isinf": ("IsInf", False),
+}  # fmt: skip
+
+
+def _mask_export(n: Any, own: list[str], out: str, opset: int, fresh: Any) -> list[Any]:
+    """A mask, ``where``, ``mod`` or ``trunc`` node as ONNX nodes: the operator with Casts to
+    bool of the conditions it reads and to float of the booleans it writes; ``trunc`` as
+    ``Sign(x) * Floor(Abs(x))`` (ONNX has no Trunc); a ``mod`` with the divisor's sign below
+    opset 28 (where ONNX's Mod of floats takes ``fmod=1`` only) as ``r = fmod(x, y)`` plus
+    ``y`` where ``r * y < 0``."""
+    from onnx import TensorProto, helper
+
+    def node(op: str, ins: list[str], suffix: str, dst: str | None = None, **kw: Any) -> str:
+        dst = dst or fresh(f"{n.name}_{suffix}")
+        made.append(helper.make_node(op, ins, [dst], f"{n.name}_{suffix}", **kw))
+        return dst
+
+    made: list[Any] = []
+    if n.op == "trunc":
+        sign = node("Sign", own, "sign")
+        whole = node("Floor", [node("Abs", own, "abs")], "floor")
+        node("Mul", [sign, whole], "mul", out)
+    elif n.op == "mod" and (n.attrs["fmod"] or opset >= 28):
+        node("Mod", own, "mod", out, fmod=int(n.attrs["fmod"]))
+    elif n.op == "mod":  # the divisor's sign before opset 28: fmod, plus y where signs differ
+        r = node("Mod", own, "fmod", fmod=1)
+        zero = node(
+            "Constant", [], "zero", value=helper.make_tensor("", TensorProto.FLOAT, [], [0])
+        )
+        differ = node("Less", [node("Mul", [r, own[1]], "ry"), zero], "differ")
+        node("Where", [differ, node("Add", [r, own[1]], "plus"), r], "mod", out)
+    elif n.op == "where":
+        cond = node("Cast", own[:1], "cond", to=TensorProto.BOOL)
+        node("Where", [cond, *own[1:]], "where", out)
+    else:
+        op, conditions = MASK_EXPORT[n.op]
+        ins = own
+        if conditions:
+            ins = [node("Cast", [t], f"bool{i}", to=TensorProto.BOOL) for i, t in enumerate(own)]
+        kw: dict[str, Any] = {}
+        if n.op == "isinf":
+            kw = {k: int(n.attrs[k]) for k in ("detect_positive", "detect_negative")}
+        mask = ins[0] if op == "Identity" else node(op, ins, "op", **kw)
+        node("Cast", [mask], "float", out, to=TensorProto.FLOAT)
+    return made
+
+
 def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) -> Any:
     """``g`` as an ONNX model (written to ``path`` when given); fused epilogues are written out
     as their own nodes, a ``scale_shift`` as a BatchNormalization, a ``hard_swish`` below opset
@@ -2914,6 +3134,8 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
             e = fresh(n.name + "_exponent")
             inits.append(numpy_helper.from_array(np.array(a["exponent"], np.float32), e))
             nodes.append(helper.make_node("Pow", [own[0], e], [out], n.name))
+        elif n.op in MASK_EXPORT or n.op in ("where", "mod", "trunc"):
+            nodes += _mask_export(n, own, out, opset, fresh)
         elif n.op == "reduce":
             kw_ = {"keepdims": int(a["keepdims"])}
             ins_ = list(own)

@@ -19,7 +19,14 @@ div (numpy broadcasting), max_pool2d, avg_pool2d, global_avg_pool2d, dense, ``ba
 (numpy's ``matmul`` of two tensors: broadcast batch axes, 1-d operands as a row or a column),
 flatten, reshape, softmax, concat; the elementwise math of transformer blocks: erf, sqrt,
 exp, log, neg, abs, reciprocal, floor, ceil, ``power`` (by a constant ``exponent``) and
-``pow`` (by a broadcast tensor);
+``pow`` (by a broadcast tensor), sign and trunc (toward zero);
+the comparisons and logic of masks (``COMPARE``, ``LOGIC``: numpy broadcasting), ``logical_not``,
+``to_bool`` (``x != 0``), ``isnan``, ``isinf`` (``detect_positive``, ``detect_negative``),
+``where`` (condition, then, else; the three broadcast) and ``mod`` (``fmod``: C's ``fmod``,
+the sign of the dividend; else numpy's ``mod``, the sign of the divisor). Every tensor is
+float32: a boolean is a float32 mask, 1.0 for true and 0.0 for false, which is what those
+operators write; where they read a condition (``where``'s first input, the logic operators'
+inputs) any nonzero value, NaN among them, is true;
 ``reduce`` (``kind`` mean, sum or max over ``axes``, ``keepdims``); ``transpose`` (``perm``) and
 ``slice`` (ONNX's ``starts`` / ``ends`` / ``axes`` / ``steps``, negative and out-of-range values
 clamped as ONNX does: ``slice_plan``); ``pad`` (``pads``: ONNX's begins then ends, one each
@@ -1028,7 +1035,37 @@ def _infer_scale_shift(g: Graph, node: Node) -> tuple[int, ...]:
 
 LAYOUTS = ("NCHW", "NHWC")
 # elementwise functions of one input, without attributes (numpy's and OpenCL C's meaning)
-MATH = ("erf", "sqrt", "exp", "log", "neg", "abs", "reciprocal", "floor", "ceil")
+MATH = ("erf", "sqrt", "exp", "log", "neg", "abs", "reciprocal", "floor", "ceil", "sign",
+        "trunc")  # fmt: skip
+# masks (1.0 true, 0.0 false) of two broadcast tensors: a comparison, or logic of conditions
+COMPARE = ("equal", "less", "less_equal", "greater", "greater_equal")
+LOGIC = ("logical_and", "logical_or", "logical_xor")
+# masks of one tensor: x == 0, x != 0, x is NaN, x is infinite
+MASKS = ("logical_not", "to_bool", "isnan", "isinf")
+
+
+def _infer_isinf(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 1)
+    for key in ("detect_positive", "detect_negative"):
+        v = node.attrs.get(key, True)
+        if not isinstance(v, (bool, int, np.integer, np.bool_)) or v not in (0, 1):
+            raise GraphError(f"node '{node.name}' (isinf): {key} must be True or False")
+        node.attrs[key] = bool(v)
+    return _shape(g, node.inputs[0])
+
+
+def _infer_mod(g: Graph, node: Node) -> tuple[int, ...]:
+    v = node.attrs.get("fmod", True)
+    if not isinstance(v, (bool, int, np.integer, np.bool_)) or v not in (0, 1):
+        raise GraphError(f"node '{node.name}' (mod): fmod must be True or False")
+    node.attrs["fmod"] = bool(v)
+    return _infer_add(g, node)
+
+
+def _infer_where(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 3)
+    c, a, b = (_shape(g, t) for t in node.inputs)
+    return broadcast_shape(broadcast_shape(c, a, node.name), b, node.name)
 
 
 def _infer_layout_transform(g: Graph, node: Node) -> tuple[int, ...]:
@@ -1074,6 +1111,11 @@ SHAPE_RULES = {
     **{op: _infer_same for op in MATH},
     "power": _infer_power,  # x ** exponent (a constant)
     "pow": _infer_add,  # x ** y, numpy broadcasting
+    **{op: _infer_add for op in COMPARE + LOGIC},
+    **{op: _infer_same for op in MASKS if op != "isinf"},
+    "isinf": _infer_isinf,
+    "where": _infer_where,  # cond (nonzero: true), then, else
+    "mod": _infer_mod,  # fmod: the sign of the dividend; else of the divisor
     "reduce": _infer_reduce,
     "transpose": _infer_transpose,
     "slice": _infer_slice,

@@ -143,7 +143,22 @@ MATH: dict[str, Callable[[Array], Array]] = {
     "reciprocal": lambda x: 1.0 / x,
     "floor": np.floor,
     "ceil": np.ceil,
+    "sign": np.sign,
+    "trunc": np.trunc,
 }
+COMPARE: dict[str, Callable[[Array, Array], Array]] = {
+    "equal": np.equal, "less": np.less, "less_equal": np.less_equal, "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    # logic of conditions: any nonzero is true
+    "logical_and": lambda p, q: (p != 0) & (q != 0),
+    "logical_or": lambda p, q: (p != 0) | (q != 0),
+    "logical_xor": lambda p, q: (p != 0) ^ (q != 0),
+}  # fmt: skip
+
+
+def _isinf(node: Node, x: list[Array]) -> Array:
+    a = node.attrs
+    return (np.isposinf(x[0]) & a["detect_positive"]) | (np.isneginf(x[0]) & a["detect_negative"])
 
 
 REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
@@ -176,6 +191,14 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     **{op: (lambda fn: lambda n, x: fn(x[0]))(fn) for op, fn in MATH.items()},
     "power": lambda n, x: np.power(x[0], n.attrs["exponent"]),
     "pow": lambda n, x: np.power(x[0], x[1]),
+    # masks: booleans as float 1.0 / 0.0 (eval_node's float32)
+    **{op: (lambda fn: lambda n, x: fn(x[0], x[1]))(fn) for op, fn in COMPARE.items()},
+    "logical_not": lambda n, x: x[0] == 0,
+    "to_bool": lambda n, x: x[0] != 0,
+    "isnan": lambda n, x: np.isnan(x[0]),
+    "isinf": _isinf,
+    "where": lambda n, x: np.where(x[0] != 0, x[1], x[2]),
+    "mod": lambda n, x: (np.fmod if n.attrs["fmod"] else np.mod)(x[0], x[1]),
     "reduce": lambda n, x: reduce_ref(x[0], n.attrs["kind"], n.attrs["axes"], n.attrs["keepdims"]),
     "transpose": lambda n, x: np.transpose(x[0], n.attrs["perm"]),
     "slice": _slice,

@@ -190,6 +190,12 @@ UNARY: dict[str, tuple[Callable[..., Tensor], tuple[str, ...]]] = {
     "floor": (nn.floor, ()),
     "ceil": (nn.ceil, ()),
     "power": (nn.power_scalar, ("exponent",)),
+    "sign": (nn.sign, ()),
+    "trunc": (nn.trunc, ()),
+    "logical_not": (nn.logical_not, ()),
+    "to_bool": (nn.to_bool, ()),
+    "isnan": (nn.isnan, ()),
+    "isinf": (nn.isinf, ("detect_positive", "detect_negative")),
 }
 BINARY = {
     "add": nn.add, "sub": nn.subtract, "mul": nn.multiply, "div": nn.divide, "pow": nn.power,
@@ -260,7 +266,8 @@ def elementwise_kernel(
     g: Graph, node: Node, dtype: str = "float32"
 ) -> tuple[Schedule, list[Tensor]]:
     """``(schedule, [*inputs, output])`` of a node without a template: the elementwise ones
-    (``UNARY``, ``BINARY``, clip, scale_shift, batch_norm), concat, transpose, slice, pad, resize
+    (``UNARY``, ``BINARY``, the masks' comparisons and logic, where, mod, clip, scale_shift,
+    batch_norm), concat, transpose, slice, pad, resize
     (each work-item one output: its index arithmetic and one load, or the 2 ** k weighted
     loads of a linear resize of k axes), reduce
     (a loop over the reduced elements in each work-item) and softmax (along any axis), each
@@ -271,6 +278,14 @@ def elementwise_kernel(
     out: Tensor
     if node.op in BINARY:
         out = BINARY[node.op](ins[0], ins[1])
+    elif node.op in nn.COMPARISONS:
+        out = nn.compare(ins[0], ins[1], nn.COMPARISONS[node.op], node.op)
+    elif node.op in nn.LOGIC:
+        out = nn.logical(ins[0], ins[1], node.op, node.op)
+    elif node.op == "where":
+        out = nn.where(ins[0], ins[1], ins[2])
+    elif node.op == "mod":
+        out = nn.mod(ins[0], ins[1], a["fmod"])
     elif node.op in UNARY:
         fn, attrs = UNARY[node.op]
         out = fn(ins[0], *(a[k] for k in attrs))

@@ -5,7 +5,10 @@ Elementwise: ``bias_add``, ``relu``, ``relu6`` (clip to 0..6), ``clip(lo, hi)``,
 ``subtract``, ``multiply``, ``divide`` and ``power`` of two tensors (numpy broadcasting); the
 math of transformer blocks, one input each: ``erf``, ``sqrt``, ``exp``, ``log``, ``negative``,
 ``absolute``, ``reciprocal``, ``floor``, ``ceil`` and ``power_scalar`` (by a constant exponent:
-a product for the small integer ones, as layer norms written with ``Pow(x, 2)`` need).
+a product for the small integer ones, as layer norms written with ``Pow(x, 2)`` need),
+``trunc`` and ``sign``. Masks (a boolean as a float 1 or 0; a condition read is any nonzero):
+``compare``, ``logical`` (and, or, xor), ``logical_not``, ``to_bool``, ``isnan``, ``isinf``,
+``where`` and ``mod`` (C's ``fmod`` or numpy's ``mod``).
 ``softmax(data, axis=-1)`` is numerically stable: stages ``softmax_max`` (the max along
 ``axis``), ``softmax_exp`` (``exp(x - max)``, meant to be inlined), ``softmax_sum`` and the
 output ``softmax`` (``exp / sum``).
@@ -29,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ComputeError
+from ..ir import expr as E
 from ..ir import intrin as I
 from ..ir.expr import const
 from ..ir.tensor import Tensor, compute, placeholder, reduce_axis
@@ -190,6 +194,114 @@ def power_scalar(data: Tensor, exponent: float, name: str = "power") -> Tensor:
         return I.power(x, const(e, data.dtype))
 
     return _map(data, fn, name)
+
+
+def trunc(data: Tensor, name: str = "trunc") -> Tensor:
+    """``data`` rounded toward zero (ONNX's Cast of a float to an integer type, as a float)."""
+    return _map(data, I.trunc, name)
+
+
+def sign(data: Tensor, name: str = "sign") -> Tensor:
+    """1 for a positive ``x``, -1 for a negative one, ``x`` itself for 0 and NaN (numpy's)."""
+    one, zero = const(1, data.dtype), const(0, data.dtype)
+
+    def fn(x: Any) -> Any:
+        neg = I.if_then_else(E.Cmp("<", x, zero), zero - one, x)
+        return I.if_then_else(E.Cmp(">", x, zero), one, neg)
+
+    return _map(data, fn, name)
+
+
+# ---- masks: a boolean is a float 1 (true) or 0 (false); a condition read is any nonzero
+
+
+def _mask(cond: Any, dtype: str) -> Any:
+    return I.if_then_else(cond, const(1, dtype), const(0, dtype))
+
+
+def _true(x: Any) -> Any:
+    """The condition of a mask (or of any float): nonzero, NaN included."""
+    return E.Cmp("!=", x, const(0, x.dtype))
+
+
+COMPARISONS = {"equal": "==", "less": "<", "less_equal": "<=", "greater": ">",
+               "greater_equal": ">="}  # fmt: skip
+
+
+def compare(a: Tensor, b: Tensor, op: str, name: str = "compare") -> Tensor:
+    """The mask of ``a op b`` (``op`` one of ``COMPARISONS``' values), numpy broadcasting."""
+    return _binary(a, b, name, lambda x, y: _mask(E.Cmp(op, x, y), a.dtype))
+
+
+LOGIC: dict[str, Callable[[Any, Any], Any]] = {
+    "logical_and": lambda p, q: E.And(p, q),
+    "logical_or": lambda p, q: E.Or(p, q),
+    "logical_xor": lambda p, q: E.Or(E.And(p, E.Not(q)), E.And(E.Not(p), q)),
+}
+
+
+def logical(a: Tensor, b: Tensor, kind: str, name: str = "logical") -> Tensor:
+    """The mask of ``LOGIC[kind]`` of two conditions (each nonzero is true), broadcast."""
+    return _binary(a, b, name, lambda x, y: _mask(LOGIC[kind](_true(x), _true(y)), a.dtype))
+
+
+def logical_not(data: Tensor, name: str = "logical_not") -> Tensor:
+    """The mask of ``x == 0``."""
+    return _map(data, lambda x: _mask(E.Cmp("==", x, const(0, x.dtype)), data.dtype), name)
+
+
+def to_bool(data: Tensor, name: str = "to_bool") -> Tensor:
+    """The mask of ``x != 0`` (NaN is true: ONNX's Cast to bool)."""
+    return _map(data, lambda x: _mask(_true(x), data.dtype), name)
+
+
+def isnan(data: Tensor, name: str = "isnan") -> Tensor:
+    return _map(data, lambda x: _mask(E.Cmp("!=", x, x), data.dtype), name)
+
+
+def isinf(
+    data: Tensor, positive: bool = True, negative: bool = True, name: str = "isinf"
+) -> Tensor:
+    """The mask of ``x`` infinite: +inf where ``positive``, -inf where ``negative``."""
+    inf = const(float("inf"), data.dtype)
+
+    def fn(x: Any) -> Any:
+        if positive and negative:
+            return _mask(E.Cmp("==", I.abs(x), inf), data.dtype)
+        return _mask(E.Cmp("==", x, inf if positive else const(float("-inf"), x.dtype)), data.dtype)
+
+    return _map(data, fn, name)
+
+
+def where(cond: Tensor, a: Tensor, b: Tensor, name: str = "where") -> Tensor:
+    """``a`` where ``cond`` is nonzero, else ``b``; the three broadcast (numpy's rule)."""
+    for t in (cond, a, b):
+        if not isinstance(t, Tensor):
+            raise ComputeError(f"{name}: the operands must be tensors, got {t!r}")
+    shape = broadcast_shape(broadcast_shape(cond.shape, a.shape, name), b.shape, name)
+
+    def body(*i: Any) -> Any:
+        c = _broadcast_load(cond, i)
+        return I.if_then_else(_true(c), _broadcast_load(a, i), _broadcast_load(b, i))
+
+    return compute(shape, body, name=name, tag="elemwise")
+
+
+def mod(a: Tensor, b: Tensor, fmod: bool = True, name: str = "mod") -> Tensor:
+    """``fmod(a, b)`` (the sign of ``a``: C's, ONNX's ``fmod=1``), else the remainder with the
+    sign of ``b`` (numpy's ``mod``, ONNX's ``fmod=0``): ``fmod`` plus ``b`` where it is
+    nonzero and its sign differs from ``b``'s."""
+    zero = const(0, a.dtype)
+
+    def fn(x: Any, y: Any) -> Any:
+        r = I.fmod(x, y)
+        if fmod:
+            return r
+        below, above = E.Cmp("<", r, zero), E.Cmp(">", r, zero)
+        differ = E.Or(E.And(below, E.Cmp(">", y, zero)), E.And(above, E.Cmp("<", y, zero)))
+        return I.if_then_else(differ, r + y, r)
+
+    return _binary(a, b, name, fn)
 
 
 def tanh(data: Tensor, name: str = "tanh") -> Tensor:
