@@ -134,6 +134,19 @@ def broadcast_shape(a: Sequence[int], b: Sequence[int], node: str) -> tuple[int,
         ) from None
 
 
+def _pool_attrs(
+    kernel: Any, strides: Any, pads: Any, ceil_mode: bool, count_include_pad: bool | None = None
+) -> dict[str, Any]:
+    """A pool node's attributes (2-d or 3-d): ``ceil_mode`` kept only where set; an average
+    pool's ``count_include_pad``."""
+    attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads": pads}
+    if count_include_pad is not None:
+        attrs["count_include_pad"] = bool(count_include_pad)
+    if ceil_mode:
+        attrs["ceil_mode"] = True
+    return attrs
+
+
 class Graph:
     """A network: tensors, constants and operator nodes (see the module docstring)."""
 
@@ -278,9 +291,7 @@ class Graph:
         pads: int | Sequence[int] = 0, name: str | None = None, ceil_mode: bool = False,
     ) -> str:  # fmt: skip
         """``ceil_mode``: ONNX's ``ceil_mode=1``, the output size rounded up (``ops.pool``)."""
-        attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads": pads}
-        if ceil_mode:
-            attrs["ceil_mode"] = True
+        attrs = _pool_attrs(kernel, strides, pads, ceil_mode)
         return self.add_node("max_pool2d", [x], attrs, name)
 
     def avg_pool2d(
@@ -290,12 +301,7 @@ class Graph:
     ) -> str:  # fmt: skip
         """``ceil_mode``: ONNX's ``ceil_mode=1``, the output size rounded up; what the last
         windows reach past the padded input is never counted (``ops.pool``)."""
-        attrs: dict[str, Any] = {
-            "kernel": kernel, "strides": strides, "pads": pads,
-            "count_include_pad": bool(count_include_pad),
-        }  # fmt: skip
-        if ceil_mode:
-            attrs["ceil_mode"] = True
+        attrs = _pool_attrs(kernel, strides, pads, ceil_mode, count_include_pad)
         return self.add_node("avg_pool2d", [x], attrs, name)
 
     def conv3d(
@@ -314,9 +320,7 @@ class Graph:
         pads: int | Sequence[int] = 0, name: str | None = None, ceil_mode: bool = False,
     ) -> str:  # fmt: skip
         """3-d max pooling of NCDHW ``x`` (``ops.pool.pool3d``); arguments as ``conv3d``'s."""
-        attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads": pads}
-        if ceil_mode:
-            attrs["ceil_mode"] = True
+        attrs = _pool_attrs(kernel, strides, pads, ceil_mode)
         return self.add_node("max_pool3d", [x], attrs, name)
 
     def avg_pool3d(
@@ -325,12 +329,7 @@ class Graph:
         ceil_mode: bool = False,
     ) -> str:  # fmt: skip
         """3-d average pooling of NCDHW ``x``; the ceil mode's overhang is never counted."""
-        attrs: dict[str, Any] = {
-            "kernel": kernel, "strides": strides, "pads": pads,
-            "count_include_pad": bool(count_include_pad),
-        }  # fmt: skip
-        if ceil_mode:
-            attrs["ceil_mode"] = True
+        attrs = _pool_attrs(kernel, strides, pads, ceil_mode, count_include_pad)
         return self.add_node("avg_pool3d", [x], attrs, name)
 
     def global_avg_pool2d(self, x: str, name: str | None = None) -> str:
