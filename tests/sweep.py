@@ -32,6 +32,9 @@ NETWORK_SHAPES = {  # the fields of templates.SHAPES[kind]
     "dense": (1, 7, 13),
     "pool": (1, 2, 5, 6, 3, 3, 2, 2, 1, 1, 1, 1, 0),
     "softmax": (2, 9),
+    # N, CI, ID, IH, IW, CO, KD, KH, KW, groups, strides (d, h, w), pads (front, top, left,
+    # back, bottom, right), dilations (d, h, w)
+    "conv3d": (1, 2, 4, 5, 6, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
 }
 
 
