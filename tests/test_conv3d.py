@@ -5,7 +5,9 @@ python target and ``to_onnx`` (read back by onnxruntime), and on the OpenCL devi
 outputs poisoned with NaN; odd sizes, strides 1 and 2, asymmetric pads, dilations, groups
 (depthwise too), the pools' ceil mode and count_include_pad. Then the operators' numpy
 references against brute-force loops, a small video model (Conv3d + BatchNorm + ReLU +
-MaxPool3d + GlobalAveragePool + Gemm) end to end, and what stays refused.
+MaxPool3d + GlobalAveragePool + Gemm) end to end, 3-d ConvTranspose (as a ``conv3d`` of the
+input spread with zeros: strides, pads, output_padding, groups, dilations, output_shape and
+auto_pad), and what stays refused.
 
 Tolerance: max |out - ref| / max |ref| under 1e-5 (float32 both); inputs random, never zero."""
 
@@ -20,7 +22,7 @@ from test_onnx_pool_reduce import nonzero, ort_run, rel_err  # noqa: E402
 from test_onnx_resize import _poisoned_run  # noqa: E402
 from test_onnx_shape_ops import TOL, check_everywhere, floats, model_of, n  # noqa: E402
 
-from tensorsched.frontend import UnsupportedOperatorError, from_onnx, to_onnx  # noqa: E402
+from tensorsched.frontend import OnnxImportError, UnsupportedOperatorError, from_onnx, to_onnx  # noqa: E402
 from tensorsched.graph import Graph, build, run_reference  # noqa: E402
 from tensorsched.ops.conv3d import conv3d_ref  # noqa: E402
 from tensorsched.ops.pool import MODES, pool2d_ref, pool_nd_ref  # noqa: E402
@@ -232,14 +234,92 @@ def test_graph_api_round_trip():
     assert rel_err(ort_run(to_onnx(g), {"x": xv})[0], ref) < TOL
 
 
+# ---- 3-d ConvTranspose: the input spread with zeros, padded, into a conv3d
+
+
+def conv_transpose_model(x_shape, w_shape, bias=True, **attrs):
+    """``tanh(x) - 0.25`` into a ConvTranspose with a random (C_in, C_out / group, kD, kH, kW)
+    weight (and bias)."""
+    w = nonzero(RNG, w_shape)
+    inits = [floats("quarter", 0.25), floats("w", w)]
+    ins = ["s", "w"]
+    if bias:
+        inits.append(floats("b", nonzero(RNG, (w_shape[1] * attrs.get("group", 1),))))
+        ins.append("b")
+    nodes = [n("Tanh", ["x"], ["t"]), n("Sub", ["t", "quarter"], ["s"]),
+             n("ConvTranspose", ins, ["y"], "up", **attrs)]  # fmt: skip
+    return model_of(nodes, x_shape, inits=inits)
+
+
+# (name, x shape, weight shape, attributes)
+TRANSPOSES = [
+    ("stride1-pad1", (1, 3, 3, 5, 4), (3, 2, 3, 3, 3), {"pads": [1] * 6}),
+    ("unet-up2", (2, 4, 3, 5, 3), (4, 3, 2, 2, 2), {"strides": [2, 2, 2]}),
+    ("stride2-odd-pads", (1, 2, 3, 4, 5), (2, 3, 3, 3, 3),
+     {"strides": [2, 2, 2], "pads": [1, 0, 1, 0, 1, 2], "output_padding": [1, 0, 1]}),
+    ("stride212", (1, 3, 3, 5, 3), (3, 2, 3, 2, 3),
+     {"strides": [2, 1, 2], "pads": [1, 0, 1, 1, 1, 0], "output_padding": [1, 0, 0]}),
+    ("groups", (1, 4, 3, 4, 5), (4, 3, 3, 1, 2), {"group": 2, "strides": [1, 2, 1],
+                                                  "pads": [0, 0, 1, 1, 0, 0]}),
+    ("dilated", (1, 2, 3, 5, 4), (2, 3, 2, 3, 2),
+     {"dilations": [2, 1, 3], "strides": [2, 1, 2], "pads": [1, 1, 2, 0, 1, 1],
+      "output_padding": [1, 0, 1]}),
+    ("output-shape", (1, 2, 3, 4, 3), (2, 3, 3, 3, 2),
+     {"strides": [2, 2, 2], "output_shape": [7, 9, 7]}),
+    ("output-shape-crop", (1, 2, 3, 4, 3), (2, 2, 2, 3, 2),
+     {"strides": [2, 1, 2], "output_shape": [5, 5, 4]}),
+    ("same-upper", (1, 2, 3, 5, 4), (2, 3, 3, 3, 2), {"strides": [2, 2, 1], "auto_pad": "SAME_UPPER"}),
+    ("same-lower", (1, 2, 3, 5, 4), (2, 3, 3, 2, 3), {"strides": [2, 1, 2], "auto_pad": "SAME_LOWER"}),
+    ("valid", (1, 2, 3, 4, 5), (2, 2, 2, 3, 3), {"strides": [1, 2, 2], "auto_pad": "VALID"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", TRANSPOSES, ids=[c[0] for c in TRANSPOSES])
+def test_conv_transpose_3d_matches_onnxruntime(case):
+    """Replaces the old refusal test: a 3-d ConvTranspose is read, as a conv3d node."""
+    name, xs, ws, attrs = case
+    model = conv_transpose_model(xs, ws, bias=name != "dilated", **attrs)
+    g = check_everywhere(model, nonzero(RNG, xs), targets=("numpy", "python"))
+    assert "conv3d" in g.op_counts() and "conv2d" not in g.op_counts()
+
+
+@pytest.mark.parametrize("case", TRANSPOSES[1:8], ids=[c[0] for c in TRANSPOSES[1:8]])
+def test_conv_transpose_3d_on_the_device(case):
+    _, xs, ws, attrs = case
+    on_device(conv_transpose_model(xs, ws, **attrs), nonzero(RNG, xs))
+
+
+def test_conv_transpose_1d_and_2d_stay_conv2d():
+    """A 1-d and a 2-d ConvTranspose are still read as conv2d nodes."""
+    for xs, ws in (((1, 2, 7), (2, 3, 3)), ((1, 2, 5, 6), (2, 3, 3, 3))):
+        nodes = [n("ConvTranspose", ["x", "w"], ["y"], "up", strides=[2] * (len(xs) - 2))]
+        model = model_of(nodes, xs, inits=[floats("w", nonzero(RNG, ws))])
+        g = check_everywhere(model, nonzero(RNG, xs), targets=("numpy",))
+        assert "conv2d" in g.op_counts() and "conv3d" not in g.op_counts()
+
+
+@pytest.mark.parametrize(
+    "attrs, match",
+    [({"output_padding": [2, 0, 0], "strides": [2, 2, 2]}, "output_padding"),
+     ({"pads": [1, 1, 1, 1, 1]}, "pads"),
+     ({"output_shape": [5, 6]}, "output_shape"),
+     ({"kernel_shape": [3, 3, 2]}, "kernel_shape")],
+)  # fmt: skip
+def test_conv_transpose_3d_bad_attributes(attrs, match):
+    nodes = [n("ConvTranspose", ["x", "w"], ["y"], "up", **attrs)]
+    model = model_of(nodes, (1, 2, 4, 5, 6), inits=[floats("w", nonzero(RNG, (2, 3, 3, 3, 3)))])
+    with pytest.raises(OnnxImportError, match=match):
+        from_onnx(model)
+
+
 # ---- what stays refused
 
 
-def test_conv_transpose_3d_is_refused():
-    w = nonzero(RNG, (2, 3, 3, 3, 3))
+def test_conv_transpose_4d_is_refused():
+    w = nonzero(RNG, (2, 3, 2, 2, 2, 2))
     nodes = [n("ConvTranspose", ["x", "w"], ["y"], "node")]
-    model = model_of(nodes, (1, 2, 4, 5, 6), inits=[floats("w", w)])
-    with pytest.raises(UnsupportedOperatorError, match=r"a 3-d ConvTranspose is not"):
+    model = model_of(nodes, (1, 2, 3, 3, 3, 3), inits=[floats("w", w)])
+    with pytest.raises(UnsupportedOperatorError, match=r"not 4-d or more"):
         from_onnx(model)
 
 

@@ -10,7 +10,7 @@ given by its path, as onnxruntime reads them: each from a regular file inside th
 folder (no absolute path, no ``..``, no link out of it), at an offset and length within the
 file that match the tensor's dims; a model given as bytes or a ``ModelProto`` names no folder,
 so its external weights are refused. Operators read: Conv (with group and dilations, the
-graph's own), ConvTranspose (a stride-1, dilated convolution of the input with zeros
+graph's own), ConvTranspose (3-d too; a stride-1, dilated convolution of the input with zeros
 between its elements), the pools and these over a 1-d ``(N, C, L)`` too (as one row of 2-d),
 BatchNormalization, Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Add, Sub,
 Mul, Div, Pow (numpy broadcasting), Erf, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil,
@@ -675,6 +675,13 @@ def _pads_3d(
     raise OnnxImportError(f"{where}: auto_pad '{auto}' is not one ONNX defines")
 
 
+def _dilations_3d(a: Mapping[str, Any], where: str) -> list[int]:
+    dil = _int_list(a.get("dilations", [1, 1, 1]), where, "dilations") or []
+    if len(dil) != 3 or not all(1 <= x <= MAX_DILATION for x in dil):
+        raise OnnxImportError(f"{where}: dilations {dil} must be 3 ints from 1 to {MAX_DILATION}")
+    return dil
+
+
 def _conv3d(r: _Reader, name: str, where: str, a: dict, ins: list[str], w: str) -> None:
     """Conv over NCDHW data (a 5-d weight): a ``conv3d`` node (groups, strides, pads,
     dilations)."""
@@ -685,9 +692,7 @@ def _conv3d(r: _Reader, name: str, where: str, a: dict, ins: list[str], w: str) 
     kernel = a.get("kernel_shape", list(wshape[2:]))
     if list(kernel) != list(wshape[2:]):
         raise OnnxImportError(f"{where}: kernel_shape {kernel} disagrees with the weight {wshape}")
-    dil = _int_list(a.get("dilations", [1, 1, 1]), where, "dilations") or []
-    if len(dil) != 3 or not all(1 <= x <= MAX_DILATION for x in dil):
-        raise OnnxImportError(f"{where}: dilations {dil} must be 3 ints from 1 to {MAX_DILATION}")
+    dil = _dilations_3d(a, where)
     span = [(k - 1) * d + 1 for k, d in zip(wshape[2:], dil)]
     pads = _pads_3d(a, where, xshape[2:], span)
     b = ins[2] if len(ins) == 3 and ins[2] else None
@@ -720,23 +725,26 @@ def _conv(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
 
 
 def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """ConvTranspose (2-d, groups, dilations, a constant weight; explicit pads, VALID, or pads
-    that follow from SAME_UPPER / SAME_LOWER or ``output_shape``: ``_transpose_pads``;
-    ``output_padding``) as a convolution of stride 1: the input with ``stride - 1`` zeros
-    between its elements (reshaped with a size-1 axis after each spatial one, padded,
-    reshaped back, its trailing zeros sliced off), padded by ``k - 1 - pad`` (``k`` the
-    dilated kernel's span; a negative amount crops), convolved (with the same dilations) with
-    the weight's taps flipped and its in and out channels swapped within each group. The
+    """ConvTranspose (2-d, and 3-d by ``_conv_transpose3d``; groups, dilations, a constant weight;
+    explicit pads, VALID, or pads that follow from SAME_UPPER / SAME_LOWER or ``output_shape``:
+    ``_transpose_pads``; ``output_padding``) as a convolution of stride 1: the input with
+    ``stride - 1`` zeros between its elements (reshaped with a size-1 axis after each spatial
+    one, padded, reshaped back, its trailing zeros sliced off), padded by ``k - 1 - pad`` (``k``
+    the dilated kernel's span; a negative amount crops), convolved (with the same dilations)
+    with the weight's taps flipped and its in and out channels swapped within each group. The
     inserted zeros cost their multiply-adds."""
     w = _conv_weight(r, ins, where, "ConvTranspose")
     wk = r.g.constants[w]
     xshape = r.g.tensors[ins[0]].shape
     group = _int_attr(a, "group", 1, where)
+    if wk.ndim == 5 and len(xshape) == 5:
+        _conv_transpose3d(r, name, where, a, ins, w)
+        _rename_output(r, name, out)
+        return
     if wk.ndim != 4 or len(xshape) != 4:
         raise UnsupportedOperatorError(
             f"{where}: a weight of shape {wk.shape} on an input of shape {xshape}; tensorsched "
-            "reads 2-d ConvTranspose (and 1-d, as one row of 2-d), not 3-d or more (3-d Conv "
-            "is read; a 3-d ConvTranspose is not)"
+            "reads 1-d, 2-d and 3-d ConvTranspose (a 5-d weight on a 5-d input), not 4-d or more"
         )
     cin, cog, kh, kw = wk.shape
     if group < 1 or cin % group or xshape[1] != cin:
@@ -746,6 +754,7 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
     auto = a.get("auto_pad", "NOTSET")
     if auto not in ("NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER"):
         raise OnnxImportError(f"{where}: auto_pad '{auto}' is not one ONNX defines")
+    dil = _dilations(a, where)
     strides = _int_list(a.get("strides", [1, 1]), where, "strides") or []
     pads = [0, 0, 0, 0] if auto == "VALID" else _int_list(a.get("pads", [0] * 4), where, "pads")
     extra = _int_list(a.get("output_padding", [0, 0]), where, "output_padding") or []
@@ -753,13 +762,12 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
         raise OnnxImportError(f"{where}: strides {strides} must be 2 ints from 1 to 64")
     given = "output_shape" not in a and not auto.startswith("SAME")  # the model's own pads
     if not given:
-        pads = _transpose_pads(a, where, xshape[2:], (kh, kw), strides, extra, auto)
+        pads = _transpose_pads(a, where, xshape[2:], (kh, kw), strides, extra, auto, dil)
     if not pads or len(pads) != 4 or (given and any(p < 0 for p in pads)):
         raise OnnxImportError(f"{where}: pads {pads} must be 4 non-negative ints")
     if len(extra) != 2 or any(not 0 <= e < max(s, d) for e, s, d in
-                              zip(extra, strides, _dilations(a, where))):  # fmt: skip
+                              zip(extra, strides, dil)):  # fmt: skip
         raise OnnxImportError(f"{where}: output_padding {extra} must be below the strides")
-    dil = _dilations(a, where)
     g, fresh = r.g, _fresh(r, name)
     # the flipped, channel-swapped weight: (group * cog, cin / group, kh, kw)
     cig = cin // group
@@ -791,31 +799,94 @@ def _conv_transpose(r: _Reader, name: str, where: str, a: dict, ins: list[str], 
     _rename_output(r, name, out)
 
 
+def _conv_transpose3d(r: _Reader, name: str, where: str, a: dict, ins: list[str], w: str) -> None:
+    """ConvTranspose over NCDHW data (a 5-d weight) as ``_conv_transpose`` does it on three
+    spatial axes: the input spread with ``stride - 1`` zeros per axis (a size-1 axis after
+    each spatial one, padded, reshaped back, the trailing zeros sliced off), padded by
+    ``k - 1 - pad`` (a negative amount crops), then a ``conv3d`` of stride 1 with the same
+    dilations and the weight's taps flipped, its in and out channels swapped per group."""
+    g, fresh = r.g, _fresh(r, name)
+    wk = g.constants[w]
+    xshape = g.tensors[ins[0]].shape
+    group = _int_attr(a, "group", 1, where)
+    cin, cog = wk.shape[:2]
+    kernel = list(wk.shape[2:])
+    if group < 1 or cin % group or xshape[1] != cin:
+        raise OnnxImportError(
+            f"{where}: the weight {wk.shape} and group {group} do not fit {xshape[1]} channels"
+        )
+    if list(a.get("kernel_shape", kernel)) != kernel:
+        raise OnnxImportError(f"{where}: kernel_shape {a['kernel_shape']} disagrees with {kernel}")
+    auto = a.get("auto_pad", "NOTSET")
+    if auto not in ("NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise OnnxImportError(f"{where}: auto_pad '{auto}' is not one ONNX defines")
+    dil = _dilations_3d(a, where)
+    strides = _int_list(a.get("strides", [1, 1, 1]), where, "strides") or []
+    if len(strides) != 3 or not all(1 <= x <= 64 for x in strides):
+        raise OnnxImportError(f"{where}: strides {strides} must be 3 ints from 1 to 64")
+    extra = _int_list(a.get("output_padding", [0, 0, 0]), where, "output_padding") or []
+    if len(extra) != 3 or any(not 0 <= e < max(s, d) for e, s, d in zip(extra, strides, dil)):
+        raise OnnxImportError(f"{where}: output_padding {extra} must be 3 ints below the strides")
+    pads = [0] * 6 if auto == "VALID" else _int_list(a.get("pads", [0] * 6), where, "pads")
+    given = "output_shape" not in a and not auto.startswith("SAME")  # the model's own pads
+    if not given:
+        pads = _transpose_pads(a, where, xshape[2:], kernel, strides, extra, auto, dil)
+    if not pads or len(pads) != 6 or (given and any(p < 0 for p in pads)):
+        raise OnnxImportError(f"{where}: pads {pads} must be 6 non-negative ints")
+    # the flipped, channel-swapped weight: (group * cog, cin / group, kd, kh, kw)
+    cig = cin // group
+    flipped = wk[:, :, ::-1, ::-1, ::-1].reshape(group, cig, cog, *kernel)
+    flipped = flipped.transpose(0, 2, 1, 3, 4, 5).reshape(group * cog, cig, *kernel)
+    wt = g.constant(fresh("weight"), np.ascontiguousarray(flipped))
+    span = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
+    x = ins[0]
+    n, c, *sizes = xshape
+    if strides != [1, 1, 1]:
+        tall = [n, c] + [v for size in sizes for v in (size, 1)]
+        x = g.reshape(x, tall, name=fresh("split"))
+        x = g.pad(x, [0] * 8 + [0, 0] + [v for st in strides for v in (0, st - 1)],
+                  name=fresh("zeros"))  # fmt: skip
+        x = g.reshape(x, [n, c] + [v * st for v, st in zip(sizes, strides)], name=fresh("spread"))
+        ends = [(v - 1) * st + 1 for v, st in zip(sizes, strides)]
+        x = g.slice(x, [0, 0, 0], ends, [2, 3, 4], name=fresh("cut"))
+    before = [k - 1 - p for k, p in zip(span, pads[:3])]
+    after = [k - 1 - p + e for k, p, e in zip(span, pads[3:], extra)]
+    for axis in range(3):
+        if g.tensors[x].shape[2 + axis] + before[axis] + after[axis] < span[axis]:
+            raise OnnxImportError(f"{where}: pads {pads} leave no output")
+    if any(before + after):
+        x = g.pad(x, [0, 0] + before + [0, 0] + after, name=fresh("pad"))
+    b = ins[2] if len(ins) == 3 and ins[2] else None
+    g.conv3d(x, wt, b, [1, 1, 1], [0] * 6, group, name, dil)
+
+
 MAX_OUTPUT_GROWTH = 1024  # zeros a ConvTranspose's output_shape may add past its full output
 
 
 def _transpose_pads(
     a: Mapping[str, Any], where: str, in_hw: Sequence[int], kernel: Sequence[int],
-    strides: Sequence[int], extra: Sequence[int], auto: str,
+    strides: Sequence[int], extra: Sequence[int], auto: str, dil: Sequence[int],
 ) -> list[int]:  # fmt: skip
-    """A ConvTranspose's pads (top, left, bottom, right) from its ``output_shape`` (its
-    spatial sizes; with N and C first too) or, without one, ``auto_pad`` SAME's output of
-    ``input * stride``: ONNX's total padding ``stride * (in - 1) + output_padding +
-    (kernel - 1) * dilation + 1 - out`` per axis, the larger half at the end for SAME_UPPER,
-    at the start otherwise (a negative total: an output larger than the full one, its
-    border the bias alone, as negative pads)."""
-    dil = _dilations(a, where)
+    """A ConvTranspose's pads (the starts of its spatial axes, then their ends) from its
+    ``output_shape`` (its spatial sizes; with N and C first too) or, without one, ``auto_pad``
+    SAME's output of ``input * stride``: ONNX's total padding ``stride * (in - 1) +
+    output_padding + (kernel - 1) * dilation + 1 - out`` per axis, the larger half at the end
+    for SAME_UPPER, at the start otherwise (a negative total: an output larger than the full
+    one, its border the bias alone, as negative pads)."""
+    rank = len(in_hw)
     if "output_shape" in a:
         shape = _int_list(a["output_shape"], where, "output_shape") or []
-        if len(shape) not in (2, 4):
-            raise OnnxImportError(f"{where}: output_shape {shape} must give the 2 spatial sizes")
-        out = shape[-2:]
+        if len(shape) not in (rank, rank + 2):
+            raise OnnxImportError(
+                f"{where}: output_shape {shape} must give the {rank} spatial sizes"
+            )
+        out = shape[-rank:]
     else:
         out = [n * s for n, s in zip(in_hw, strides)]
-    if len(extra) != 2:
-        raise OnnxImportError(f"{where}: output_padding {list(extra)} must be 2 ints")
+    if len(extra) != rank:
+        raise OnnxImportError(f"{where}: output_padding {list(extra)} must be {rank} ints")
     begin, end = [], []
-    for d in range(2):
+    for d in range(rank):
         full = strides[d] * (in_hw[d] - 1) + extra[d] + (kernel[d] - 1) * dil[d] + 1
         total = full - out[d]
         if out[d] < 1 or out[d] > full + MAX_OUTPUT_GROWTH:
@@ -826,7 +897,7 @@ def _transpose_pads(
         start = total // 2 if auto == "SAME_UPPER" else total - total // 2
         begin.append(start)
         end.append(total - start)
-    return [begin[0], begin[1], end[0], end[1]]
+    return begin + end
 
 
 def _as_2d(convert: Any) -> Any:
