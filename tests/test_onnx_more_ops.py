@@ -151,7 +151,9 @@ def test_the_new_operators_run_on_the_device():
 
 
 REFUSED = [
-    ("cubic", resize_model([1, 1, 2, 2], mode="cubic"), UnsupportedOperatorError, "mode 'cubic'"),
+    ("crop-and-resize", resize_model([1, 1, 2, 2], mode="linear",
+                                     coordinate_transformation_mode="tf_crop_and_resize"),
+     UnsupportedOperatorError, "tf_crop_and_resize"),
     ("both", resize_model([1, 1, 2, 2], [1, 3, 10, 14]), OnnxImportError, "scales or sizes"),
     ("scales-rank", resize_model([2, 2]), OnnxImportError, "must be 4 positive"),
     ("slope-too-big", relu_then("PRelu", ["sl"], [floats("sl", np.ones((2, 3, 5, 7)))]),

@@ -1,9 +1,11 @@
 """Resize as a ``resize`` node (``ops.resize``): modes linear (bilinear over H and W, linear
-over one axis) and nearest (any factor, up or down, every nearest_mode), under each
+over one axis), cubic (bicubic over H and W, cubic over one axis; both exclude_outside values,
+two cubic_coeff_a values) and nearest (any factor, up or down, every nearest_mode), under each
 coordinate transformation mode, given by scales or sizes (opset 13 and opset 18's axes), at
 odd sizes; against onnxruntime through the numpy reference, the python target and
 ``to_onnx``, and on the OpenCL device into outputs poisoned with NaN. Then the operator's
-own numpy reference against a brute-force one, and the refusals.
+own numpy reference against a brute-force one (cubic's: the four integers nearest each
+coordinate), and the refusals.
 
 Tolerance: max |out - ref| / max |ref| under 1e-5 (float32 both); inputs random, never zero."""
 
@@ -47,6 +49,31 @@ def test_linear_resize(case, coord):
         sizes = [1, 3, 9, 4]
     model = resize_model(scales, sizes, mode="linear", coordinate_transformation_mode=coord)
     check_everywhere(model, nonzero(RNG, X))
+
+
+CUBIC_COORDS = [*COORDS, "half_pixel_symmetric", "tf_half_pixel_for_nn"]
+CUBIC = [
+    ("up-scales", [1, 1, 2, 3], None),
+    ("down-scales", [1, 1, 0.6, 0.5], None),
+    ("up-sizes", None, [1, 3, 11, 9]),
+    ("down-sizes", None, [1, 3, 3, 4]),
+    ("mixed-sizes", None, [1, 3, 2, 13]),
+    ("one-axis", [1, 1, 1, 2.5], None),
+]
+
+
+@pytest.mark.parametrize("exclude, a", [(0, -0.75), (1, -0.75), (0, -0.5), (1, -0.5)])
+@pytest.mark.parametrize("coord", CUBIC_COORDS)
+@pytest.mark.parametrize("case", CUBIC, ids=[c[0] for c in CUBIC])
+def test_cubic_resize(case, coord, exclude, a):
+    _, scales, sizes = case
+    if coord == "align_corners" and scales is not None and case[0] != "up-scales":
+        scales, sizes = None, [1, 3, 9, 4]  # as in test_linear_resize
+    opset = 19 if coord == "half_pixel_symmetric" else 13
+    model = resize_model(scales, sizes, mode="cubic", coordinate_transformation_mode=coord,
+                         exclude_outside=exclude, cubic_coeff_a=a, opset=opset)  # fmt: skip
+    g = check_everywhere(model, nonzero(RNG, X))
+    assert [nd.op for nd in g.topo_nodes()][-1] == "resize"
 
 
 NEAREST = [
@@ -104,6 +131,29 @@ def _poisoned_run(net, x):
 )  # fmt: skip
 def test_resize_on_the_device(mode, coord, scales, sizes):
     model = resize_model(scales, sizes, mode=mode, coordinate_transformation_mode=coord)
+    _check_on_the_device(model)
+
+
+@pytest.mark.parametrize(
+    "coord, scales, sizes, exclude, a",
+    [("half_pixel", [1, 1, 2, 2], None, 0, -0.75),
+     ("half_pixel", None, [1, 3, 3, 11], 1, -0.5),
+     ("align_corners", None, [1, 3, 4, 13], 1, -0.75),
+     ("pytorch_half_pixel", [1, 1, 0.6, 1.4], None, 0, -0.5),
+     ("asymmetric", None, [1, 3, 9, 5], 1, -0.75),
+     ("half_pixel_symmetric", None, [1, 3, 2, 9], 0, -0.75),
+     ("tf_half_pixel_for_nn", [1, 1, 1, 0.5], None, 1, -0.5)],
+    ids=["bicubic-up", "exclude-mixed", "align-corners", "pytorch-mixed", "asymmetric-sizes",
+         "symmetric", "tf-half-pixel-one-axis"],
+)  # fmt: skip
+def test_cubic_resize_on_the_device(coord, scales, sizes, exclude, a):
+    opset = 19 if coord == "half_pixel_symmetric" else 13
+    model = resize_model(scales, sizes, mode="cubic", coordinate_transformation_mode=coord,
+                         exclude_outside=exclude, cubic_coeff_a=a, opset=opset)  # fmt: skip
+    _check_on_the_device(model)
+
+
+def _check_on_the_device(model):
     x = nonzero(RNG, X)
     ref = ort_run(model, {"x": x})[0]
     g = from_onnx(model)
@@ -161,6 +211,46 @@ def test_reference_against_brute_force(mode, rounding, coord):
     np.testing.assert_allclose(got, _brute(x, sizes, scales, mode, coord, rounding), rtol=1e-12)
 
 
+def _keys(d, a):
+    """The cubic convolution kernel at distance ``d``, piece by piece."""
+    d = abs(d)
+    if d <= 1:
+        return (a + 2) * d**3 - (a + 3) * d**2 + 1
+    return a * d**3 - 5 * a * d**2 + 8 * a * d - 4 * a if d < 2 else 0.0
+
+
+def _brute_cubic(x, sizes, scales, coord, a, exclude):
+    """One output at a time: per axis the four integers nearest the exact coordinate (the
+    smaller on a tie), edge-clamped or, with ``exclude``, dropped and the rest renormalised."""
+    maps = [axis_map(i, o, s, coord) for i, o, s in zip(x.shape, sizes, scales)]
+    out = np.zeros(sizes)
+    for idx in np.ndindex(*sizes):
+        taps = [[]]
+        for o, m in zip(idx, maps):
+            xc = Fraction(m.num * o + m.off, m.den)
+            ks = sorted(sorted(range(int(np.floor(xc)) - 3, int(np.floor(xc)) + 4),
+                               key=lambda k: (abs(xc - k), k))[:4])  # fmt: skip
+            ws = [_keys(float(xc - k), a) for k in ks]
+            if exclude:
+                ws = [w if 0 <= k < m.n_in else 0.0 for k, w in zip(ks, ws)]
+                ws = [w / sum(ws) for w in ws]
+            axis = [(min(max(k, 0), m.n_in - 1), w) for k, w in zip(ks, ws)]
+            taps = [t + [kw] for t in taps for kw in axis]
+        out[idx] = sum(x[tuple(i for i, _ in t)] * np.prod([w for _, w in t]) for t in taps)
+    return out
+
+
+@pytest.mark.parametrize("exclude, a", [(0, -0.75), (1, -0.75), (0, -0.5), (1, -0.5)])
+@pytest.mark.parametrize("coord", CUBIC_COORDS)
+def test_cubic_reference_against_brute_force(coord, exclude, a):
+    x = nonzero(RNG, (2, 5, 4)).astype(np.float64)
+    sizes = (2, 3, 7)
+    scales = [Fraction(1), Fraction(3, 5), scale_fraction(1.75)]
+    got = resize_ref(x, sizes, scales, "cubic", coord, "floor", a, bool(exclude))
+    want = _brute_cubic(x, sizes, scales, coord, a, exclude)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 def test_scale_fraction_is_the_simplest():
     assert scale_fraction(0.6) == Fraction(3, 5)
     assert scale_fraction(2.5) == Fraction(5, 2)
@@ -169,7 +259,9 @@ def test_scale_fraction_is_the_simplest():
 
 
 REFUSED = [
-    ("cubic", resize_model([1, 1, 2, 2], mode="cubic"), "mode 'cubic'"),
+    ("cubic-three-axes", resize_model([1, 2, 2, 2], mode="cubic"), "cubic resize of 3 axes"),
+    ("cubic-antialias", resize_model([1, 1, 0.6, 0.5], mode="cubic", antialias=1, opset=18),
+     "antialias"),
     ("crop", resize_model([1, 1, 2, 2], mode="linear",
                           coordinate_transformation_mode="tf_crop_and_resize"),
      "tf_crop_and_resize"),

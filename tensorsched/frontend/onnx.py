@@ -29,8 +29,9 @@ reshapes around a ``batch_matmul``), and as compositions of the graph's operator
 Selu, Softplus, Softsign, Sum, Mean, Max, Min, GlobalMaxPool, InstanceNormalization, LRN,
 DepthToSpace, SpaceToDepth, Tile, Mish, Gelu, Celu, LogSoftmax, ReduceMin, ReduceL1, ReduceL2,
 ReduceSumSquare, LpNormalization and MeanVarianceNormalization, and Resize (modes nearest and
-linear, up or down by any factor, as a ``resize`` node; opset 18's axes and
-keep_aspect_ratio_policy); on computed tensors too Equal, Less, LessOrEqual, Greater,
+linear, and cubic over one or two axes, up or down by any factor, as a ``resize`` node;
+opset 18's axes and keep_aspect_ratio_policy); on computed tensors too Equal, Less,
+LessOrEqual, Greater,
 GreaterOrEqual, Not, And, Or, Xor, IsNaN, IsInf (boolean results held as float32 masks, 1.0 /
 0.0), Where, Mod, Sign, and Cast to bool (``x != 0``) and to int32 / int64 (toward zero, held as
 float32) where the result is read on only by ``KIND_READERS`` (a boolean or integer model
@@ -2596,7 +2597,7 @@ def _tile(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
     _rename_output(r, name, out)
 
 
-RESIZE_MODES = ("nearest", "linear")
+RESIZE_MODES = ("nearest", "linear", "cubic")
 RESIZE_COORDS = (
     "half_pixel",
     "half_pixel_symmetric",
@@ -2609,24 +2610,29 @@ RESIZE_ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
 def _resize(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """Resize in mode ``nearest`` (any nearest_mode) or ``linear`` (over any one to three
-    axes: bilinear over H and W), under the coordinate transformation modes half_pixel,
-    half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric and
-    tf_half_pixel_for_nn, up or down by any factor: a ``resize`` node (``ops.resize``).
+    """Resize in mode ``nearest`` (any nearest_mode), ``linear`` (over any one to three
+    axes: bilinear over H and W) or ``cubic`` (over one or two axes: bicubic over H and W;
+    ``cubic_coeff_a`` and ``exclude_outside`` read), under the coordinate transformation
+    modes half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric
+    and tf_half_pixel_for_nn, up or down by any factor: a ``resize`` node (``ops.resize``).
     Given scales are read as the simplest fractions that are those float32 values (0.6 is
     3/5), given sizes as ``size / input``. Opset 18's ``axes`` (the axes ``scales`` or
     ``sizes`` give, the others kept) and ``keep_aspect_ratio_policy`` (``sizes`` as bounds:
     one scale for all those axes, their smallest ratio or largest, each size that scale times
-    the input's rounded half up) are read. Mode cubic, tf_crop_and_resize and a linear
-    downscaling with antialias are refused."""
+    the input's rounded half up) are read. tf_crop_and_resize, a cubic resize of more than
+    two axes and a linear or cubic downscaling with antialias are refused."""
     _float_input(r, ins, where)
     mode = a.get("mode", "nearest")
     coord = a.get("coordinate_transformation_mode", "half_pixel")
     rounding = a.get("nearest_mode", "round_prefer_floor")
     if mode not in RESIZE_MODES:
         raise UnsupportedOperatorError(
-            f"{where}: Resize mode {mode!r}; tensorsched reads {' and '.join(RESIZE_MODES)}"
+            f"{where}: Resize mode {mode!r}; tensorsched reads {', '.join(RESIZE_MODES)}"
         )
+    cubic_a = _float_attr(a, "cubic_coeff_a", -0.75, where)
+    exclude_outside = _int_attr(a, "exclude_outside", 0, where)
+    if exclude_outside not in (0, 1):
+        raise OnnxImportError(f"{where}: exclude_outside {exclude_outside} must be 0 or 1")
     if coord not in RESIZE_COORDS:
         raise UnsupportedOperatorError(
             f"{where}: Resize coordinate_transformation_mode {coord!r}; tensorsched reads "
@@ -2686,10 +2692,10 @@ def _resize(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
             f"{where}: scales {[str(s) for s in scales]} give the output shape {sizes}"
         )
     _dims(sizes, where)
-    if mode == "linear" and _int_attr(a, "antialias", 0, where) and any(s < 1 for s in scales):
+    if mode != "nearest" and _int_attr(a, "antialias", 0, where) and any(s < 1 for s in scales):
         raise UnsupportedOperatorError(
             f"{where}: Resize antialias {a['antialias']} when downscaling; tensorsched reads "
-            "linear Resize without antialiasing (0) or that only upscales"
+            f"{mode} Resize without antialiasing (0) or that only upscales"
         )
     if all(
         n_in == n_out and axis_map(n_in, n_out, s, coord).identity
@@ -2702,7 +2708,8 @@ def _resize(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
     except ComputeError as exc:
         raise UnsupportedOperatorError(str(exc)) from None
     pairs = [(s.numerator, s.denominator) for s in scales]
-    r.g.resize(ins[0], sizes, pairs, mode, coord, rounding, name=name)
+    r.g.resize(ins[0], sizes, pairs, mode, coord, rounding, name=name, cubic_a=cubic_a,
+               exclude_outside=bool(exclude_outside))  # fmt: skip
     _rename_output(r, name, out)
 
 
@@ -3036,9 +3043,12 @@ def _resize_node(g: Graph, n: Any, x: str, out: str, opset: int, inits: list, fr
         sc = fresh(n.name + "_scales")
         inits.append(numpy_helper.from_array(f32, sc))
         ins = [x, empty, sc]
+    cubic = {}
+    if a["mode"] == "cubic":
+        cubic = {"cubic_coeff_a": a["cubic_a"], "exclude_outside": int(a["exclude_outside"])}
     return helper.make_node(
         "Resize", ins, [out], n.name, mode=a["mode"],
-        coordinate_transformation_mode=a["coord"], nearest_mode=a["rounding"],
+        coordinate_transformation_mode=a["coord"], nearest_mode=a["rounding"], **cubic,
     )  # fmt: skip
 
 

@@ -31,10 +31,10 @@ inputs) any nonzero value, NaN among them, is true;
 ``slice`` (ONNX's ``starts`` / ``ends`` / ``axes`` / ``steps``, negative and out-of-range values
 clamped as ONNX does: ``slice_plan``); ``pad`` (``pads``: ONNX's begins then ends, one each
 per axis, a negative one cropping first; ``mode`` constant, reflect or edge; ``value``, the
-constant's: ``ops.pad``); ``resize`` (ONNX's ``Resize`` in mode nearest or linear:
-``sizes``, ``scales`` as ``(numerator, denominator)`` pairs, ``mode``, ``coord`` and
-``rounding``: ``ops.resize``); ``conv3d`` (NCDHW data, OIDHW weight, groups, ``strides`` and
-``dilations`` (d, h, w), ``pads`` ONNX's six: ``ops.conv3d``), ``max_pool3d`` and
+constant's: ``ops.pad``); ``resize`` (ONNX's ``Resize`` in mode nearest, linear or cubic: ``sizes``,
+``scales`` as ``(numerator, denominator)`` pairs, ``mode``, ``coord``, ``rounding``, cubic's
+``cubic_a`` and ``exclude_outside``: ``ops.resize``); ``conv3d`` (NCDHW data, OIDHW weight, groups,
+``strides`` and ``dilations`` (d, h, w), ``pads`` ONNX's six: ``ops.conv3d``), ``max_pool3d`` and
 ``avg_pool3d`` (``kernel``, ``strides``, six ``pads``, ``count_include_pad``, ``ceil_mode``:
 ``ops.pool.pool3d``). After the fusion pass a conv2d, conv3d, dense or pooling node
 also carries an ``epilogue``: a tuple of steps applied to its output in order, ``("bias",)``,
@@ -381,13 +381,15 @@ class Graph:
     def resize(
         self, x: str, sizes: Sequence[int], scales: Sequence[tuple[int, int]],
         mode: str = "nearest", coord: str = "half_pixel", rounding: str = "round_prefer_floor",
-        name: str | None = None,
+        name: str | None = None, cubic_a: float = -0.75, exclude_outside: bool = False,
     ) -> str:  # fmt: skip
         """ONNX's ``Resize`` (``ops.resize``): ``x`` resized to ``sizes``, each axis by its
-        scale ``(numerator, denominator)``, in mode ``nearest`` or ``linear`` under the
-        coordinate transformation mode ``coord`` and the nearest mode ``rounding``."""
+        scale ``(numerator, denominator)``, in mode ``nearest``, ``linear`` or ``cubic``
+        under the coordinate transformation mode ``coord`` and the nearest mode
+        ``rounding``; ``cubic_a`` and ``exclude_outside`` are cubic's."""
         attrs = {"sizes": sizes, "scales": scales, "mode": mode, "coord": coord,
-                 "rounding": rounding}  # fmt: skip
+                 "rounding": rounding, "cubic_a": cubic_a,
+                 "exclude_outside": exclude_outside}  # fmt: skip
         return self.add_node("resize", [x], attrs, name)
 
     def reduce(
@@ -972,13 +974,18 @@ def _infer_resize(g: Graph, node: Node) -> tuple[int, ...]:
             raise GraphError(f"{where}: {key} {a.get(key)!r} must be one of {allowed}")
     if len(sizes) != len(s) or any(d < 1 for d in sizes) or math.prod(sizes) > MAX_ELEMENTS:
         raise GraphError(f"{where}: sizes {sizes} must be {len(s)} positive ints")
+    cubic_a, exclude = a.setdefault("cubic_a", -0.75), a.setdefault("exclude_outside", False)
+    if not isinstance(cubic_a, (int, float)) or not math.isfinite(cubic_a):
+        raise GraphError(f"{where}: cubic_a must be a finite float, got {cubic_a!r}")
+    if exclude not in (0, 1):
+        raise GraphError(f"{where}: exclude_outside must be a bool, got {exclude!r}")
     pairs = tuple((int(p), int(q)) for p, q in scales)
     try:
         check_resize(s, sizes, [Fraction(p, q) for p, q in pairs], a["mode"], a["coord"],
                      a["rounding"], where)  # fmt: skip
     except ComputeError as exc:
         raise GraphError(str(exc)) from None
-    a.update(sizes=sizes, scales=pairs)
+    a.update(sizes=sizes, scales=pairs, cubic_a=float(cubic_a), exclude_outside=bool(exclude))
     return sizes
 
 

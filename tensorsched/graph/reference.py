@@ -128,7 +128,8 @@ def _pad(node: Node, x: list[Array]) -> Array:
 def _resize(node: Node, x: list[Array]) -> Array:
     a = node.attrs
     scales = [Fraction(p, q) for p, q in a["scales"]]
-    return resize_ref(x[0], a["sizes"], scales, a["mode"], a["coord"], a["rounding"])
+    return resize_ref(x[0], a["sizes"], scales, a["mode"], a["coord"], a["rounding"],
+                      a["cubic_a"], a["exclude_outside"])  # fmt: skip
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)

@@ -269,7 +269,7 @@ def elementwise_kernel(
     (``UNARY``, ``BINARY``, the masks' comparisons and logic, where, mod, clip, scale_shift,
     batch_norm), concat, transpose, slice, pad, resize
     (each work-item one output: its index arithmetic and one load, or the 2 ** k weighted
-    loads of a linear resize of k axes), reduce
+    loads of a linear resize of k axes, 4 ** k of a cubic one), reduce
     (a loop over the reduced elements in each work-item) and softmax (along any axis), each
     one flat kernel (softmax: its max and sum reductions stay kernels of their own).
     ``dtype``: of every tensor (``"float16"``: half storage)."""
@@ -315,7 +315,8 @@ def elementwise_kernel(
         out = pad(ins[0], list(p[:rank]), list(p[rank:]), a["value"], "pad", a["mode"], True)
     elif node.op == "resize":
         scales = [Fraction(p, q) for p, q in a["scales"]]
-        out = resize(ins[0], a["sizes"], scales, a["mode"], a["coord"], a["rounding"])
+        out = resize(ins[0], a["sizes"], scales, a["mode"], a["coord"], a["rounding"],
+                     cubic_a=a["cubic_a"], exclude_outside=a["exclude_outside"])  # fmt: skip
     elif node.op == "reduce":
         out = reduce(ins[0], a["kind"], a["axes"], a["keepdims"])
     elif node.op == "scale_shift":

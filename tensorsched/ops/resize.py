@@ -1,5 +1,5 @@
-"""``resize``: ONNX's ``Resize`` in modes ``nearest`` and ``linear`` over any axes, with its
-numpy reference ``resize_ref``.
+"""``resize``: ONNX's ``Resize`` in modes ``nearest`` and ``linear`` over any axes and
+``cubic`` over up to two, with its numpy reference ``resize_ref``.
 
 Each resized axis maps output index ``o`` to the input coordinate ``x(o) = (num * o + off) /
 den``, an exact fraction (``axis_map``) built from the axis's scale (a ``Fraction``: ``n_out
@@ -11,7 +11,12 @@ arithmetic on it, so every target picks the same elements:
   as one floor division ``(a * o + b) // c`` (``nearest_form``);
 - ``linear``: ``x`` clamped to ``0 .. n_in - 1``, then the two neighbours ``floor(x)`` and
   ``min(floor(x) + 1, n_in - 1)`` weighted by ``1 - frac(x)`` and ``frac(x)``; several linear
-  axes multiply their weights (bilinear over two axes: four loads per output).
+  axes multiply their weights (bilinear over two axes: four loads per output);
+- ``cubic``: ``x`` as is, the four neighbours ``floor(x) - 1 .. floor(x) + 2`` weighted by
+  the cubic convolution kernel of coefficient ``cubic_a`` at their distances from ``x``
+  (``cubic_weights``). A neighbour outside the axis reads the edge element, or, with
+  ``exclude_outside``, gets weight 0 and the others are divided by their sum; two cubic axes
+  multiply their weights (bicubic: sixteen loads per output).
 
 At an exact tie (``x`` an integer for floor / ceil, a half for the rounding modes) the
 exact fraction decides, as ONNX's formulas say; onnxruntime computes ``x`` in float32 and
@@ -19,7 +24,7 @@ its rounding error can put a tie on the other side (103 of 14,952 nearest maps o
 elements to 1-24 under every coordinate and rounding mode differ from it in some element,
 none under asymmetric / floor, torch's nearest, or align_corners). An axis whose map is the
 identity (a scale of 1 keeps its axis, in every mode, as onnxruntime does) reads its index as
-is. ``cubic`` and ``tf_crop_and_resize`` are not declared here.
+is. ``tf_crop_and_resize`` and antialiasing are not declared here.
 """
 
 from __future__ import annotations
@@ -38,11 +43,13 @@ from ..ir import intrin as I
 from ..ir.expr import const
 from ..ir.tensor import Tensor, compute
 
-MODES = ("nearest", "linear")
+MODES = ("nearest", "linear", "cubic")
 COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
                     "align_corners", "asymmetric", "tf_half_pixel_for_nn")  # fmt: skip
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 MAX_LINEAR_AXES = 3  # 2 ** 3 loads per output
+MAX_CUBIC_AXES = 2  # 4 ** 2 loads per output
+CUBIC_TAPS = (-1, 0, 1, 2)  # the neighbours of x, from floor(x)
 INT32_MAX = 2**31 - 1
 
 
@@ -128,6 +135,24 @@ def nearest_form(m: AxisMap, rounding: str) -> tuple[int, int, int]:
     return _exact_form(m, rounding)
 
 
+def cubic_weights(t: Any, a: float, lift: Any = float) -> list[Any]:
+    """The weights of the neighbours ``floor(x) - 1 .. floor(x) + 2`` of ``x`` whose
+    fraction ``x - floor(x)`` is ``t`` (a float, an array or an expression; ``lift`` makes
+    its constants): the cubic convolution kernel ``W`` of coefficient ``a`` at their
+    distances ``1 + t``, ``t``, ``1 - t`` and ``2 - t``, where ``W(d)`` is ``(a + 2) d^3 -
+    (a + 3) d^2 + 1`` for ``d <= 1`` and ``a d^3 - 5a d^2 + 8a d - 4a`` for ``1 < d < 2``.
+    The four sum to 1."""
+    one = lift(1.0)
+
+    def near(d: Any) -> Any:
+        return (lift(a + 2) * d - lift(a + 3)) * d * d + one
+
+    def far(d: Any) -> Any:
+        return ((lift(a) * d - lift(5 * a)) * d + lift(8 * a)) * d - lift(4 * a)
+
+    return [far(one + t), near(t), near(one - t), far(lift(2.0) - t)]
+
+
 def check_resize(
     shape: Sequence[int], out_shape: Sequence[int], scales: Sequence[Fraction], mode: str,
     coord: str, rounding: str, where: str = "resize",
@@ -159,6 +184,11 @@ def check_resize(
             f"{where}: linear resize of {len(moving)} axes; at most {MAX_LINEAR_AXES} "
             "(each doubles the loads per output)"
         )
+    if mode == "cubic" and len(moving) > MAX_CUBIC_AXES:
+        raise ComputeError(
+            f"{where}: cubic resize of {len(moving)} axes; at most {MAX_CUBIC_AXES} "
+            "(each multiplies the loads per output by 4)"
+        )
     for d, m in enumerate(maps):
         a, b, c = _exact_form(m, "round_prefer_ceil")  # the largest terms of any form
         top = max(abs(a) * (m.n_out - 1) + abs(b) + 1, (m.n_in - 1) * 2 * m.den, c)
@@ -174,10 +204,13 @@ def check_resize(
 def resize(
     data: Tensor, out_shape: Sequence[int], scales: Sequence[Fraction], mode: str = "nearest",
     coord: str = "half_pixel", rounding: str = "round_prefer_floor", name: str = "resize",
+    cubic_a: float = -0.75, exclude_outside: bool = False,
 ) -> Tensor:  # fmt: skip
     """``data`` resized to ``out_shape``: one compute stage, each output element reading one
-    input element (``nearest``) or the ``2 ** k`` corners around its coordinate over the
-    ``k`` resized axes (``linear``). ``scales``: one ``Fraction`` per axis (see the module)."""
+    input element (``nearest``), the ``2 ** k`` corners around its coordinate over the ``k``
+    resized axes (``linear``) or the ``4 ** k`` neighbours (``cubic``, kernel coefficient
+    ``cubic_a``, ``exclude_outside`` as ONNX's). ``scales``: one ``Fraction`` per axis (see
+    the module)."""
     if not isinstance(data, Tensor):
         raise ComputeError(f"{name}: expected a tensor, got {data!r}")
     maps = check_resize(data.shape, out_shape, scales, mode, coord, rounding, name)
@@ -208,17 +241,44 @@ def resize(
             frac = (pos - lo * m.den).astype(dtype) * const(1.0 / m.den, dtype)
             hi = I.min(lo + 1, m.n_in - 1)
             taps.append([(lo, const(1.0, dtype) - frac), (hi, frac)])
-        total: Any = None
-        for corner in _corners(taps):
-            value = data[tuple(t[0] for t in corner)]
-            for _, w in corner:
-                if w is not None:
-                    value = value * w
-            total = value if total is None else total + value
-        return total
+        return _weighted_sum(data, taps)
 
-    body = nearest if mode == "nearest" else linear
+    def cubic(i: Sequence[Any]) -> Any:
+        taps: list[list[tuple[Any, Any]]] = []
+        norm: Any = None  # with exclude_outside: the product of the axes' weight sums
+        for o, m in zip(i, maps):
+            if m.identity or m.n_in == 1:
+                taps.append([(o if m.identity else 0, None)])
+                continue
+            pos = o * m.num + m.off
+            lo = pos // m.den  # floor division: x may be below 0
+            frac = (pos - lo * m.den).astype(dtype) * const(1.0 / m.den, dtype)
+            weights = cubic_weights(frac, cubic_a, lambda v: const(v, dtype))
+            ks = [lo + j for j in CUBIC_TAPS]
+            if exclude_outside:
+                zero = const(0.0, dtype)
+                weights = [I.if_then_else(I.all(k >= 0, k < m.n_in), w, zero)
+                           for k, w in zip(ks, weights)]  # fmt: skip
+                axis_sum = weights[0] + weights[1] + weights[2] + weights[3]
+                norm = axis_sum if norm is None else norm * axis_sum
+            taps.append([(I.max(I.min(k, m.n_in - 1), 0), w) for k, w in zip(ks, weights)])
+        total = _weighted_sum(data, taps)
+        return total if norm is None else total / norm
+
+    body = {"nearest": nearest, "linear": linear, "cubic": cubic}[mode]
     return compute(tuple(out_shape), lambda *i: body(i), name=name, tag="injective")
+
+
+def _weighted_sum(data: Tensor, taps: list[list[tuple[Any, Any]]]) -> Any:
+    """The sum over every corner (one tap of each axis) of its load times its weights."""
+    total: Any = None
+    for corner in _corners(taps):
+        value = data[tuple(t[0] for t in corner)]
+        for _, w in corner:
+            if w is not None:
+                value = value * w
+        total = value if total is None else total + value
+    return total
 
 
 def _corners(taps: list[list[tuple[Any, Any]]]) -> list[list[tuple[Any, Any]]]:
@@ -230,7 +290,8 @@ def _corners(taps: list[list[tuple[Any, Any]]]) -> list[list[tuple[Any, Any]]]:
 
 def resize_ref(
     x: NDArray[Any], out_shape: Sequence[int], scales: Sequence[Fraction], mode: str = "nearest",
-    coord: str = "half_pixel", rounding: str = "round_prefer_floor",
+    coord: str = "half_pixel", rounding: str = "round_prefer_floor", cubic_a: float = -0.75,
+    exclude_outside: bool = False,
 ) -> NDArray[np.float64]:  # fmt: skip
     """``resize`` in numpy (float64), one axis at a time, from the exact coordinates."""
     v = np.asarray(x, np.float64)
@@ -243,6 +304,20 @@ def resize_ref(
             a, b, c = nearest_form(m, rounding)
             src = [min(max((a * o + b) // c, 0), m.n_in - 1) for o in range(m.n_out)]
             v = np.take(v, src, axis=d)
+            continue
+        if mode == "cubic":
+            # each output a weighted sum of the input along the axis: one matrix
+            mat = np.zeros((m.n_out, m.n_in))
+            for o, p in enumerate(xs):
+                base = math.floor(p)
+                ws = np.array(cubic_weights(float(p - base), cubic_a))
+                ks = [base + j for j in CUBIC_TAPS]
+                if exclude_outside:
+                    ws = np.where([0 <= k < m.n_in for k in ks], ws, 0.0)
+                    ws = ws / ws.sum()
+                for k, w in zip(ks, ws):
+                    mat[o, min(max(k, 0), m.n_in - 1)] += w
+            v = np.moveaxis(np.tensordot(mat, v, axes=(1, d)), 0, d)
             continue
         pos = [min(max(p, Fraction(0)), Fraction(m.n_in - 1)) for p in xs]
         lo = [math.floor(p) for p in pos]
