@@ -204,30 +204,35 @@ def kernel_source(
         "      buf = cur ^ 1;",
     ]
     lines += ["    " + x for x in stores]
-    lines += [
-        "    }",
-        "    barrier(CLK_LOCAL_MEM_FENCE);",
-        "  }",
+    lines += ["    }", "    barrier(CLK_LOCAL_MEM_FENCE);", "  }"]
+    lines += _store_accumulators(mt, ntl, guarded=not (even_m and even_n))
+    return "\n".join(lines), nt
+
+
+def _store_accumulators(mt: int, ntl: int, guarded: bool) -> list[str]:
+    """The kernel's end: each warp's MMA tiles stored to C (work-item (g, t) holds rows g and
+    g + 8, columns 2t and 2t + 1 of each), element by element against M and N when
+    ``guarded``, else as pairs."""
+    lines = [
         "  #pragma unroll",
         f"  for (int i = 0; i < {mt}; ++i) {{",
         "    #pragma unroll",
         f"    for (int j = 0; j < {ntl}; ++j) {{",
         "      const int r = bm + wm + i * 16 + g, c = bn + wn + j * 8 + 2 * t;",
     ]
-    if even_m and even_n:
-        lines += [
-            "      vstore2((float2)(acc[i][j][0], acc[i][j][1]), 0, C + (size_t)r * N + c);",
-            "      vstore2((float2)(acc[i][j][2], acc[i][j][3]), 0, C + (size_t)(r + 8) * N + c);",
-        ]
-    else:
+    if guarded:
         lines += [
             "      if (r < M && c < N) C[(size_t)r * N + c] = acc[i][j][0];",
             "      if (r < M && c + 1 < N) C[(size_t)r * N + c + 1] = acc[i][j][1];",
             "      if (r + 8 < M && c < N) C[(size_t)(r + 8) * N + c] = acc[i][j][2];",
             "      if (r + 8 < M && c + 1 < N) C[(size_t)(r + 8) * N + c + 1] = acc[i][j][3];",
         ]
-    lines += ["    }", "  }", "}"]
-    return "\n".join(lines), nt
+    else:
+        lines += [
+            "      vstore2((float2)(acc[i][j][0], acc[i][j][1]), 0, C + (size_t)r * N + c);",
+            "      vstore2((float2)(acc[i][j][2], acc[i][j][3]), 0, C + (size_t)(r + 8) * N + c);",
+        ]
+    return lines + ["    }", "  }", "}"]
 
 
 def kernel_source_presplit(
@@ -341,21 +346,8 @@ def kernel_source_presplit(
         "      buf = cur ^ 1;",
     ]
     L += ["      " + x for x in stores]
-    L += [
-        "    }",
-        "    barrier(CLK_LOCAL_MEM_FENCE);",
-        "  }",
-        "  #pragma unroll",
-        f"  for (int i = 0; i < {mt}; ++i) {{",
-        "    #pragma unroll",
-        f"    for (int j = 0; j < {ntl}; ++j) {{",
-        "      const int r = bm + wm + i * 16 + g, c = bn + wn + j * 8 + 2 * t;",
-        "      vstore2((float2)(acc[i][j][0], acc[i][j][1]), 0, C + (size_t)r * N + c);",
-        "      vstore2((float2)(acc[i][j][2], acc[i][j][3]), 0, C + (size_t)(r + 8) * N + c);",
-        "    }",
-        "  }",
-        "}",
-    ]
+    L += ["    }", "    barrier(CLK_LOCAL_MEM_FENCE);", "  }"]
+    L += _store_accumulators(mt, ntl, guarded=False)
     return "\n".join(L), nt
 
 
