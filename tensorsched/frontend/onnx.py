@@ -66,6 +66,9 @@ from ..graph.graph import (
     pad_plan,
     slice_plan,
 )
+from ..ops.resize import COORDINATE_MODES as RESIZE_COORDS
+from ..ops.resize import MODES as RESIZE_MODES
+from ..ops.resize import NEAREST_MODES as RESIZE_ROUNDING
 from ..ops.resize import axis_map, check_resize, scale_fraction
 
 MAX_FILE_BYTES = 2**31  # protobuf's own limit on one message
@@ -2595,18 +2598,6 @@ def _tile(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
         return
     _repeated(r, name, where, ins[0], reps, whole=True)
     _rename_output(r, name, out)
-
-
-RESIZE_MODES = ("nearest", "linear", "cubic")
-RESIZE_COORDS = (
-    "half_pixel",
-    "half_pixel_symmetric",
-    "pytorch_half_pixel",
-    "align_corners",
-    "asymmetric",
-    "tf_half_pixel_for_nn",
-)
-RESIZE_ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
 def _resize(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
