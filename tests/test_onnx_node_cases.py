@@ -211,10 +211,14 @@ def sequence_input():
 
 
 REFUSED = [
-    ("float16-input", lambda: typed_input(TensorProto.FLOAT16), OnnxImportError,
-     r"input 'x': element type 10 \(FLOAT16\); tensorsched's inputs are float32 only \(convert"),
-    ("int64-input", lambda: typed_input(TensorProto.INT64), OnnxImportError,
-     r"input 'x': element type 7 \(INT64\); tensorsched's inputs are float32 only$"),
+    # float16, float64, int32, int64 and bool inputs are read since (tests/test_onnx_dtypes.py)
+    ("bfloat16-input", lambda: typed_input(TensorProto.BFLOAT16), OnnxImportError,
+     r"input 'x': element type 16 \(BFLOAT16\); tensorsched's inputs are float32, float16, "
+     r"float64, int32, int64 and bool \(convert"),
+    ("int8-input", lambda: typed_input(TensorProto.INT8), OnnxImportError,
+     r"input 'x': element type 3 \(INT8\); tensorsched's inputs are float32, .* and bool$"),
+    ("int64-relu", lambda: typed_input(TensorProto.INT64), UnsupportedOperatorError,
+     r"\(Relu\): reads 'x', an integer tensor \(a model input\); tensorsched holds it as "),
     ("empty-input", lambda: typed_input(TensorProto.FLOAT, (2, 0, 4)), OnnxImportError,
      r"input 'x' of shape \(2, 0, 4\): dim 1 is 0; tensorsched holds no empty tensor"),
     ("unknown-dim", lambda: typed_input(TensorProto.FLOAT, (2, None)), OnnxImportError,

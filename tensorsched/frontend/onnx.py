@@ -20,7 +20,8 @@ LayerNormalization (as reductions and elementwise nodes; its Mean and InvStdDev 
 Gemm (transA; a matrix C added after), MatMul (by a constant 2-d ``B``: a dense layer; any
 other, two computed tensors among them: a ``batch_matmul``), Flatten, Reshape, Softmax, Concat,
 Transpose, Slice, Split (as slices), Squeeze / Unsqueeze (as reshapes), Gather (at constant
-indices: slices), Expand (of a computed tensor: a broadcast ``mul`` by ones), Cast (to float:
+indices: slices; of a constant table at computed indices, an embedding lookup: a one-hot
+product), Expand (of a computed tensor: a broadcast ``mul`` by ones), Cast (to float:
 the identity), Dropout (inference, or a training_mode that drops nothing: the identity),
 Identity, Constant, Pad (modes constant, reflect and edge; constant pads, a negative one
 cropping; opset 18's axes; opset 2's attributes) and Einsum (one input: sums over axes and a
@@ -34,8 +35,17 @@ opset 18's axes and keep_aspect_ratio_policy); on computed tensors too Equal, Le
 LessOrEqual, Greater,
 GreaterOrEqual, Not, And, Or, Xor, IsNaN, IsInf (boolean results held as float32 masks, 1.0 /
 0.0), Where, Mod, Sign, and Cast to bool (``x != 0``) and to int32 / int64 (toward zero, held as
-float32) where the result is read on only by ``KIND_READERS`` (a boolean or integer model
-output is refused); any other is an ``UnsupportedOperatorError`` naming its type and node.
+float32) where the result is read on only by ``KIND_READERS``; any other is an
+``UnsupportedOperatorError`` naming its type and node.
+
+A model's inputs and outputs may be float32, float16, float64, int32, int64 or bool
+(``HOST_OF``): the graph holds each as float32, converted on the host where it is run
+(``Graph.feed`` / ``Graph.fetch``), and callers give and take arrays of the declared types, as
+with onnxruntime. An integer or boolean input is read as a computed one (``KIND_READERS``); its
+values must be within 2**24 (float32 holds them exactly; checked at each run). An integer
+output is rounded to its type, a boolean one is its mask. float16 is computed in float32
+(rounded once, at the output: more accurate than onnxruntime's float16 arithmetic), float64 in
+float32 (about 1e-7 relative, not float64's 1e-16; its values within float32's range).
 
 Constants are folded at import (``FOLD``): any of those operators, and the shape arithmetic of
 exporters (Shape, Size, ConstantOfShape, Range, Expand, Equal, Less, Greater, And, Or, Xor,
@@ -248,6 +258,11 @@ _FIELD_OF = {
 
 
 READ_TYPES = "float32, float16, float64, int32, int64 and bool"  # _NP_OF's, for messages
+# a model's inputs and outputs of these element types are given and taken as such, converted on
+# the host to and from the float32 the graph holds (``Graph.feed`` / ``Graph.fetch``)
+HOST_OF = {code: np.dtype(t).name for code, t in _NP_OF.items()}
+KIND_OF = {"float32": "float", "float16": "float", "float64": "float", "int32": "int",
+           "int64": "int", "bool": "bool"}  # fmt: skip
 
 
 def _type_name(code: Any) -> str:
@@ -405,17 +420,12 @@ class _Reader:
         for vi in graph.input:
             if self.known(vi.name):
                 continue  # an initializer listed as an input (older exporters)
-            self.g.input(vi.name, self._input_shape(vi))
+            host = self._input_type(vi)
+            self.g.input(vi.name, self._input_shape(vi), host=host)
+            if KIND_OF[host] != "float":
+                self.kind[vi.name] = (KIND_OF[host], f"input '{vi.name}'")
         for i, node in enumerate(graph.node):
             self._node(node, i)
-        for vo in graph.output:
-            if vo.name in self.kind:
-                kind, where = self.kind[vo.name]
-                raise OnnxImportError(
-                    f"{where}: its output '{vo.name}' is a model output of "
-                    f"{'a boolean' if kind == 'bool' else 'an integer'} type; tensorsched's "
-                    "outputs are float32 (cast it to float in the model)"
-                )
         outs = [self.name(o.name) for o in graph.output]
         for o in outs:
             if o in self.ints or (o in self.floats and o not in self.g.tensors):
@@ -427,7 +437,8 @@ class _Reader:
                 )
             if o not in self.g.tensors:
                 raise OnnxImportError(f"the model's output '{o}' is not computed by any node")
-        self.g.output(*outs)
+        for o, vo in zip(outs, graph.output):
+            self.g.output(o, host=self._output_type(vo))
         return self.g
 
     def _add_constant(self, name: str, arr: np.ndarray, what: str) -> None:
@@ -448,9 +459,9 @@ class _Reader:
             if value.size:  # the graph holds no empty tensor
                 self.g.constant(name, value)
 
-    def _input_shape(self, vi: Any) -> tuple[int, ...]:
-        if vi.name in self.shapes:
-            return _dims(list(self.shapes[vi.name]), f"input '{vi.name}'")
+    def _input_type(self, vi: Any) -> str:
+        """The element type callers give input ``vi`` in (``HOST_OF``); the graph holds it as
+        float32 (see ``Graph.feed``)."""
         kind = vi.type.WhichOneof("value")
         if kind != "tensor_type":
             what = kind.removesuffix("_type") if kind else "no type"
@@ -458,13 +469,41 @@ class _Reader:
                 f"input '{vi.name}' is of {what}, not a tensor; tensorsched reads tensor inputs "
                 "only"
             )
-        tt = vi.type.tensor_type
-        if tt.elem_type != 1:
-            to_float = tt.elem_type in (10, 11, 16)  # float16, double, bfloat16
+        code = vi.type.tensor_type.elem_type
+        if code not in HOST_OF:
             raise OnnxImportError(
-                f"input '{vi.name}': element type {_type_name(tt.elem_type)}; tensorsched's "
-                "inputs are float32 only" + (" (convert the model to float32)" if to_float else "")
+                f"input '{vi.name}': element type {_type_name(code)}; tensorsched's inputs are "
+                f"{READ_TYPES}" + (" (convert the model to float32)" if code == 16 else "")
             )
+        return HOST_OF[code]
+
+    def _output_type(self, vo: Any) -> str:
+        """The element type callers take output ``vo`` in: its declared one, which must be of
+        the kind computed (float, int or bool; see ``KIND_READERS``), or where it declares
+        none, the kind's."""
+        kind = self.kind.get(vo.name, ("float", ""))[0]
+        code = vo.type.tensor_type.elem_type if vo.type.HasField("tensor_type") else 0
+        if code == 0:
+            return {"float": "float32", "int": "int64", "bool": "bool"}[kind]
+        if code not in HOST_OF:
+            raise OnnxImportError(
+                f"output '{vo.name}': element type {_type_name(code)}; tensorsched's outputs "
+                f"are {READ_TYPES}"
+            )
+        if KIND_OF[HOST_OF[code]] != kind:
+            node = self.kind[vo.name][1] if vo.name in self.kind else ""
+            head = f"{node}: its output" if node and vo.name not in self.g.inputs else "output"
+            raise OnnxImportError(
+                f"{head} '{vo.name}' is declared {_type_name(code)}, but the model computes "
+                f"{KIND_WHAT.get(kind, 'a float tensor')} there; declare the type it computes "
+                "(or cast it in the model)"
+            )
+        return HOST_OF[code]
+
+    def _input_shape(self, vi: Any) -> tuple[int, ...]:
+        if vi.name in self.shapes:
+            return _dims(list(self.shapes[vi.name]), f"input '{vi.name}'")
+        tt = vi.type.tensor_type
         give = (
             f"give its shape: from_onnx(model, shapes={{'{vi.name}': (1, 3, 224, 224)}}) "
             f"(tensorsched net: --shape {vi.name}=1,3,224,224)"
@@ -518,10 +557,11 @@ class _Reader:
         for kind in kinds:
             if op not in KIND_READERS[kind]:
                 t = next(t for t in node.input if self.kind.get(t, ("",))[0] == kind)
+                by = f"computed from the model's inputs (by {self.kind[t][1]})"
                 raise UnsupportedOperatorError(
-                    f"{where}: reads '{t}', {KIND_WHAT[kind]} computed from the model's inputs "
-                    f"(by {self.kind[t][1]}); tensorsched holds it as float32 and reads it only "
-                    f"with {', '.join(sorted(KIND_READERS[kind]))}"
+                    f"{where}: reads '{t}', {KIND_WHAT[kind]} "
+                    f"{'(a model input)' if t in self.g.inputs else by}; tensorsched holds it as "
+                    f"float32 and reads it only with {', '.join(sorted(KIND_READERS[kind]))}"
                 )
         try:
             if op in FOLD and any(ins) and all(self.is_const(t) for t in ins if t):
@@ -544,8 +584,12 @@ class _Reader:
                 )
         except GraphError as exc:
             raise OnnxImportError(f"{where}: {exc}") from None
-        if kinds and op in KIND_KEEPING:  # layout operators: the outputs keep the type
-            kind = "int" if "int" in kinds else "bool"
+        # layout operators (and KIND_EXACT of integers): the outputs keep the type of
+        # the data (a Gather's first input; its indices are integers whatever it gathers)
+        data = node.input[: 1 if op == "Gather" else None]
+        kept = {self.kind[t][0] for t in data if t in self.kind}
+        if kept and op in KIND_KEEPING | KIND_EXACT:
+            kind = "int" if "int" in kept else "bool"
             for t in outs:
                 if t and t not in self.kind:
                     self.kind[t] = (kind, where)
@@ -2109,10 +2153,14 @@ def _unsqueeze(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: 
 def _gather(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
     """A computed tensor read at constant indices along one axis: a scalar index is a slice
     with the axis dropped; a list of them, slices joined by a concat; indices of 2 or more
-    dims, that concat reshaped to put their dims in place of the axis."""
-    _float_input(r, ins, where)
+    dims, that concat reshaped to put their dims in place of the axis. Computed indices
+    (token ids) read a constant table: ``_gather_rows``."""
     if len(ins) != 2 or not ins[1]:
         raise OnnxImportError(f"{where}: takes 2 inputs")
+    if ins[1] in r.g.tensors:
+        _gather_rows(r, name, where, a, ins, out)
+        return
+    _float_input(r, ins, where)
     shape = r.g.tensors[ins[0]].shape
     axis = _axis_in(_int_attr(a, "axis", 0, where), len(shape), where)
     idx = r.const(ins[1], where)
@@ -2140,6 +2188,56 @@ def _gather(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
     if not direct:
         r.g.reshape(joined, final, name=name)
     _rename_output(r, name, out)
+
+
+def _gather_rows(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
+    """Gather of a constant table at computed integer indices (an embedding lookup): the
+    indices' one-hot masks (``equal`` to each position along the axis, or to it less the
+    axis's size for a negative index) times the table as a dense layer, exact (each output is
+    one table entry plus zeros; the table is finite). An index out of range gives zeros
+    where onnxruntime raises an error. Its cost is that of the product: indices x table."""
+    idx, table = ins[1], ins[0]
+    if _operand_kind(r, a["_inputs"][1], idx) != "int":
+        raise OnnxImportError(f"{where}: the indices '{idx}' are not integers")
+    if not r.is_const(table):
+        raise UnsupportedOperatorError(
+            f"{where}: gathers the computed tensor '{table}' at the computed indices '{idx}'; "
+            "tensorsched gathers at computed indices from a constant table only (an "
+            "embedding), or at constant indices from any tensor"
+        )
+    E = r.const(table, where)
+    if E.ndim == 0:
+        raise OnnxImportError(f"{where}: the data '{table}' is a scalar")
+    axis = _axis_in(_int_attr(a, "axis", 0, where), E.ndim, where)
+    if E.dtype.kind in "iu" and np.any(np.abs(E) > 2**24):
+        raise UnsupportedOperatorError(
+            f"{where}: the integer table '{table}' holds values that float32 does not hold "
+            "exactly (beyond 2**24); tensorsched computes float32 only"
+        )
+    rows = np.moveaxis(E, axis, 0).astype(np.float32)
+    size, rest = rows.shape[0], rows.shape[1:]
+    shape = r.g.tensors[idx].shape
+    col = r.g.reshape(idx, (-1, 1), name=r.g.fresh_name(f"{name}_ids"))
+    at = np.arange(size, dtype=np.float32)[None]
+    hits = [
+        r.g.add_node("equal", [col, r.g.constant(r.g.fresh_name(f"{name}_{k}"), v)], {},
+                     r.g.fresh_name(f"{name}_{k}_hit"))
+        for k, v in (("at", at), ("at_neg", at - size))
+    ]  # fmt: skip
+    onehot = r.g.add(hits[0], hits[1], name=r.g.fresh_name(f"{name}_onehot"))
+    w = r.g.constant(r.g.fresh_name(f"{name}_table"), rows.reshape(size, -1).T)
+    y = r.g.dense(onehot, w, name=r.g.fresh_name(f"{name}_rows"))
+    final = (*shape, *rest)
+    if axis == 0:
+        _reshape_to(r, name, y, final, out)
+    else:
+        y = r.g.reshape(y, final, name=r.g.fresh_name(f"{name}_unflat"))
+        q = len(shape)  # the indices' dims go in place of the axis
+        perm = [*range(q, q + axis), *range(q), *range(q + axis, len(final))]
+        r.g.transpose(y, perm, name=name)
+        _rename_output(r, name, out)
+    if E.dtype.kind != "f":
+        r.kind[out] = ("bool" if E.dtype == np.bool_ else "int", where)
 
 
 def _pow(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -2714,6 +2812,11 @@ def _pad(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -
             values[k] = r.const(t, where) if w == "constant_value" else r.ints_of(t, where, w)
     shape = r.g.tensors[ins[0]].shape
     pads, mode, value = _pad_args(where, a, len(shape), [ins[0], *values])
+    if abs(value) > 2**24 and np.asarray(values[1]).dtype.kind in "iu":
+        raise UnsupportedOperatorError(
+            f"{where}: the integer constant_value {int(value)} is beyond 2**24, which float32 "
+            "does not hold exactly; tensorsched computes float32 only"
+        )
     _pad_shape(where, shape, pads, mode)
     if not any(pads):
         _identity(r, name, where, a, ins[:1], out)
@@ -2831,12 +2934,14 @@ COMPARISONS = {"Equal": "equal", "Less": "less", "LessOrEqual": "less_equal",
 # the layout ones (KIND_KEEPING), whose outputs keep its type
 KIND_KEEPING = {
     "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Gather",
-    "Expand", "Concat", "Split", "Tile",
+    "Expand", "Concat", "Split", "Tile", "Pad",
 }  # fmt: skip
+# of integers: integers, exact in float32 (no rounding, no overflow)
+KIND_EXACT = {"Neg", "Abs", "Sign", "Max", "Min", "ReduceMax", "ReduceMin"}
 KIND_READERS = {
     "bool": {"Cast", "Not", "And", "Or", "Xor", "Equal", "Where", *KIND_KEEPING},
     "int": {"Cast", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Where", "Mod",
-            "Sign", "Neg", "Abs", *KIND_KEEPING},
+            *KIND_EXACT, *KIND_KEEPING},
 }  # fmt: skip
 KIND_WHAT = {"bool": "a boolean tensor", "int": "an integer tensor"}
 

@@ -9,13 +9,16 @@ time. Kernels of a layer that read only weights (the packed kernel of seed 003's
 Where the device shares memory with the host (``CL_DEVICE_HOST_UNIFIED_MEMORY``: CPU devices,
 mobile GPUs), the input and output buffers are allocated host-visible
 (``CL_MEM_ALLOC_HOST_PTR``) and mapped, not copied. ``target="python"`` runs each layer in the
-exact Python backend on numpy arrays (slow; for small networks in tests).
+exact Python backend on numpy arrays (slow; for small networks in tests). ``net(x)`` takes
+and returns arrays of the graph's host types, converted on the host (``Graph.feed`` and
+``Graph.fetch``: an ONNX model's int64 ids and bool masks in, int and bool results out).
 
 ``fp16=True`` (OpenCL only) stores every tensor -- weights, activations, the input and the
 output buffers -- as half: the kernels read and write global memory with ``vload_half`` /
 ``vstore_half`` and compute in float (the codegen's ``fp16="storage"``: no ``cl_khr_fp16``
 needed), so memory traffic halves and the accuracy is that of half storage (about 1e-3
-relative per rounding). ``net(x)`` still takes and returns float32 arrays. Each layer takes
+relative per rounding). ``net(x)`` still takes and returns the arrays it does without (integer
+inputs only up to 2048, what half holds exactly). Each layer takes
 the config of its float32 task (the tuning logs hold float32 records).
 
 Each conv2d, grouped conv2d, dense and pooling node is built from its template (``tasks.py``)
@@ -43,7 +46,7 @@ from ..schedules.lower import lower
 from ..tune.dispatch import apply_best
 from ..tune.log import read_log
 from ..tune.task import Task
-from .graph import Graph, GraphError, Node
+from .graph import EXACT_INT, Graph, GraphError, Node
 from .passes import VIEWS, for_device, optimize
 from .tasks import (
     VOLUME_OPS,
@@ -167,7 +170,7 @@ class Net:
         for name in g.inputs:
             if name not in feeds:
                 raise GraphError(f"network '{g.name}': no array given for input '{name}'")
-            arr = np.ascontiguousarray(feeds[name], dtype=np.float32)
+            arr = np.ascontiguousarray(g.feed(name, feeds[name], 2**11 if self.fp16 else EXACT_INT))
             if arr.shape != g.tensors[name].shape:
                 raise GraphError(
                     f"network '{g.name}': input '{name}' has shape {arr.shape}, expected "
@@ -179,6 +182,7 @@ class Net:
     def __call__(self, x: Any) -> Any:
         feeds = self._feeds(x)
         outs = self._run_python(feeds) if self.target == "python" else self._run_opencl(feeds)
+        outs = [self.graph.fetch(k, v) for k, v in enumerate(outs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     # ---- python

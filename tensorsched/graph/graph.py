@@ -46,6 +46,13 @@ a CPU device ``passes.channels_last`` marks conv nodes ``attrs["layout"]`` /
 memory order the logical NCHW shapes do not show, so no graph built by hand or imported holds
 one). A max_pool2d or avg_pool2d node with ``attrs["ceil_mode"]`` (ONNX's ``ceil_mode=1``;
 the key is kept only where true) rounds its output size up (``ops.pool``).
+
+Every tensor is float32, but callers may give and take an input or output of another element
+type (``HOST_TYPES``: an ONNX model's int64 token ids, bool masks, float16 images), named by
+``input(..., host=)`` and ``output(..., host=)``: ``feed`` converts a given array to the
+float32 the graph holds (integers only where float32 holds them exactly, booleans as masks),
+``fetch`` an output back (a mask to bool, integer values to integers). Both run where a graph
+is run (``run_reference``, ``Net``), on the host.
 """
 
 from __future__ import annotations
@@ -59,13 +66,16 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ..errors import ComputeError, TensorschedError
+from ..errors import ComputeError, RuntimeCallError, TensorschedError
 from ..ops.batch_matmul import matmul_shape
 from ..ops.pad import PAD_MODES, pad_plan
 from ..ops.pool import pool_mode, pooled_size
 from ..ops.resize import COORDINATE_MODES, MODES, NEAREST_MODES, check_resize
 
 DTYPES = ("float32",)
+# the element types of the arrays callers give and take (``feed`` / ``fetch``)
+HOST_TYPES = ("float32", "float16", "float64", "int32", "int64", "bool")
+EXACT_INT = 2**24  # float32 holds every integer up to this magnitude exactly
 MAX_ELEMENTS = 2**31 - 1  # a tensor's elements are indexed with 32-bit int
 MAX_RANK = 8
 
@@ -159,6 +169,9 @@ class Graph:
         self.producer: dict[str, str] = {}  # tensor -> node writing it
         self.inputs: list[str] = []
         self.outputs: list[str] = []
+        # the element types callers give and take, one per input and output (HOST_TYPES)
+        self.input_types: list[str] = []
+        self.output_types: list[str] = []
         self.plan: Any = None  # a passes.MemoryPlan once plan_memory has run
 
     # ---- building
@@ -191,10 +204,14 @@ class Graph:
             )
         return info
 
-    def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> str:
-        """Declare a network input; returns its tensor name."""
+    def input(
+        self, name: str, shape: Sequence[int], dtype: str = "float32", host: str = "float32"
+    ) -> str:
+        """Declare a network input (given by callers as ``host`` arrays); returns its name."""
+        _check_host(host, f"input '{name}'")
         self.tensors[name] = self._check_new_tensor(name, shape, dtype)
         self.inputs.append(name)
+        self.input_types.append(host)
         return name
 
     def constant(self, name: str, value: Any) -> str:
@@ -206,12 +223,59 @@ class Graph:
         self.constants[name] = arr
         return name
 
-    def output(self, *names: str) -> None:
-        """Mark tensors as the network's outputs."""
+    def output(self, *names: str, host: str = "float32") -> None:
+        """Mark tensors as the network's outputs (taken by callers as ``host`` arrays)."""
         for n in names:
             if n not in self.tensors:
                 raise GraphError(f"output '{n}' is not a tensor of the graph")
+            _check_host(host, f"output '{n}'")
             self.outputs.append(n)
+            self.output_types.append(host)
+
+    def feed(self, name: str, value: Any, exact: int = EXACT_INT) -> np.ndarray:
+        """The float32 array the graph holds for input ``name`` given ``value`` (its host
+        type's array); integers must be within ``exact`` (what the storage holds exactly),
+        else a ``RuntimeCallError``."""
+        host = self.input_types[self.inputs.index(name)]
+        arr = np.asarray(value)
+        what = f"graph '{self.name}': input '{name}' is {host}"
+        if host in ("int32", "int64", "bool"):
+            if arr.dtype.kind not in ("b" if host == "bool" else "iu"):
+                raise RuntimeCallError(f"{what}; got an array of {arr.dtype}: pass {host} values")
+            peak = max(-int(arr.min()), int(arr.max())) if arr.size and host != "bool" else 0
+            if peak > exact:
+                held = "half (fp16=True)" if exact < EXACT_INT else "float32"
+                raise RuntimeCallError(
+                    f"{what} and holds {peak} in magnitude; the graph holds integers as {held}, "
+                    f"exact up to {exact} only: keep the values within it"
+                    + (", or build without fp16" if exact < EXACT_INT else "")
+                )
+        elif host == "float64" and arr.dtype.kind == "f":
+            finite = arr[np.isfinite(arr)]
+            if finite.size and float(np.max(np.abs(finite))) > float(np.finfo(np.float32).max):
+                raise RuntimeCallError(
+                    f"{what} and holds values beyond float32's range (the graph computes in "
+                    "float32): scale the input into it"
+                )
+        return np.asarray(arr, dtype=np.float32)
+
+    def fetch(self, k: int, value: np.ndarray) -> np.ndarray:
+        """Output ``k`` as callers take it: the graph's float32 ``value`` in the output's host
+        type (a mask as bool, integer values as integers, in range or a ``RuntimeCallError``)."""
+        host = self.output_types[k]
+        if host == "bool":
+            return np.asarray(value != 0)
+        if host in ("int32", "int64"):
+            info = np.iinfo(host)
+            fits = np.isfinite(value) & (value >= float(info.min)) & (value < -float(info.min))
+            if not np.all(fits):
+                raise RuntimeCallError(
+                    f"graph '{self.name}': output '{self.outputs[k]}' is {host} but holds "
+                    f"{value[~fits].reshape(-1)[0]} (inf, nan or beyond {host}'s range), which "
+                    "has no integer value: check the model's inputs"
+                )
+            return np.rint(value).astype(host)
+        return np.asarray(value, dtype=host)
 
     def add_node(
         self,
@@ -472,6 +536,7 @@ class Graph:
         g.constants = dict(self.constants)
         g.producer = dict(self.producer)
         g.inputs, g.outputs = list(self.inputs), list(self.outputs)
+        g.input_types, g.output_types = list(self.input_types), list(self.output_types)
         return g
 
     def summary(self) -> str:
@@ -480,6 +545,11 @@ class Graph:
             ep = "+" + "+".join(s[0] for s in n.epilogue) if n.epilogue else ""
             lines.append(f"  {n.name}: {n.op}{ep} {self.tensors[n.output].shape}")
         return "\n".join(lines)
+
+
+def _check_host(host: str, what: str) -> None:
+    if host not in HOST_TYPES:
+        raise GraphError(f"{what}: host type {host!r}; supported: {', '.join(HOST_TYPES)}")
 
 
 # ---- shape inference, one function per operator

@@ -218,7 +218,9 @@ def eval_node(node: Node, inputs: list[Array]) -> Array:
 
 def run_reference(g: Graph, feeds: Mapping[str, Any] | Any, keep: bool = False) -> dict[str, Array]:
     """Evaluate ``g`` with numpy. ``feeds``: ``{input name: array}`` or one array for a graph
-    with one input. Returns ``{output name: array}`` (every tensor with ``keep=True``)."""
+    with one input, each of the input's host type (``Graph.feed``). Returns ``{output name:
+    array}``, each of the output's host type (``Graph.fetch``); every tensor with
+    ``keep=True``."""
     if not isinstance(feeds, Mapping):
         if len(g.inputs) != 1:
             raise GraphError(f"graph '{g.name}' has inputs {g.inputs}; pass a dict of arrays")
@@ -227,7 +229,7 @@ def run_reference(g: Graph, feeds: Mapping[str, Any] | Any, keep: bool = False) 
     for name in g.inputs:
         if name not in feeds:
             raise GraphError(f"graph '{g.name}': no array given for input '{name}'")
-        arr = np.asarray(feeds[name], dtype=np.float32)
+        arr = g.feed(name, feeds[name])
         if arr.shape != g.tensors[name].shape:
             raise GraphError(
                 f"input '{name}' has shape {arr.shape}, expected {g.tensors[name].shape}"
@@ -235,4 +237,5 @@ def run_reference(g: Graph, feeds: Mapping[str, Any] | Any, keep: bool = False) 
         values[name] = arr
     for node in g.topo_nodes():
         values[node.output] = eval_node(node, [values[t] for t in node.inputs])
-    return values if keep else {t: values[t] for t in g.outputs}
+    outs = {t: g.fetch(k, values[t]) for k, t in enumerate(g.outputs)}
+    return {**values, **outs} if keep else outs
