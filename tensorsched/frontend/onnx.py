@@ -451,9 +451,10 @@ class _Reader:
             self.ints[name] = arr.astype(np.int64)
         else:
             value = arr.astype(np.float32)
-            if not np.all(np.isfinite(value)):
+            if np.any(np.isnan(value)):  # an infinity is a value (attention masks: -inf)
                 raise OnnxImportError(
-                    f"{what} '{name}' holds inf or nan; tensorsched's constants are finite"
+                    f"{what} '{name}' holds nan; tensorsched's constants are numbers (inf and "
+                    "-inf included)"
                 )
             self.floats[name] = value
             if value.size:  # the graph holds no empty tensor
@@ -2209,6 +2210,11 @@ def _gather_rows(r: _Reader, name: str, where: str, a: dict, ins: list[str], out
     if E.ndim == 0:
         raise OnnxImportError(f"{where}: the data '{table}' is a scalar")
     axis = _axis_in(_int_attr(a, "axis", 0, where), E.ndim, where)
+    if E.dtype.kind == "f" and not np.all(np.isfinite(E)):
+        raise UnsupportedOperatorError(
+            f"{where}: the table '{table}' holds inf or nan, which the lookup (a one-hot "
+            "product: each row times zeros) would spread over every output"
+        )
     if E.dtype.kind in "iu" and np.any(np.abs(E) > 2**24):
         raise UnsupportedOperatorError(
             f"{where}: the integer table '{table}' holds values that float32 does not hold "
