@@ -98,6 +98,7 @@ from .runtime.tvm_api import cl, cpu, cuda, device, metal, opencl, rocm, vulkan
 from .schedules import tvm_schedule as schedule  # ts.schedule.AutoInlineInjective
 from .schedules.lower import lower
 from .schedules.schedule import create_schedule
+from .tune import autotvm  # ts.autotvm: TVM's AutoTVM names over the tuner
 
 __version__ = "0.1.0"
 
@@ -179,6 +180,7 @@ __all__ = [
     "parse_ir",
     "parse_expr",
     "tune",
+    "autotvm",
     "graph",
     "frontend",
     "nets",
@@ -233,6 +235,7 @@ tir.call_pure_extern = call_pure_extern  # type: ignore[attr-defined]
 tir.call_intrin = call_intrin  # type: ignore[attr-defined]
 tir.Call = _Call  # type: ignore[attr-defined]
 tir.CallEffectKind = _CallEffectKind  # type: ignore[attr-defined]
+_sys.modules[f"{__name__}.autotvm"] = autotvm  # import tensorsched.autotvm, as tvm.autotvm
 tir.op = _namespace(  # type: ignore[attr-defined]
     "tir.op", "TVM's tvm.tir.op: the scalar functions.", ("var", "size_var", *_MATH)
 )

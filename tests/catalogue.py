@@ -39,9 +39,10 @@ from tensorsched.ops.templates import TemplateError
 from tensorsched.runtime.device import DeviceError
 from tensorsched.runtime.module import LaunchError
 from tensorsched.runtime.tvm_api import TargetError
+from tensorsched.tune.autotvm import AutotvmError
 from tensorsched.tune.distributed import ClusterError
 from tensorsched.tune.log import LogBusyError, LogError
-from tensorsched.tune.task import TaskError
+from tensorsched.tune.task import ShapeError, TaskError
 
 # ---------------------------------------------------------------------------- setups
 
@@ -793,6 +794,23 @@ def registering_templates():
                 'register_template("matmul", "x", lambda cfg: None)',
                 TemplateError,
             ),
+            (
+                "an AutoTVM runner over RPC",
+                "from tensorsched import autotvm\n"
+                'autotvm.measure_option(builder="local", runner="rpc")',
+                AutotvmError,
+            ),
+            (
+                "autotvm.get_config() outside a template",
+                "from tensorsched import autotvm\nautotvm.get_config()",
+                AutotvmError,
+            ),
+            (
+                "apply_history_best on a log that is not there",
+                "from tensorsched import autotvm\n"
+                'autotvm.apply_history_best("/nonexistent/matmul.log")',
+                AutotvmError,
+            ),
         ],
     )
 
@@ -820,6 +838,21 @@ def tuner_command_line():
                 "a zero extent",
                 'cli(["tune", "gemm", "--shape", "0,16,16", "--template", "cpu"])',
                 TaskError,
+            ),
+            (
+                "a depthwise conv's shape of three numbers",
+                'cli(["tune", "depthwise_conv2d", "--shape", "1,8,10"])',
+                ShapeError,
+            ),
+            (
+                "a pooling mode out of range",
+                'cli(["tune", "pool", "--shape", "1,4,9,9,3,3,1,1,0,0,0,0,7"])',
+                ShapeError,
+            ),
+            (
+                "a CSV of shapes for an operator that reads none",
+                'cli(["tune", "dense", "--shapes", tmp + "/l.csv"])',
+                TensorschedError,
             ),
             (
                 "an unknown template",

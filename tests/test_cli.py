@@ -14,6 +14,11 @@ import pytest
 
 from tensorsched import cli
 from tensorsched.cli import device_type, main
+from tensorsched.errors import TensorschedError
+from tensorsched.graph.tasks import choose_template
+from tensorsched.ops.templates import KINDS, templates_of
+from tensorsched.tune.log import read_log
+from tensorsched.tune.task import ShapeError, Task
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
@@ -90,8 +95,6 @@ def test_a_bad_number_in_a_subprocess_exits_2_without_traceback(tmp_path):
 
 
 def test_tune_api_checks_its_numbers_before_anything_runs(tmp_path):
-    from tensorsched.errors import TensorschedError
-    from tensorsched.tune.task import Task
     from tensorsched.tune.tuner import tune
 
     task = Task("gemm", "cpu", (16, 16, 16))
@@ -312,3 +315,122 @@ def test_peak_prints_no_warning(device, tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert "Warning" not in res.stderr, res.stderr
+
+
+# ---------------------------------------------------------------------------- every operator
+
+
+def test_tune_help_lists_every_operator_and_its_shape(capsys):
+    assert run(["tune", "--help"])[0] == 0
+    out = capsys.readouterr().out
+    assert "{" + ",".join(cli.TUNE_KINDS) + "}" in out
+    # text expressions are tune --expr; AutoTVM templates are tuned from Python (ts.autotvm)
+    assert set(cli.TUNE_KINDS) == set(cli.SHAPE_EXAMPLES) == set(KINDS) - {"expr", "autotvm"}
+    for kind in cli.TUNE_KINDS:
+        assert f"\n  {kind}: " in out and f"e.g. --shape {cli.SHAPE_EXAMPLES[kind]}\n" in out
+    assert "  conv3d: N,CI,ID,IH,IW,CO,KD,KH,KW[,groups=1," in out
+
+
+def test_every_shape_example_is_a_task():
+    for kind, example in cli.SHAPE_EXAMPLES.items():
+        Task(kind, next(iter(templates_of(kind))), cli.parse_shape(kind, example))
+
+
+def test_a_shape_left_short_takes_the_defaults():
+    assert cli.parse_shape("depthwise_conv2d", "1,8,10,10,8,3,3,8") == (
+        (1, 8, 10, 10, 8, 3, 3, 8) + (1, 1) + (0, 0, 0, 0) + (1, 1)
+    )
+    assert cli.parse_shape("conv2d", "1,8,10,10,8,3,3") == (1, 8, 10, 10, 8, 3, 3, 1, 0)
+    assert cli.parse_shape("pool", "1,4,9,9,3,3,2,2,0,0,0,0,5")[-1] == 5
+
+
+WRONG_SHAPES = [
+    ("dense", "16,16", "--shape 16,16: 2 ints, not 3; dense takes --shape N,O,K, e.g. "),
+    (
+        "depthwise_conv2d",
+        "1,8,10",
+        "--shape 1,8,10: 3 ints, not 8 to 16; depthwise_conv2d takes --shape "
+        "N,CI,IH,IW,CO,KH,KW,groups[,stride_h=1,stride_w=1,pad_top=0,",
+    ),
+    ("group_conv2d", "1,8,10,10,8,3,3,3", "groups=3 must divide both the 8 input"),
+    ("pool", "1,4,9,9,3,3,1,1,0,0,0,0,7", "mode 7 must be 0 (max)"),
+    ("softmax", "4,x", "--shape must be comma-separated integers, got '4,x'; softmax takes "),
+    ("conv3d", "1,4,0,6,6,8,3,3,3", "conv3d shape must be 22 ints up to 2147483647 (N, CI, ID,"),
+]
+
+
+@pytest.mark.parametrize("kind, shape, message", WRONG_SHAPES, ids=[k for k, _, _ in WRONG_SHAPES])
+def test_a_wrong_shape_names_the_fields_with_an_example(kind, shape, message, tmp_path):
+    with pytest.raises(ShapeError) as exc:
+        cli.parse_shape(kind, shape)
+    assert message in str(exc.value)
+    assert str(exc.value).endswith(f"e.g. --shape {cli.SHAPE_EXAMPLES[kind]}")
+    code, err = run(["tune", kind, "--shape", shape, "--log", str(tmp_path / "l.jsonl")])
+    assert code == 2 and message in err and "Traceback" not in err, err
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_default_template_is_net_tunes_for_the_clusters_device():
+    class FakeCluster:
+        def __init__(self, gpu):
+            self.gpu = gpu
+
+        def is_gpu(self, device):
+            return self.gpu[device]
+
+    argv = ["tune", "depthwise_conv2d", "--shape", "1,8,10,10,8,3,3,8", "--device", "A,B"]
+    args = cli.make_parser().parse_args(argv)
+    for gpu, template in ((True, "direct"), (False, "cpu")):
+        (task,) = cli._tasks(args, FakeCluster({"A": gpu, "B": gpu}))
+        assert task.template == template == choose_template(task.kind, task.shape, (), gpu)
+    with pytest.raises(TensorschedError, match="names GPUs and other devices: give --template"):
+        cli._tasks(args, FakeCluster({"A": True, "B": False}))
+    args.template = "direct"
+    assert cli._tasks(args, FakeCluster({"A": True, "B": False}))[0].template == "direct"
+
+
+# small shapes of each network operator (padding, strides, groups, an epilogue among them)
+OPERATORS = [
+    ("depthwise_conv2d", "1,8,10,10,8,3,3,8,1,1,1,1,1,1", ""),
+    ("group_conv2d", "1,8,10,10,8,3,3,2", "bias,relu"),
+    ("dense", "2,16,32", "bias,relu"),
+    ("pool", "1,4,9,9,3,3,2,2", ""),
+    ("softmax", "4,33", ""),
+    ("conv3d", "1,4,4,6,6,8,3,3,3,1,1,1,1,1,1,1,1,1,1", "relu"),
+]
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("kind, shape, epilogue", OPERATORS, ids=[k for k, _, _ in OPERATORS])
+def test_tune_each_operator_logs_a_checked_kernel(kind, shape, epilogue, device, tmp_path):
+    log = str(tmp_path / "l.jsonl")
+    argv = ["tune", kind, "--shape", shape, "--trials", "2", "--repeat", "1", "--verify", "0"]
+    argv += ["--build-workers", "1"]
+    argv += ["--log", log] + (["--epilogue", epilogue] if epilogue else [])
+    code, err = run(argv)
+    assert code == 0, err
+    want = cli.parse_shape(kind, shape)
+    ep = tuple(x for x in epilogue.split(",") if x)
+    ok = [r for r in read_log(log) if r.status == "ok"]
+    assert ok, [r.error for r in read_log(log)]
+    for r in ok:  # checked against numpy: its kind, shape, epilogue and net tune's template
+        assert (r.task["kind"], tuple(r.task["shape"]), tuple(r.task["epilogue"])) == (
+            kind,
+            want,
+            ep,
+        )
+        assert r.task["template"] == choose_template(kind, want, ep, bool(device.is_gpu))
+
+
+@pytest.mark.opencl
+def test_tune_resumes_an_operators_log(device, tmp_path):
+    log = str(tmp_path / "l.jsonl")
+    argv = ["tune", "softmax", "--shape", "4,33", "--trials", "1", "--verify", "0"]
+    argv += ["--repeat", "1", "--log", log]
+    assert run(argv)[0] == 0
+    code, err = run(argv)
+    assert code == 2 and "already has trials of softmax 4x33" in err, err
+    code, err = run(argv + ["--resume"])  # one more trial, not the first again
+    assert code == 0, err
+    configs = [r.config_key() for r in read_log(log)]
+    assert len(configs) == len(set(configs)) == 2

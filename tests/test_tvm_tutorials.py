@@ -1,7 +1,8 @@
 """TVM's tutorials as rewritten in ``examples/tvm_tutorials/`` run and match numpy (each
 script exits non-zero on a mismatch): the schedule-primitives, reduction and scan tutorials
 on the python target (no device) and on the OpenCL device, the get-started and opt_gemm
-tutorials on the CPU OpenCL device (their ``"llvm"`` target), opt_gemm at a small size."""
+tutorials on the CPU OpenCL device (their ``"llvm"`` target), opt_gemm at a small size, and
+the AutoTVM tutorial (``ts.autotvm``) at 64x64x64, tuning at its top level, unguarded."""
 
 import os
 import subprocess
@@ -46,7 +47,7 @@ def run(script, *args, cwd):
 
 def test_every_tutorial_is_tested():
     found = sorted(f for f in os.listdir(FOLDER) if f.endswith(".py"))
-    assert found == sorted([*SMALL, "opt_gemm.py", "get_started.py"])
+    assert found == sorted([*SMALL, "opt_gemm.py", "get_started.py", "tune_simple_template.py"])
 
 
 @pytest.mark.parametrize("script", SMALL)
@@ -81,3 +82,11 @@ def test_opt_gemm(cpu_device, tmp_path):
     out = run("opt_gemm.py", "--size", "128", "--repeat", "1", cwd=tmp_path)
     steps = [line.split()[0] for line in out.splitlines() if "GFLOP/s" in line and "ok" in line]
     assert steps == ["baseline", "blocking", "vectorization", "loop", "array", "write", "parallel"]
+
+
+@pytest.mark.opencl
+def test_tune_simple_template(cpu_device, tmp_path):
+    out = run("tune_simple_template.py", "64", cwd=tmp_path)
+    assert "Split(policy=factors, product=64, num_outputs=2) len=7" in out
+    assert out.count("GFLOPS:") == 10 and "the best config matches numpy" in out
+    assert len((tmp_path / "matmul.log").read_text().splitlines()) >= 10

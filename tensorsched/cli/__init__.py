@@ -18,8 +18,10 @@ import math
 import os
 import re
 import sys
+import textwrap
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import MISSING, Field, fields
 from typing import Any
 
 import platformdirs
@@ -28,9 +30,13 @@ from ..baselines.compare import compare, plot
 from ..baselines.compare import print_table as print_comparison
 from ..codegen.opencl import emit_opencl
 from ..errors import TensorschedError
+from ..graph.tasks import choose_template
 from ..ir.te_text import parse_expr
 from ..ir.tensor import PlaceholderOp
+from ..ops.conv2d import ConvShape
+from ..ops.pool import MODES
 from ..ops.space import Config
+from ..ops.templates import KINDS, SHAPES
 from ..ops.templates.generic import generic as generic_template
 from ..runtime.device import all_devices, current_device, find_device
 from ..runtime.peak import measure_bandwidth, measure_compute
@@ -39,7 +45,7 @@ from ..schedules.lower import lower
 from ..schedules.schedule import create_schedule
 from ..tune.distributed import Cluster
 from ..tune.log import best_records, read_log
-from ..tune.task import INDEX_MAX, Task
+from ..tune.task import INDEX_MAX, ShapeError, Task, task_shape
 from ..tune.tuner import VERIFY_TIMES, VERIFY_TOP, parse_duration, tune, tune_devices
 from .net import add_net_parser, cmd_net, count
 from .worker import add_worker_parser, cmd_worker
@@ -55,6 +61,20 @@ SMALL_ACL_LISTS = {
 
 
 COMPARE_TRIALS = 12  # compare's default tensorsched candidates per shape
+
+# tune's operators; text is tune --expr, AutoTVM templates are tuned from Python (ts.autotvm)
+TUNE_KINDS = tuple(k for k in KINDS if k not in ("expr", "autotvm"))
+# a --shape of each of them, for the help and the errors (tests/test_cli.py tunes each)
+SHAPE_EXAMPLES = {
+    "gemm": "512,512,512",
+    "conv2d": "1,64,56,56,64,3,3,1,1",
+    "depthwise_conv2d": "1,32,112,112,32,3,3,32,1,1,1,1,1,1",
+    "group_conv2d": "1,64,56,56,128,3,3,4,2,2,1,1,1,1",
+    "dense": "1,1000,2048",
+    "pool": "1,64,112,112,3,3,2,2,1,1,1,1,0",
+    "softmax": "1,1000",
+    "conv3d": "1,64,8,28,28,64,3,3,3,1,1,1,1,1,1,1,1,1,1",
+}
 
 
 def cache_path(name: str) -> str:
@@ -126,11 +146,60 @@ def _parse_ints(text: str, what: str) -> tuple[int, ...]:
     try:
         vals = tuple(int(x) for x in text.split(","))
     except ValueError:
-        raise TensorschedError(f"{what} must be comma-separated integers, got '{text}'") from None
+        raise ShapeError(f"{what} must be comma-separated integers, got '{text}'") from None
     big = [v for v in vals if abs(v) > INDEX_MAX]
     if big:
-        raise TensorschedError(f"{what}: {big[0]} is over {INDEX_MAX}, the largest 32-bit index")
+        raise ShapeError(f"{what}: {big[0]} is over {INDEX_MAX}, the largest 32-bit index")
     return vals
+
+
+def _shape_fields(kind: str) -> list[Field[Any]]:
+    """The dataclass fields of ``kind``'s shape, in ``--shape``'s order (none for gemm)."""
+    cls = ConvShape if kind == "conv2d" else SHAPES.get(kind)
+    return list(fields(cls)) if cls is not None else []
+
+
+def shape_usage(kind: str) -> str:
+    """What ``--shape`` takes for ``kind``, from its shape class: ``N,CI,...[,stride_h=1,...]``,
+    the fields in brackets left off the end as the user likes."""
+    fs = _shape_fields(kind)
+    if not fs:
+        return "M,N,K"
+    need = [f.name for f in fs if f.default is MISSING]
+    rest = [f"{f.name}={f.default}" for f in fs[len(need) :]]
+    return ",".join(need) + (f"[,{','.join(rest)}]" if rest else "")
+
+
+def parse_shape(kind: str, text: str) -> tuple[int, ...]:
+    """``--shape`` as a task of ``kind`` holds it, fields left off the end at their defaults;
+    a ``ShapeError`` that names the kind's fields in order, with an example, unless it is."""
+    try:
+        ints = _parse_ints(text, "--shape")
+        fs = _shape_fields(kind)
+        need = sum(f.default is MISSING for f in fs)
+        if fs and not need <= len(ints) <= len(fs):
+            want = str(need) if need == len(fs) else f"{need} to {len(fs)}"
+            raise ShapeError(f"--shape {text}: {len(ints)} ints, not {want}")
+        return task_shape(kind, ints + tuple(f.default for f in fs[len(ints) :]))
+    except ShapeError as exc:
+        raise ShapeError(
+            f"{exc}; {kind} takes --shape {shape_usage(kind)}, e.g. --shape {SHAPE_EXAMPLES[kind]}"
+        ) from None
+
+
+def shape_help() -> str:
+    """The tune command's list of what ``--shape`` takes for each operator."""
+    lines = [
+        "--shape for each operator: its ints in this order; those in [ ] may be left off",
+        "the end (at the defaults shown)",
+    ]
+    for kind in TUNE_KINDS:  # long lists wrapped between fields
+        usage = textwrap.wrap(shape_usage(kind).replace(",", ", "), 70)
+        lines.append(f"  {kind}: " + "\n      ".join(u.replace(", ", ",") for u in usage))
+        lines.append(f"      e.g. --shape {SHAPE_EXAMPLES[kind]}")
+    lines.append("  pool's mode: " + ", ".join(f"{i} {m}" for i, m in enumerate(MODES)))
+    lines.append("  --expr: the extents, e.g. i=64,j=64,k=64")
+    return "\n".join(lines)
 
 
 def check_extents(text: str, what: str) -> str:
@@ -157,8 +226,9 @@ def import_modules(names: Sequence[str] | None) -> None:
             ) from None
 
 
-def _tasks(args: argparse.Namespace) -> list[Task]:
-    """The tasks a ``tune`` or ``compare`` command asks for."""
+def _tasks(args: argparse.Namespace, cluster: Cluster | None = None) -> list[Task]:
+    """The tasks a ``tune`` or ``compare`` command asks for (on ``cluster``'s devices if
+    given)."""
     if getattr(args, "expr", None):
         check_extents(args.shape, "--shape")
         return [
@@ -167,12 +237,15 @@ def _tasks(args: argparse.Namespace) -> list[Task]:
             )
         ]
     if args.kind is None:
-        raise TensorschedError("give the operator (gemm or conv2d) or --expr")
-    template = args.template or _default_template(args.kind, args.device)
+        raise TensorschedError(f"give the operator ({', '.join(TUNE_KINDS)}) or --expr")
     epilogue = tuple(x for x in (args.epilogue or "").split(",") if x)
     shapes = []
     if args.shape:
-        shapes.append(_parse_ints(args.shape, "--shape"))
+        shapes.append(parse_shape(args.kind, args.shape))
+    if args.shapes and args.kind not in ("gemm", "conv2d"):
+        raise TensorschedError(
+            f"--shapes reads GEMM and conv2d tables; give a {args.kind} shape with --shape"
+        )
     if args.shapes:
         try:
             with open(args.shapes, newline="") as f:
@@ -220,8 +293,10 @@ def _tasks(args: argparse.Namespace) -> list[Task]:
                     ) from None
     if not shapes:
         raise TensorschedError("give --shape or --shapes")
+    gpu = False if args.template else _is_gpu(args, cluster)  # only a default asks
     seen, tasks = set(), []
     for sh in shapes:
+        template = args.template or _default_template(args.kind, sh, epilogue, gpu)
         t = Task(args.kind, template, sh, epilogue=epilogue)
         if t.key() not in seen:
             seen.add(t.key())
@@ -229,11 +304,30 @@ def _tasks(args: argparse.Namespace) -> list[Task]:
     return tasks
 
 
-def _default_template(kind: str, device: str | None) -> str:
-    dev = find_device(device) if device else current_device()
+def _is_gpu(args: argparse.Namespace, cluster: Cluster | None) -> bool:
+    """Whether the device tuned for is a GPU: those ``--device`` names on ``cluster`` (all
+    GPUs or none, as one template is tuned for them all), else this host's."""
+    if cluster is None:
+        return bool((find_device(args.device) if args.device else current_device()).is_gpu)
+    gpu = {cluster.is_gpu(d) for d in (args.device.split(",") if args.device else [None])}
+    if len(gpu) > 1:
+        raise TensorschedError(
+            f"--device {args.device} names GPUs and other devices: give --template "
+            "(one template for every device tuned at once)"
+        )
+    return gpu.pop()
+
+
+def _default_template(
+    kind: str, shape: tuple[int, ...], epilogue: tuple[str, ...], gpu: bool
+) -> str:
+    """GEMM's GPU or CPU template, seed 003's spatial pack for conv2d, else the template
+    ``net tune`` picks for a task no log has timed (``graph.tasks.choose_template``)."""
     if kind == "gemm":
-        return "gpu_tiled" if dev.is_gpu else "cpu"
-    return "spatial_pack"
+        return "gpu_tiled" if gpu else "cpu"
+    if kind == "conv2d":
+        return "spatial_pack"
+    return choose_template(kind, shape, epilogue, gpu)
 
 
 def _restrict(items: Sequence[str] | None) -> dict[str, list]:
@@ -263,16 +357,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
     named = [k for k in kinds if k]  # with --cluster local, the devices its workers hold
     cluster = Cluster(args.cluster, devices=named) if args.cluster else None  # for all tasks
     try:
-        if cluster is not None and args.kind == "gemm" and not args.template:
-            # the default template suits the cluster's device, not this host's
-            gpu = {cluster.is_gpu(d) for d in kinds}
-            if len(gpu) > 1:
-                raise TensorschedError(
-                    f"--device {args.device} names GPUs and other devices: give --template "
-                    "(one template for every device tuned at once)"
-                )
-            args.template = "gpu_tiled" if gpu.pop() else "cpu"
-        tasks = _tasks(args)
+        tasks = _tasks(args, cluster)
         restrict = _restrict(args.knob)
         log = args.log or cache_path("tensorsched_tune.jsonl")
         rows = _tune_tasks(args, tasks, restrict, log, cluster, kinds)
@@ -586,13 +671,14 @@ def make_parser() -> argparse.ArgumentParser:
         help="P:D or part of a device name (default: TS_DEVICE, else the first GPU, else the CPU)",
     )
     pk.add_argument("--repeat", type=positive_int, default=5)
-    tu = sub.add_parser("tune", help="search a template's knobs on the device")
-    tu.add_argument("kind", nargs="?", choices=["gemm", "conv2d"])
-    tu.add_argument(
-        "--shape",
-        help="M,N,K for gemm; N,CI,H,W,CO,KH,KW,stride,pad for conv2d; "
-        "the extents (i=64,j=64,k=64) for --expr",
+    tu = sub.add_parser(
+        "tune",
+        help="search a template's knobs on the device",
+        epilog=shape_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    tu.add_argument("kind", nargs="?", choices=TUNE_KINDS)
+    tu.add_argument("--shape", help="the operator's ints (listed below), or the extents for --expr")
     tu.add_argument(
         "--expr",
         help="tune a tensor expression given as text with the generic "
@@ -607,7 +693,8 @@ def make_parser() -> argparse.ArgumentParser:
     tu.add_argument(
         "--template",
         help="template name (default: cpu or gpu_tiled for gemm by "
-        "device type, spatial_pack for conv2d); yours once --import has registered it",
+        "device type, spatial_pack for conv2d, for the others the one net tune picks on "
+        "that device type); yours once --import has registered it",
     )
     _add_import(tu)
     tu.add_argument("--epilogue", help="comma-separated: bias,relu,sigmoid")

@@ -88,6 +88,7 @@ class Config:
         self.space: dict[str, Knob] = {}  # name -> Knob, in definition order
         self.constraints: list[str] = []
         self.valid = True
+        self.flop = 0.0  # FLOPs the template declared (TVM AutoTVM's ``cfg.add_flop``), or 0
         self._limits = limits
 
     @property

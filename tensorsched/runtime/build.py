@@ -80,15 +80,17 @@ class PythonModule(ModuleNames):
 def build(
     sch: Schedule | LoweredFunc,
     args: Sequence[Tensor] | None = None,
-    target: str | Target | None = "opencl",
+    target: str | Target | None = None,
     name: str = "default_function",
     target_host: str | Target | None = None,
     **options: Any,
 ) -> PythonModule | OpenCLModule:
     """Compile a schedule with its argument tensors, or a lowered function, for ``target``.
 
-    ``target="opencl"`` gives an OpenCL module (see ``tensorsched.runtime``); ``"python"`` runs
-    the lowered IR in Python without any device. TVM's CPU targets (``"llvm"``, ``"c"``, or a
+    ``target="opencl"`` (the default, or the target of an enclosing ``with
+    ts.target.Target(...):`` block, as in TVM) gives an OpenCL module (see
+    ``tensorsched.runtime``); ``"python"`` runs the lowered IR in Python without any device.
+    TVM's CPU targets (``"llvm"``, ``"c"``, or a
     ``ts.target.Target`` of them) build for the CPU OpenCL device, with a ``TargetNote``;
     ``"cuda"``, ``"rocm"``, ``"metal"`` and ``"vulkan"`` are a ``TargetError`` naming
     ``"opencl"``. ``target_host`` is accepted for TVM's sake: the host code is Python here.

@@ -26,7 +26,11 @@ class TargetKind:
 
 class Target:
     """TVM's target as text: ``Target("llvm -mcpu=skylake")``, ``Target("opencl")``. Only its
-    kind (the first word) matters to ``ts.build``; the options are kept for ``str()``."""
+    kind (the first word) matters to ``ts.build``; the options are kept for ``str()``.
+
+    As in TVM, ``with Target("llvm"):`` makes it the current target (``Target.current()``):
+    ``ts.build`` without a target builds for it, and ``ts.autotvm`` templates look up their
+    tuned configs for its device."""
 
     def __init__(self, target: str | Target, host: str | Target | None = None) -> None:
         text = str(target).strip()
@@ -40,6 +44,24 @@ class Target:
         kind = KIND_ALIASES.get(self.kind.name, self.kind.name)
         return ("cpu",) if kind == "cpu" else (kind, "gpu")
 
+    def __enter__(self) -> Target:
+        _CURRENT.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if _CURRENT and _CURRENT[-1] is self:
+            _CURRENT.pop()
+
+    @staticmethod
+    def current(allow_none: bool = True) -> Target | None:
+        """The innermost target of a ``with Target(...):`` block; ``None`` outside one (a
+        ``TargetError`` with ``allow_none=False``)."""
+        if _CURRENT:
+            return _CURRENT[-1]
+        if not allow_none:
+            raise TargetError("there is no current target: use 'with ts.target.Target(...):'")
+        return None
+
     def __str__(self) -> str:
         return self.text
 
@@ -47,15 +69,20 @@ class Target:
         return f"Target({self.text!r})"
 
 
+_CURRENT: list[Target] = []  # the ``with Target(...)`` blocks entered, innermost last
+
 # the (target, device) pairs already noted: the note is given once a process
 _NOTED: set[tuple[str, str]] = set()
 
 
 def resolve_target(target: str | Target | None) -> tuple[str, Device | None]:
-    """``(backend, device)`` for a TVM target: ``("opencl", None)`` for the device in use,
+    """``(backend, device)`` for a TVM target (``None``: the current ``with Target(...)``
+    block's, else ``"opencl"``): ``("opencl", None)`` for the device in use,
     ``("opencl", cpu device)`` for a CPU target (with a ``TargetNote``, once a process),
     ``("python", None)``; a ``TargetError`` naming ``"opencl"`` for another API's target or
     an unknown one."""
+    if target is None:
+        target = Target.current()
     text = "opencl" if target is None else str(target).strip()
     kind = text.split()[0] if text else ""
     if kind in ("opencl", "cl", "python"):

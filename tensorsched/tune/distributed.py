@@ -147,7 +147,7 @@ def local_device_name() -> str | None:
 
 
 def remote_build(
-    task_dict: dict, config: dict, limits: DeviceLimits, modules: tuple[str, ...]
+    task_dict: dict, config: dict, limits: DeviceLimits, modules: tuple[str | bytes, ...]
 ) -> tuple[str, str, bytes | None]:
     """On a worker: ``prebuild``'s ``(status, error, artifact)``, its program compiled where
     this host has the device of ``limits`` (a cache hit for the measuring worker), else the
@@ -168,7 +168,7 @@ def remote_measure(
     budget_ms: float | None,
     timeout: float,
     limits: DeviceLimits,
-    modules: tuple[str, ...],
+    modules: tuple[str | bytes, ...],
     specs: tuple | None,
     resource: str,
 ) -> dict[str, Any]:
@@ -346,7 +346,7 @@ class Cluster:
     # ---- tasks
 
     def build(
-        self, task_dict: dict, config: dict, limits: DeviceLimits, modules: tuple[str, ...]
+        self, task_dict: dict, config: dict, limits: DeviceLimits, modules: tuple[str | bytes, ...]
     ) -> Any:
         """The future of a candidate's build, on any worker."""
         fut = self.client.submit(remote_build, task_dict, config, limits, modules, pure=False)

@@ -34,7 +34,6 @@ import math
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -79,7 +78,7 @@ IR_COLUMNS = (
 def task_gemm_view(task: Task) -> tuple[str, tuple[int, ...]] | None:
     """``(GEMM template, (M, N, K))`` of a task whose template is a GEMM scheduled with that
     GEMM template's knobs (a GEMM task's own; ``templates.gemm_view``), else ``None``."""
-    if task.kind == "expr":
+    if task.kind in ("expr", "autotvm"):
         return None
     return gemm_view(task.kind, task.template, task.shape)
 
@@ -99,6 +98,8 @@ def shape_vector(task: Task) -> tuple[float, ...]:
             except ValueError:
                 continue
         return tuple(out)
+    if task.kind == "autotvm":  # the template's int arguments (TVM's N, L, M)
+        return tuple(float(x) for x in task.args if isinstance(x, int) and not isinstance(x, bool))
     return tuple(float(x) for x in task.shape)
 
 
@@ -380,7 +381,9 @@ class Lowering:
     started once lowering here would have taken ``POOL_AFTER_S``), else here. The results are
     the same either way; a pool that fails is dropped and the rest is lowered here."""
 
-    def __init__(self, limits: DeviceLimits, workers: int = 0, modules: tuple[str, ...] = ()):
+    def __init__(
+        self, limits: DeviceLimits, workers: int = 0, modules: tuple[str | bytes, ...] = ()
+    ):
         self.limits, self.workers, self.modules = limits, workers, tuple(modules)
         self.pool: cf.ProcessPoolExecutor | None = None
         self.lowered = 0  # candidates this object lowered (here or in its pool), not memoised
@@ -437,7 +440,7 @@ class Lowering:
                 return out + list(
                     self.pool.map(
                         _lower_job,
-                        [asdict(t) for t, _ in items],
+                        [t.to_dict() for t, _ in items],
                         [c for _, c in items],
                         [self.limits] * len(items),
                         chunksize=chunk,

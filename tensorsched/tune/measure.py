@@ -22,6 +22,7 @@ import concurrent.futures as cf
 import importlib
 import multiprocessing as mp
 import os
+import pickle
 import threading
 import time
 import traceback
@@ -60,17 +61,23 @@ def exit_with_parent() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def import_modules(modules: tuple[str, ...]) -> None:
+def import_modules(modules: tuple[str | bytes, ...]) -> None:
     """In a worker process: import the modules that registered the user's templates (named by
-    the tuner's own process from its registry, never by a log)."""
-    for name in modules:
-        importlib.import_module(name)
+    the tuner's own process from its registry, never by a log). An item that is bytes is a
+    registration the tuner's process pickled itself (``autotvm``: a template defined in the
+    main script, sent by value as TVM's workers get it, so that the script is not run again):
+    unpickled and called. Neither comes from a log."""
+    for item in modules:
+        if isinstance(item, bytes):
+            pickle.loads(item)()
+        else:
+            importlib.import_module(item)
 
 
 _IMPORT_ERROR: list[str] = []  # in a build worker: why the user's modules did not import
 
 
-def init_worker(modules: tuple[str, ...] = ()) -> None:
+def init_worker(modules: tuple[str | bytes, ...] = ()) -> None:
     """A build worker's start: exit with the tuner, find the user's templates (a module that
     does not import is reported by each build, not by a broken pool)."""
     exit_with_parent()
@@ -80,7 +87,7 @@ def init_worker(modules: tuple[str, ...] = ()) -> None:
         _IMPORT_ERROR.append(traceback.format_exc(limit=3)[-2000:])
 
 
-def worker_pool(n: int, modules: tuple[str, ...] = ()) -> cf.ProcessPoolExecutor:
+def worker_pool(n: int, modules: tuple[str | bytes, ...] = ()) -> cf.ProcessPoolExecutor:
     """``n`` worker processes, started fresh (spawn: no forked OpenCL state), each exiting
     with this one and importing the user's template ``modules`` (``init_worker``)."""
     return cf.ProcessPoolExecutor(
@@ -359,7 +366,7 @@ def _runner_main(
     task_dict: dict | None = None,
     specs: Sequence[ArgSpec] | None = None,
     limits: DeviceLimits | None = None,
-    modules: tuple[str, ...] = (),
+    modules: tuple[str | bytes, ...] = (),
 ) -> None:
     exit_with_parent()
     _select_device(device)
@@ -409,7 +416,7 @@ class Runner:
         task_dict: dict | None = None,
         specs: tuple | None = None,
         limits: DeviceLimits | None = None,
-        modules: tuple[str, ...] = (),
+        modules: tuple[str | bytes, ...] = (),
     ):
         self.device, self.timeout = device, timeout
         self.task_dict, self.specs, self.limits = task_dict, specs, limits

@@ -559,7 +559,7 @@ class ModelProposer:
         batch: int = BATCH,
         explore: float = EXPLORE,
         workers: int = 0,
-        modules: tuple[str, ...] = (),
+        modules: tuple[str | bytes, ...] = (),
     ):
         require_lightgbm()
         self.task, self.space, self.limits = task, space, limits

@@ -59,6 +59,65 @@ def _check_epilogue(epilogue: Any) -> None:
             raise TaskError(f"epilogue {list(epilogue)!r} names {e!r} twice; each applies once")
 
 
+class ShapeError(TaskError):
+    """A task's shape that is not its operator's: too few or too many ints, or a bad one."""
+
+
+def task_shape(kind: str, shape: Any) -> tuple[int, ...]:
+    """``shape`` as a task of ``kind`` (not ``expr``) holds it; a ``ShapeError`` unless it is
+    the kind's ints, each in range, and a workload its declaration accepts."""
+    if kind in SHAPES:
+        return _network_shape(kind, shape)
+    # conv2d: 9 ints (N, CI, IH, IW, CO, KH, KW, stride, pad), a 10th (the dilation) only
+    # where it is above 1 (ConvShape.astuple), so a dilated conv's key never matches an
+    # undilated one's and the logs of undilated convs keep their 9-int shapes
+    want = (3,) if kind == "gemm" else (9, 10)
+    ints = tuple(shape) if isinstance(shape, (tuple, list)) else None
+    if (
+        ints is None
+        or len(ints) not in want
+        or not all(_is_int(x) and 0 <= x <= INDEX_MAX for x in ints)
+        or any(x == 0 for i, x in enumerate(ints) if kind == "gemm" or i != 8)
+    ):
+        what = (
+            "3 positive ints"
+            if kind == "gemm"
+            else "9 positive ints (N, CI, IH, IW, CO, KH, KW, stride, pad; pad may be 0), "
+            "and a 10th, the dilation, where it is not 1,"
+        )
+        raise ShapeError(f"{kind} shape must be {what} up to {INDEX_MAX}, got {shape!r}")
+    ints = tuple(int(x) for x in ints)
+    return ConvShape(*ints).astuple() if kind == "conv2d" else ints  # a dilation of 1: dropped
+
+
+def _network_shape(kind: str, shape: Any) -> tuple[int, ...]:
+    """A network operator's shape: the fields of its ``SHAPES`` class, ints, positive but
+    for the paddings and the pooling mode, and a workload its declaration accepts."""
+    cls = SHAPES[kind]
+    names = [f.name for f in fields(cls)]
+    ints = tuple(shape) if isinstance(shape, (tuple, list)) else None
+    may_be_zero = {n for n in names if n.startswith("pad_") or n == "mode"}
+    if (
+        ints is None
+        or len(ints) != len(names)
+        or not all(_is_int(x) and 0 <= x <= INDEX_MAX for x in ints)
+        or any(x == 0 and n not in may_be_zero for n, x in zip(names, ints))
+    ):
+        zero = f" but for {', '.join(sorted(may_be_zero))}" if may_be_zero else ""
+        raise ShapeError(
+            f"{kind} shape must be {len(names)} ints up to {INDEX_MAX} "
+            f"({', '.join(names)}; positive{zero}), got {shape!r}"
+        )
+    ints = tuple(int(x) for x in ints)
+    try:
+        obj = cls(*ints)
+        if hasattr(obj, "check"):
+            obj.check()
+    except ComputeError as exc:
+        raise ShapeError(f"{kind} shape {ints}: {exc}") from None
+    return ints
+
+
 @dataclass(frozen=True)
 class Task:
     kind: str  # "gemm", "conv2d", "expr" or a network operator's (templates.SHAPES)
@@ -70,6 +129,10 @@ class Task:
     epilogue: tuple = field(default=())
     expr: str = ""  # kind "expr": statements as text (ts.parse_expr) ...
     expr_shapes: str = ""  # ... and their extents, "i=64,j=64,k=64"
+    # kind "autotvm": the arguments of a TVM AutoTVM template (``ts.autotvm``): ints, floats,
+    # strings, bools, None and tuples of them (``autotvm_args``); left out of ``to_dict`` where
+    # empty, so every other task's record and key stay as they were
+    args: tuple = field(default=())
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or self.kind not in KINDS:
@@ -87,6 +150,22 @@ class Task:
         for name in ("expr", "expr_shapes"):
             if not isinstance(getattr(self, name), str):
                 raise TaskError(f"{name} must be text, got {getattr(self, name)!r}")
+        if self.kind == "autotvm":
+            for name in ("shape", "epilogue", "expr", "expr_shapes"):
+                if getattr(self, name):
+                    raise TaskError(
+                        f"an autotvm task has no {name} (its template's arguments are args), "
+                        f"got {str(getattr(self, name))[:80]!r}"
+                    )
+            object.__setattr__(self, "shape", ())
+            object.__setattr__(self, "epilogue", ())
+            object.__setattr__(self, "args", autotvm_args(self.args))
+            return
+        if self.args:
+            raise TaskError(
+                f"a {self.kind} task has no args (that is a field of autotvm tasks), "
+                f"got {str(self.args)[:80]!r}"
+            )
         if self.kind == "expr":
             if not self.expr:
                 raise TaskError("an expr task needs the expression text (--expr)")
@@ -106,61 +185,7 @@ class Task:
                     f"got {getattr(self, name)[:80]!r}"
                 )
         _check_epilogue(self.epilogue)
-        if self.kind in SHAPES:
-            self._check_network_shape()
-            return
-        # conv2d: 9 ints (N, CI, IH, IW, CO, KH, KW, stride, pad), a 10th (the dilation) only
-        # where it is above 1 (ConvShape.astuple), so a dilated conv's key never matches an
-        # undilated one's and the logs of undilated convs keep their 9-int shapes
-        want = (3,) if self.kind == "gemm" else (9, 10)
-        shape = tuple(self.shape) if isinstance(self.shape, (tuple, list)) else None
-        if (
-            shape is None
-            or len(shape) not in want
-            or not all(_is_int(x) and 0 <= x <= INDEX_MAX for x in shape)
-            or any(x == 0 for i, x in enumerate(shape) if self.kind == "gemm" or i != 8)
-        ):
-            what = (
-                "3 positive ints"
-                if self.kind == "gemm"
-                else "9 positive ints (N, CI, IH, IW, CO, KH, KW, stride, pad; pad may be 0), "
-                "and a 10th, the dilation, where it is not 1,"
-            )
-            raise TaskError(
-                f"{self.kind} shape must be {what} up to {INDEX_MAX}, got {self.shape!r}"
-            )
-        shape = tuple(int(x) for x in shape)
-        if self.kind == "conv2d":
-            shape = ConvShape(*shape).astuple()  # a dilation of 1 written out: dropped
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "epilogue", tuple(self.epilogue))
-
-    def _check_network_shape(self) -> None:
-        """A network operator's shape: the fields of its ``SHAPES`` class, ints, positive but
-        for the paddings and the pooling mode, and a workload its declaration accepts."""
-        cls = SHAPES[self.kind]
-        names = [f.name for f in fields(cls)]
-        shape = tuple(self.shape) if isinstance(self.shape, (tuple, list)) else None
-        may_be_zero = {n for n in names if n.startswith("pad_") or n == "mode"}
-        if (
-            shape is None
-            or len(shape) != len(names)
-            or not all(_is_int(x) and 0 <= x <= INDEX_MAX for x in shape)
-            or any(x == 0 and n not in may_be_zero for n, x in zip(names, shape))
-        ):
-            zero = f" but for {', '.join(sorted(may_be_zero))}" if may_be_zero else ""
-            raise TaskError(
-                f"{self.kind} shape must be {len(names)} ints up to {INDEX_MAX} "
-                f"({', '.join(names)}; positive{zero}), got {self.shape!r}"
-            )
-        shape = tuple(int(x) for x in shape)
-        try:
-            obj = cls(*shape)
-            if hasattr(obj, "check"):
-                obj.check()
-        except ComputeError as exc:
-            raise TaskError(f"{self.kind} shape {shape}: {exc}") from None
-        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "shape", task_shape(self.kind, self.shape))
         object.__setattr__(self, "epilogue", tuple(self.epilogue))
 
     # ---- identity
@@ -169,9 +194,17 @@ class Task:
         """A stable string naming the task in logs (made once per task object)."""
         key = self.__dict__.get("_key")
         if key is None:
-            key = json.dumps(asdict(self), sort_keys=True)
+            key = json.dumps(self.to_dict(), sort_keys=True)
             object.__setattr__(self, "_key", key)
         return key
+
+    def to_dict(self) -> dict[str, Any]:
+        """The task's fields as a log record and a worker's message hold them: ``args`` only
+        where it is not empty (an autotvm task's), so other tasks' records are unchanged."""
+        d = asdict(self)
+        if not self.args:
+            del d["args"]
+        return d
 
     @classmethod
     def from_dict(cls, d: Any) -> Task:
@@ -189,9 +222,9 @@ class Task:
                 + (" and " if foreign and missing else "")
                 + (f"with the unknown field(s) {', '.join(foreign)}" if foreign else "")
             )
-        shape, epilogue = d["shape"], d.get("epilogue", ())
-        if not isinstance(shape, (list, tuple)) or not isinstance(epilogue, (list, tuple)):
-            raise TaskError("a task's shape and epilogue are lists")
+        shape, epilogue, args = d["shape"], d.get("epilogue", ()), d.get("args", ())
+        if not all(isinstance(x, (list, tuple)) for x in (shape, epilogue, args)):
+            raise TaskError("a task's shape, epilogue and args are lists")
         return cls(
             d["kind"],
             d["template"],
@@ -200,11 +233,14 @@ class Task:
             tuple(epilogue),
             d.get("expr", ""),
             d.get("expr_shapes", ""),
+            autotvm_args(args),
         )
 
     def __str__(self) -> str:
         if self.kind == "expr":
             return f"expr '{self.expr}' ({self.expr_shapes}) [{self.template}]"
+        if self.kind == "autotvm":
+            return f"autotvm {self.template}{self.args!r}"
         shape = "x".join(map(str, self.shape))
         ep = f" +{'+'.join(self.epilogue)}" if self.epilogue else ""
         return f"{self.kind} {shape} [{self.template}]{ep}"
@@ -217,6 +253,8 @@ class Task:
         return templates_of(self.kind)[self.template]
 
     def shape_args(self) -> tuple:
+        if self.kind == "autotvm":
+            return self.args
         if self.kind == "expr":
             return (self.expr, self.expr_shapes)
         if self.kind in SHAPES:
@@ -224,6 +262,8 @@ class Task:
         return self.shape if self.kind == "gemm" else (ConvShape(*self.shape),)
 
     def _call(self, cfg: Config) -> tuple:
+        if self.kind == "autotvm":  # TVM's template(*args): the dtype is one of them
+            return self.function(cfg, *self.args)
         extra = {} if self.kind == "expr" else {"epilogue": self.epilogue}
         return self.function(cfg, *self.shape_args(), dtype=self.dtype, **extra)
 
@@ -243,6 +283,9 @@ class Task:
     def flop(self) -> int:
         if self.kind == "expr":
             return _expr_flop(self.expr, self.expr_shapes, self.dtype)
+        if self.kind == "autotvm":  # the template's cfg.add_flop, else counted (tensors_flop)
+            _, args, cfg = self.instantiate(None)
+            return int(cfg.flop) if cfg.flop > 0 else tensors_flop(args)
         if self.kind == "gemm":
             M, N, K = self.shape
             return 2 * M * N * K
@@ -262,6 +305,8 @@ class Task:
         backend on the plain schedule, or for large ones the template's default config)."""
         if self.kind == "expr":
             return _expr_reference(self, inputs)
+        if self.kind == "autotvm":
+            return _plain_reference(self, inputs)
         x = [np.asarray(a, dtype=np.float64) for a in inputs]
         if self.kind == "gemm":
             return self._image_reference(x)
@@ -328,5 +373,98 @@ def _expr_reference(task: Task, inputs: list[np.ndarray]) -> np.ndarray:
         s, args, _ = task.instantiate(None)
         mod = build(s, args, target="opencl")
     res = np.full(args[-1].shape, np.nan, dtype=args[-1].dtype)
+    mod(*inputs, res)
+    return res.astype(np.float64)
+
+
+ARGS_MAX_ITEMS = 256  # values (nested ones included) an autotvm task's args may hold
+ARGS_MAX_DEPTH = 4
+ARGS_MAX_TEXT = 256
+ARGS_MAX_INT = 2**63 - 1
+
+
+def autotvm_args(args: Any) -> tuple:
+    """An autotvm task's template arguments as a task holds them: ints, finite floats,
+    strings, bools, None and (nested) tuples of them, lists read from JSON made tuples; a
+    ``TaskError`` saying what is wrong otherwise. They may come from a log (untrusted): they
+    are checked as data here and only ever passed to the registered template, never run."""
+    count = [0]
+
+    def check(v: Any, depth: int) -> Any:
+        count[0] += 1
+        if count[0] > ARGS_MAX_ITEMS:
+            raise TaskError(f"an autotvm task's args hold more than {ARGS_MAX_ITEMS} values")
+        if v is None or isinstance(v, (bool, str)):
+            if isinstance(v, str) and len(v) > ARGS_MAX_TEXT:
+                raise TaskError(f"autotvm args: a string of {len(v)} characters (at most "
+                                f"{ARGS_MAX_TEXT}): {v[:40]!r}...")  # fmt: skip
+            return v
+        if _is_int(v):
+            if abs(int(v)) > ARGS_MAX_INT:
+                raise TaskError(f"autotvm args: the int {str(v)[:40]} is out of range")
+            return int(v)
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                raise TaskError(f"autotvm args: {v} is not a finite number")
+            return v
+        if isinstance(v, (tuple, list)):
+            if depth >= ARGS_MAX_DEPTH:
+                raise TaskError(f"autotvm args nest deeper than {ARGS_MAX_DEPTH} levels")
+            return tuple(check(x, depth + 1) for x in v)
+        raise TaskError(
+            f"autotvm args: {type(v).__name__} {str(v)[:60]!r} cannot be a template argument "
+            "of a task (a log holds it as JSON): use ints, floats, strings, bools, None and "
+            "tuples of them"
+        )
+
+    if not isinstance(args, (tuple, list)):
+        raise TaskError(f"an autotvm task's args are a tuple, got {type(args).__name__}")
+    return tuple(check(a, 1) for a in args)
+
+
+def _stages(outputs: Any) -> list[Any]:
+    """The operations computing ``outputs`` (tensors), producers first."""
+    seen: dict[Any, None] = {}
+
+    def visit(op: Any) -> None:
+        if op in seen:
+            return
+        for t in op.input_tensors:
+            visit(t.op)
+        seen[op] = None
+
+    for t in outputs:
+        visit(t.op)
+    return list(seen)
+
+
+def tensors_flop(args: Any) -> int:
+    """The FLOPs of computing ``args[-1]`` (an autotvm template's output) as ``_expr_flop``
+    counts them: 2 per reduction step and 1 per element of an elementwise stage."""
+    total = 0
+    try:
+        for op in _stages(args[-1:]):
+            if isinstance(op, PlaceholderOp) or not hasattr(op, "axis"):
+                continue
+            n = math.prod(int(x) for x in op.shape)
+            red = math.prod(int(iv.dom.extent) for iv in op.reduce_axis) if op.reduce_axis else 0
+            total += 2 * n * red if red else n
+    except (TypeError, ValueError):
+        raise TaskError(
+            "the template's output has a size that is not a constant, so its FLOPs cannot be "
+            "counted: declare them in the template with cfg.add_flop(n)"
+        ) from None
+    return max(total, 1)
+
+
+def _plain_reference(task: Task, inputs: list[np.ndarray]) -> np.ndarray:
+    """An autotvm task's expected output: its template's compute on a plain schedule
+    (``create_schedule(out.op)``), run exactly by the Python backend, or where that is more
+    than ``PYTHON_REFERENCE_LIMIT`` steps, on the OpenCL device."""
+    _, args, _ = task.instantiate(None)
+    out = args[-1]
+    target = "python" if task.flop <= PYTHON_REFERENCE_LIMIT else "opencl"
+    mod = build(create_schedule(out.op), list(args), target=target)
+    res = np.full(tuple(int(x) for x in out.shape), np.nan, dtype=args[-1].dtype)
     mod(*inputs, res)
     return res.astype(np.float64)

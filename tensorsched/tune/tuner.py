@@ -28,10 +28,11 @@ import re
 import socket
 import sys
 import time
+import types
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from tqdm import tqdm
 
 from ..errors import TensorschedError
 from ..ops.space import Config
-from ..ops.templates import template_module
+from ..ops.templates import template_module, template_payload
 from ..runtime.device import DeviceLimits, current_device, resolve_device
 from .distributed import Cluster, ClusterError, cluster_of
 from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
@@ -240,6 +241,8 @@ def tune(
     modules = worker_modules(task)
     pool, close = cluster_of(cluster) if cluster is not None else (None, None)
     proposer: Any = None
+    hidden = _main_hidden(any(isinstance(m, bytes) for m in modules))
+    hidden.__enter__()
     try:
         resource = ""
         if pool is not None:
@@ -284,7 +287,7 @@ def tune(
                     proposer,
                     done,
                     LogWriter(log_path),
-                    Runner(on, timeout, asdict(task), _specs(task), limits, modules),
+                    Runner(on, timeout, task.to_dict(), _specs(task), limits, modules),
                     BuildPool(n_build or max(1, os.cpu_count() or 2), on, limits, modules),
                     limits,
                     quiet=resolve_device(on or None).is_cpu,
@@ -318,6 +321,7 @@ def tune(
             proposer.close()
         if close is not None:
             close()
+        hidden.__exit__(None, None, None)
     return TuneResult(
         task,
         log_path,
@@ -329,6 +333,29 @@ def tune(
 
 
 _SHARED_LOGS: set[str] = set()  # logs that tune_devices holds for its searches
+
+
+@contextlib.contextmanager
+def _main_hidden(active: bool) -> Iterator[None]:
+    """While ``active``, the worker processes started here do not run the main script again.
+
+    A spawned process runs ``__main__``'s file again (as ``__mp_main__``) to find what it
+    defined. A script that tunes at its top level, without ``if __name__ == "__main__":``
+    (TVM's AutoTVM tutorials do), would tune again there. Its templates reach the workers by
+    value instead (``worker_modules``), and multiprocessing is shown a bare ``__main__`` (as
+    in an interactive session) while the workers start; the script's module itself is left
+    untouched and put back at the end."""
+    main = sys.modules.get("__main__")
+    if not active or main is None:
+        yield
+        return
+    stand_in = types.ModuleType("__main__", "the main script, hidden from the tuner's workers")
+    sys.modules["__main__"] = stand_in
+    try:
+        yield
+    finally:
+        if sys.modules.get("__main__") is stand_in:
+            sys.modules["__main__"] = main
 
 
 @contextlib.contextmanager
@@ -408,10 +435,15 @@ def _is_positive(x: object) -> bool:
     )
 
 
-def worker_modules(task: Task) -> tuple[str, ...]:
+def worker_modules(task: Task) -> tuple[str | bytes, ...]:
     """The modules the tuner's worker processes import to find the task's template: the
-    module this process registered it from (``()`` for a built-in one). Read from this
-    process's registry, never from a log."""
+    module this process registered it from (``()`` for a built-in one), or the template's
+    registration pickled where it was registered by value (``register_template``'s
+    ``by_value``: an ``autotvm`` template of the main script). Read from this process's
+    registry, never from a log."""
+    payload = template_payload(task.kind, task.template)
+    if payload is not None:  # a template of the main script, sent by value
+        return (payload,)
     module = template_module(task.kind, task.template)
     if module is not None:
         return (module,)
@@ -456,7 +488,7 @@ class BuildPool:
     fresh one, a new *generation*; a candidate whose future was lost with its pool is built by
     the runner instead."""
 
-    def __init__(self, n: int, device: str, limits: DeviceLimits, modules: tuple[str, ...]):
+    def __init__(self, n: int, device: str, limits: DeviceLimits, modules: tuple[str | bytes, ...]):
         self.n, self.device, self.limits, self.modules = n, device, limits, modules
         self.pool: cf.ProcessPoolExecutor | None = None
         self.generation = 0  # pools that came before this one
@@ -506,7 +538,7 @@ class Trials:
         writer: LogWriter,
         limits: DeviceLimits,
     ):
-        self.task, self.task_dict, self.space = task, asdict(task), space
+        self.task, self.task_dict, self.space = task, task.to_dict(), space
         self.proposer, self.done = proposer, done
         self.writer, self.limits = writer, limits
         self.submitted = 0
@@ -838,7 +870,7 @@ class ClusterSearch(Trials):
         limits: DeviceLimits,
         cluster: Cluster,
         resource: str,
-        modules: tuple[str, ...],
+        modules: tuple[str | bytes, ...],
         timeout: float,
     ):
         super().__init__(task, space, proposer, done, writer, limits)

@@ -99,9 +99,11 @@ TEMPLATES: dict[str, dict[str, Template]] = {
     },
 }
 EXPR_TEMPLATES: dict[str, Template] = {"generic": generic}  # kind "expr": text expressions
+# kind "autotvm": TVM AutoTVM templates (``ts.autotvm.template``), ``template(cfg, *args)``
+AUTOTVM_TEMPLATES: dict[str, Template] = {}
 KINDS = (
     "gemm", "conv2d", "expr", "depthwise_conv2d", "group_conv2d", "dense", "pool", "softmax",
-    "conv3d",
+    "conv3d", "autotvm",
 )  # fmt: skip
 SHAPES: dict[str, type] = {  # the shape object a network operator's templates take
     "depthwise_conv2d": GroupConvShape,
@@ -174,8 +176,11 @@ def gemm_view(kind: str, name: str, shape: tuple[int, ...]) -> tuple[str, tuple[
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_AUTOTVM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{0,127}")  # TVM's "tutorial/matmul"
 _BUILTIN = {(k, n) for k in TEMPLATES for n in TEMPLATES[k]} | {("expr", "generic")}
 _USER: dict[tuple[str, str], str] = {}  # (kind, name) of a user's template -> its module
+# (kind, name) of a template that workers get by value -> what makes its pickled registration
+_BY_VALUE: dict[tuple[str, str], Callable[[], bytes]] = {}
 
 
 class TemplateError(TensorschedError):
@@ -186,6 +191,8 @@ def templates_of(kind: str) -> dict[str, Template]:
     """The registered templates of ``kind`` (one of ``KINDS``), by name."""
     if kind == "expr":
         return EXPR_TEMPLATES
+    if kind == "autotvm":
+        return AUTOTVM_TEMPLATES
     if kind not in TEMPLATES:
         raise TemplateError(f"unknown operator '{kind}'; use one of {', '.join(KINDS)}")
     return TEMPLATES[kind]
@@ -209,18 +216,29 @@ def _same(a: Template, b: Template) -> bool:
     )
 
 
-def register_template(kind: str, name: str, fn: Template | None = None) -> Any:
+def register_template(
+    kind: str,
+    name: str,
+    fn: Template | None = None,
+    by_value: Callable[[], bytes] | None = None,
+) -> Any:
     """Register ``fn`` as template ``name`` of ``kind`` (``gemm``, ``conv2d`` or ``expr``);
     without ``fn``, a decorator. A task, a log record and ``tensorsched tune --template`` name
     it by ``name``. Registering another function under a name already taken (a built-in
-    template's included) raises ``TemplateError``. Returns ``fn``."""
+    template's included) raises ``TemplateError``. Returns ``fn``.
+
+    ``by_value``: for a template defined in the main script that the tuner's workers must not
+    run again (``ts.autotvm``), a function giving its registration pickled, which the workers
+    unpickle and call instead of importing a module (``template_payload``)."""
     if fn is None:
-        return partial(register_template, kind, name)
+        return partial(register_template, kind, name, by_value=by_value)
     table = templates_of(kind)
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
+    pattern = _AUTOTVM_NAME if kind == "autotvm" else _NAME
+    if not isinstance(name, str) or not pattern.fullmatch(name):
+        slash = ", '/'" if kind == "autotvm" else ""
         raise TemplateError(
-            f"template name {name!r}: use 1 to 64 letters, digits, '_', '.' or '-', starting "
-            "with a letter or '_' (a name, not a module path)"
+            f"template name {name!r}: use 1 to {64 if not slash else 128} letters, digits, "
+            f"'_', '.'{slash} or '-', starting with a letter or '_' (a name, not a module path)"
         )
     if not callable(fn):
         raise TemplateError(f"template '{name}': {fn!r} is not a function")
@@ -231,7 +249,17 @@ def register_template(kind: str, name: str, fn: Template | None = None) -> Any:
         )
     table[name] = fn
     _USER[(kind, name)] = _module_of(fn)
+    if by_value is not None:
+        _BY_VALUE[(kind, name)] = by_value
     return fn
+
+
+def template_payload(kind: str, name: str) -> bytes | None:
+    """The pickled registration of template ``name`` of ``kind`` for the tuner's workers,
+    where it was registered ``by_value``, else ``None``. Made now, so that it holds what the
+    template's globals are by now."""
+    make = _BY_VALUE.get((kind, name))
+    return make() if make is not None else None
 
 
 def template_module(kind: str, name: str) -> str | None:
