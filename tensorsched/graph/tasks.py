@@ -56,6 +56,14 @@ TEMPLATE_CHOICE: dict[str, dict[str, tuple[str, ...]]] = {
     # a work-group per row: batch-1 networks have one row (0.007 ms, not 0.39, on PoCL)
     "softmax": {"gpu": ("rows_gpu", "rows"), "cpu": ("rows_gpu", "rows")},
 }
+# a dense layer of this many rows or more (a transformer's tokens, a batch) takes its device
+# type's GEMM template first (benchmarks/dense_rows.py, O = 1024, K = 256, against the
+# matrix-vector template: on PoCL 0.65x at 4 rows, 2.0x at 8, 3.2x at 128; on the H200 0.40x
+# at 8 rows (the GEMM's defaults), 2.2x at 16 (a config predicted from the GEMM log), 4.1x at
+# 128)
+DENSE_GEMM_ROWS = {"gpu": 16, "cpu": 8}
+DENSE_GEMM = {"gpu": "gemm_gpu", "cpu": "gemm_cpu"}
+
 # the templates of a node that passes.channels_last made channels-last (attrs["layout"]); a
 # conv that writes NHWC from NCHW data (attrs["data_layout"]) is conv2d's "gemm_to_nhwc"
 CHANNELS_LAST = {"conv2d": "gemm_nhwc", "depthwise_conv2d": "nhwc"}
@@ -134,7 +142,8 @@ def workload(g: Graph, node: Node) -> Workload | None:
 def choose_template(kind: str, shape: tuple[int, ...], epilogue: Sequence[str], gpu: bool,
                     records: Sequence[Record] = ()) -> str:  # fmt: skip
     """The template for a workload: the fastest one in ``records`` (a tuning log's, of this
-    kind, shape and epilogue), else the first registered one of ``TEMPLATE_CHOICE``."""
+    kind, shape and epilogue), else the first registered one of ``TEMPLATE_CHOICE`` (for a
+    dense layer of ``DENSE_GEMM_ROWS`` rows or more, its GEMM template first)."""
     table = templates_of(kind)
     best: tuple[float, str] | None = None
     for r in records:
@@ -148,7 +157,11 @@ def choose_template(kind: str, shape: tuple[int, ...], epilogue: Sequence[str], 
                 best = (r.device_ms, str(name))
     if best is not None:
         return best[1]
-    for name in TEMPLATE_CHOICE[kind]["gpu" if gpu else "cpu"]:
+    device = "gpu" if gpu else "cpu"
+    choices = TEMPLATE_CHOICE[kind][device]
+    if kind == "dense" and shape[0] >= DENSE_GEMM_ROWS[device]:
+        choices = (DENSE_GEMM[device], *choices)
+    for name in choices:
         if name in table:
             return name
     return next(iter(table))

@@ -73,6 +73,26 @@ def declare(shape: DenseShape, dtype: str = "float32") -> tuple[Tensor, Tensor, 
     return data, weight, dense(data, weight)
 
 
+def declare_gemm(
+    shape: DenseShape, dtype: str = "float32"
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``(data, weight, weight_t, output)``: the product reads the weight transposed to
+    ``K x O`` (``weight_t``, a stage that reads only the weight: a network runs its kernel once,
+    at build time), so that a GEMM template reads ``data`` and ``weight_t`` as its ``A`` and
+    ``B``, each in its own memory order."""
+    data = placeholder((shape.N, shape.K), dtype, name="data")
+    weight = placeholder((shape.O, shape.K), dtype, name="weight")
+    weight_t = compute((shape.K, shape.O), lambda k, o: weight[o, k], name="weight_t")
+    k = reduce_axis((0, shape.K), name="k")
+    out = compute(
+        (shape.N, shape.O),
+        lambda n, o: I.sum(data[n, k] * weight_t[k, o], axis=k),
+        name="dense",
+        tag="dense",
+    )
+    return data, weight, weight_t, out
+
+
 def dense_ref(
     d: NDArray[Any], w: NDArray[Any], b: NDArray[Any] | None = None
 ) -> NDArray[np.float64]:

@@ -45,7 +45,7 @@ from ..pool import PoolShape
 from ..space import Config
 from .conv2d import conv2d_gemm_cpu, conv2d_im2col, conv2d_implicit_gemm, conv2d_spatial_pack
 from .conv3d import conv3d_direct, conv3d_gemm_cpu, conv3d_implicit_gemm, gemm_extents
-from .dense import dense_cpu, dense_gpu
+from .dense import dense_cpu, dense_gemm_cpu, dense_gemm_gpu, dense_gpu
 from .depthwise import conv_direct, conv_direct_cpu
 from .gemm_cpu import gemm_cpu
 from .gemm_gpu import gemm_gpu_tiled
@@ -88,6 +88,8 @@ TEMPLATES: dict[str, dict[str, Template]] = {
     "dense": {
         "cpu": dense_cpu,  # vectors of partial sums along K
         "gpu": dense_gpu,  # split-K: coalesced partial sums, then their total
+        "gemm_gpu": dense_gemm_gpu,  # many rows: gemm_gpu's schedule, the weight transposed
+        "gemm_cpu": dense_gemm_cpu,  # ... gemm_cpu's
     },
     "pool": {
         "direct": pool_direct,  # max / average / global average; consecutive outputs per group
@@ -126,6 +128,11 @@ def _conv3d_gemm(shape: tuple[int, ...]) -> tuple[int, int, int]:
     return gemm_extents(Conv3dShape(*shape))
 
 
+def _dense_gemm(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """(rows, outputs, inputs) of a dense task's shape: its GEMM's M, N, K."""
+    return shape[0], shape[1], shape[2]
+
+
 def _im2col_gemm(shape: tuple[int, ...]) -> tuple[int, int, int]:
     co, pixels, k = _conv_gemm(shape)
     return pixels, co, k
@@ -142,6 +149,8 @@ GEMM_VIEWS: dict[tuple[str, str], tuple[str, Callable[[tuple[int, ...]], tuple[i
     ("conv2d", "gemm_nhwc"): ("cpu", _im2col_gemm),
     ("conv2d", "gemm_to_nhwc"): ("cpu", _im2col_gemm),
     ("conv3d", "implicit_gemm"): ("gpu_tiled", _conv3d_gemm),
+    ("dense", "gemm_gpu"): ("gpu_tiled", _dense_gemm),
+    ("dense", "gemm_cpu"): ("cpu", _dense_gemm),
     ("conv3d", "gemm_cpu"): ("cpu", _conv3d_gemm),
 }
 

@@ -9,7 +9,13 @@ end. Knobs: ``vec``, ``tile_o``, ``threads``.
 output read consecutive K elements (coalesced) into partial sums, a second that adds them
 (and applies the epilogue). Knobs: ``split_k``, ``threads`` (of the second kernel).
 
-Both take a ``DenseShape`` and return ``(schedule, [data, weight, *epilogue inputs, output])``.
+``dense_gemm_gpu`` / ``dense_gemm_cpu``: a layer of many rows (a transformer's tokens, a
+batch) is a GEMM: the GPU or CPU GEMM template's schedule and knobs (``gemm_gpu`` /
+``gemm_cpu``: their logs teach these, ``templates.GEMM_VIEWS``) on ``data`` times the weight
+transposed to ``K x O`` by a kernel that reads only the weight (run once when a network is
+built); the epilogue in the GEMM's output stage.
+
+All take a ``DenseShape`` and return ``(schedule, [data, weight, *epilogue inputs, output])``.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from collections.abc import Sequence
 
 from ...ir.tensor import Tensor, thread_axis
 from ...schedules.schedule import Schedule
-from ..dense import DenseShape, declare
+from ..dense import DenseShape, declare, declare_gemm
 from ..space import Config, split_axis
 from .common import bind_1d, inline_epilogue
+from .gemm_cpu import schedule_gemm_cpu
+from .gemm_gpu import schedule_gemm_gpu
 from .injective import with_epilogue
 
 
@@ -94,3 +102,30 @@ def dense_gpu(
     if O is not D:
         s[D].compute_at(s[O], fi)
     return s, args
+
+
+def dense_gemm_gpu(
+    cfg: Config, shape: DenseShape, dtype: str = "float32", epilogue: Sequence[str] = ()
+) -> tuple[Schedule, list[Tensor]]:
+    s, data, weight_t, O, args = _as_gemm(shape, dtype, epilogue)
+    schedule_gemm_gpu(cfg, s, O, data, weight_t, shape.N, shape.O, shape.K)
+    return s, args
+
+
+def dense_gemm_cpu(
+    cfg: Config, shape: DenseShape, dtype: str = "float32", epilogue: Sequence[str] = ()
+) -> tuple[Schedule, list[Tensor]]:
+    s, _, _, O, args = _as_gemm(shape, dtype, epilogue)
+    schedule_gemm_cpu(cfg, s, O, shape.N, shape.O, shape.K)
+    return s, args
+
+
+def _as_gemm(
+    shape: DenseShape, dtype: str, epilogue: Sequence[str]
+) -> tuple[Schedule, Tensor, Tensor, Tensor, list[Tensor]]:
+    """``(schedule, data, weight_t, O, args)`` of ``declare_gemm``, the transposition a kernel
+    of its own."""
+    data, weight, weight_t, D = declare_gemm(shape, dtype)
+    s, O, args = with_epilogue(D, epilogue, [data, weight])
+    bind_1d(s, weight_t, s[weight_t].fuse(*s[weight_t].op.axis), 64)
+    return s, data, weight_t, O, args
