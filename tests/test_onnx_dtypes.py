@@ -14,7 +14,12 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from test_onnx_pool_reduce import ort_run  # noqa: E402
 
 from tensorsched.errors import RuntimeCallError  # noqa: E402
-from tensorsched.frontend import OnnxImportError, UnsupportedOperatorError, from_onnx  # noqa: E402
+from tensorsched.frontend import (  # noqa: E402
+    OnnxImportError,
+    UnsupportedOperatorError,
+    from_onnx,
+    to_onnx,
+)
 from tensorsched.graph import build, run_reference  # noqa: E402
 
 RNG = np.random.default_rng(31)
@@ -178,11 +183,18 @@ def test_integer_semantics_stay_refused():
         "model computes a float tensor there",
     ):
         from_onnx(mis)
-    both = model([n("Gather", ["x", "i"], ["y"], "bad")], [("x", F, [5]), ("i", I64, [2])],
-                 [("y", F, [2])])  # fmt: skip
-    with pytest.raises(
-        UnsupportedOperatorError,
-        match=r"node 'bad' \(Gather\): gathers the "
-        "computed tensor 'x' at the computed indices 'i'",
-    ):
-        from_onnx(both)
+
+
+def test_gather_of_a_computed_tensor_at_computed_indices():
+    """Both operands computed (a model input each): ``take`` reads one element per output;
+    an inf in the data stays where it is, negative indices count from the end."""
+    m = model([n("Relu", ["x"], ["r"]), n("Gather", ["r", "i"], ["y"], axis=1)],
+              [("x", F, [3, 6]), ("i", I64, [2, 2])], [("y", F, [3, 2, 2])])  # fmt: skip
+    x = RNG.standard_normal((3, 6)).astype(np.float32)
+    x[1, 2] = np.inf
+    feeds = {"x": x, "i": np.array([[2, -1], [0, 5]], np.int64)}
+    g = check(m, feeds, tol=0)
+    back = to_onnx(g)  # take written back as a Cast of the indices and a Gather
+    assert [nd.op_type for nd in back.graph.node][-2:] == ["Cast", "Gather"]
+    out = ort_run(back, {"x": x, "i": feeds["i"].astype(np.float32)})[0]
+    np.testing.assert_array_equal(out, ort_run(m, feeds)[0])

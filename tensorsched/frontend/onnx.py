@@ -20,10 +20,10 @@ LayerNormalization (as reductions and elementwise nodes; its Mean and InvStdDev 
 Gemm (transA; a matrix C added after), MatMul (by a constant 2-d ``B``: a dense layer; any
 other, two computed tensors among them: a ``batch_matmul``), Flatten, Reshape, Softmax, Concat,
 Transpose, Slice, Split (as slices), Squeeze / Unsqueeze (as reshapes), Gather (at constant
-indices: slices; of a constant table at computed indices, an embedding lookup: a one-hot
-product), Expand (of a computed tensor: a broadcast ``mul`` by ones), Cast (to float:
-the identity), Dropout (inference, or a training_mode that drops nothing: the identity),
-Identity, Constant, Pad (modes constant, reflect and edge; constant pads, a negative one
+indices: slices; at computed indices, an embedding lookup: the graph's ``take``), Expand (of a
+computed tensor: a broadcast ``mul`` by ones), Cast (to float: the identity), Dropout
+(inference, or a training_mode that drops nothing: the identity), Identity, Constant, Pad
+(modes constant, reflect and edge; constant pads, a negative one
 cropping; opset 18's axes; opset 2's attributes) and Einsum (one input: sums over axes and a
 transpose; two: every letter a batch, a contracted or one input's own one, as transposes and
 reshapes around a ``batch_matmul``), and as compositions of the graph's operators PRelu, Elu,
@@ -2192,58 +2192,31 @@ def _gather(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str
 
 
 def _gather_rows(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
-    """Gather of a constant table at computed integer indices (an embedding lookup): the
-    indices' one-hot masks (``equal`` to each position along the axis, or to it less the
-    axis's size for a negative index) times the table as a dense layer, exact (each output is
-    one table entry plus zeros; the table is finite). An index out of range gives zeros
-    where onnxruntime raises an error. Its cost is that of the product: indices x table."""
-    idx, table = ins[1], ins[0]
+    """Gather at computed integer indices (an embedding lookup of token ids): the graph's
+    ``take``, each output one load of the data (a constant table or a computed tensor). An
+    index out of range gives 0 where onnxruntime raises an error."""
+    table, idx = ins[0], ins[1]
     if _operand_kind(r, a["_inputs"][1], idx) != "int":
         raise OnnxImportError(f"{where}: the indices '{idx}' are not integers")
-    if not r.is_const(table):
-        raise UnsupportedOperatorError(
-            f"{where}: gathers the computed tensor '{table}' at the computed indices '{idx}'; "
-            "tensorsched gathers at computed indices from a constant table only (an "
-            "embedding), or at constant indices from any tensor"
-        )
-    E = r.const(table, where)
-    if E.ndim == 0:
-        raise OnnxImportError(f"{where}: the data '{table}' is a scalar")
-    axis = _axis_in(_int_attr(a, "axis", 0, where), E.ndim, where)
-    if E.dtype.kind == "f" and not np.all(np.isfinite(E)):
-        raise UnsupportedOperatorError(
-            f"{where}: the table '{table}' holds inf or nan, which the lookup (a one-hot "
-            "product: each row times zeros) would spread over every output"
-        )
-    if E.dtype.kind in "iu" and np.any(np.abs(E) > 2**24):
-        raise UnsupportedOperatorError(
-            f"{where}: the integer table '{table}' holds values that float32 does not hold "
-            "exactly (beyond 2**24); tensorsched computes float32 only"
-        )
-    rows = np.moveaxis(E, axis, 0).astype(np.float32)
-    size, rest = rows.shape[0], rows.shape[1:]
-    shape = r.g.tensors[idx].shape
-    col = r.g.reshape(idx, (-1, 1), name=r.g.fresh_name(f"{name}_ids"))
-    at = np.arange(size, dtype=np.float32)[None]
-    hits = [
-        r.g.add_node("equal", [col, r.g.constant(r.g.fresh_name(f"{name}_{k}"), v)], {},
-                     r.g.fresh_name(f"{name}_{k}_hit"))
-        for k, v in (("at", at), ("at_neg", at - size))
-    ]  # fmt: skip
-    onehot = r.g.add(hits[0], hits[1], name=r.g.fresh_name(f"{name}_onehot"))
-    w = r.g.constant(r.g.fresh_name(f"{name}_table"), rows.reshape(size, -1).T)
-    y = r.g.dense(onehot, w, name=r.g.fresh_name(f"{name}_rows"))
-    final = (*shape, *rest)
-    if axis == 0:
-        _reshape_to(r, name, y, final, out)
+    if r.is_const(table):
+        E = r.const(table, where)
+        if E.dtype.kind in "iu" and np.any(np.abs(E) > 2**24):
+            raise UnsupportedOperatorError(
+                f"{where}: the integer table '{table}' holds values that float32 does not hold "
+                "exactly (beyond 2**24); tensorsched computes float32 only"
+            )
+        kind = "float" if E.dtype.kind == "f" else "bool" if E.dtype == np.bool_ else "int"
     else:
-        y = r.g.reshape(y, final, name=r.g.fresh_name(f"{name}_unflat"))
-        q = len(shape)  # the indices' dims go in place of the axis
-        perm = [*range(q, q + axis), *range(q), *range(q + axis, len(final))]
-        r.g.transpose(y, perm, name=name)
-        _rename_output(r, name, out)
-    if E.dtype.kind != "f":
-        r.kind[out] = ("bool" if E.dtype == np.bool_ else "int", where)
+        kind = _operand_kind(r, a["_inputs"][0], table)
+    data = r.operand(table, where)
+    rank = len(r.g.tensors[data].shape)
+    if rank == 0:
+        raise OnnxImportError(f"{where}: the data '{table}' is a scalar")
+    axis = _axis_in(_int_attr(a, "axis", 0, where), rank, where)
+    r.g.take(data, idx, axis, name=name)
+    _rename_output(r, name, out)
+    if kind != "float":
+        r.kind[out] = (kind, where)
 
 
 def _pow(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) -> None:
@@ -3313,6 +3286,10 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
             nodes.append(helper.make_node("Pad", [own[0], p, v], [out], n.name, mode=a["mode"]))
         elif n.op == "resize":
             nodes.append(_resize_node(g, n, own[0], out, opset, inits, fresh))
+        elif n.op == "take":  # the indices float32 in the graph: Gather reads integers
+            ids = fresh(n.name + "_ids")
+            nodes.append(helper.make_node("Cast", [own[1]], [ids], ids, to=TensorProto.INT64))
+            nodes.append(helper.make_node("Gather", [own[0], ids], [out], n.name, axis=a["axis"]))
         elif n.op == "power":
             e = fresh(n.name + "_exponent")
             inits.append(numpy_helper.from_array(np.array(a["exponent"], np.float32), e))

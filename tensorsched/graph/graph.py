@@ -36,8 +36,10 @@ constant's: ``ops.pad``); ``resize`` (ONNX's ``Resize`` in mode nearest, linear 
 ``cubic_a`` and ``exclude_outside``: ``ops.resize``); ``conv3d`` (NCDHW data, OIDHW weight, groups,
 ``strides`` and ``dilations`` (d, h, w), ``pads`` ONNX's six: ``ops.conv3d``), ``max_pool3d`` and
 ``avg_pool3d`` (``kernel``, ``strides``, six ``pads``, ``count_include_pad``, ``ceil_mode``:
-``ops.pool.pool3d``). After the fusion pass a conv2d, conv3d, dense or pooling node
-also carries an ``epilogue``: a tuple of steps applied to its output in order, ``("bias",)``,
+``ops.pool.pool3d``); ``take`` (``axis``: the first input gathered along it at the second,
+integer indices held as float32, as ONNX's ``Gather``: ``ops.nn.take``). After the fusion pass
+a conv2d, conv3d, dense or pooling node also carries an ``epilogue``: a tuple of steps applied
+to its output in order, ``("bias",)``,
 ``("add",)`` (a residual tensor of the output's shape), ``("relu",)`` and ``("clip", lo,
 hi)``; the bias and residual tensors are extra inputs of the node, after its own (data,
 weight), in the order their steps come. On
@@ -455,6 +457,10 @@ class Graph:
                  "rounding": rounding, "cubic_a": cubic_a,
                  "exclude_outside": exclude_outside}  # fmt: skip
         return self.add_node("resize", [x], attrs, name)
+
+    def take(self, x: str, indices: str, axis: int = 0, name: str | None = None) -> str:
+        """``x`` gathered along ``axis`` at the integers ``indices`` holds (``ops.nn.take``)."""
+        return self.add_node("take", [x, indices], {"axis": axis}, name)
 
     def reduce(
         self, x: str, kind: str, axes: Sequence[int] | None = None, keepdims: bool = True,
@@ -1138,6 +1144,14 @@ def _infer_mod(g: Graph, node: Node) -> tuple[int, ...]:
     return _infer_add(g, node)
 
 
+def _infer_take(g: Graph, node: Node) -> tuple[int, ...]:
+    _arity(node, 2)
+    data, indices = (_shape(g, t) for t in node.inputs)
+    axis = _axis(node, node.attrs.get("axis", 0), len(data))
+    node.attrs["axis"] = axis
+    return (*data[:axis], *indices, *data[axis + 1 :])
+
+
 def _infer_where(g: Graph, node: Node) -> tuple[int, ...]:
     _arity(node, 3)
     c, a, b = (_shape(g, t) for t in node.inputs)
@@ -1190,7 +1204,8 @@ SHAPE_RULES = {
     **{op: _infer_add for op in COMPARE + LOGIC},
     **{op: _infer_same for op in MASKS if op != "isinf"},
     "isinf": _infer_isinf,
-    "where": _infer_where,  # cond (nonzero: true), then, else
+    "where": _infer_where,
+    "take": _infer_take,  # cond (nonzero: true), then, else
     "mod": _infer_mod,  # fmod: the sign of the dividend; else of the divisor
     "reduce": _infer_reduce,
     "transpose": _infer_transpose,

@@ -125,6 +125,16 @@ def _pad(node: Node, x: list[Array]) -> Array:
     return np.pad(kept, widths, mode="reflect" if a["mode"] == "reflect" else "edge")
 
 
+def _take(node: Node, x: list[Array]) -> Array:
+    data, at, axis = x[0], x[1].astype(np.int64), node.attrs["axis"]
+    size = data.shape[axis]
+    at = np.where(at < 0, at + size, at)
+    inside = (at >= 0) & (at < size)
+    out = np.take(data, np.clip(at, 0, size - 1), axis=axis)
+    keep = inside.reshape((1,) * axis + inside.shape + (1,) * (data.ndim - axis - 1))
+    return np.where(keep, out, 0).astype(data.dtype)
+
+
 def _resize(node: Node, x: list[Array]) -> Array:
     a = node.attrs
     scales = [Fraction(p, q) for p, q in a["scales"]]
@@ -205,6 +215,7 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     "slice": _slice,
     "pad": _pad,
     "resize": _resize,
+    "take": _take,
     "layout_transform": lambda n, x: x[0],  # memory order only: the same logical tensor
 }
 

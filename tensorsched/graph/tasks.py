@@ -297,6 +297,8 @@ def elementwise_kernel(
         out = nn.logical(ins[0], ins[1], node.op, node.op)
     elif node.op == "where":
         out = nn.where(ins[0], ins[1], ins[2])
+    elif node.op == "take":
+        out = nn.take(ins[0], ins[1], a["axis"])
     elif node.op == "mod":
         out = nn.mod(ins[0], ins[1], a["fmod"])
     elif node.op in UNARY:

@@ -287,6 +287,31 @@ def where(cond: Tensor, a: Tensor, b: Tensor, name: str = "where") -> Tensor:
     return compute(shape, body, name=name, tag="elemwise")
 
 
+def take(data: Tensor, indices: Tensor, axis: int = 0, name: str = "take") -> Tensor:
+    """``data`` gathered along ``axis`` at ``indices`` (numpy's ``take``, ONNX's ``Gather``):
+    the output's shape is ``data``'s with that axis replaced by ``indices``' shape. The indices
+    hold integers (float32 where a network's tensors are: ``graph.Graph.feed``); a negative
+    one counts from the end, one still out of range reads nothing and gives 0 (onnxruntime
+    raises an error there)."""
+    for t in (data, indices):
+        if not isinstance(t, Tensor):
+            raise ComputeError(f"{name}: the operands must be tensors, got {t!r}")
+    if not 0 <= axis < data.ndim:
+        raise ComputeError(f"{name}: axis {axis} is not an axis of {data.shape}")
+    size, q = data.shape[axis], indices.ndim
+    shape = (*data.shape[:axis], *indices.shape, *data.shape[axis + 1 :])
+
+    def body(*i: Any) -> Any:
+        at = indices[i[axis : axis + q]].astype("int32")
+        at = I.if_then_else(E.Cmp("<", at, const(0, "int32")), at + size, at)
+        inside = E.And(E.Cmp(">=", at, const(0, "int32")), E.Cmp("<", at, const(size, "int32")))
+        row = I.max(I.min(at, const(size - 1, "int32")), const(0, "int32"))  # never outside
+        value = data[(*i[:axis], row, *i[axis + q :])]
+        return I.if_then_else(inside, value, const(0, data.dtype))
+
+    return compute(shape, body, name=name, tag="injective")
+
+
 def mod(a: Tensor, b: Tensor, fmod: bool = True, name: str = "mod") -> Tensor:
     """``fmod(a, b)`` (the sign of ``a``: C's, ONNX's ``fmod=1``), else the remainder with the
     sign of ``b`` (numpy's ``mod``, ONNX's ``fmod=0``): ``fmod`` plus ``b`` where it is
