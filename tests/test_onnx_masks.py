@@ -1,6 +1,7 @@
 """Attention masks as exporters write them: constants holding -inf (a causal mask added to
 the scores, ``masked_fill(mask, -inf)`` as a Where of a scalar -inf), then Softmax. An
-infinity is a value of a constant; nan is refused. Each model against onnxruntime on random
+infinity is a value of a constant; nan is refused. And a transformer's LayerNormalization, the
+graph's ``layer_norm``. Each model against onnxruntime on random
 data: the numpy reference, the python target and the OpenCL device."""
 
 import numpy as np
@@ -11,8 +12,9 @@ ort = pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper  # noqa: E402
 from test_onnx_dtypes import check, model  # noqa: E402
+from test_onnx_pool_reduce import ort_run  # noqa: E402
 
-from tensorsched.frontend import OnnxImportError, from_onnx  # noqa: E402
+from tensorsched.frontend import OnnxImportError, from_onnx, to_onnx  # noqa: E402
 
 RNG = np.random.default_rng(47)
 n = helper.make_node
@@ -62,3 +64,33 @@ def test_a_nan_constant_is_refused_an_infinite_embedding_row_read():
     lookup = model([n("Gather", ["table", "ids"], ["y"], "lookup")], [("ids", I64, [3])],
                    [("y", F, [3, 2])], [("table", table)])  # fmt: skip
     check(lookup, {"ids": np.array([1, 0, -1], np.int64)}, tol=0)  # an infinity is a value
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_layer_normalization_is_one_node_of_three_kernels(axis):
+    """Opset 17's LayerNormalization without its Mean / InvStdDev outputs: the graph's
+    layer_norm (a bias or none); written back as LayerNormalization from opset 17, as its
+    steps before; with Mean read, the steps' nodes."""
+    shape, inner = (2, 3, 8), (3, 8)[axis:] if axis == -1 else (3, 8)
+    scale = RNG.standard_normal(inner).astype(np.float32)
+    bias = RNG.standard_normal(inner[-1:]).astype(np.float32)
+    m = model([n("LayerNormalization", ["x", "scale", "bias"], ["y"], axis=axis, epsilon=1e-3)],
+              [("x", F, list(shape))], [("y", F, list(shape))],
+              [("scale", scale), ("bias", bias)], opset=17)  # fmt: skip
+    x = RNG.standard_normal(shape).astype(np.float32)
+    g = check(m, {"x": x}, tol=2e-5)
+    assert [nd.op for nd in g.nodes.values()] == ["layer_norm"]
+    ref = ort_run(m, {"x": x})[0]
+    for opset in (13, 17):
+        np.testing.assert_allclose(ort_run(to_onnx(g, opset=opset), {"x": x})[0], ref,
+                                   rtol=2e-5, atol=2e-5)  # fmt: skip
+    no_bias = model([n("LayerNormalization", ["x", "scale"], ["y"], axis=axis)],
+                    [("x", F, list(shape))], [("y", F, list(shape))], [("scale", scale)],
+                    opset=17)  # fmt: skip
+    check(no_bias, {"x": x}, tol=2e-5)
+    with_mean = model([n("LayerNormalization", ["x", "scale"], ["y", "mean"], axis=axis)],
+                      [("x", F, list(shape))],
+                      [("y", F, list(shape)), ("mean", F, [*shape[:axis % 3], 1, 1][:3])],
+                      [("scale", scale)],
+                      opset=17)  # fmt: skip
+    assert "layer_norm" not in {nd.op for nd in from_onnx(with_mean).nodes.values()}

@@ -274,7 +274,9 @@ def test_transformer_block_matches_onnxruntime(opset):
     model = transformer_block(rng, opset)
     g = check_everywhere(model, nonzero(rng, (1, 5, 12)))
     ops = g.op_counts()
-    assert ops["dense"] == 2 and ops["reduce"] == 4 and ops["erf"] == 1 and ops["power"] == 2
+    # the LayerNormalization one layer_norm node, the older exporters' layer norm its steps
+    assert ops["dense"] == 2 and ops["layer_norm"] == 1 and ops["erf"] == 1
+    assert ops["reduce"] == 2 and ops["power"] == 1
 
 
 @pytest.mark.opencl

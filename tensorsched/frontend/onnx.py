@@ -2263,10 +2263,11 @@ def _normalized(
 def _layer_norm(
     r: _Reader, name: str, where: str, a: dict, ins: list[str], outs: list[str]
 ) -> None:
-    """Opset 17's LayerNormalization, as graph nodes: ``d = x - mean(x)``, ``d / sqrt(mean(d
-    * d) + epsilon) * scale + bias``, the means over the axes from ``axis`` to the last; its
-    optional outputs ``Mean`` (that mean) and ``InvStdDev`` (``1 / sqrt(mean(d * d) +
-    epsilon)``) keep the reduced axes as size 1."""
+    """Opset 17's LayerNormalization: ``d = x - mean(x)``, ``d / sqrt(mean(d * d) + epsilon) *
+    scale + bias``, the means over the axes from ``axis`` to the last; the graph's
+    ``layer_norm``, or where its optional outputs ``Mean`` (that mean) and ``InvStdDev`` (``1 /
+    sqrt(mean(d * d) + epsilon)``, both keeping the reduced axes as size 1) are read, or the
+    scale or bias broadcasts beyond those axes, graph nodes of each step."""
     _float_input(r, ins, where)
     if len(ins) not in (2, 3) or not ins[1]:
         raise OnnxImportError(f"{where}: takes 2 or 3 inputs (X, Scale, B)")
@@ -2282,8 +2283,15 @@ def _layer_norm(
             raise OnnxImportError(f"{where}: '{t}' must be a float tensor")
     g, axes, fresh = r.g, list(range(axis, len(shape))), _fresh(r, name)
     mean_out, inv_out = [*outs[1:], "", ""][:2]
-    y, std = _normalized(r, ins[0], axes, eps, fresh, mean_out=mean_out)
     bias = ins[2] if len(ins) > 2 and ins[2] else None
+    inner = shape[axis:]
+    affine = [ins[1], *([bias] if bias else [])]
+    fits = all(_broadcasts_to(g.tensors[t].shape, inner) for t in affine)
+    if not mean_out and not inv_out and fits:  # the graph's layer_norm: three kernels
+        g.layer_norm(ins[0], ins[1], bias, axis, eps, name=name)
+        _rename_output(r, name, outs[0])
+        return
+    y, std = _normalized(r, ins[0], axes, eps, fresh, mean_out=mean_out)
     y = g.add_node("mul", [y, ins[1]], {}, name if bias is None else fresh("scaled"))
     if bias is not None:
         g.add_node("add", [y, bias], {}, name)
@@ -2292,6 +2300,14 @@ def _layer_norm(
         inv = fresh("inv_std_dev")
         g.add_node("reciprocal", [std], {}, inv)
         _rename_output(r, inv, inv_out)
+
+
+def _broadcasts_to(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
+    """Whether ``shape`` broadcasts to ``to`` (numpy's rule) without growing it."""
+    try:
+        return len(shape) <= len(to) and np.broadcast_shapes(shape, to) == tuple(to)
+    except ValueError:
+        return False
 
 
 def _fresh(r: _Reader, name: str) -> Any:
@@ -3179,6 +3195,37 @@ def _mask_export(n: Any, own: list[str], out: str, opset: int, fresh: Any) -> li
     return made
 
 
+def _layer_norm_export(
+    g: Graph, n: Any, own: list[str], out: str, opset: int, inits: list, fresh: Any
+) -> list[Any]:
+    """A ``layer_norm`` node: LayerNormalization from opset 17; before it, its steps (two
+    ReduceMeans over the axes, the deviation, its root)."""
+    from onnx import helper, numpy_helper
+
+    a = n.attrs
+    if opset >= 17:
+        return [helper.make_node("LayerNormalization", own, [out], n.name, axis=a["axis"],
+                                 epsilon=a["epsilon"])]  # fmt: skip
+    axes = list(range(a["axis"], len(g.tensors[own[0]].shape)))
+    eps = fresh(n.name + "_epsilon")
+    inits.append(numpy_helper.from_array(np.array(a["epsilon"], np.float32), eps))
+    t = {k: fresh(f"{n.name}_{k}") for k in ("mean", "d", "d2", "var", "var_eps", "std", "y")}
+    last = "y" if len(own) > 2 else None
+    nodes = [
+        helper.make_node("ReduceMean", [own[0]], [t["mean"]], axes=axes),
+        helper.make_node("Sub", [own[0], t["mean"]], [t["d"]]),
+        helper.make_node("Mul", [t["d"], t["d"]], [t["d2"]]),
+        helper.make_node("ReduceMean", [t["d2"]], [t["var"]], axes=axes),
+        helper.make_node("Add", [t["var"], eps], [t["var_eps"]]),
+        helper.make_node("Sqrt", [t["var_eps"]], [t["std"]]),
+        helper.make_node("Div", [t["d"], t["std"]], [t["y"] + "_n"]),
+        helper.make_node("Mul", [t["y"] + "_n", own[1]], [t["y"] if last else out]),
+    ]
+    if last:
+        nodes.append(helper.make_node("Add", [t["y"], own[2]], [out], n.name))
+    return nodes
+
+
 def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) -> Any:
     """``g`` as an ONNX model (written to ``path`` when given); fused epilogues are written out
     as their own nodes, a ``scale_shift`` as a BatchNormalization, a ``hard_swish`` below opset
@@ -3286,6 +3333,8 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
             nodes.append(helper.make_node("Pad", [own[0], p, v], [out], n.name, mode=a["mode"]))
         elif n.op == "resize":
             nodes.append(_resize_node(g, n, own[0], out, opset, inits, fresh))
+        elif n.op == "layer_norm":
+            nodes += _layer_norm_export(g, n, own, out, opset, inits, fresh)
         elif n.op == "take":  # the indices float32 in the graph: Gather reads integers
             ids = fresh(n.name + "_ids")
             nodes.append(helper.make_node("Cast", [own[1]], [ids], ids, to=TensorProto.INT64))

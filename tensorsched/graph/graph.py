@@ -37,7 +37,8 @@ constant's: ``ops.pad``); ``resize`` (ONNX's ``Resize`` in mode nearest, linear 
 ``strides`` and ``dilations`` (d, h, w), ``pads`` ONNX's six: ``ops.conv3d``), ``max_pool3d`` and
 ``avg_pool3d`` (``kernel``, ``strides``, six ``pads``, ``count_include_pad``, ``ceil_mode``:
 ``ops.pool.pool3d``); ``take`` (``axis``: the first input gathered along it at the second,
-integer indices held as float32, as ONNX's ``Gather``: ``ops.nn.take``). After the fusion pass
+integer indices held as float32, as ONNX's ``Gather``: ``ops.nn.take``); ``layer_norm`` (x,
+scale and an optional bias; ``axis``, ``epsilon``: ``ops.nn.layer_norm``). After the fusion pass
 a conv2d, conv3d, dense or pooling node also carries an ``epilogue``: a tuple of steps applied
 to its output in order, ``("bias",)``,
 ``("add",)`` (a residual tensor of the output's shape), ``("relu",)`` and ``("clip", lo,
@@ -457,6 +458,15 @@ class Graph:
                  "rounding": rounding, "cubic_a": cubic_a,
                  "exclude_outside": exclude_outside}  # fmt: skip
         return self.add_node("resize", [x], attrs, name)
+
+    def layer_norm(
+        self, x: str, scale: str, bias: str | None = None, axis: int = -1,
+        epsilon: float = 1e-5, name: str | None = None,
+    ) -> str:  # fmt: skip
+        """``x`` normalized over the axes from ``axis`` to the last, times ``scale`` plus
+        ``bias`` (``ops.nn.layer_norm``)."""
+        ins = [x, scale] + ([bias] if bias else [])
+        return self.add_node("layer_norm", ins, {"axis": axis, "epsilon": epsilon}, name)
 
     def take(self, x: str, indices: str, axis: int = 0, name: str | None = None) -> str:
         """``x`` gathered along ``axis`` at the integers ``indices`` holds (``ops.nn.take``)."""
@@ -1144,6 +1154,25 @@ def _infer_mod(g: Graph, node: Node) -> tuple[int, ...]:
     return _infer_add(g, node)
 
 
+def _infer_layer_norm(g: Graph, node: Node) -> tuple[int, ...]:
+    if len(node.inputs) not in (2, 3):
+        raise GraphError(f"node '{node.name}' (layer_norm): takes x, scale and a bias or not")
+    s = _shape(g, node.inputs[0])
+    axis = _axis(node, node.attrs.get("axis", -1), len(s))
+    inner = s[axis:]
+    for t in node.inputs[1:]:
+        own = _shape(g, t)
+        if len(own) > len(inner) or broadcast_shape(inner, own, node.name) != inner:
+            raise GraphError(
+                f"node '{node.name}' (layer_norm): '{t}' {own} does not broadcast to {inner}"
+            )
+    eps = node.attrs.get("epsilon", 1e-5)
+    if not isinstance(eps, (int, float)) or not 0 <= eps < 1:
+        raise GraphError(f"node '{node.name}' (layer_norm): epsilon {eps!r} must be in [0, 1)")
+    node.attrs.update(axis=axis, epsilon=float(eps))
+    return s
+
+
 def _infer_take(g: Graph, node: Node) -> tuple[int, ...]:
     _arity(node, 2)
     data, indices = (_shape(g, t) for t in node.inputs)
@@ -1205,7 +1234,8 @@ SHAPE_RULES = {
     **{op: _infer_same for op in MASKS if op != "isinf"},
     "isinf": _infer_isinf,
     "where": _infer_where,
-    "take": _infer_take,  # cond (nonzero: true), then, else
+    "take": _infer_take,
+    "layer_norm": _infer_layer_norm,  # cond (nonzero: true), then, else
     "mod": _infer_mod,  # fmod: the sign of the dividend; else of the divisor
     "reduce": _infer_reduce,
     "transpose": _infer_transpose,

@@ -125,6 +125,14 @@ def _pad(node: Node, x: list[Array]) -> Array:
     return np.pad(kept, widths, mode="reflect" if a["mode"] == "reflect" else "edge")
 
 
+def _layer_norm(node: Node, x: list[Array]) -> Array:
+    data = x[0].astype(np.float64)
+    axes = tuple(range(node.attrs["axis"], data.ndim))
+    d = data - data.mean(axes, keepdims=True)
+    y = d / np.sqrt((d * d).mean(axes, keepdims=True) + node.attrs["epsilon"]) * x[1]
+    return (y + x[2] if len(x) > 2 else y).astype(x[0].dtype)
+
+
 def _take(node: Node, x: list[Array]) -> Array:
     data, at, axis = x[0], x[1].astype(np.int64), node.attrs["axis"]
     size = data.shape[axis]
@@ -216,6 +224,7 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     "pad": _pad,
     "resize": _resize,
     "take": _take,
+    "layer_norm": _layer_norm,
     "layout_transform": lambda n, x: x[0],  # memory order only: the same logical tensor
 }
 

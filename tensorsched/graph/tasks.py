@@ -283,8 +283,9 @@ def elementwise_kernel(
     batch_norm), concat, transpose, slice, pad, resize
     (each work-item one output: its index arithmetic and one load, or the 2 ** k weighted
     loads of a linear resize of k axes, 4 ** k of a cubic one), reduce
-    (a loop over the reduced elements in each work-item) and softmax (along any axis), each
-    one flat kernel (softmax: its max and sum reductions stay kernels of their own).
+    (a loop over the reduced elements in each work-item), softmax (along any axis) and
+    layer_norm, each one flat kernel (softmax's max and sum, layer_norm's sum and squared
+    deviations, are reductions in kernels of their own, a work-item a row).
     ``dtype``: of every tensor (``"float16"``: half storage)."""
     ins = [placeholder(g.tensors[t].shape, dtype, name=f"in{i}") for i, t in enumerate(node.inputs)]
     a = node.attrs
@@ -299,6 +300,9 @@ def elementwise_kernel(
         out = nn.where(ins[0], ins[1], ins[2])
     elif node.op == "take":
         out = nn.take(ins[0], ins[1], a["axis"])
+    elif node.op == "layer_norm":
+        bias = ins[2] if len(ins) > 2 else None
+        out = nn.layer_norm(ins[0], ins[1], bias, a["axis"], a["epsilon"])
     elif node.op == "mod":
         out = nn.mod(ins[0], ins[1], a["fmod"])
     elif node.op in UNARY:
@@ -353,7 +357,7 @@ def elementwise_kernel(
     if node.op == "layout_transform":
         _schedule_transpose(s, out, to_nchw=nhwc_in)
         return s, [*ins, out]
-    if node.op == "softmax":
+    if node.op in ("softmax", "layer_norm"):  # each reduction a kernel, a work-item a row
         stages = [t for t in _stages(out) if t.op.reduce_axis]
         for t in _stages(out):
             if t.name.endswith("_exp"):

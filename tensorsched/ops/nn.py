@@ -24,6 +24,7 @@ into the stage that writes the output. ``epilogue_ref`` applies the same chain i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -285,6 +286,60 @@ def where(cond: Tensor, a: Tensor, b: Tensor, name: str = "where") -> Tensor:
         return I.if_then_else(_true(c), _broadcast_load(a, i), _broadcast_load(b, i))
 
     return compute(shape, body, name=name, tag="elemwise")
+
+
+def layer_norm(
+    data: Tensor,
+    scale: Tensor,
+    bias: Tensor | None = None,
+    axis: int = -1,
+    epsilon: float = 1e-5,
+    name: str = "layer_norm",
+) -> Tensor:
+    """``(x - mean) / sqrt(var + epsilon) * scale (+ bias)``, the mean and the (biased) variance
+    over the axes from ``axis`` to the last (ONNX's ``LayerNormalization``); ``scale`` and
+    ``bias`` broadcast to those axes. Three stages: the sum and the sum of squared deviations
+    from the mean (reductions, one value a row: stages ``{name}_sum`` and ``{name}_squares``),
+    then each element."""
+    for t in (data, scale, *([bias] if bias is not None else [])):
+        if not isinstance(t, Tensor):
+            raise ComputeError(f"{name}: the operands must be tensors, got {t!r}")
+    if not isinstance(axis, int) or not -data.ndim <= axis < data.ndim:
+        raise ComputeError(f"{name}: axis {axis!r} is not an axis of '{data.name}' {data.shape}")
+    axis %= data.ndim
+    rows, inner = data.shape[:axis] or (1,), data.shape[axis:]
+    for t in (scale, *([bias] if bias is not None else [])):
+        if t.ndim > len(inner) or broadcast_shape(inner, t.shape, name) != tuple(inner):
+            raise ComputeError(f"{name}: '{t.name}' {t.shape} does not broadcast to {inner}")
+    count = const(float(math.prod(inner)), data.dtype)
+
+    def at(row: Sequence[Any], ks: Sequence[Any]) -> tuple[Any, ...]:
+        return (*row, *ks) if axis else tuple(ks)
+
+    def key(i: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(i[:axis]) if axis else (0,)
+
+    def total(value: Callable[[Sequence[Any], Sequence[Any]], Any], what: str) -> Tensor:
+        ks = [reduce_axis((0, n), name=f"k{d}") for d, n in enumerate(inner)]
+        return compute(rows, lambda *r: I.sum(value(r, ks), axis=ks), name=f"{name}_{what}")
+
+    def mean(i: Sequence[Any]) -> Any:
+        return sums[key(i)] / count
+
+    sums = total(lambda r, ks: data[at(r, ks)], "sum")
+    squares = total(lambda r, ks: _square(data[at(r, ks)] - mean(r)), "squares")
+    eps = const(float(epsilon), data.dtype)
+
+    def body(*i: Any) -> Any:
+        std = I.sqrt(squares[key(i)] / count + eps)
+        y = (data[i] - mean(i)) / std * _broadcast_load(scale, i)
+        return y + _broadcast_load(bias, i) if bias is not None else y
+
+    return compute(data.shape, body, name=name, tag="injective")
+
+
+def _square(x: Any) -> Any:
+    return x * x
 
 
 def take(data: Tensor, indices: Tensor, axis: int = 0, name: str = "take") -> Tensor:
