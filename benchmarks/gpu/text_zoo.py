@@ -21,7 +21,6 @@ mean-pooled into 2 classes), ``encoder_mask`` (the same with a padding mask inpu
 import os
 import sys
 import tempfile
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,7 +29,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
-from torchvision_zoo import median_ms  # noqa: E402
+from torchvision_zoo import median_ms, print_failure  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
 from tensorsched.frontend.onnx import SUPPORTED  # noqa: E402
@@ -155,12 +154,7 @@ def main(names):
             try:
                 one(name, folder, profile)
             except Exception as exc:  # noqa: BLE001
-                where = traceback.extract_tb(exc.__traceback__)[-1]
-                print(
-                    f"{name:<14} FAILED {type(exc).__name__}: {str(exc)[:600]}"
-                    f"  [{os.path.basename(where.filename)}:{where.lineno}]",
-                    flush=True,
-                )
+                print_failure(f"{name:<14}", exc, 600)
 
 
 if __name__ == "__main__":

@@ -147,6 +147,16 @@ def one(name, folder):
     )
 
 
+def print_failure(label, exc, width):
+    """One line: what failed, its first ``width`` characters, and where it was raised."""
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    print(
+        f"{label} FAILED {type(exc).__name__}: {str(exc)[:width]}"
+        f"  [{os.path.basename(where.filename)}:{where.lineno}]",
+        flush=True,
+    )
+
+
 def main(names):
     print(
         f"# torch {torch.__version__}, torchvision {torchvision.__version__}; "
@@ -157,12 +167,7 @@ def main(names):
             try:
                 one(name, folder)
             except Exception as exc:  # noqa: BLE001
-                where = traceback.extract_tb(exc.__traceback__)[-1]
-                print(
-                    f"{name:<20} FAILED {type(exc).__name__}: {str(exc)[:400]}"
-                    f"  [{os.path.basename(where.filename)}:{where.lineno}]",
-                    flush=True,
-                )
+                print_failure(f"{name:<20}", exc, 400)
 
 
 if __name__ == "__main__":
