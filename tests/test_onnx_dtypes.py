@@ -194,7 +194,27 @@ def test_gather_of_a_computed_tensor_at_computed_indices():
     x[1, 2] = np.inf
     feeds = {"x": x, "i": np.array([[2, -1], [0, 5]], np.int64)}
     g = check(m, feeds, tol=0)
-    back = to_onnx(g)  # take written back as a Cast of the indices and a Gather
-    assert [nd.op_type for nd in back.graph.node][-2:] == ["Cast", "Gather"]
-    out = ort_run(back, {"x": x, "i": feeds["i"].astype(np.float32)})[0]
-    np.testing.assert_array_equal(out, ort_run(m, feeds)[0])
+    back = to_onnx(g)  # take written back as a Cast of the indices and a Gather; the int64
+    assert [nd.op_type for nd in back.graph.node][-2:] == ["Cast", "Gather"]  # input cast too
+    assert back.graph.input[1].type.tensor_type.elem_type == I64
+    np.testing.assert_array_equal(ort_run(back, feeds)[0], ort_run(m, feeds)[0])
+
+
+def test_to_onnx_declares_the_host_types_and_casts_at_the_boundary():
+    """int64 ids in, a bool and an int64 output: written back with those types (Casts to and
+    from float32 around the graph), the same outputs as the original model's."""
+    table = RNG.standard_normal((11, 4)).astype(np.float32)
+    m = model(
+        [n("Gather", ["table", "ids"], ["e"]), n("Greater", ["e", "zero"], ["pos"]),
+         n("Cast", ["pos"], ["count"], to=I64)],
+        [("ids", I64, [2, 3])], [("pos", B, [2, 3, 4]), ("count", I64, [2, 3, 4])],
+        [("table", table), ("zero", np.array(0.0, np.float32))],
+    )  # fmt: skip
+    feeds = {"ids": RNG.integers(-11, 11, (2, 3)).astype(np.int64)}
+    g = check(m, feeds, tol=0)
+    back = to_onnx(g)
+    assert [v.type.tensor_type.elem_type for v in back.graph.input] == [I64]
+    assert [v.type.tensor_type.elem_type for v in back.graph.output] == [B, I64]
+    for got, want in zip(ort_run(back, feeds), ort_run(m, feeds)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -261,6 +261,7 @@ READ_TYPES = "float32, float16, float64, int32, int64 and bool"  # _NP_OF's, for
 # a model's inputs and outputs of these element types are given and taken as such, converted on
 # the host to and from the float32 the graph holds (``Graph.feed`` / ``Graph.fetch``)
 HOST_OF = {code: np.dtype(t).name for code, t in _NP_OF.items()}
+CODE_OF = {name: code for code, name in HOST_OF.items()}  # host type -> ONNX element type
 KIND_OF = {"float32": "float", "float16": "float", "float64": "float", "int32": "int",
            "int64": "int", "bool": "bool"}  # fmt: skip
 
@@ -438,6 +439,9 @@ class _Reader:
             if o not in self.g.tensors:
                 raise OnnxImportError(f"the model's output '{o}' is not computed by any node")
         for o, vo in zip(outs, graph.output):
+            if o in self.g.outputs:  # another output's tensor (a Cast or Identity of it): a
+                # copy of its own, which may take its own host type (``Graph.fetch``)
+                o = self.g.reshape(o, self.g.tensors[o].shape, name=self.g.fresh_name(o))
             self.g.output(o, host=self._output_type(vo))
         return self.g
 
@@ -3226,10 +3230,33 @@ def _layer_norm_export(
     return nodes
 
 
+def _host_casts(g: Graph, nodes: list[Any]) -> None:
+    """Casts at the model's boundary where an input or output is not float32 (``Graph.feed`` /
+    ``fetch`` do them on the host): the nodes read an input's float32 copy, and an output is
+    the Cast of what its node computes."""
+    from onnx import TensorProto, helper
+
+    for t, host in zip(g.inputs, g.input_types):
+        if host != "float32":
+            copy = f"{t}__float32"
+            for n in nodes:
+                n.input[:] = [copy if x == t else x for x in n.input]
+            nodes.insert(0, helper.make_node("Cast", [t], [copy], copy, to=TensorProto.FLOAT))
+    for t, host in zip(g.outputs, g.output_types):
+        if host != "float32":
+            value = f"{t}__float32"
+            for n in nodes:
+                n.output[:] = [value if x == t else x for x in n.output]
+                n.input[:] = [value if x == t else x for x in n.input]
+            nodes.append(helper.make_node("Cast", [value], [t], t + "__cast", to=CODE_OF[host]))
+
+
 def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) -> Any:
     """``g`` as an ONNX model (written to ``path`` when given); fused epilogues are written out
     as their own nodes, a ``scale_shift`` as a BatchNormalization, a ``hard_swish`` below opset
-    14 as ``x * HardSigmoid(x)``."""
+    14 as ``x * HardSigmoid(x)``; inputs and outputs of another host type than float32 (int64
+    token ids, bool masks) declared as such, with Casts to and from the float32 the graph
+    computes."""
     onnx = _onnx()
     from onnx import TensorProto, helper, numpy_helper
 
@@ -3381,14 +3408,18 @@ def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) ->
                 nodes.append(helper.make_node("Clip", [out, lo, hi], [dst], name))
             out = dst
 
-    def info(t: str) -> Any:
-        return helper.make_tensor_value_info(t, TensorProto.FLOAT, list(g.tensors[t].shape))
+    _host_casts(g, nodes)
+
+    def info(t: str, host: str) -> Any:
+        code = CODE_OF[host]
+        return helper.make_tensor_value_info(t, code, list(g.tensors[t].shape))
 
     used = {t for n in nodes for t in n.input}
     inits = [t for t in inits if t.name in used]
     graph = helper.make_graph(
-        nodes, g.name, [info(t) for t in g.inputs], [info(t) for t in g.outputs], inits
-    )
+        nodes, g.name, [info(t, h) for t, h in zip(g.inputs, g.input_types)],
+        [info(t, h) for t, h in zip(g.outputs, g.output_types)], inits,
+    )  # fmt: skip
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="tensorsched"
     )
