@@ -137,6 +137,7 @@ def test_pipeline_is_one_named_list():
     assert [p.name for p in PIPELINE] == [
         "fold_constants",
         "fold_batch_norm",
+        "fuse_layer_norm",
         "fuse_epilogues",
         "plan_memory",
     ]

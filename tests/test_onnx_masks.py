@@ -15,6 +15,7 @@ from test_onnx_dtypes import check, model  # noqa: E402
 from test_onnx_pool_reduce import ort_run  # noqa: E402
 
 from tensorsched.frontend import OnnxImportError, from_onnx, to_onnx  # noqa: E402
+from tensorsched.graph.passes import optimize  # noqa: E402
 
 RNG = np.random.default_rng(47)
 n = helper.make_node
@@ -94,3 +95,33 @@ def test_layer_normalization_is_one_node_of_three_kernels(axis):
                       [("scale", scale)],
                       opset=17)  # fmt: skip
     assert "layer_norm" not in {nd.op for nd in from_onnx(with_mean).nodes.values()}
+
+
+@pytest.mark.parametrize("square", ["Pow", "Mul"])
+def test_a_layer_norm_written_as_its_steps_becomes_one_node(square):
+    """Older exporters' layer norm (ReduceMean, Sub, Pow or Mul, ReduceMean, Add, Sqrt, Div,
+    Mul, Add) is one layer_norm after ``graph.passes.fuse_layer_norm``; where the mean is
+    also read elsewhere (here an output), its steps stay."""
+    shape, D = (2, 5, 8), 8
+    gamma = RNG.standard_normal(D).astype(np.float32)
+    beta = RNG.standard_normal(D).astype(np.float32)
+
+    def steps(mean_out):
+        sq = n("Pow", ["d", "two"], ["d2"]) if square == "Pow" else n("Mul", ["d", "d"], ["d2"])
+        nodes = [
+            n("ReduceMean", ["x"], ["mu"], axes=[-1]), n("Sub", ["x", "mu"], ["d"]), sq,
+            n("ReduceMean", ["d2"], ["var"], axes=[-1]), n("Add", ["var", "eps"], ["ve"]),
+            n("Sqrt", ["ve"], ["std"]), n("Div", ["d", "std"], ["z"]),
+            n("Mul", ["z", "gamma"], ["zg"]), n("Add", ["zg", "beta"], ["y"]),
+        ]  # fmt: skip
+        outs = [("y", F, list(shape))] + ([("mu", F, [2, 5, 1])] if mean_out else [])
+        inits = [("two", np.array(2.0, np.float32)), ("eps", np.array(1e-5, np.float32)),
+                 ("gamma", gamma), ("beta", beta)]  # fmt: skip
+        return model(nodes, [("x", F, list(shape))], outs, inits)
+
+    x = RNG.standard_normal(shape).astype(np.float32)
+    g = check(steps(False), {"x": x}, tol=2e-5)
+    ops = optimize(g).op_counts()
+    assert ops.get("layer_norm") == 1 and "reduce" not in ops and "sqrt" not in ops
+    kept = check(steps(True), {"x": x}, tol=2e-5)
+    assert "layer_norm" not in optimize(kept).op_counts()

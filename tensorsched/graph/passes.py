@@ -126,6 +126,97 @@ def fold_batch_norm(g: Graph) -> Graph:
     return g
 
 
+def fuse_layer_norm(g: Graph) -> Graph:
+    """Requires: constants folded. Guarantees: a layer norm written out as its steps, as
+    exporters before ONNX's LayerNormalization write it (``mean`` over trailing axes, ``sub``,
+    ``power`` 2 or ``mul`` by itself, ``mean``, ``add`` of a constant epsilon, ``sqrt``,
+    ``div``, then a ``mul`` by a constant scale and an ``add`` of a constant bias or not), is
+    one ``layer_norm`` node: three kernels in place of nine. Only where no step's result is
+    read elsewhere or is an output."""
+    g = g.copy()
+    for node in g.topo_nodes():
+        if node.name not in g.nodes or node.op != "div":
+            continue
+        found = _layer_norm_steps(g, node)
+        if found is None:
+            continue
+        x, axis, eps = found
+        last, scale, bias = node, None, None
+        mul = _single_use(g, node.output)
+        if mul is not None and mul.op == "mul" and _affine(g, mul, node.output, x, axis):
+            last, scale = mul, next(t for t in mul.inputs if t != node.output)
+            add = _single_use(g, mul.output)
+            if add is not None and add.op == "add" and _affine(g, add, mul.output, x, axis):
+                last, bias = add, next(t for t in add.inputs if t != mul.output)
+        if scale is None:
+            ones = np.ones(g.tensors[x].shape[axis:], np.float32)
+            scale = g.constant(g.fresh_name(node.name + "_scale"), ones)
+        ins = [x, scale] + ([bias] if bias is not None else [])
+        attrs = {"axis": axis, "epsilon": eps}
+        g.replace_node(Node(last.name, "layer_norm", ins, last.output, attrs))
+    g.prune()
+    return g
+
+
+def _layer_norm_steps(g: Graph, div: Node) -> tuple[str, int, float] | None:
+    """``(x, axis, epsilon)`` where ``div`` is ``(x - mean(x)) / sqrt(mean((x - mean(x))^2) +
+    epsilon)`` over the axes from ``axis`` to the last, each step read only by the next."""
+
+    def made(t: str, op: str) -> Node | None:
+        n = g.nodes.get(g.producer.get(t, ""))
+        return n if n is not None and n.op == op else None
+
+    d, std = div.inputs
+    sqrt = made(std, "sqrt")
+    plus = made(sqrt.inputs[0], "add") if sqrt is not None else None
+    sub = made(d, "sub")
+    if plus is None or sub is None or _single_use(g, std) is not div:
+        return None
+    var_t, eps_t = plus.inputs if plus.inputs[1] in g.constants else plus.inputs[::-1]
+    var, (x, mu_t) = made(var_t, "reduce"), sub.inputs
+    mean = made(mu_t, "reduce")
+    if var is None or mean is None or eps_t not in g.constants or g.constants[eps_t].size != 1:
+        return None
+    square = g.nodes.get(g.producer.get(var.inputs[0], ""))
+    if square is None or not (
+        (square.op == "power" and square.attrs.get("exponent") == 2 and square.inputs == [d])
+        or (square.op == "mul" and square.inputs == [d, d])
+    ):
+        return None
+    rank = len(g.tensors[x].shape)
+    axes = tuple(mean.attrs.get("axes", ()))
+    if not axes or axes != tuple(range(axes[0], rank)) or mean.inputs != [x]:
+        return None
+    for r in (mean, var):
+        if (
+            r.attrs.get("kind") != "mean"
+            or tuple(r.attrs["axes"]) != axes
+            or not r.attrs["keepdims"]
+        ):
+            return None
+    readers = {n.name for n in g.consumers(d)}
+    if readers != {square.name, div.name} or d in g.outputs:
+        return None
+    for t, reader in ((mu_t, sub), (var.inputs[0], var), (var_t, plus), (plus.output, sqrt)):
+        if _single_use(g, t) is not reader:
+            return None
+    eps = float(g.constants[eps_t].reshape(-1)[0])
+    return (x, axes[0], eps) if 0 <= eps < 1 else None
+
+
+def _affine(g: Graph, node: Node, t: str, x: str, axis: int) -> bool:
+    """``node`` combines ``t`` with a constant that broadcasts over the axes from ``axis`` of
+    ``x`` (a layer norm's scale or bias)."""
+    other = [u for u in node.inputs if u != t]
+    if len(other) != 1 or other[0] not in g.constants:
+        return False
+    own, inner = g.constants[other[0]].shape, g.tensors[x].shape[axis:]
+    try:
+        return len(own) <= len(inner) and np.broadcast_shapes(own, inner) == tuple(inner)
+    except ValueError:
+        return False
+
+
 def _channel_shapes(shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """The shapes of a constant added along the channels of an output of ``shape``."""
     if len(shape) == 5:  # a 3-d conv's or pool's: only the (1, C, 1, 1, 1) broadcasts so
@@ -336,6 +427,7 @@ def for_device(g: Graph, gpu: bool) -> Graph:
 PIPELINE: tuple[GraphPass, ...] = (
     GraphPass("fold_constants", fold_constants),  # all-constant nodes become constants
     GraphPass("fold_batch_norm", fold_batch_norm),  # BN into the conv before it
+    GraphPass("fuse_layer_norm", fuse_layer_norm),  # a layer norm's steps into one node
     GraphPass("fuse_epilogues", fuse_epilogues),  # bias/add/relu/clip into conv and dense
     GraphPass("plan_memory", plan_memory),  # buffers shared by liveness
 )
