@@ -157,6 +157,41 @@ def test_net_run_checks_against_numpy(device, tmp_path):
     assert np.load(tmp_path / "y.npy").shape == (1, 4)
 
 
+def test_net_run_and_bench_a_model_of_token_ids_and_a_mask(tmp_path):
+    """int64 ids into an embedding and an int64 mask: random inputs are ids within the
+    vocabulary and a 0/1 mask (a Gather out of range would give zeros), or a .npz by name;
+    bench feeds onnxruntime the same typed arrays."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    n = helper.make_node
+    nodes = [n("Gather", ["table", "ids"], ["e"]), n("Unsqueeze", ["mask", "two"], ["m3"]),
+             n("Cast", ["m3"], ["mf"], to=TensorProto.FLOAT), n("Mul", ["e", "mf"], ["y"])]  # fmt: skip
+    inits = [numpy_helper.from_array(rng.standard_normal((50, 6)).astype(np.float32), "table"),
+             numpy_helper.from_array(np.array([2], np.int64), "two")]  # fmt: skip
+    ins = [helper.make_tensor_value_info(k, TensorProto.INT64, [1, 7]) for k in ("ids", "mask")]
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 7, 6])
+    m = helper.make_model(helper.make_graph(nodes, "ids", ins, [out], inits),
+                          opset_imports=[helper.make_opsetid("", 13)])  # fmt: skip
+    m.ir_version = 8
+    path = str(tmp_path / "ids.onnx")
+    onnx.save(m, path)
+    code, text, err = run_cli(["net", "run", path, "--target", "python", "--check"])
+    assert code == 0 and "max relative error against numpy" in text, err
+    feeds = {"ids": np.arange(7, dtype=np.int64)[None], "mask": np.ones((1, 7), np.int64)}
+    np.savez(tmp_path / "in.npz", **feeds)
+    argv = ["net", "run", path, "--target", "python", "--input", str(tmp_path / "in.npz"),
+            "--output", str(tmp_path / "y.npy")]  # fmt: skip
+    code, text, err = run_cli(argv)
+    assert code == 0, err
+    want = onnx.numpy_helper.to_array(m.graph.initializer[0])[:7][None]
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-6)
+    np.save(tmp_path / "one.npy", feeds["ids"])
+    code, text, err = run_cli(["net", "run", path, "--input", str(tmp_path / "one.npy")])
+    assert code != 0 and "give a .npz of arrays by those names" in err, err
+
+
 def test_net_run_takes_the_shape_of_a_symbolic_input(tmp_path):
     """A model whose batch is symbolic (torch's dynamic_axes) runs with --shape; without it
     the error says what to pass."""

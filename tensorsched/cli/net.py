@@ -2,16 +2,16 @@
 
 MODEL is ``vgg16``, ``resnet18``, ``mobilenet_v1`` (built in, seeded random weights) or the
 path of an ``.onnx`` file. ``run`` builds the network on the device (configs from ``--log``
-where given, else predicted) and runs it on ``--input`` (a ``.npy``) or on a seeded random
-image, printing the top classes, and with ``--check`` the largest relative error against
-numpy; ``--profile`` prints the per-layer table; ``--fp16`` stores weights and activations
-as half. ``tune`` extracts the distinct conv (2-d, and ungrouped 3-d) / depthwise / dense
-workloads and tunes each with the tuner's budget into one JSON-lines log. ``bench`` times
-end-to-end batch-1 inference (median of ``--repeat``), side by side on the same weights and
-input: tensorsched (and with ``--fp16`` its half-storage build), the ACL-style network with
-``--acl DIR`` (its GEMMs tuned into DIR first, resumable), onnxruntime on the CPU where it is
-installed, and torch eager (cuDNN, fp32, TF32 off) where torch can use a CUDA GPU.
-"""
+where given, else predicted) and runs it on ``--input`` (a ``.npy``, or a ``.npz`` of arrays by
+input name) or on seeded random inputs (token ids within the vocabulary they index), printing
+the top classes, and with ``--check`` the largest relative error against numpy; ``--profile``
+prints the per-layer table; ``--fp16`` stores weights and activations as half. ``tune``
+extracts the distinct conv (2-d, and ungrouped 3-d) / depthwise / dense workloads and tunes
+each with the tuner's budget into one JSON-lines log. ``bench`` times end-to-end batch-1
+inference (median of ``--repeat``), side by side on the same weights and input: tensorsched
+(and with ``--fp16`` its half-storage build), the ACL-style network with ``--acl DIR`` (its
+GEMMs tuned into DIR first, resumable), onnxruntime on the CPU where it is installed, and torch
+eager (cuDNN, fp32, TF32 off) where torch can use a CUDA GPU."""
 
 from __future__ import annotations
 
@@ -82,17 +82,53 @@ def _model(args: argparse.Namespace) -> Graph:
     return load_model(args.model, args.image_size, parse_shapes(args.shape))
 
 
-def _image(g: Graph, path: str | None, seed: int = 0) -> np.ndarray:
-    shape = g.tensors[g.inputs[0]].shape
+def _inputs(g: Graph, path: str | None, seed: int = 0) -> dict[str, np.ndarray]:
+    """The network's inputs, each of its host type (``Graph.feed``): from ``--input`` (a
+    ``.npy`` for a network of one input, a ``.npz`` of arrays by input name), else seeded
+    random ones: floats from a normal distribution, booleans either way, integers from 0 up
+    to the smallest axis they index (``take``: token ids within the vocabulary), else 0 or 1
+    (a mask)."""
     if path is None:
-        return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+        rng = np.random.default_rng(seed)
+        return {t: _random_input(g, t, host, rng) for t, host in zip(g.inputs, g.input_types)}
     try:
-        x = np.load(path, allow_pickle=False)
+        data = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise TensorschedError(f"--input {path}: not a readable .npy file ({exc})") from None
-    if tuple(x.shape) != shape:
-        raise TensorschedError(f"--input {path} has shape {x.shape}; the network takes {shape}")
-    return np.ascontiguousarray(x, dtype=np.float32)
+        raise TensorschedError(
+            f"--input {path}: not a readable .npy or .npz file ({exc})"
+        ) from None
+    if isinstance(data, np.ndarray):
+        if len(g.inputs) != 1:
+            raise TensorschedError(
+                f"--input {path}: the network takes {len(g.inputs)} inputs "
+                f"({', '.join(g.inputs)}); give a .npz of arrays by those names"
+            )
+        data = {g.inputs[0]: data}
+    arrays = {}
+    for t in g.inputs:
+        if t not in data:
+            raise TensorschedError(f"--input {path} has no array '{t}' (the network's input)")
+        x, shape = data[t], g.tensors[t].shape
+        if tuple(x.shape) != shape:
+            raise TensorschedError(
+                f"--input {path}: '{t}' has shape {x.shape}; the network takes {shape}"
+            )
+        arrays[t] = np.ascontiguousarray(x)
+    return arrays
+
+
+def _random_input(g: Graph, t: str, host: str, rng: np.random.Generator) -> np.ndarray:
+    shape = g.tensors[t].shape
+    if host == "bool":
+        return rng.random(shape) < 0.5
+    if host.startswith("int"):
+        sizes = [
+            g.tensors[n.inputs[0]].shape[n.attrs["axis"]]
+            for n in g.consumers(t)
+            if n.op == "take" and n.inputs[1] == t
+        ]
+        return rng.integers(0, min(sizes, default=2), shape).astype(host)
+    return rng.standard_normal(shape).astype(host)
 
 
 def latency_ms(fn: Callable[[], Any], repeat: int, warmup: int = 2, warmup_s: float = 0.5) -> float:
@@ -138,7 +174,7 @@ def cmd_net(args: argparse.Namespace) -> None:
 
 def _run(args: argparse.Namespace) -> None:
     g = _model(args)
-    x = _image(g, args.input, args.seed)
+    x = _inputs(g, args.input, args.seed)
     t0 = time.perf_counter()
     net = build(g, target=args.target, device=args.device, log=args.log, fp16=args.fp16)
     built = time.perf_counter() - t0
@@ -235,7 +271,7 @@ def bench_network(
     / ``acl_lists`` cut its search lists), onnxruntime on the CPU (``ort``, when installed)
     and torch eager on a CUDA GPU (``torch``, when there is one). Returns the rows and the
     per-layer ``Profile`` of each OpenCL engine, by engine name."""
-    x = _image(g, None)
+    x = _inputs(g, None)
     ref = run_reference(g, x)[g.outputs[0]]
     rows: list[BenchRow] = []
     profiles: dict[str, Any] = {}
@@ -265,18 +301,20 @@ def bench_network(
         timed("ACL-style", build_acl_net(g, res, device, log), time.perf_counter() - t0)
     sess = onnxruntime_session(g) if ort else None
     if sess is not None:
-        feed = {g.inputs[0]: x}
+        feed = x
         o = sess.run(None, feed)[0]
         ort_ms = latency_ms(lambda: sess.run(None, feed), repeat)
         rows.append(BenchRow(g.name, "onnxruntime", "CPU", ort_ms, None,
                              max_rel_error(o, ref), 0.0))  # fmt: skip
-    where = torch_device("cuda") if torch else None
+    # TorchNet runs a graph of one float32 input (the networks' image)
+    image = len(g.inputs) == 1 and g.input_types[0] == "float32"
+    where = torch_device("cuda") if torch and image else None
     if where is not None:
         t0 = time.perf_counter()
         model = TorchNet(g, where)
-        o = model(x)
+        o = model(x[g.inputs[0]])
         built = time.perf_counter() - t0
-        torch_ms = latency_ms(lambda: model(x), repeat)
+        torch_ms = latency_ms(lambda: model(x[g.inputs[0]]), repeat)
         name = model.torch.cuda.get_device_name()
         rows.append(BenchRow(g.name, "torch eager (cuDNN)", name, torch_ms, None,
                              max_rel_error(o, ref), built))  # fmt: skip
@@ -378,7 +416,10 @@ def add_net_parser(sub: Any) -> None:
         help="an ONNX model's input shape where the model leaves a dimension symbolic "
         "(repeat for several inputs)",
     )
-    p.add_argument("--input", help="run: a .npy image of the network's input shape")
+    p.add_argument(
+        "--input",
+        help="run: a .npy of the network's input (a .npz of arrays by name for several inputs)",
+    )
     p.add_argument("--output", help="run: write the output as .npy")
     p.add_argument("--target", choices=["opencl", "python"], default="opencl")
     p.add_argument("--check", action="store_true", help="run: error against numpy")
