@@ -73,6 +73,7 @@ from ..graph.graph import (
     PAD_MODES,
     Graph,
     GraphError,
+    broadcasts_to,
     pad_plan,
     slice_plan,
 )
@@ -2290,7 +2291,7 @@ def _layer_norm(
     bias = ins[2] if len(ins) > 2 and ins[2] else None
     inner = shape[axis:]
     affine = [ins[1], *([bias] if bias else [])]
-    fits = all(_broadcasts_to(g.tensors[t].shape, inner) for t in affine)
+    fits = all(broadcasts_to(g.tensors[t].shape, inner) for t in affine)
     if not mean_out and not inv_out and fits:  # the graph's layer_norm: three kernels
         g.layer_norm(ins[0], ins[1], bias, axis, eps, name=name)
         _rename_output(r, name, outs[0])
@@ -2304,14 +2305,6 @@ def _layer_norm(
         inv = fresh("inv_std_dev")
         g.add_node("reciprocal", [std], {}, inv)
         _rename_output(r, inv, inv_out)
-
-
-def _broadcasts_to(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
-    """Whether ``shape`` broadcasts to ``to`` (numpy's rule) without growing it."""
-    try:
-        return len(shape) <= len(to) and np.broadcast_shapes(shape, to) == tuple(to)
-    except ValueError:
-        return False
 
 
 def _fresh(r: _Reader, name: str) -> Any:

@@ -137,6 +137,12 @@ def _pads(v: int | Sequence[int], node: str) -> tuple[int, int, int, int]:
     return (t[0], t[1], t[2], t[3])
 
 
+def broadcasts_to(shape: Sequence[int], to: Sequence[int]) -> bool:
+    """Whether ``shape`` broadcasts to ``to`` without growing it (numpy's rule, dims aligned
+    on the right): a layer norm's scale or bias over its normalized axes."""
+    return len(shape) <= len(to) and all(d in (1, t) for d, t in zip(shape[::-1], to[::-1]))
+
+
 def broadcast_shape(a: Sequence[int], b: Sequence[int], node: str) -> tuple[int, ...]:
     """numpy's broadcast of two shapes, or a ``GraphError`` naming the node."""
     try:
@@ -1162,7 +1168,7 @@ def _infer_layer_norm(g: Graph, node: Node) -> tuple[int, ...]:
     inner = s[axis:]
     for t in node.inputs[1:]:
         own = _shape(g, t)
-        if len(own) > len(inner) or broadcast_shape(inner, own, node.name) != inner:
+        if not broadcasts_to(own, inner):
             raise GraphError(
                 f"node '{node.name}' (layer_norm): '{t}' {own} does not broadcast to {inner}"
             )

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from .graph import Graph, Node
+from .graph import Graph, Node, broadcasts_to
 from .reference import eval_node
 
 
@@ -210,11 +210,7 @@ def _affine(g: Graph, node: Node, t: str, x: str, axis: int) -> bool:
     other = [u for u in node.inputs if u != t]
     if len(other) != 1 or other[0] not in g.constants:
         return False
-    own, inner = g.constants[other[0]].shape, g.tensors[x].shape[axis:]
-    try:
-        return len(own) <= len(inner) and np.broadcast_shapes(own, inner) == tuple(inner)
-    except ValueError:
-        return False
+    return broadcasts_to(g.constants[other[0]].shape, g.tensors[x].shape[axis:])
 
 
 def _channel_shapes(shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
