@@ -3,7 +3,7 @@
 ``cover_shapes.py``'s pool (2 MFLOP-120 GFLOP), kept 0.5 log2 away from the 28 unseen GEMMs of
 ``coverage2_2026-11-27/run.sh``, the GEMM views of its 10 unseen convs and ``../shared/data``;
 prints their median log2-distance to the shipped log's nearest shape (1.35 with the log
-before e34cb13) and the four sets. Run from the project root:
+before e34cb13; the 28 unseen GEMMs' 1.25) and the four sets. Run from the project root:
 ``python benchmarks/gpu/results/validation_2026-11-27/gen_shapes.py``."""
 
 import csv
@@ -63,6 +63,8 @@ logged = np.log2(
 )
 d = [np.min(np.linalg.norm(logged - np.log2(np.array(s, float) + 1), axis=1)) for s in out]
 print("median d", np.median(d), np.round(sorted(d), 2))
+unseen = [np.min(np.linalg.norm(logged - np.log2(np.array(w, float) + 1), axis=1)) for w in W]
+print("the 28 unseen GEMMs' median d", np.median(unseen))
 for i in range(4):
     print(f"V{i}=" + ",".join(f"gemm:{m},{n},{k}" for m, n, k in out[i::4]))
 print("gflop", [round(2 * m * n * k / 1e9, 2) for m, n, k in out])

@@ -1,4 +1,4 @@
-# 24 GEMM shapes drawn at random (seed 20261127+22; /tmp script in the session notes: M, N
+# 24 GEMM shapes drawn at random (gen_shapes.py beside this file, seed 20261127+22: M, N
 # log-uniform 8-8192, K 16-8192, 2 MFLOP-120 GFLOP, kept 0.5 log2 away from the 28 unseen GEMMs,
 # the 10 unseen convs' GEMM views and ../shared/data), the same distribution as the 28 unseen
 # GEMMs and as near to the shipped log (median log2-distance 1.35 against 1.25). On the 4-GPU
