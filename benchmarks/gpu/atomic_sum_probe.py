@@ -205,7 +205,7 @@ def probe(task, mods, rounds=7):
         for name in list(rows) if r % 2 == 0 else list(rows)[::-1]:
             t = rows[name]["mod"].time_evaluator(number=1, repeat=15, warmup=2)(*arrs)
             rows[name]["ev"].append(t.device_median * 1e6)
-    for name, row in rows.items():
+    for row in rows.values():
         row["err2"] = check(row["mod"], arrs, ref)
     base = statistics.median(rows["kernel"]["ev"])
     for name, row in rows.items():
