@@ -9,9 +9,13 @@ relative to the largest output. Prints, per model, the ONNX operators tensorsche
 convert, or the first error, or the error and the times (``Net`` call, ids in and output
 back, and torch eager; medians of 20 after 3 warm-up calls):
 
-    . benchmarks/gpu/gpu_env.sh && python benchmarks/gpu/text_zoo.py [--profile] [MODEL ...]
+    . benchmarks/gpu/gpu_env.sh && \\
+        python benchmarks/gpu/text_zoo.py [--profile] [--rows] [MODEL ...]
 
 ``--profile``: then ``Net.profile``'s per-layer device times, the slowest 12 layers.
+``--rows``: each model also built with ``graph.tasks.ROW_GROUPS`` off (softmax, layer_norm and
+reduce as a work-item a row, in a kernel a reduction), both timed alternately, with their
+device times by ``Net.profile``.
 
 Models: ``encoder`` (nn.TransformerEncoder, 4 layers, width 256, 4 heads, learned positions,
 mean-pooled into 2 classes), ``encoder_mask`` (the same with a padding mask input),
@@ -100,7 +104,7 @@ def export(model, args, names, path):
             raise RuntimeError(f"export failed: {first!s:.200} / {second!s:.200}") from None
 
 
-def one(name, folder, profile=False):
+def one(name, folder, profile=False, rows=False):
     torch.manual_seed(0)
     model = MODELS[name]().eval()
     ids = torch.randint(0, VOCAB, (1, TOKENS), dtype=torch.int64)
@@ -119,8 +123,10 @@ def one(name, folder, profile=False):
         print(f"{line}  UNSUPPORTED: {' '.join(missing)}", flush=True)
         return
     g = ts.frontend.from_onnx(onnx.load(path))
-    net = ts.graph.build(g)
     feeds = {n: a.numpy() for n, a in zip(names, args)}
+    if rows:
+        compare_rows(g, feeds, line)
+    net = ts.graph.build(g)
     y = np.asarray(net(feeds))
     cuda = torch.device("cuda")
     model = model.to(cuda)
@@ -145,14 +151,45 @@ def one(name, folder, profile=False):
             print(f"    {r.layer:<40.40} {r.kernel:<22.22} {r.ms:7.3f} ms {r.percent:5.1f}%")
 
 
+def compare_rows(g, feeds, line):
+    """The graph built with the row kernels off and on, timed alternately (wall clock of a
+    call, medians of medians) with each one's device time and kernel count."""
+    from tensorsched.graph import tasks
+
+    nets = {}
+    for on in (False, True):
+        tasks.ROW_GROUPS = on
+        try:
+            nets[on] = ts.graph.build(g)
+        finally:
+            tasks.ROW_GROUPS = True
+    outs = {on: np.asarray(net(feeds)) for on, net in nets.items()}
+    same = float(np.abs(outs[True] - outs[False]).max() / np.abs(outs[False]).max())
+    times = {on: [] for on in nets}
+    for r in range(5):
+        for on in (False, True) if r % 2 == 0 else (True, False):
+            times[on].append(median_ms(lambda: nets[on](feeds)))
+    for on, net in nets.items():
+        table = net.profile(feeds, repeat=10)
+        device = sum(x.ms for x in table.rows)
+        norm = sum(x.ms for x in table.rows if x.kernel in ("layer_norm", "softmax", "reduce"))
+        print(
+            f"{line}  rows {'on ' if on else 'off'}  call {np.median(times[on]):6.3f} ms  "
+            f"device {device:.3f} ms in {len(table.rows)} layers (softmax / layer_norm / "
+            f"reduce {norm:.3f} ms)  on/off outputs differ by {same:.1e}",
+            flush=True,
+        )
+
+
 def main(names):
     profile = "--profile" in names
-    names = [x for x in names if x != "--profile"]
+    rows = "--rows" in names
+    names = [x for x in names if x not in ("--profile", "--rows")]
     print(f"# torch {torch.__version__}; device {ts.runtime.device.current_device().name}")
     with tempfile.TemporaryDirectory() as folder:
         for name in names or MODELS:
             try:
-                one(name, folder, profile)
+                one(name, folder, profile, rows)
             except Exception as exc:  # noqa: BLE001
                 print_failure(f"{name:<14}", exc, 600)
 

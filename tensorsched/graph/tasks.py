@@ -34,7 +34,7 @@ from ..ops.space import Config
 from ..ops.templates import templates_of
 from ..ops.templates.batch_matmul import batch_matmul_cpu, batch_matmul_gpu, small_tiles
 from ..ops.templates.conv3d import conv3d_direct, pool3d_direct
-from ..ops.templates.injective import schedule_injective
+from ..ops.templates.injective import schedule_injective, schedule_row_groups
 from ..ops.transform import concat, strided_slice, transpose
 from ..schedules.schedule import Schedule, create_schedule
 from ..tune.dispatch import best_config, predicted_config
@@ -224,7 +224,7 @@ def node_kernel(
         return batch_matmul_kernel(g, node, gpu, dtype)
     if node.op in VOLUME_OPS:
         return volume_kernel(g, node, dtype)
-    return elementwise_kernel(g, node, dtype)
+    return elementwise_kernel(g, node, dtype, gpu)
 
 
 # 3-d windows: direct kernels, untuned (an ungrouped conv3d has a task: never built here)
@@ -275,8 +275,13 @@ def batch_matmul_flop(g: Graph, node: Node) -> int:
     return BatchMatmulShape.of(*(g.tensors[t].shape for t in node.inputs)).flop
 
 
+# On a GPU, softmax / layer_norm / reduce rows of 64 elements or more: one kernel, a work-group a
+# row (False: the work-item-a-row kernels, for comparisons: benchmarks/gpu/text_zoo.py)
+ROW_GROUPS = True
+
+
 def elementwise_kernel(
-    g: Graph, node: Node, dtype: str = "float32"
+    g: Graph, node: Node, dtype: str = "float32", gpu: bool = False
 ) -> tuple[Schedule, list[Tensor]]:
     """``(schedule, [*inputs, output])`` of a node without a template: the elementwise ones
     (``UNARY``, ``BINARY``, the masks' comparisons and logic, where, mod, clip, scale_shift,
@@ -285,8 +290,11 @@ def elementwise_kernel(
     loads of a linear resize of k axes, 4 ** k of a cubic one), reduce
     (a loop over the reduced elements in each work-item), softmax (along any axis) and
     layer_norm, each one flat kernel (softmax's max and sum, layer_norm's sum and squared
-    deviations, are reductions in kernels of their own, a work-item a row).
-    ``dtype``: of every tensor (``"float16"``: half storage)."""
+    deviations, are reductions in kernels of their own, a work-item a row). On a GPU
+    (``gpu``), softmax and layer_norm along trailing axes and reduce are instead one kernel of
+    a work-group a row (``schedule_row_groups``) where a row has 64 elements or more: a
+    work-item a row leaves most of a GPU idle (a layer norm of 128 rows of 256: 33-38 us in
+    three kernels on the H200). ``dtype``: of every tensor (``"float16"``: half storage)."""
     ins = [placeholder(g.tensors[t].shape, dtype, name=f"in{i}") for i, t in enumerate(node.inputs)]
     a = node.attrs
     out: Tensor
@@ -357,11 +365,18 @@ def elementwise_kernel(
     if node.op == "layout_transform":
         _schedule_transpose(s, out, to_nchw=nhwc_in)
         return s, [*ins, out]
+    rows = gpu and ROW_GROUPS
+    if node.op == "reduce" and rows and schedule_row_groups(s, out, []):
+        return s, [*ins, out]
     if node.op in ("softmax", "layer_norm"):  # each reduction a kernel, a work-item a row
         stages = [t for t in _stages(out) if t.op.reduce_axis]
         for t in _stages(out):
             if t.name.endswith("_exp"):
                 s[t].compute_inline()
+        ndim = len(out.shape)
+        trailing = node.op == "layer_norm" or a["axis"] % ndim == ndim - 1
+        if rows and trailing and schedule_row_groups(s, out, stages):  # a work-group a row
+            return s, [*ins, out]
         for t in stages:
             schedule_injective(Config({}), s, t)
     schedule_injective(Config({}), s, out)

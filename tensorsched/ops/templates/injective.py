@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...ir.tensor import ComputeOp, Tensor, thread_axis
+from ...ir.expr import IntImm
+from ...ir.tensor import ComputeOp, IterVar, Tensor, thread_axis
 from ...schedules.schedule import Schedule, create_schedule
 from ..nn import epilogue as make_epilogue
 from ..space import Config
@@ -69,6 +70,84 @@ def bind_rows(s: Schedule, t: Tensor, threads: int = 16) -> None:
     bx, tx = s[t].split(f, threads)
     s[t].bind(bx, thread_axis("blockIdx.x"))
     s[t].bind(tx, thread_axis("threadIdx.x"))
+
+
+ROW_GROUP_MIN = 64  # elements a row from which a work-group a row pays (fewer: a work-item)
+
+
+def _elements(axes: Sequence[IterVar]) -> int:
+    """The points of ``axes`` together; 0 where an extent is symbolic."""
+    n = 1
+    for v in axes:
+        extent = v.domain.extent
+        if isinstance(extent, IntImm):
+            extent = extent.value
+        if not isinstance(extent, int):
+            return 0
+        n *= extent
+    return n
+
+
+def row_threads(n: int, limit: int = 256) -> int:
+    """Work-items of a work-group that reduces rows of ``n`` elements: the largest power of
+    two not above ``n``, from 32 (a warp) to ``limit``."""
+    t = 32
+    while t * 2 <= min(n, limit):
+        t *= 2
+    return t
+
+
+def schedule_row_groups(
+    s: Schedule, out: Tensor, reductions: Sequence[Tensor], limit: int = 256
+) -> bool:
+    """One work-group a row, in one kernel: each reduction of ``reductions`` (one value a row:
+    a softmax's max and sum, a layer norm's sum and squared deviations) computed at the
+    work-group's row by all its work-items together (a cross-thread reduction through
+    ``__local`` memory), then ``out``'s row spread over the same work-items. ``out`` may itself
+    be the reduction (``reductions`` empty): its reduced axes are the row. Otherwise the
+    caller guarantees that the reductions run over ``out``'s trailing axes (as many as each
+    has reduce axes; their data axes being ``out``'s leading ones, which this checks by shape
+    only). False, with ``s`` untouched, where that does not hold, there are no row axes
+    to give the work-groups, or a row has fewer than ``ROW_GROUP_MIN`` elements (a work-item a
+    row is then the better kernel)."""
+    axes = list(s[out].op.axis)
+    if out.op.reduce_axis:
+        if reductions:
+            return False
+        width = _elements(s[out].op.reduce_axis)
+        if not axes or width < ROW_GROUP_MIN:
+            return False
+        threads = row_threads(width, limit)
+        row = s[out].fuse(*axes) if len(axes) > 1 else axes[0]
+        ks = list(s[out].op.reduce_axis)
+        k = s[out].fuse(*ks) if len(ks) > 1 else ks[0]
+        _, ki = s[out].split(k, threads)
+        s[out].bind(row, thread_axis("blockIdx.x"))
+        s[out].bind(ki, thread_axis("threadIdx.x"))
+        return True
+    if not reductions:
+        return False
+    n_red = len(reductions[0].op.reduce_axis)
+    rows, inner = axes[:-n_red], axes[-n_red:]
+    width = _elements(inner)
+    for t in reductions:
+        if len(t.op.reduce_axis) != n_red or tuple(t.shape) != tuple(out.shape[:-n_red]):
+            return False
+    if not rows or width < ROW_GROUP_MIN:
+        return False
+    threads = row_threads(width, limit)
+    row = s[out].fuse(*rows) if len(rows) > 1 else rows[0]
+    c = s[out].fuse(*inner) if len(inner) > 1 else inner[0]
+    _, ci = s[out].split(c, threads)
+    s[out].bind(row, thread_axis("blockIdx.x"))
+    s[out].bind(ci, thread_axis("threadIdx.x"))
+    for t in reductions:
+        ks = list(s[t].op.reduce_axis)
+        k = s[t].fuse(*ks) if len(ks) > 1 else ks[0]
+        _, ki = s[t].split(k, threads)
+        s[t].bind(ki, thread_axis("threadIdx.x"))
+        s[t].compute_at(s[out], row)
+    return True
 
 
 def padding_stage(out: Tensor) -> Tensor | None:
