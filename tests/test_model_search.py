@@ -503,6 +503,22 @@ def test_an_untuned_conv_takes_no_config_from_a_far_gemm_but_its_search_measures
     assert nearest_bests(conv, conv.space(), past) == [CPU_512 | GUARDS]
 
 
+def test_an_untuned_dense_gemm_takes_the_gemm_templates_configs_at_any_distance(tmp_path):
+    """A dense layer's GEMM template is the GEMM template on the transposed weight (a twin,
+    ``templates.TWINS``): 512^3's best is predicted for 128 rows of 1000 x 72, however far."""
+    log = tmp_path / "cpu.jsonl"
+    write_log(log, "test / cpu", Task("gemm", "cpu", (512, 512, 512)), [(CPU_512, 1.0)])
+    dense = Task("dense", "gemm_cpu", (128, 1000, 72))
+    assert model.shape_distance(dense, Task("gemm", "cpu", (512, 512, 512))) > model.NEAR_VIEW
+    past = model.history(dense, "test / cpu", [str(log)])
+    assert model.predict_config(dense, past, CPU_LIMITS) == CPU_512 | TAILS
+    conv = Task("conv2d", "gemm_cpu", SMALL_CONV)  # not a twin: nothing from that far
+    assert (
+        model.predict_config(conv, model.history(conv, "test / cpu", [str(log)]), CPU_LIMITS)
+        is None
+    )
+
+
 def test_a_choice_the_new_shape_refuses_is_undone_not_dropped(tmp_path):
     """The nearest GEMM (64 x 64 x 76) chose to peel its last, partial K step; at the
     implicit-GEMM conv's 64 x 64 x 72 the K steps divide, where the template refuses

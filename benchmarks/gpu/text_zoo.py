@@ -10,18 +10,18 @@ convert, or the first error, or the error and the times (``Net`` call, ids in an
 back, and torch eager; medians of 20 after 3 warm-up calls):
 
     . benchmarks/gpu/gpu_env.sh && \\
-        python benchmarks/gpu/text_zoo.py [--profile] [--rows] [MODEL ...]
+        python benchmarks/gpu/text_zoo.py [--profile] [--without-rows] [--without-twins] [MODEL ...]
 
 ``--profile``: then ``Net.profile``'s per-layer device times, the slowest 12 layers.
-``--rows``: each model also built with ``graph.tasks.ROW_GROUPS`` off (softmax, layer_norm and
-reduce as a work-item a row, in a kernel a reduction), both timed alternately, with their
-device times by ``Net.profile``.
+``--without-rows``, ``--without-twins``: each model also built with that change undone
+(``without``), all builds timed alternately, with their device times by ``Net.profile``.
 
 Models: ``encoder`` (nn.TransformerEncoder, 4 layers, width 256, 4 heads, learned positions,
 mean-pooled into 2 classes), ``encoder_mask`` (the same with a padding mask input),
 ``gpt`` (4 causal blocks written out, logits over the vocabulary at every position).
 """
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -104,7 +104,7 @@ def export(model, args, names, path):
             raise RuntimeError(f"export failed: {first!s:.200} / {second!s:.200}") from None
 
 
-def one(name, folder, profile=False, rows=False):
+def one(name, folder, profile=False, changes=()):
     torch.manual_seed(0)
     model = MODELS[name]().eval()
     ids = torch.randint(0, VOCAB, (1, TOKENS), dtype=torch.int64)
@@ -124,8 +124,8 @@ def one(name, folder, profile=False, rows=False):
         return
     g = ts.frontend.from_onnx(onnx.load(path))
     feeds = {n: a.numpy() for n, a in zip(names, args)}
-    if rows:
-        compare_rows(g, feeds, line)
+    if changes:
+        compare(g, feeds, line, changes)
     net = ts.graph.build(g)
     y = np.asarray(net(feeds))
     cuda = torch.device("cuda")
@@ -151,45 +151,65 @@ def one(name, folder, profile=False, rows=False):
             print(f"    {r.layer:<40.40} {r.kernel:<22.22} {r.ms:7.3f} ms {r.percent:5.1f}%")
 
 
-def compare_rows(g, feeds, line):
-    """The graph built with the row kernels off and on, timed alternately (wall clock of a
-    call, medians of medians) with each one's device time and kernel count."""
+@contextlib.contextmanager
+def without(change):
+    """The graph compiler with one of this session's changes undone: ``rows``, softmax,
+    layer_norm and reduce a work-item a row (``graph.tasks.ROW_GROUPS`` off); ``twins``, the
+    dense layers' GEMM template predicted from GEMM logs only within ``model.NEAR_VIEW``
+    (the dense entries of ``templates.TWINS`` dropped)."""
     from tensorsched.graph import tasks
+    from tensorsched.ops import templates
 
-    nets = {}
-    for on in (False, True):
-        tasks.ROW_GROUPS = on
-        try:
-            nets[on] = ts.graph.build(g)
-        finally:
-            tasks.ROW_GROUPS = True
-    outs = {on: np.asarray(net(feeds)) for on, net in nets.items()}
-    same = float(np.abs(outs[True] - outs[False]).max() / np.abs(outs[False]).max())
-    times = {on: [] for on in nets}
+    saved = (tasks.ROW_GROUPS, dict(templates.TWINS))
+    if change == "rows":
+        tasks.ROW_GROUPS = False
+    elif change == "twins":
+        for key in [k for k in templates.TWINS if k[0] == "dense"]:
+            del templates.TWINS[key]
+    try:
+        yield
+    finally:
+        tasks.ROW_GROUPS = saved[0]
+        templates.TWINS.clear()
+        templates.TWINS.update(saved[1])
+
+
+def compare(g, feeds, line, changes):
+    """The graph built as it is and with each of ``changes`` undone, timed alternately (wall
+    clock of a call, medians of medians), with each one's device time by ``Net.profile``."""
+    nets = {"as is": ts.graph.build(g)}
+    for change in changes:
+        with without(change):
+            nets[f"no {change}"] = ts.graph.build(g)
+    outs = {k: np.asarray(net(feeds)) for k, net in nets.items()}
+    base = outs["as is"]
+    times = {k: [] for k in nets}
     for r in range(5):
-        for on in (False, True) if r % 2 == 0 else (True, False):
-            times[on].append(median_ms(lambda: nets[on](feeds)))
-    for on, net in nets.items():
+        for k in list(nets) if r % 2 == 0 else list(nets)[::-1]:
+            times[k].append(median_ms(lambda: nets[k](feeds)))
+    for k, net in nets.items():
         table = net.profile(feeds, repeat=10)
         device = sum(x.ms for x in table.rows)
         norm = sum(x.ms for x in table.rows if x.kernel in ("layer_norm", "softmax", "reduce"))
+        dense = sum(x.ms for x in table.rows if x.kernel.startswith("dense"))
+        diff = float(np.abs(outs[k] - base).max() / np.abs(base).max())
         print(
-            f"{line}  rows {'on ' if on else 'off'}  call {np.median(times[on]):6.3f} ms  "
-            f"device {device:.3f} ms in {len(table.rows)} layers (softmax / layer_norm / "
-            f"reduce {norm:.3f} ms)  on/off outputs differ by {same:.1e}",
+            f"{line}  {k:<9} call {np.median(times[k]):6.3f} ms  device {device:.3f} ms "
+            f"(dense {dense:.3f}, layer_norm / softmax / reduce {norm:.3f})  "
+            f"differs by {diff:.1e}",
             flush=True,
         )
 
 
 def main(names):
     profile = "--profile" in names
-    rows = "--rows" in names
-    names = [x for x in names if x not in ("--profile", "--rows")]
+    changes = [x.removeprefix("--without-") for x in names if x.startswith("--without-")]
+    names = [x for x in names if x != "--profile" and not x.startswith("--without-")]
     print(f"# torch {torch.__version__}; device {ts.runtime.device.current_device().name}")
     with tempfile.TemporaryDirectory() as folder:
         for name in names or MODELS:
             try:
-                one(name, folder, profile, rows)
+                one(name, folder, profile, changes)
             except Exception as exc:  # noqa: BLE001
                 print_failure(f"{name:<14}", exc, 600)
 

@@ -155,14 +155,20 @@ GEMM_VIEWS: dict[tuple[str, str], tuple[str, Callable[[tuple[int, ...]], tuple[i
 }
 
 
-# a template whose GEMM is another template's at a longer patch: the same operands' loads
-# (from the image, inlined or as a patch matrix), the same knobs, the same output stage. The
-# tuner's untuned predictions take the other's records as the template's own, at any shape
-# (a GEMM's only within ``model.NEAR_VIEW``): without them, 8 of r3d_18's 10 conv3d layers
-# were nearer no logged H200 shape than that and fell back to the defaults.
+# a template whose kernel is another template's: a conv3d's GEMM is the conv2d one's at a
+# longer patch (the same operands' loads, from the image, inlined or as a patch matrix, the
+# same knobs, the same output stage), and a dense layer's GEMM template runs the GEMM
+# template on the weight transposed once (the same loads exactly). The tuner's untuned
+# predictions take the other's records as the template's own, at any shape (another
+# template's of the family only within ``model.NEAR_VIEW``): without them, 8 of r3d_18's 10
+# conv3d layers were nearer no logged H200 shape than that and fell back to the defaults, as
+# did the 128-row dense layers of the text transformers (34 us at the defaults' 128 x 128
+# tiles, 8 work-groups, where 16 and 32 rows took 14-16 us with a predicted config).
 TWINS: dict[tuple[str, str], tuple[str, str]] = {
     ("conv3d", "implicit_gemm"): ("conv2d", "implicit_gemm"),
     ("conv3d", "gemm_cpu"): ("conv2d", "gemm_cpu"),
+    ("dense", "gemm_gpu"): ("gemm", "gpu_tiled"),
+    ("dense", "gemm_cpu"): ("gemm", "cpu"),
 }
 
 
