@@ -10,11 +10,12 @@ convert, or the first error, or the error and the times (``Net`` call, ids in an
 back, and torch eager; medians of 20 after 3 warm-up calls):
 
     . benchmarks/gpu/gpu_env.sh && \\
-        python benchmarks/gpu/text_zoo.py [--profile] [--without-rows] [--without-twins] [MODEL ...]
+        python benchmarks/gpu/text_zoo.py [--profile] [--without-CHANGE ...] [MODEL ...]
 
 ``--profile``: then ``Net.profile``'s per-layer device times, the slowest 12 layers.
-``--without-rows``, ``--without-twins``: each model also built with that change undone
-(``without``), all builds timed alternately, with their device times by ``Net.profile``.
+``--without-rows``, ``--without-twins``, ``--without-fusion``: each model also built with
+that change undone (``without``), all builds timed alternately, with their device times by
+``Net.profile``.
 
 Models: ``encoder`` (nn.TransformerEncoder, 4 layers, width 256, 4 heads, learned positions,
 mean-pooled into 2 classes), ``encoder_mask`` (the same with a padding mask input),
@@ -37,6 +38,7 @@ from torchvision_zoo import median_ms, print_failure  # noqa: E402
 
 import tensorsched as ts  # noqa: E402
 from tensorsched.frontend.onnx import SUPPORTED  # noqa: E402
+from tensorsched.graph.graph import INJECTIVE  # noqa: E402
 
 VOCAB, TOKENS, WIDTH, HEADS, LAYERS = 8000, 128, 256, 4, 4
 
@@ -156,7 +158,8 @@ def without(change):
     """The graph compiler with one of this session's changes undone: ``rows``, softmax,
     layer_norm and reduce a work-item a row (``graph.tasks.ROW_GROUPS`` off); ``twins``, the
     dense layers' GEMM template predicted from GEMM logs only within ``model.NEAR_VIEW``
-    (the dense entries of ``templates.TWINS`` dropped)."""
+    (the dense entries of ``templates.TWINS`` dropped); ``fusion``, each injective node a
+    kernel of its own (no ``passes.fuse_injective``: ``compare`` builds that graph)."""
     from tensorsched.graph import tasks
     from tensorsched.ops import templates
 
@@ -177,10 +180,16 @@ def without(change):
 def compare(g, feeds, line, changes):
     """The graph built as it is and with each of ``changes`` undone, timed alternately (wall
     clock of a call, medians of medians), with each one's device time by ``Net.profile``."""
+    from tensorsched.graph.passes import PIPELINE, optimize
+
     nets = {"as is": ts.graph.build(g)}
     for change in changes:
         with without(change):
-            nets[f"no {change}"] = ts.graph.build(g)
+            if change == "fusion":  # the graph optimized without fuse_injective
+                unfused = optimize(g, tuple(p for p in PIPELINE if p.name != "fuse_injective"))
+                nets[f"no {change}"] = ts.graph.build(unfused)
+            else:
+                nets[f"no {change}"] = ts.graph.build(g)
     outs = {k: np.asarray(net(feeds)) for k, net in nets.items()}
     base = outs["as is"]
     times = {k: [] for k in nets}
@@ -191,11 +200,13 @@ def compare(g, feeds, line, changes):
         table = net.profile(feeds, repeat=10)
         device = sum(x.ms for x in table.rows)
         norm = sum(x.ms for x in table.rows if x.kernel in ("layer_norm", "softmax", "reduce"))
+        injective = sum(x.ms for x in table.rows if x.kernel == "fused" or x.kernel in INJECTIVE)
         dense = sum(x.ms for x in table.rows if x.kernel.startswith("dense"))
         diff = float(np.abs(outs[k] - base).max() / np.abs(base).max())
         print(
             f"{line}  {k:<9} call {np.median(times[k]):6.3f} ms  device {device:.3f} ms "
-            f"(dense {dense:.3f}, layer_norm / softmax / reduce {norm:.3f})  "
+            f"in {len(table.rows)} kernels (dense {dense:.3f}, layer_norm / softmax / reduce "
+            f"{norm:.3f}, injective {injective:.3f})  "
             f"differs by {diff:.1e}",
             flush=True,
         )

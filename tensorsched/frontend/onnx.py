@@ -77,6 +77,7 @@ from ..graph.graph import (
     pad_plan,
     slice_plan,
 )
+from ..graph.passes import unfuse
 from ..ops.resize import COORDINATE_MODES as RESIZE_COORDS
 from ..ops.resize import MODES as RESIZE_MODES
 from ..ops.resize import NEAREST_MODES as RESIZE_ROUNDING
@@ -3245,14 +3246,15 @@ def _host_casts(g: Graph, nodes: list[Any]) -> None:
 
 
 def to_onnx(g: Graph, path: str | os.PathLike | None = None, opset: int = 13) -> Any:
-    """``g`` as an ONNX model (written to ``path`` when given); fused epilogues are written out
-    as their own nodes, a ``scale_shift`` as a BatchNormalization, a ``hard_swish`` below opset
-    14 as ``x * HardSigmoid(x)``; inputs and outputs of another host type than float32 (int64
-    token ids, bool masks) declared as such, with Casts to and from the float32 the graph
-    computes."""
+    """``g`` as an ONNX model (written to ``path`` when given); fused epilogues and fused
+    injective nodes (``passes.fuse_injective``) are written out as their own nodes, a
+    ``scale_shift`` as a BatchNormalization, a ``hard_swish`` below opset 14 as ``x *
+    HardSigmoid(x)``; inputs and outputs of another host type than float32 (int64 token ids,
+    bool masks) declared as such, with Casts to and from the float32 the graph computes."""
     onnx = _onnx()
     from onnx import TensorProto, helper, numpy_helper
 
+    g = unfuse(g)  # fused injective nodes as the nodes they were
     nodes: list[Any] = []
     inits = [numpy_helper.from_array(v, k) for k, v in g.constants.items()]
     extra = 0

@@ -48,7 +48,9 @@ a CPU device ``passes.channels_last`` marks conv nodes ``attrs["layout"]`` /
 ``attrs["data_layout"]`` ``"NHWC"`` and adds ``layout_transform`` nodes (``PASS_OPS``: a
 memory order the logical NCHW shapes do not show, so no graph built by hand or imported holds
 one). A max_pool2d or avg_pool2d node with ``attrs["ceil_mode"]`` (ONNX's ``ceil_mode=1``;
-the key is kept only where true) rounds its output size up (``ops.pool``).
+the key is kept only where true) rounds its output size up (``ops.pool``). ``passes.fuse_injective``
+makes each tree of ``INJECTIVE`` nodes one ``fused`` node (``_infer_fused``: its ``steps``, each
+an operator of the tree; also one of ``PASS_OPS``), whose kernel computes them all.
 
 Every tensor is float32, but callers may give and take an input or output of another element
 type (``HOST_TYPES``: an ONNX model's int64 token ids, bool masks, float16 images), named by
@@ -1249,10 +1251,54 @@ SHAPE_RULES = {
     "pad": _infer_pad,
     "resize": _infer_resize,
     "layout_transform": _infer_layout_transform,
+    "fused": lambda g, node: _infer_fused(g, node),  # defined below, with INJECTIVE
 }
-# layout_transform is the graph passes' own (a change of memory order that the graph's
-# logical shapes do not show): a graph built by hand or imported cannot hold one
-PASS_OPS = ("layout_transform",)
+# operators each of whose output elements is a function of input elements at indices computed
+# from its own (elementwise math and masks with numpy broadcasting, views, transposes, slices,
+# concatenation, padding): a tree of them computes in one kernel (``passes.fuse_injective``)
+INJECTIVE = frozenset({
+    "scale_shift", "relu", "clip", "sigmoid", "tanh", "leaky_relu", "hard_sigmoid",
+    "hard_swish", "add", "sub", "mul", "div", "pow", "power", *MATH, *COMPARE, *LOGIC, *MASKS,
+    "where", "mod", "transpose", "slice", "reshape", "flatten", "concat", "pad",
+})  # fmt: skip
+FUSED_STEPS = 64  # at most, in one fused node
+
+
+def _infer_fused(g: Graph, node: Node) -> tuple[int, ...]:
+    """A ``fused`` node (``passes.fuse_injective``): ``attrs["steps"]``, each ``(op, refs,
+    attrs)`` with ``op`` one of ``INJECTIVE`` and ``refs`` its inputs, ``("in", i)`` the node's
+    input ``i`` or ``("step", j)`` an earlier step's output; the last step's output is the
+    node's. Each step is checked as the node it stands for."""
+    steps = node.attrs.get("steps")
+    where = f"node '{node.name}' (fused)"
+    if not isinstance(steps, (tuple, list)) or not 0 < len(steps) <= FUSED_STEPS:
+        raise GraphError(f"{where}: steps must be 1 to {FUSED_STEPS} (op, refs, attrs) tuples")
+    scratch = Graph(node.name)
+    names = [scratch.input(f"in{i}", g.tensors[t].shape) for i, t in enumerate(node.inputs)]
+    outs: list[str] = []
+    for k, step in enumerate(steps):
+        if not (isinstance(step, (tuple, list)) and len(step) == 3):
+            raise GraphError(f"{where}: step {k} is not an (op, refs, attrs) tuple")
+        op, refs, attrs = step
+        if not (isinstance(op, str) and op in INJECTIVE and isinstance(attrs, dict)) or not (
+            isinstance(refs, (tuple, list))
+        ):
+            raise GraphError(f"{where}: step {k} ({op!r}) is not an injective operator's")
+        ins = []
+        for ref in refs:
+            kind, i = ref if isinstance(ref, (tuple, list)) and len(ref) == 2 else (None, None)
+            pool = names if kind == "in" else outs if kind == "step" else None
+            if pool is None or not isinstance(i, int) or not 0 <= i < len(pool):
+                raise GraphError(f"{where}: step {k} reads {ref!r}, no input or earlier step")
+            ins.append(pool[i])
+        outs.append(scratch.add_node(op, ins, dict(attrs), name=f"step{k}"))
+    return scratch.tensors[outs[-1]].shape
+
+
+# layout_transform and fused are the graph passes' own (a change of memory order that the
+# graph's logical shapes do not show; a tree of injective nodes as one): a graph built by hand
+# or imported cannot hold one
+PASS_OPS = ("layout_transform", "fused")
 OPS = tuple(op for op in SHAPE_RULES if op not in PASS_OPS)
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from .graph import Graph, Node, broadcasts_to
+from .graph import FUSED_STEPS, INJECTIVE, Graph, Node, broadcasts_to
 from .reference import eval_node
 
 
@@ -236,6 +236,10 @@ def fuse_epilogues(g: Graph) -> Graph:
             user = _single_use(g, node.output)
             if user is None:
                 break
+            if node.op == "dense" and user.op in VIEWS:  # a step behind a reshape
+                if not _fuse_behind_view(g, node, user):
+                    break
+                continue
             step: tuple | None = None
             extra: list[str] = []
             if user.op == "relu":
@@ -264,6 +268,44 @@ def fuse_epilogues(g: Graph) -> Graph:
             g.replace_node(node)
     g.prune()
     return g
+
+
+def _fuse_behind_view(g: Graph, node: Node, view: Node) -> bool:
+    """A dense node's epilogue step read through a view of its output (an exporter's
+    ``MatMul`` to ``(rows, 1, outputs)`` then ``Add`` of the bias, ``Relu``, a residual
+    ``Add``): the step joins the node and the view moves behind it. A bias must run along the
+    view's last axis, the outputs; a residual of the view's shape is read through a view of
+    its own, of the node's shape (no kernel either). False where the view's reader is none
+    of these."""
+    user = _single_use(g, view.output)
+    shape, seen = g.tensors[view.output].shape, g.tensors[node.output].shape
+    if user is None or g.tensors[user.output].shape != shape or shape[-1] != seen[-1]:
+        return False
+    step: tuple | None = None
+    extra: list[str] = []
+    if user.op == "relu":
+        step = ("relu",)
+    elif user.op == "clip" and (user.attrs["min"], user.attrs["max"]) == (0.0, 6.0):
+        step = ("clip", 0.0, 6.0)
+    elif user.op == "add":
+        other = user.inputs[1] if user.inputs[0] == view.output else user.inputs[0]
+        const = g.constants.get(other)
+        if const is not None and const.size == seen[-1] and const.shape[-1] == seen[-1]:
+            flat = g.constant(g.fresh_name(other + "_vec"), const.reshape(-1))
+            step, extra = ("bias",), [flat]
+        elif g.tensors[other].shape == shape:
+            name = g.fresh_name(f"{other}_as_{node.name}")
+            step, extra = ("add",), [g.reshape(other, seen, name=name)]
+    if step is None or step[0] in {s[0] for s in node.epilogue}:
+        return False
+    g.remove_node(user.name)
+    g.tensors.pop(view.output)
+    node.attrs["epilogue"] = node.epilogue + (step,)
+    node.inputs = node.inputs + extra
+    g.replace_node(node)
+    view.output = user.output
+    g.replace_node(view)
+    return True
 
 
 def plan_memory(g: Graph) -> Graph:
@@ -401,6 +443,91 @@ def channels_last(g: Graph) -> Graph:
     return plan_memory(g)
 
 
+def fuse_injective(g: Graph) -> Graph:
+    """Requires: epilogues fused. Guarantees: each tree of injective nodes (``INJECTIVE``:
+    elementwise math and masks, views, transposes, slices, concatenation, padding) whose inner
+    results are read by the next node of the tree alone and are no output is one ``fused``
+    node, one kernel (TVM's fusion of injective operators): a transformer block's head
+    split (reshape, transpose, slice), its attention scale and mask, an activation written as
+    several nodes (GELU's div, erf, add, mul, mul). A tree of views alone stays views (no
+    kernel). ``unfuse`` undoes it."""
+    order = g.topo_nodes()
+    able = {n.name for n in order if n.op in INJECTIVE and not n.epilogue}
+    root: dict[str, str] = {}
+    size: dict[str, int] = {}
+    for n in reversed(order):
+        if n.name not in able:
+            continue
+        readers = g.consumers(n.output)
+        joins = n.output not in g.outputs and len(readers) == 1 and readers[0].name in able
+        joins = joins and size[root[readers[0].name]] < FUSED_STEPS
+        root[n.name] = root[readers[0].name] if joins else n.name
+        size[root[n.name]] = size.get(root[n.name], 0) + 1
+    groups: dict[str, list[Node]] = {}
+    for n in order:
+        if n.name in root:
+            groups.setdefault(root[n.name], []).append(n)
+    todo = [
+        members for members in groups.values()
+        if len(members) > 1 and any(m.op not in VIEWS for m in members)
+    ]  # fmt: skip
+    if not todo:
+        return g
+    g = g.copy()
+    for members in todo:
+        _fuse(g, members)
+    g.prune()
+    return g
+
+
+def _fuse(g: Graph, members: list[Node]) -> None:
+    """Replace ``members`` (a tree in topological order, the last its root) with one
+    ``fused`` node of the root's name and output."""
+    made = {m.output: j for j, m in enumerate(members)}
+    inputs: list[str] = []
+    steps = []
+    for m in members:
+        refs = []
+        for t in m.inputs:
+            if t in made:
+                refs.append(("step", made[t]))
+            else:
+                if t not in inputs:
+                    inputs.append(t)
+                refs.append(("in", inputs.index(t)))
+        steps.append((m.op, tuple(refs), dict(m.attrs)))
+    last = members[-1]
+    for m in members[:-1]:
+        g.remove_node(m.name)
+        del g.tensors[m.output]
+    g.replace_node(Node(last.name, "fused", inputs, last.output, {"steps": tuple(steps)}))
+
+
+def unfuse(g: Graph) -> Graph:
+    """``g`` with each ``fused`` node written out again as its steps (nodes named
+    ``<node>_<k>``, the last one taking the node's name and output)."""
+    if not any(n.op == "fused" for n in g.nodes.values()):
+        return g
+    g = g.copy()
+    for node in g.topo_nodes():
+        if node.op != "fused":
+            continue
+        steps = node.attrs["steps"]
+        g.remove_node(node.name)
+        outs: list[str] = []
+        for k, (op, refs, attrs) in enumerate(steps):
+            ins = [node.inputs[i] if kind == "in" else outs[i] for kind, i in refs]
+            last = k == len(steps) - 1
+            name = node.name if last else g.fresh_name(f"{node.name}_{k}")
+            out = node.output if last else g.fresh_name(f"{node.output}_{k}")
+            if last:
+                del g.tensors[node.output]
+            outs.append(g.add_node(op, ins, dict(attrs), name=name, output=out))
+        for c in g.consumers(node.output):
+            g.dag.add_edge(node.name, c.name, tensor=node.output)
+    return g
+
+
 def _transform(g: Graph, t: str, src: str, dst: str, out: str) -> str:
     """Add a ``layout_transform`` of ``t`` writing ``out``; its readers already in the graph
     follow it."""
@@ -425,6 +552,7 @@ PIPELINE: tuple[GraphPass, ...] = (
     GraphPass("fold_batch_norm", fold_batch_norm),  # BN into the conv before it
     GraphPass("fuse_layer_norm", fuse_layer_norm),  # a layer norm's steps into one node
     GraphPass("fuse_epilogues", fuse_epilogues),  # bias/add/relu/clip into conv and dense
+    GraphPass("fuse_injective", fuse_injective),  # trees of injective nodes: a kernel each
     GraphPass("plan_memory", plan_memory),  # buffers shared by liveness
 )
 

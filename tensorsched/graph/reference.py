@@ -226,7 +226,19 @@ REFERENCE: dict[str, Callable[[Node, list[Array]], Array]] = {
     "take": _take,
     "layer_norm": _layer_norm,
     "layout_transform": lambda n, x: x[0],  # memory order only: the same logical tensor
+    "fused": lambda n, x: _fused(n, x),
 }
+
+
+def _fused(node: Node, x: list[Array]) -> Array:
+    """A ``fused`` node's steps one after another, each as the node it stands for (float32
+    between them, as the unfused graph)."""
+    outs: list[Array] = []
+    for op, refs, attrs in node.attrs["steps"]:
+        ins = [x[i] if kind == "in" else outs[i] for kind, i in refs]
+        names = [f"in{k}" for k in range(len(ins))]
+        outs.append(eval_node(Node(f"{node.name}_step", op, names, "", dict(attrs)), ins))
+    return outs[-1]
 
 
 def eval_node(node: Node, inputs: list[Array]) -> Array:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from ..ir import intrin as I
 from ..ir.expr import const
@@ -35,7 +36,7 @@ from ..ops.templates import templates_of
 from ..ops.templates.batch_matmul import batch_matmul_cpu, batch_matmul_gpu, small_tiles
 from ..ops.templates.conv3d import conv3d_direct, pool3d_direct
 from ..ops.templates.injective import schedule_injective, schedule_row_groups
-from ..ops.transform import concat, strided_slice, transpose
+from ..ops.transform import concat, flatten, reshape, strided_slice, transpose
 from ..schedules.schedule import Schedule, create_schedule
 from ..tune.dispatch import best_config, predicted_config
 from ..tune.record import Record
@@ -298,26 +299,12 @@ def elementwise_kernel(
     ins = [placeholder(g.tensors[t].shape, dtype, name=f"in{i}") for i, t in enumerate(node.inputs)]
     a = node.attrs
     out: Tensor
-    if node.op in BINARY:
-        out = BINARY[node.op](ins[0], ins[1])
-    elif node.op in nn.COMPARISONS:
-        out = nn.compare(ins[0], ins[1], nn.COMPARISONS[node.op], node.op)
-    elif node.op in nn.LOGIC:
-        out = nn.logical(ins[0], ins[1], node.op, node.op)
-    elif node.op == "where":
-        out = nn.where(ins[0], ins[1], ins[2])
-    elif node.op == "take":
-        out = nn.take(ins[0], ins[1], a["axis"])
-    elif node.op == "layer_norm":
-        bias = ins[2] if len(ins) > 2 else None
-        out = nn.layer_norm(ins[0], ins[1], bias, a["axis"], a["epsilon"])
-    elif node.op == "mod":
-        out = nn.mod(ins[0], ins[1], a["fmod"])
-    elif node.op in UNARY:
-        fn, attrs = UNARY[node.op]
-        out = fn(ins[0], *(a[k] for k in attrs))
-    elif node.op == "clip":
-        out = nn.clip(ins[0], a["min"], a["max"])
+    if node.op == "fused":  # the steps' stages, inlined into the last one's: one kernel
+        outs: list[Tensor] = []
+        for op, refs, attrs in a["steps"]:
+            args = [ins[i] if kind == "in" else outs[i] for kind, i in refs]
+            outs.append(_compute(op, attrs, args, dtype, node.name))
+        out = outs[-1]
     elif node.op == "layout_transform":  # NCHW <-> NHWC: a transpose of memory order
         N, C, H, W = g.tensors[node.inputs[0]].shape
         nhwc_in = a["src"] == "NHWC"
@@ -327,40 +314,8 @@ def elementwise_kernel(
             out = transpose(x, (0, 3, 1, 2), name="to_nchw")
         else:
             out = transpose(x, (0, 2, 3, 1), name="to_nhwc")
-    elif node.op == "concat":
-        out = concat(ins, a["axis"])
-    elif node.op == "transpose":
-        out = transpose(ins[0], a["perm"])
-    elif node.op == "slice":
-        plan = slice_plan(
-            g.tensors[node.inputs[0]].shape, a["starts"], a["ends"], a["axes"], a["steps"]
-        )
-        begin, steps, shape = ([p[k] for p in plan] for k in range(3))
-        out = strided_slice(ins[0], begin, steps, shape)
-    elif node.op == "pad":
-        p, rank = a["pads"], len(a["pads"]) // 2
-        out = pad(ins[0], list(p[:rank]), list(p[rank:]), a["value"], "pad", a["mode"], True)
-    elif node.op == "resize":
-        scales = [Fraction(p, q) for p, q in a["scales"]]
-        out = resize(ins[0], a["sizes"], scales, a["mode"], a["coord"], a["rounding"],
-                     cubic_a=a["cubic_a"], exclude_outside=a["exclude_outside"])  # fmt: skip
-    elif node.op == "reduce":
-        out = reduce(ins[0], a["kind"], a["axes"], a["keepdims"])
-    elif node.op == "scale_shift":
-        x, sc, sh = ins
-        out = compute(x.shape, lambda *i: x[i] * sc[i[1]] + sh[i[1]], name="scale_shift")
-    elif node.op == "batch_norm":  # one left unfolded (passes.fold_batch_norm not run)
-        x, gamma, beta, mean, var = ins
-        eps = const(float(a["epsilon"]), dtype)
-        out = compute(
-            x.shape,
-            lambda *i: (x[i] - mean[i[1]]) * (gamma[i[1]] / I.sqrt(var[i[1]] + eps)) + beta[i[1]],
-            name="batch_norm",
-        )
-    elif node.op == "softmax":
-        out = nn.softmax(ins[0], a["axis"])
     else:
-        raise GraphError(f"node '{node.name}': no kernel for operator '{node.op}'")
+        out = _compute(node.op, a, ins, dtype, node.name)
     s = create_schedule(out.op)
     if node.op == "layout_transform":
         _schedule_transpose(s, out, to_nchw=nhwc_in)
@@ -381,6 +336,71 @@ def elementwise_kernel(
             schedule_injective(Config({}), s, t)
     schedule_injective(Config({}), s, out)
     return s, [*ins, out]
+
+
+def _compute(op: str, a: dict[str, Any], ins: list[Tensor], dtype: str, name: str) -> Tensor:
+    """The output of operator ``op`` (attributes ``a``) on the tensors ``ins``: its compute
+    stages, unscheduled (node ``name``'s, for errors)."""
+    out: Tensor
+    if op in BINARY:
+        out = BINARY[op](ins[0], ins[1])
+    elif op in nn.COMPARISONS:
+        out = nn.compare(ins[0], ins[1], nn.COMPARISONS[op], op)
+    elif op in nn.LOGIC:
+        out = nn.logical(ins[0], ins[1], op, op)
+    elif op == "where":
+        out = nn.where(ins[0], ins[1], ins[2])
+    elif op == "take":
+        out = nn.take(ins[0], ins[1], a["axis"])
+    elif op == "layer_norm":
+        bias = ins[2] if len(ins) > 2 else None
+        out = nn.layer_norm(ins[0], ins[1], bias, a["axis"], a["epsilon"])
+    elif op == "mod":
+        out = nn.mod(ins[0], ins[1], a["fmod"])
+    elif op in UNARY:
+        fn, attrs = UNARY[op]
+        out = fn(ins[0], *(a[k] for k in attrs))
+    elif op == "clip":
+        out = nn.clip(ins[0], a["min"], a["max"])
+    elif op == "reshape":
+        out = reshape(ins[0], a["shape"])
+    elif op == "flatten":
+        out = flatten(ins[0], a["axis"])
+    elif op == "concat":
+        out = concat(ins, a["axis"])
+    elif op == "transpose":
+        out = transpose(ins[0], a["perm"])
+    elif op == "slice":
+        plan = slice_plan(
+            tuple(int(d) for d in ins[0].shape), a["starts"], a["ends"], a["axes"], a["steps"]
+        )
+        begin, steps, shape = ([p[k] for p in plan] for k in range(3))
+        out = strided_slice(ins[0], begin, steps, shape)
+    elif op == "pad":
+        p, rank = a["pads"], len(a["pads"]) // 2
+        out = pad(ins[0], list(p[:rank]), list(p[rank:]), a["value"], "pad", a["mode"], True)
+    elif op == "resize":
+        scales = [Fraction(p, q) for p, q in a["scales"]]
+        out = resize(ins[0], a["sizes"], scales, a["mode"], a["coord"], a["rounding"],
+                     cubic_a=a["cubic_a"], exclude_outside=a["exclude_outside"])  # fmt: skip
+    elif op == "reduce":
+        out = reduce(ins[0], a["kind"], a["axes"], a["keepdims"])
+    elif op == "scale_shift":
+        x, sc, sh = ins
+        out = compute(x.shape, lambda *i: x[i] * sc[i[1]] + sh[i[1]], name="scale_shift")
+    elif op == "batch_norm":  # one left unfolded (passes.fold_batch_norm not run)
+        x, gamma, beta, mean, var = ins
+        eps = const(float(a["epsilon"]), dtype)
+        out = compute(
+            x.shape,
+            lambda *i: (x[i] - mean[i[1]]) * (gamma[i[1]] / I.sqrt(var[i[1]] + eps)) + beta[i[1]],
+            name="batch_norm",
+        )
+    elif op == "softmax":
+        out = nn.softmax(ins[0], a["axis"])
+    else:
+        raise GraphError(f"node '{name}': no kernel for operator '{op}'")
+    return out
 
 
 def _schedule_transpose(s: Schedule, out: Tensor, to_nchw: bool) -> None:

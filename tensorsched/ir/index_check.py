@@ -149,9 +149,14 @@ class _Bounds:
             lo is not None and hi is not None and hi < lo for lo, hi in ranges.values()
         )
         self.s = Simplifier(ranges)
+        # bounds already found, by expression object: each ``of`` tries every group plan, and
+        # each plan bounds the atoms (``x // c``, ``x % c``) through ``of`` again, so without
+        # it nested divisions (a fused chain of reshapes) cost exponential time
+        self._memo: dict[int, tuple[E.Expr, tuple]] = {}
         self.groups = sorted(groups, key=lambda g: -len(g.terms))
         for group in self.groups:
             group.narrow(*self.lin_bound(Lin(dict(group.terms))))
+        self._memo.clear()  # found with the groups' bounds before they narrowed
 
     def atom(self, e: E.Expr) -> tuple:
         """Bounds of an atom of the linear form: ``x // c`` and ``x % c`` from ``x``'s."""
@@ -173,6 +178,14 @@ class _Bounds:
 
     def of(self, e: E.Expr) -> tuple:
         """Inclusive bounds ``(lo, hi)`` of ``e``, ``None`` where unknown."""
+        hit = self._memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = self._of(e)
+        self._memo[id(e)] = (e, out)
+        return out
+
+    def _of(self, e: E.Expr) -> tuple:
         lin = self.s.lin(e)
         candidates = [self.lin_bound(lin)]
         for plan in [self.groups] + [[g] for g in self.groups]:
