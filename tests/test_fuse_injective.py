@@ -210,3 +210,36 @@ def test_a_bias_across_the_view_is_not_taken_for_the_outputs():
     o = optimize(g)
     assert not any(n.epilogue for n in o.topo_nodes())
     _check(g, {"x": rng.standard_normal((7, 12)).astype(np.float32)})
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_a_residual_add_and_transpose_before_a_layer_norm_join_its_kernel(gpu):
+    """(tokens, 1, width) transposed to (1, tokens, width), plus the residual, then a layer
+    norm: one fused node ending in the layer norm, on the GPU's one-kernel row schedule and
+    the CPU's kernels alike."""
+    from tensorsched.graph.tasks import node_kernel
+
+    rng = np.random.default_rng(7)
+    tokens, width = 11, 70
+    g = Graph()
+    x = g.input("x", (tokens, 1, width))
+    r = g.input("r", (1, tokens, width))
+    y = g.add(g.transpose(x, (1, 0, 2)), r)
+    g.output(g.layer_norm(y, g.constant("s", rng.standard_normal(width)), None, name="ln"))
+    o = optimize(g)
+    (node,) = o.topo_nodes()
+    assert node.op == "fused" and [s[0] for s in node.attrs["steps"]] == [
+        "transpose", "add", "layer_norm",
+    ]  # fmt: skip
+    feeds = {
+        "x": rng.standard_normal((tokens, 1, width)).astype(np.float32),
+        "r": rng.standard_normal((1, tokens, width)).astype(np.float32),
+    }
+    s, args = node_kernel(o, node, gpu=gpu)
+    mod = ts.build(s, args)
+    out = np.full((1, tokens, width), np.nan, np.float32)
+    mod(feeds["x"], feeds["r"], o.constants[node.inputs[2]], out)
+    np.testing.assert_allclose(out, run_reference(g, feeds)[g.outputs[0]], rtol=1e-4, atol=1e-5)
+    if gpu:
+        assert mod.get_source().count("__kernel") == 1
+    _check(g, feeds)

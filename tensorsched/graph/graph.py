@@ -1262,11 +1262,15 @@ INJECTIVE = frozenset({
     "where", "mod", "transpose", "slice", "reshape", "flatten", "concat", "pad",
 })  # fmt: skip
 FUSED_STEPS = 64  # at most, in one fused node
+# operators that may end a fused tree, reading its injective steps as their data (a layer
+# norm after a residual add, a mean after a transpose): their kernels inline the steps
+FUSED_LAST = frozenset({"layer_norm", "reduce"})
 
 
 def _infer_fused(g: Graph, node: Node) -> tuple[int, ...]:
     """A ``fused`` node (``passes.fuse_injective``): ``attrs["steps"]``, each ``(op, refs,
-    attrs)`` with ``op`` one of ``INJECTIVE`` and ``refs`` its inputs, ``("in", i)`` the node's
+    attrs)`` with ``op`` one of ``INJECTIVE`` (the last one may be one of ``FUSED_LAST``) and
+    ``refs`` its inputs, ``("in", i)`` the node's
     input ``i`` or ``("step", j)`` an earlier step's output; the last step's output is the
     node's. Each step is checked as the node it stands for."""
     steps = node.attrs.get("steps")
@@ -1280,7 +1284,8 @@ def _infer_fused(g: Graph, node: Node) -> tuple[int, ...]:
         if not (isinstance(step, (tuple, list)) and len(step) == 3):
             raise GraphError(f"{where}: step {k} is not an (op, refs, attrs) tuple")
         op, refs, attrs = step
-        if not (isinstance(op, str) and op in INJECTIVE and isinstance(attrs, dict)) or not (
+        allowed = INJECTIVE | FUSED_LAST if k == len(steps) - 1 else INJECTIVE
+        if not (isinstance(op, str) and op in allowed and isinstance(attrs, dict)) or not (
             isinstance(refs, (tuple, list))
         ):
             raise GraphError(f"{where}: step {k} ({op!r}) is not an injective operator's")

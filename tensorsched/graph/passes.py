@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from .graph import FUSED_STEPS, INJECTIVE, Graph, Node, broadcasts_to
+from .graph import FUSED_LAST, FUSED_STEPS, INJECTIVE, Graph, Node, broadcasts_to
 from .reference import eval_node
 
 
@@ -449,17 +449,21 @@ def fuse_injective(g: Graph) -> Graph:
     results are read by the next node of the tree alone and are no output is one ``fused``
     node, one kernel (TVM's fusion of injective operators): a transformer block's head
     split (reshape, transpose, slice), its attention scale and mask, an activation written as
-    several nodes (GELU's div, erf, add, mul, mul). A tree of views alone stays views (no
-    kernel). ``unfuse`` undoes it."""
+    several nodes (GELU's div, erf, add, mul, mul). A layer norm or a reduction
+    (``FUSED_LAST``) may end a tree, its kernel reading the steps as its data (a residual add
+    before a layer norm). A tree of views alone stays views (no kernel). ``unfuse`` undoes
+    it."""
     order = g.topo_nodes()
     able = {n.name for n in order if n.op in INJECTIVE and not n.epilogue}
-    root: dict[str, str] = {}
-    size: dict[str, int] = {}
+    last = {n.name for n in order if n.op in FUSED_LAST}  # end a tree, join none
+    root: dict[str, str] = {n: n for n in last}
+    size: dict[str, int] = dict.fromkeys(last, 1)
     for n in reversed(order):
         if n.name not in able:
             continue
         readers = g.consumers(n.output)
-        joins = n.output not in g.outputs and len(readers) == 1 and readers[0].name in able
+        joins = n.output not in g.outputs and len(readers) == 1
+        joins = joins and (readers[0].name in able or readers[0].name in last)
         joins = joins and size[root[readers[0].name]] < FUSED_STEPS
         root[n.name] = root[readers[0].name] if joins else n.name
         size[root[n.name]] = size.get(root[n.name], 0) + 1

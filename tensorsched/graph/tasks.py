@@ -35,7 +35,7 @@ from ..ops.space import Config
 from ..ops.templates import templates_of
 from ..ops.templates.batch_matmul import batch_matmul_cpu, batch_matmul_gpu, small_tiles
 from ..ops.templates.conv3d import conv3d_direct, pool3d_direct
-from ..ops.templates.injective import schedule_injective, schedule_row_groups
+from ..ops.templates.injective import inline_injective, schedule_injective, schedule_row_groups
 from ..ops.transform import concat, flatten, reshape, strided_slice, transpose
 from ..schedules.schedule import Schedule, create_schedule
 from ..tune.dispatch import best_config, predicted_config
@@ -321,15 +321,18 @@ def elementwise_kernel(
         _schedule_transpose(s, out, to_nchw=nhwc_in)
         return s, [*ins, out]
     rows = gpu and ROW_GROUPS
-    if node.op == "reduce" and rows and schedule_row_groups(s, out, []):
+    kind, a = (a["steps"][-1][0], a["steps"][-1][2]) if node.op == "fused" else (node.op, a)
+    if kind in ("reduce", "softmax", "layer_norm"):  # a fused tree's steps: inlined
+        inline_injective(s, out)
+    if kind == "reduce" and rows and schedule_row_groups(s, out, []):
         return s, [*ins, out]
-    if node.op in ("softmax", "layer_norm"):  # each reduction a kernel, a work-item a row
+    if kind in ("softmax", "layer_norm"):  # each reduction a kernel, a work-item a row
         stages = [t for t in _stages(out) if t.op.reduce_axis]
         for t in _stages(out):
             if t.name.endswith("_exp"):
                 s[t].compute_inline()
         ndim = len(out.shape)
-        trailing = node.op == "layer_norm" or a["axis"] % ndim == ndim - 1
+        trailing = kind == "layer_norm" or a["axis"] % ndim == ndim - 1
         if rows and trailing and schedule_row_groups(s, out, stages):  # a work-group a row
             return s, [*ins, out]
         for t in stages:
