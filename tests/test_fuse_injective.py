@@ -243,3 +243,16 @@ def test_a_residual_add_and_transpose_before_a_layer_norm_join_its_kernel(gpu):
     if gpu:
         assert mod.get_source().count("__kernel") == 1
     _check(g, feeds)
+
+
+def test_a_result_read_twice_by_one_node_is_not_inlined():
+    """x * x, then that times itself, 40 times: fused, the last kernel would hold 2 ** 40
+    copies of x; each square stays a kernel reading the one before."""
+    g = Graph()
+    y = g.input("x", (3, 5))
+    for _ in range(40):
+        y = _op(g, "mul", y, y)
+    g.output(y)
+    o = optimize(g)
+    assert "fused" not in _ops(o)
+    _check(g, {"x": np.full((3, 5), 1.0001, np.float32)})

@@ -446,7 +446,7 @@ def channels_last(g: Graph) -> Graph:
 def fuse_injective(g: Graph) -> Graph:
     """Requires: epilogues fused. Guarantees: each tree of injective nodes (``INJECTIVE``:
     elementwise math and masks, views, transposes, slices, concatenation, padding) whose inner
-    results are read by the next node of the tree alone and are no output is one ``fused``
+    results are read once, by the next node of the tree alone, and are no output is one ``fused``
     node, one kernel (TVM's fusion of injective operators): a transformer block's head
     split (reshape, transpose, slice), its attention scale and mask, an activation written as
     several nodes (GELU's div, erf, add, mul, mul). A layer norm or a reduction
@@ -462,7 +462,10 @@ def fuse_injective(g: Graph) -> Graph:
         if n.name not in able:
             continue
         readers = g.consumers(n.output)
+        # read once by one node: an inlined result read twice would be computed twice, and
+        # a chain of squares (x * x, then that times itself, ...) 2 ** n times
         joins = n.output not in g.outputs and len(readers) == 1
+        joins = joins and readers[0].inputs.count(n.output) == 1
         joins = joins and (readers[0].name in able or readers[0].name in last)
         joins = joins and size[root[readers[0].name]] < FUSED_STEPS
         root[n.name] = root[readers[0].name] if joins else n.name
