@@ -240,26 +240,10 @@ def fuse_epilogues(g: Graph) -> Graph:
                 if not _fuse_behind_view(g, node, user):
                     break
                 continue
-            step: tuple | None = None
-            extra: list[str] = []
-            if user.op == "relu":
-                step = ("relu",)
-            elif user.op == "clip" and (user.attrs["min"], user.attrs["max"]) == (0.0, 6.0):
-                step = ("clip", 0.0, 6.0)  # ReLU6, the one clip the kernels fuse
-            elif user.op == "add":
-                other = user.inputs[1] if user.inputs[0] == node.output else user.inputs[0]
-                shape = g.tensors[node.output].shape
-                if g.tensors[other].shape == shape:
-                    step, extra = ("add",), [other]
-                elif (
-                    other in g.constants
-                    and g.constants[other].size == shape[1]
-                    and g.tensors[other].shape in _channel_shapes(shape)
-                ):
-                    flat = g.constant(g.fresh_name(other + "_vec"), g.constants[other].reshape(-1))
-                    step, extra = ("bias",), [flat]
-            if step is None or step[0] in {s[0] for s in node.epilogue}:
+            found = _epilogue_step(g, node, user, node.output)
+            if found is None or found[0][0] in {s[0] for s in node.epilogue}:
                 break  # each step kind at most once (the kernels' epilogue inputs are named)
+            step, extra = found
             g.remove_node(user.name)
             g.tensors.pop(node.output)
             node.attrs["epilogue"] = node.epilogue + (step,)
@@ -270,34 +254,49 @@ def fuse_epilogues(g: Graph) -> Graph:
     return g
 
 
+def _epilogue_step(g: Graph, node: Node, user: Node, read: str) -> tuple[tuple, list[str]] | None:
+    """``(step, extra inputs)`` where ``user``, reading ``read`` (``node``'s output or a view
+    of it), is an epilogue step of ``node``: ReLU, ReLU6 (a clip to 0..6, the one clip the
+    kernels fuse), a residual add of ``read``'s shape (read through a view of the node's
+    shape where ``read`` is a view) or the add of a constant bias along the node's channels
+    (axis 1; a dense node's outputs, the view's last axis, behind a view)."""
+    if user.op == "relu":
+        return ("relu",), []
+    if user.op == "clip" and (user.attrs["min"], user.attrs["max"]) == (0.0, 6.0):
+        return ("clip", 0.0, 6.0), []
+    if user.op != "add":
+        return None
+    other = user.inputs[1] if user.inputs[0] == read else user.inputs[0]
+    own = g.tensors[node.output].shape
+    if g.tensors[other].shape == g.tensors[read].shape:
+        if read == node.output:
+            return ("add",), [other]
+        return ("add",), [g.reshape(other, own, name=g.fresh_name(f"{other}_as_{node.name}"))]
+    const = g.constants.get(other)
+    if const is None:
+        return None
+    if read == node.output:
+        bias = const.size == own[1] and const.shape in _channel_shapes(own)
+    else:
+        bias = const.size == own[-1] and const.shape[-1] == own[-1]
+    if not bias:
+        return None
+    return ("bias",), [g.constant(g.fresh_name(other + "_vec"), const.reshape(-1))]
+
+
 def _fuse_behind_view(g: Graph, node: Node, view: Node) -> bool:
     """A dense node's epilogue step read through a view of its output (an exporter's
     ``MatMul`` to ``(rows, 1, outputs)`` then ``Add`` of the bias, ``Relu``, a residual
-    ``Add``): the step joins the node and the view moves behind it. A bias must run along the
-    view's last axis, the outputs; a residual of the view's shape is read through a view of
-    its own, of the node's shape (no kernel either). False where the view's reader is none
-    of these."""
+    ``Add``): the step joins the node and the view moves behind it (``_epilogue_step``).
+    False where the view's reader is none of these."""
     user = _single_use(g, view.output)
-    shape, seen = g.tensors[view.output].shape, g.tensors[node.output].shape
-    if user is None or g.tensors[user.output].shape != shape or shape[-1] != seen[-1]:
+    shape, own = g.tensors[view.output].shape, g.tensors[node.output].shape
+    if user is None or g.tensors[user.output].shape != shape or shape[-1] != own[-1]:
         return False
-    step: tuple | None = None
-    extra: list[str] = []
-    if user.op == "relu":
-        step = ("relu",)
-    elif user.op == "clip" and (user.attrs["min"], user.attrs["max"]) == (0.0, 6.0):
-        step = ("clip", 0.0, 6.0)
-    elif user.op == "add":
-        other = user.inputs[1] if user.inputs[0] == view.output else user.inputs[0]
-        const = g.constants.get(other)
-        if const is not None and const.size == seen[-1] and const.shape[-1] == seen[-1]:
-            flat = g.constant(g.fresh_name(other + "_vec"), const.reshape(-1))
-            step, extra = ("bias",), [flat]
-        elif g.tensors[other].shape == shape:
-            name = g.fresh_name(f"{other}_as_{node.name}")
-            step, extra = ("add",), [g.reshape(other, seen, name=name)]
-    if step is None or step[0] in {s[0] for s in node.epilogue}:
+    found = _epilogue_step(g, node, user, view.output)
+    if found is None or found[0][0] in {s[0] for s in node.epilogue}:
         return False
+    step, extra = found
     g.remove_node(user.name)
     g.tensors.pop(view.output)
     node.attrs["epilogue"] = node.epilogue + (step,)
