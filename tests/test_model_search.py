@@ -117,7 +117,7 @@ def test_ir_features_of_known_configs():
     assert f["ir.guard_fraction"] == 0.0  # the tiles divide the shape: no guard
     assert f["ir.log2_private_bytes"] == math.log2(16 * 16 * 4)  # the register tile
     assert f["ir.occupancy"] == 1.0
-    ragged = Task("gemm", "cpu", (512, 257, 512))
+    ragged = Task("gemm", "cpu", (512, 272, 512))  # 8.5 tiles of 32 columns, 17 vectors
     g, why = lower_features(ragged, {**cfg, "tail": "guard"}, limits)
     assert why is None and g["ir.guard_fraction"] == 1.0  # every store under an if
     g, why = lower_features(ragged, cfg, limits)  # the default tail there: the last tile shifts
@@ -403,8 +403,8 @@ def test_cli_budget_flags_are_checked(tmp_path, monkeypatch, capsys):
 
 # logged before the tail knobs existed: a prediction fills them with their defaults at the
 # new shape (the tiles of CPU_512 / CPU_64 do not divide 500 x 520 / 60 x 70: the last tile
-# shifts; their K steps divide 480 / 64: no K tail)
-TAILS = {"tail": "shift", "tail_k": "guard"}
+# shifts; their K steps divide 480 / 64: no K tail), and the work-group order, its default
+TAILS = {"tail": "shift", "tail_k": "guard", "group_order": "cols"}
 CPU_512 = {"tile_y": (4, 8), "tile_x": (2, 32), "vec": 8, "tile_k": (8,)}
 CPU_64 = {"tile_y": (1, 4), "tile_x": (1, 8), "vec": 4, "tile_k": (1,)}
 
@@ -449,7 +449,7 @@ def test_shipped_logs_are_read_by_device(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------- GEMM views
 
 CPU_LIMITS = DeviceLimits("test / cpu", 4096, (4096, 4096, 4096), 1 << 20)
-GUARDS = {"tail": "guard", "tail_k": "guard"}
+GUARDS = {"tail": "guard", "tail_k": "guard", "group_order": "cols"}
 SMALL_CONV = (1, 8, 8, 8, 64, 3, 3, 1, 1)  # CO 64, 8x8 pixels, K = 8*3*3: GEMM 64 x 64 x 72
 
 
@@ -569,14 +569,18 @@ def test_a_split_of_k_finer_than_the_new_shapes_step_is_undone():
 def test_a_knob_logged_at_its_default_takes_the_default_of_the_new_shape():
     """The CPU GEMM's tail defaults to 'guard' where the tiles divide the shape, to 'shift'
     where they do not: a config logged with the default follows the new shape's; one that
-    chose 'guard' where the default was 'shift' keeps it."""
-    conv = Task("conv2d", "gemm_cpu", (1, 8, 7, 7, 64, 3, 3, 1, 1))  # GEMM 64 x 49 x 72
+    chose 'guard' where the default was 'shift' keeps it (where 'guard' keeps whole vectors:
+    36 columns, vectors of 4)."""
+    conv = Task("conv2d", "gemm_cpu", (1, 8, 6, 6, 64, 3, 3, 1, 1))  # GEMM 64 x 36 x 72
     space = conv.space()
     divides, ragged = Task("gemm", "cpu", (64, 64, 64)), Task("gemm", "cpu", (64, 60, 64))
     logged = CPU_64 | GUARDS
     assert model.carry_config(logged, divides, conv, space) == CPU_64 | TAILS
     assert model.carry_config(logged, ragged, conv, space) == CPU_64 | GUARDS
     assert model.carry_config(CPU_64, ragged, conv, space) == CPU_64 | TAILS
+    # at 49 columns 'guard' would split a vector: the shape refuses it, so it is undone
+    odd = Task("conv2d", "gemm_cpu", (1, 8, 7, 7, 64, 3, 3, 1, 1))
+    assert model.carry_config(logged, ragged, odd, odd.space()) == CPU_64 | TAILS
 
 
 def test_configs_cross_only_between_templates_of_the_same_knobs(tmp_path, monkeypatch):
@@ -652,6 +656,28 @@ def test_a_device_with_no_shipped_log_predicts_from_one_on_its_platform(tmp_path
     task = Task("gemm", "cpu", (500, 520, 480))
     assert dispatch.predicted_config(task) == CPU_512 | TAILS
     assert model.sibling_logs("Nobody's platform / device") is None
+
+
+def test_a_task_its_devices_shipped_log_lacks_takes_the_siblings_best(tmp_path, monkeypatch):
+    """A device with a shipped log of its own (a few GEMMs) still reads its platform's other
+    device for a task that only that one tuned (a network's layer): its logged best there;
+    a task of its own log takes its own."""
+    dev = current_limits().name
+    platform = dev.split(" / ", 1)[0]
+    monkeypatch.setattr(model, "LOGS_DIR", str(tmp_path))
+    sibling = f"{platform} / another device of the same platform"
+    conv = Task("conv2d", "gemm_cpu", SMALL_CONV)
+    theirs = {**CPU_64, "tile_y": (2, 4)}
+    write_log(tmp_path / f"{model.device_slug(sibling)}.jsonl", sibling, conv, [(theirs, 0.01)])
+    write_log(
+        tmp_path / f"{model.device_slug(sibling)}.jsonl",
+        sibling,
+        Task("gemm", "cpu", (512, 512, 512)),
+        [(CPU_64, 1.0)],
+    )
+    cpu_log(tmp_path / f"{model.device_slug(dev)}.jsonl", dev)
+    assert dispatch.predicted_config(conv)["tile_y"] == (2, 4)
+    assert dispatch.predicted_config(Task("gemm", "cpu", (512, 512, 512))) == CPU_512 | GUARDS
 
 
 def test_rescaled_ms_scales_by_waves_of_work_groups_and_their_work():

@@ -76,14 +76,16 @@ def predicted_config(task: Task) -> dict | None:
     template's family (``model.family``: a conv scheduled as a GEMM and its GEMM template are
     one) in the active logs (on their device), else in the package's shipped logs for the
     current device, else in those of another device on its OpenCL platform (an H100 gets the
-    H200's: ``model.sibling_logs``); ``None`` when none of them know the family."""
+    H200's: ``model.sibling_logs``; a task that this device's shipped log lacks, such as a
+    network's layer tuned on another machine, takes that device's best); ``None`` when none
+    of them know the family."""
     sources = [(lim, same_family(task, records)) for lim, records in reversed(_LOGS)]
     limits = current_limits()
     paths = shipped_logs(limits.name)
-    sibling = None if paths else sibling_logs(limits.name)  # one on its platform
     if paths:
         sources.append((limits, history(task, limits.name, paths)))
-    elif sibling is not None:
+    sibling = sibling_logs(limits.name)  # one on its platform, after this device's own
+    if sibling is not None:
         sources.append((limits, history(task, sibling[0], sibling[1])))
     for lim, records in sources:  # the task itself, in any of them, first
         config = own_best(task, records, lim)

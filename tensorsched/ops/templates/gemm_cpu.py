@@ -6,7 +6,10 @@ the columns), ``tile_k`` (K step, unrolled; for a convolution read through its i
 step over input channels, each with its kernel columns unrolled), and the tail strategies of
 splits that do not divide the shape: ``tail`` for M and N ("shift": the last work-group's tile
 moves inwards, so the register tile stays guard-free), ``tail_k`` for K ("peel": the last K step
-is written out after the loop). "guard" is TVM's per-element check.
+is written out after the loop). "guard" is TVM's per-element check. ``group_order`` says
+which work-groups the device runs one after another: ``"cols"``, those along N (they share
+A's rows), or ``"rows"``, those along M (they share B's column slice, which stays in the
+core's cache while it is smaller than A's rows: large K and N).
 """
 
 from __future__ import annotations
@@ -49,9 +52,10 @@ def schedule_gemm_cpu(
     stay outermost for the caller to bind). A GEMM with the three reduction
     axes (channel, kernel row, kernel column) of ``conv2d_nchw_row_gemm`` steps through the
     channels (``K`` of them here) and unrolls each step's ``k_unroll`` kernel columns.
-    ``rows_fastest``: the work-groups along M are OpenCL's first dimension, so consecutive
-    ones share a column slice of B (a channels-last conv's weights stay in cache; in
-    MobileNet-v1 on PoCL its 7x7 layers 0.82 -> 0.62 ms); by default those along N are."""
+    ``rows_fastest``: the default of the ``group_order`` knob is ``"rows"``: the work-groups
+    along M are OpenCL's first dimension, so consecutive ones share a column slice of B (a
+    channels-last conv's weights stay in cache; in MobileNet-v1 on PoCL its 7x7 layers 0.82
+    -> 0.62 ms); by default those along N are."""
     ty, wy = cfg.define_split(
         "tile_y",
         M,
@@ -69,6 +73,9 @@ def schedule_gemm_cpu(
         candidates=[(t, w) for t in (1, 2, 4) for w in (8, 16, 32, 64)],
     )
     vec = cfg.define_knob("vec", (16, 8, 4))
+    group_order = cfg.define_knob(
+        "group_order", ("cols", "rows"), default="rows" if rows_fastest else "cols"
+    )
     (kstep,) = cfg.define_split(
         "tile_k", K, 2, policy="candidates", default=(4,), candidates=[(k,) for k in (1, 2, 4, 8)]
     )
@@ -83,6 +90,14 @@ def schedule_gemm_cpu(
         tail == "guard" or M % (ty * wy) != 0 or N % (tx * wx) != 0,
         "the tiles divide M and N: tail='shift' is the same kernel as 'guard'",
     )
+    # a guarded last tile whose edge splits a vector computes its columns one by one under
+    # an if each (2047 x 129 x 511, 128 columns a tile, on PoCL: 22 GFLOP/s, 72 shifted);
+    # where the tile fits in N, "shift" keeps it whole, so "guard" is refused there
+    cfg.constrain(
+        tail == "shift" or N % (tx * wx) == 0 or N % vec == 0 or N < tx * wx,
+        "tail='guard' would make the last tile's columns guarded scalar code (N is not a "
+        "multiple of the vector width); tail='shift' keeps the tile whole",
+    )
     cfg.constrain(
         tail_k == "guard" or K % kstep != 0,
         "the K step divides K: tail_k='peel' is the same kernel as 'guard'",
@@ -93,7 +108,7 @@ def schedule_gemm_cpu(
     by, tyy, wyy = split_axis(s[out], i, (ty, wy), tail)
     bx, txx, wxx = split_axis(s[out], j, (tx, wx), tail)
     s[out].reorder(by, bx, tyy, txx, wyy, wxx)
-    if rows_fastest:
+    if group_order == "rows":
         bind_2d(s, out, bx, by, txx, tyy)
     else:
         bind_2d(s, out, by, bx, tyy, txx)
