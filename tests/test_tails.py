@@ -98,6 +98,20 @@ def test_gemm_templates_with_shift_check_no_element_against_m_or_n(template, til
     run(s, args, "opencl")
 
 
+@pytest.mark.opencl
+@pytest.mark.parametrize("order", ["cols", "rows"])
+def test_cpu_gemm_work_groups_in_either_order_compute_the_product(order):
+    # "rows": the work-groups along M are OpenCL's dimension 0, the one the device runs
+    # one after another, so consecutive ones share B's column slice
+    tiles = {"tile_y": (2, 8), "tile_x": (1, 16), "tile_k": (4,), "tail": "shift"}
+    s, args, cfg = Task("gemm", "cpu", (67, 45, 37)).instantiate({**tiles, "group_order": order})
+    assert cfg.valid
+    src = ts.build(s, args, target="opencl").get_source()
+    rows_by = "blockIdx_x" if order == "rows" else "blockIdx_y"  # (x: get_group_id(0))
+    assert f"A[min({rows_by} * 16, 51) * 37" in src  # 16-row tiles, the last shifted to 51
+    run(s, args, "opencl")
+
+
 @pytest.mark.parametrize("shape", [(19, 77, 40), (5, 130, 17), (64, 64, 64)])
 def test_a_work_group_tile_over_the_whole_of_m_keeps_its_size_and_computes_guard_free(shape):
     # 64-row tiles over M = 19 (every work-group's tile overhangs M, so no tail strategy
