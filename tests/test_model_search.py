@@ -658,6 +658,34 @@ def test_a_device_with_no_shipped_log_predicts_from_one_on_its_platform(tmp_path
     assert model.sibling_logs("Nobody's platform / device") is None
 
 
+def test_a_search_on_a_device_with_no_log_measures_the_siblings_configs_first(
+    tmp_path, monkeypatch
+):
+    """Tuning on a device the package ships no log of starts from its platform sibling's:
+    the task's own best there, then the nearest shapes' bests, measured here (not taken as
+    this device's times); a device with a log of its own reads only that."""
+    dev = current_limits().name
+    platform = dev.split(" / ", 1)[0]
+    monkeypatch.setattr(model, "LOGS_DIR", str(tmp_path))
+    sibling = f"{platform} / another device of the same platform"
+    task = Task("gemm", "cpu", (512, 512, 512))
+    theirs = {**CPU_512, "tile_y": (2, 8)}
+    write_log(tmp_path / f"{model.device_slug(sibling)}.jsonl", sibling, task, [(theirs, 0.5)])
+    cpu_log(tmp_path / f"{model.device_slug(sibling)}.jsonl", sibling)  # 512^3 and 64^3
+    seeds = model.sibling_records(task, dev)
+    assert len(seeds) == 3
+    prop = ModelProposer(task, task.space(), CPU_LIMITS, (), seed=0, seeds=seeds)
+    try:
+        first = [prop.next() for _ in range(2)]
+        assert prop.fastest == []  # nothing taken as measured on this device
+    finally:
+        prop.close()
+    assert first[0] == theirs | GUARDS  # the sibling's own fastest first
+    assert first[1] == CPU_512 | GUARDS
+    cpu_log(tmp_path / f"{model.device_slug(dev)}.jsonl", dev)
+    assert model.sibling_records(task, dev) == []
+
+
 def test_a_task_its_devices_shipped_log_lacks_takes_the_siblings_best(tmp_path, monkeypatch):
     """A device with a shipped log of its own (a few GEMMs) still reads its platform's other
     device for a task that only that one tuned (a network's layer): its logged best there;

@@ -560,6 +560,7 @@ class ModelProposer:
         explore: float = EXPLORE,
         workers: int = 0,
         modules: tuple[str | bytes, ...] = (),
+        seeds: Sequence[Record] = (),
     ):
         require_lightgbm()
         self.task, self.space, self.limits = task, space, limits
@@ -588,6 +589,10 @@ class ModelProposer:
         # measured first, then the nearest shapes' bests; the search skips those its own log
         # has already
         own_seeds = [carry_config(r.config, task, task, space) for r in own_trials(task, mine)]
+        # then those of ``seeds``, another device's records (``sibling_logs``): measured here
+        # after this device's own, never learned as this device's times
+        theirs = [r for r in seeds if r.task_key() == here]
+        own_seeds += [carry_config(r.config, task, task, space) for r in own_trials(task, theirs)]
         try:
             for r in mine:
                 self.seen.add(r.config_key())
@@ -595,7 +600,9 @@ class ModelProposer:
             self.queue = self._keep_valid(
                 own_seeds
                 + [c for c in nearest_bests(task, space, past) if config_key(c) not in self.seen]
+                + [c for c in nearest_bests(task, space, seeds) if config_key(c) not in self.seen]
             )
+            self.queue = list({config_key(c): c for c in self.queue}.values())
         except BaseException:
             self.close()
             raise
@@ -998,6 +1005,16 @@ def rescaled_ms(
 
     rest = max(ms - fixed(there), 0.1 * ms) * work(here) / work(there)
     return fixed(here) + rest
+
+
+def sibling_records(task: Task, device: str) -> list[Record]:
+    """For a device the package ships no log of: ``task``'s family in the shipped log of
+    another device on its platform (``sibling_logs``), whose configs a search measures after
+    its own seeds; none otherwise."""
+    if shipped_logs(device):
+        return []
+    sibling = sibling_logs(device)
+    return history(task, sibling[0], sibling[1]) if sibling is not None else []
 
 
 def past_records(task: Task, device: str, log_path: str | None, transfer: Sequence[str]) -> list:

@@ -46,7 +46,7 @@ from .distributed import Cluster, ClusterError, cluster_of
 from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
 from .log import LogLock, LogWriter, Record, best_records, config_key, read_log
 from .measure import TIME_BUDGET_MS, Runner, prebuild, signature, worker_pool
-from .model import LOWER_WORKERS, ModelProposer, past_records, require_lightgbm
+from .model import LOWER_WORKERS, ModelProposer, past_records, require_lightgbm, sibling_records
 from .task import Task, TaskError
 
 STRATEGIES = ("model", "grid", "random")
@@ -271,6 +271,7 @@ def tune(
                     seed,
                     workers=min(lowerers, LOWER_WORKERS),
                     modules=modules,
+                    seeds=sibling_records(task, limits.name),
                 )
             else:
                 proposer = OrderProposer(space, candidate_order(task, strategy, seed))
