@@ -8,8 +8,9 @@ splits that do not divide the shape: ``tail`` for M and N ("shift": the last wor
 moves inwards, so the register tile stays guard-free), ``tail_k`` for K ("peel": the last K step
 is written out after the loop). "guard" is TVM's per-element check. ``group_order`` says
 which work-groups the device runs one after another: ``"cols"``, those along N (they share
-A's rows), or ``"rows"``, those along M (they share B's column slice, which stays in the
-core's cache while it is smaller than A's rows: large K and N).
+A's rows), or ``"rows"``, those along M (they share B's column slice, K by the tile's
+columns, which then stays in the core's cache instead of coming from memory for each
+work-group: at 1000^3 on PoCL, 172 -> 263 GFLOP/s at best).
 """
 
 from __future__ import annotations
