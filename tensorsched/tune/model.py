@@ -597,12 +597,11 @@ class ModelProposer:
             for r in mine:
                 self.seen.add(r.config_key())
             self._learn(mine + others[:MAX_PAST], MAX_PAST_IR)
-            self.queue = self._keep_valid(
-                own_seeds
-                + [c for c in nearest_bests(task, space, past) if config_key(c) not in self.seen]
-                + [c for c in nearest_bests(task, space, seeds) if config_key(c) not in self.seen]
-            )
-            self.queue = list({config_key(c): c for c in self.queue}.values())
+            near = nearest_bests(task, space, past)
+            near += nearest_bests(task, space, seeds) if seeds else []
+            first = own_seeds + [c for c in near if config_key(c) not in self.seen]
+            # each once (the sibling's configs may repeat this device's), lowered once
+            self.queue = self._keep_valid(list({config_key(c): c for c in first}.values()))
         except BaseException:
             self.close()
             raise
