@@ -404,7 +404,7 @@ def test_cli_budget_flags_are_checked(tmp_path, monkeypatch, capsys):
 # logged before the tail knobs existed: a prediction fills them with their defaults at the
 # new shape (the tiles of CPU_512 / CPU_64 do not divide 500 x 520 / 60 x 70: the last tile
 # shifts; their K steps divide 480 / 64: no K tail), and the work-group order, its default
-TAILS = {"tail": "shift", "tail_k": "guard", "group_order": "cols"}
+TAILS = {"tail": "shift", "tail_k": "guard", "group_order": "cols", "pad_b": False}
 CPU_512 = {"tile_y": (4, 8), "tile_x": (2, 32), "vec": 8, "tile_k": (8,)}
 CPU_64 = {"tile_y": (1, 4), "tile_x": (1, 8), "vec": 4, "tile_k": (1,)}
 
@@ -449,7 +449,7 @@ def test_shipped_logs_are_read_by_device(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------- GEMM views
 
 CPU_LIMITS = DeviceLimits("test / cpu", 4096, (4096, 4096, 4096), 1 << 20)
-GUARDS = {"tail": "guard", "tail_k": "guard", "group_order": "cols"}
+GUARDS = {"tail": "guard", "tail_k": "guard", "group_order": "cols", "pad_b": False}
 SMALL_CONV = (1, 8, 8, 8, 64, 3, 3, 1, 1)  # CO 64, 8x8 pixels, K = 8*3*3: GEMM 64 x 64 x 72
 
 

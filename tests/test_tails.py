@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 import tensorsched as ts
+from tensorsched.ops.space import Config
+from tensorsched.ops.templates import gemm_cpu
 from tensorsched.runtime.numerics import random_array
 from tensorsched.tune.task import Task
 
@@ -110,6 +112,43 @@ def test_cpu_gemm_work_groups_in_either_order_compute_the_product(order):
     rows_by = "blockIdx_x" if order == "rows" else "blockIdx_y"  # (x: get_group_id(0))
     assert f"A[min({rows_by} * 16, 51) * 37" in src  # 16-row tiles, the last shifted to 51
     run(s, args, "opencl")
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
+@pytest.mark.parametrize("shape", [(67, 45, 37), (40, 512, 24), (33, 129, 300)])
+def test_cpu_gemm_reads_b_from_a_copy_with_padded_rows(layout, shape):
+    # pad_b: a kernel of its own copies B into rows 16 elements longer than a multiple of
+    # 256 (so that rows a power-of-two apart do not share cache sets); the GEMM reads it
+    M, N, K = shape
+    knobs = {"tile_y": (2, 8), "tile_x": (1, 16), "tile_k": (4,), "tail": "shift", "pad_b": True}
+    cfg = Config(knobs)
+    s, args = gemm_cpu(cfg, M, N, K, layout)
+    assert cfg.valid
+    f = ts.build(s, args, target="opencl")
+    row = args[1].shape[-1]
+    stride = row + (16 - row) % 256
+    assert len(f.get_source().split("__kernel")) == 3  # the copy and the GEMM
+    copy_kernel = f.get_source().split("__kernel")[1]
+    assert "B_global + " in copy_kernel and f"ax0_inner * {stride}" in copy_kernel
+    A, B, C = args
+    rng = np.random.default_rng(1)
+    a, b = random_array(A.shape, "float32", rng), random_array(B.shape, "float32", rng)
+    c = np.full(C.shape, np.nan, np.float32)
+    f(a, b, c)
+    ref = (a.T if layout[0] == "T" else a) @ (b.T if layout[1] == "T" else b)
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_pad_b_defaults_where_b_rows_share_cache_sets_and_views_refuse_it():
+    space = Task("gemm", "cpu", (1024, 1024, 1024)).space()
+    assert space.space["pad_b"].default is True
+    for shape in ((512, 512, 512), (256, 1024, 1024), (1000, 1000, 1000)):
+        assert Task("gemm", "cpu", shape).space().space["pad_b"].default is False
+    # a conv scheduled as a GEMM has no B operand to copy: the knob is there, True refused
+    conv = Task("conv2d", "gemm_cpu", (1, 16, 10, 10, 32, 3, 3, 1, 1))
+    _, _, cfg = conv.instantiate({"pad_b": True})
+    assert not cfg.valid and "no B operand to pad" in " ".join(cfg.constraints)
 
 
 @pytest.mark.parametrize("shape", [(19, 77, 40), (5, 130, 17), (64, 64, 64)])
