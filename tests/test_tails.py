@@ -118,7 +118,7 @@ def test_cpu_gemm_work_groups_in_either_order_compute_the_product(order):
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
 @pytest.mark.parametrize("shape", [(67, 45, 37), (40, 512, 24), (33, 129, 300)])
 def test_cpu_gemm_reads_b_from_a_copy_with_padded_rows(layout, shape):
-    # pad_b: a kernel of its own copies B into rows 16 elements longer than a multiple of
+    # pad_b: a kernel of its own copies B into rows 80 elements longer than a multiple of
     # 256 (so that rows a power-of-two apart do not share cache sets); the GEMM reads it
     M, N, K = shape
     knobs = {"tile_y": (2, 8), "tile_x": (1, 16), "tile_k": (4,), "tail": "shift", "pad_b": True}
@@ -127,7 +127,7 @@ def test_cpu_gemm_reads_b_from_a_copy_with_padded_rows(layout, shape):
     assert cfg.valid
     f = ts.build(s, args, target="opencl")
     row = args[1].shape[-1]
-    stride = row + (16 - row) % 256
+    stride = row + (80 - row) % 256
     assert len(f.get_source().split("__kernel")) == 3  # the copy and the GEMM
     copy_kernel = f.get_source().split("__kernel")[1]
     assert "B_global + " in copy_kernel and f"ax0_inner * {stride}" in copy_kernel
