@@ -70,6 +70,9 @@ CONVS = [
     ("gemm_nhwc", ConvShape(1, 24, 7, 9, 40, 1, 1, 1, 0), {}),
     ("gemm_nhwc", ConvShape(2, 8, 6, 5, 20, 3, 3, 1, 1), {"tail": "guard"}),
     ("gemm_to_nhwc", ConvShape(1, 3, 15, 13, 32, 3, 3, 2, 1), {}),
+    # pad_b: the repacked kernel (CI x KH x KW x CO) stored with rows padded off 2 KiB
+    ("gemm_nhwc", ConvShape(1, 8, 6, 7, 48, 3, 3, 1, 1), {"pad_b": True}),
+    ("gemm_to_nhwc", ConvShape(1, 3, 9, 9, 20, 3, 3, 2, 1), {"pad_b": True, "tail": "shift"}),
 ]
 
 
@@ -78,13 +81,17 @@ CONVS = [
 def test_conv_nhwc_matches_numpy(device, name, shape, config):
     rng = np.random.default_rng(2)
     tmpl = TEMPLATES["conv2d"][name]
-    _, (d, k, b, r), out = _run(tmpl, shape, config, ("bias", "add", "relu6"), rng)
+    mod, (d, k, b, r), out = _run(tmpl, shape, config, ("bias", "add", "relu6"), rng)
     data, output = layouts_of("conv2d", name)
     assert output == "NHWC" and data == ("NHWC" if name == "gemm_nhwc" else "NCHW")
     x = d.transpose(0, 3, 1, 2) if data == "NHWC" else d
     ref = conv2d_ref(x, k, shape.stride, shape.pad)
     ref = epilogue_ref(ref, ("bias", "add", "relu6"), [b, r.transpose(0, 3, 1, 2)], 1)
     assert rel_err(out, ref.transpose(0, 2, 3, 1)) < TOL
+    if config.get("pad_b"):  # the GEMM reads the weights' rows CO + (80 - CO) % 256 apart
+        stride = shape.CO + (80 - shape.CO) % 256
+        gemm = mod.source.text.split("__kernel")[-1]
+        assert "kernel_ihwo + " in gemm and f"rh * {shape.KW * stride} " in gemm  # a row of KW
     # the task's reference knows the layouts
     task = Task("conv2d", name, tuple(vars(shape).values()), epilogue=("bias", "add", "relu6"))
     assert rel_err(task.reference([d, k, b, r]), ref.transpose(0, 2, 3, 1)) < 1e-12

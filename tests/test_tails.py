@@ -149,6 +149,9 @@ def test_pad_b_defaults_where_b_rows_share_cache_sets_and_views_refuse_it():
     conv = Task("conv2d", "gemm_cpu", (1, 16, 10, 10, 32, 3, 3, 1, 1))
     _, _, cfg = conv.instantiate({"pad_b": True})
     assert not cfg.valid and "no B operand to pad" in " ".join(cfg.constraints)
+    # a channels-last conv pads its repacked weights only where the search chooses it
+    nhwc = Task("conv2d", "gemm_nhwc", (1, 512, 14, 14, 512, 3, 3, 1, 1)).space()
+    assert nhwc.space["pad_b"].default is False
 
 
 @pytest.mark.parametrize("shape", [(19, 77, 40), (5, 130, 17), (64, 64, 64)])

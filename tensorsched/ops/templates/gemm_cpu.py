@@ -21,9 +21,10 @@ other (on PoCL, Intel Xeon VM: 1024^3 166 -> 362 GFLOP/s with the copy, 2048^3 9
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from ...ir.tensor import IterVar, Tensor, thread_axis
+from ...ir.tensor import ComputeOp, IterVar, Tensor, thread_axis
 from ...schedules.schedule import Schedule
 from ..space import Config, split_axis
 from .common import bind_2d, declare_gemm, reduction_and_epilogue
@@ -50,15 +51,16 @@ PAD_FACTOR, PAD_OFFSET = 256, 80
 
 
 def pad_pays(M: int, b_shape: Sequence[int]) -> bool:
-    """The default of ``pad_b``: B's rows are a multiple of 512 elements long (2 KiB of
-    float32: the stride at which they share cache sets), B holds at least 2^20 elements (its
-    slices stream from memory) and M has at least 512 rows to share the copy's cost. Measured
+    """The default of ``pad_b`` for a GEMM's B: its rows are a multiple of 512 elements long
+    (2 KiB of float32: the stride at which they share cache sets), it holds at least 2^20
+    elements (its slices stream from memory) and M has at least 512 rows to share the copy's
+    cost. Measured
     on PoCL (Intel Xeon VM, each predicted config with and without the copy): gains at 1024^3
     (2.2x), 512x512x2048 (1.7x), 1024x2048x512 (2.1x), 1024x1536x1024 (1.5x),
     1000x1024x1000 (2.2x); losses at 512^3 (0.8x), 256x1024x1024 (0.8x), 128x4096x1024
     (0.9x); even at 1024x1024x256 and 2048x512x512."""
-    row, rows = b_shape[-1], b_shape[-2]
-    return row % 512 == 0 and row * rows >= 1 << 20 and M >= 512
+    row, size = b_shape[-1], math.prod(b_shape)
+    return row % 512 == 0 and size >= 1 << 20 and M >= 512
 
 
 def schedule_padded_copy(s: Schedule, copy: Tensor) -> None:
@@ -94,10 +96,12 @@ def schedule_gemm_cpu(
     ``rows_fastest``: the default of the ``group_order`` knob is ``"rows"``: the work-groups
     along M are OpenCL's first dimension, so consecutive ones share a column slice of B (a
     channels-last conv's weights stay in cache; in MobileNet-v1 on PoCL its 7x7 layers 0.82
-    -> 0.62 ms); by default those along N are. ``padded``: the B operand (a placeholder read
-    by the reduction, its rows along N or K) that knob ``pad_b`` may copy into padded rows;
-    without one, ``pad_b`` is refused (the knob stays, so that every GEMM view has the same
-    knobs and teaches one model)."""
+    -> 0.62 ms); by default those along N are. ``padded``: the B operand whose rows knob
+    ``pad_b`` pads: a placeholder (a GEMM's B, its rows along N or K) is copied into padded
+    rows by a kernel of its own each call; a stage computed from weights alone (a
+    channels-last conv's repacked kernel, ``CI x KH x KW x CO``, which a network computes
+    once at build time) is stored with them. Without one, ``pad_b`` is refused (the knob
+    stays, so that every GEMM view has the same knobs and teaches one model)."""
     ty, wy = cfg.define_split(
         "tile_y",
         M,
@@ -126,9 +130,10 @@ def schedule_gemm_cpu(
     tail = cfg.define_knob("tail", ("guard", "shift"), default="shift" if ragged else "guard")
     tail_k = cfg.define_knob("tail_k", ("guard", "peel"), default="peel" if K % kstep else "guard")
     b_shape = [int(e) for e in padded.shape] if padded is not None else []
-    pad_b = cfg.define_knob(
-        "pad_b", (False, True), default=padded is not None and pad_pays(M, b_shape)
-    )
+    # a repacked weight's rows are padded only where the search finds it pays: in VGG-16,
+    # ResNet-18 and MobileNet-v1 (channels-last convs) on PoCL, the rule above gained nothing
+    copied = padded is not None and not isinstance(padded.op, ComputeOp)
+    pad_b = cfg.define_knob("pad_b", (False, True), default=copied and pad_pays(M, b_shape))
     cfg.constrain(not pad_b or padded is not None, "this template has no B operand to pad")
     cfg.constrain(wx % vec == 0, "columns per work-item not a multiple of the vector width")
     if k_unroll > 1:
@@ -152,9 +157,10 @@ def schedule_gemm_cpu(
 
     comp, out = reduction_and_epilogue(s, O)
     if pad_b and padded is not None:
-        copy = s.cache_read(padded, "global", [comp])
-        s[copy].storage_align(s[copy].op.axis[-2], PAD_FACTOR, PAD_OFFSET)
-        schedule_padded_copy(s, copy)
+        stored = s.cache_read(padded, "global", [comp]) if copied else padded
+        s[stored].storage_align(s[stored].op.axis[-2], PAD_FACTOR, PAD_OFFSET)
+        if copied:
+            schedule_padded_copy(s, stored)
     i, j = axes if axes is not None else s[out].op.axis[-2:]  # leading axes: a batch
     by, tyy, wyy = split_axis(s[out], i, (ty, wy), tail)
     bx, txx, wxx = split_axis(s[out], j, (tx, wx), tail)

@@ -186,8 +186,9 @@ def conv2d_gemm_nhwc(
     P = shape.N * shape.OH * shape.OW
     # the pixels' work-groups fastest: the weights' column slice stays in cache
     schedule_gemm_cpu(
-        cfg, s, O, P, shape.CO, shape.CI, (pixels, co), k_unroll=shape.KW, rows_fastest=True
-    )
+        cfg, s, O, P, shape.CO, shape.CI, (pixels, co), k_unroll=shape.KW, rows_fastest=True,
+        padded=packed,
+    )  # fmt: skip
     return s, [data, kernel, *extra, O]
 
 
