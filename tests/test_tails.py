@@ -140,6 +140,29 @@ def test_cpu_gemm_reads_b_from_a_copy_with_padded_rows(layout, shape):
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.opencl
+def test_a_large_temporary_on_a_cpu_device_is_zeroed_host_memory_that_the_kernels_use():
+    # temporaries of a huge page or more live in host memory advised onto huge pages (the
+    # padded copy of B walks down its rows, a TLB miss a row on 4 KiB pages)
+    import pyopencl as cl
+
+    from tensorsched.runtime.module import HUGE_PAGE, huge_page_host_buffer, temp_buffer
+
+    s, args, cfg = Task("gemm", "cpu", (40, 1024, 520)).instantiate(
+        {"tile_y": (1, 8), "tile_x": (2, 32), "tile_k": (4,), "pad_b": True}
+    )
+    assert cfg.valid
+    run(s, args, "opencl")  # B's copy: 520 rows of 1104 floats, 2.3 MB
+    f = ts.build(s, args, target="opencl")
+    if not f.device.is_cpu or huge_page_host_buffer(f.device.context, HUGE_PAGE) is None:
+        pytest.skip("host memory temporaries are for CPU devices with transparent huge pages")
+    buf = temp_buffer(f.device.context, HUGE_PAGE + 4, zeroed=True)
+    assert buf.flags & cl.mem_flags.USE_HOST_PTR and buf.size == 2 * HUGE_PAGE
+    out = np.ones(buf.size, np.uint8)
+    cl.enqueue_copy(f.device.queue, out, buf)
+    assert not out.any()
+
+
 def test_pad_b_defaults_where_b_rows_share_cache_sets_and_views_refuse_it():
     space = Task("gemm", "cpu", (1024, 1024, 1024)).space()
     assert space.space["pad_b"].default is True

@@ -846,16 +846,52 @@ def _image(ctx: Any, array: np.ndarray) -> Any:
     return cl.image_from_array(ctx, texels, num_channels=4, mode="r")
 
 
+HUGE_PAGE = 2 << 20  # bytes: Linux's transparent huge pages on x86-64 and arm64
+
+
 def temp_buffer(context: Any, nbytes: int, zeroed: bool = False) -> Any:
     """A device buffer of ``nbytes`` (at least 4) for a temporary: uninitialised, or zero
-    where ``zeroed`` (``KernelSource.zeroed``: counters that the kernels leave at zero)."""
+    where ``zeroed`` (``KernelSource.zeroed``: counters that the kernels leave at zero). On a
+    CPU device, one of a huge page or more lives in host memory asked for on huge pages
+    (``huge_page_host_buffer``)."""
     import pyopencl as cl
 
     nbytes = max(4, nbytes)
+    if nbytes >= HUGE_PAGE and all(d.type & cl.device_type.CPU for d in context.devices):
+        buf = huge_page_host_buffer(context, nbytes)
+        if buf is not None:
+            return buf  # (anonymous memory starts zeroed)
     if not zeroed:
         return cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
     flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
     return cl.Buffer(context, flags, hostbuf=np.zeros(nbytes, np.uint8))
+
+
+def huge_page_host_buffer(context: Any, nbytes: int) -> Any | None:
+    """A buffer over private anonymous memory advised onto transparent huge pages
+    (``MADV_HUGEPAGE``), which a CPU device uses in place (``USE_HOST_PTR``); None where the
+    system has no such advice. A kernel that walks down a large buffer's rows, each on a page
+    of its own (the CPU GEMM's padded copy of B at 2048^3: 2048 pages a work-item), misses
+    the TLB at every row on 4 KiB pages: on PoCL (Intel Xeon VM), 2048^3 188 -> 230 GFLOP/s
+    and 1024x1024x2048 225 -> 286 on huge pages. The buffer keeps its memory alive
+    (pyopencl holds the host array of a ``USE_HOST_PTR`` buffer)."""
+    import mmap
+
+    import pyopencl as cl
+
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    private = getattr(mmap, "MAP_PRIVATE", None)
+    if advice is None or private is None:
+        return None
+    size = -(-nbytes // HUGE_PAGE) * HUGE_PAGE
+    memory = mmap.mmap(-1, size, flags=private | mmap.MAP_ANONYMOUS)
+    try:
+        memory.madvise(advice)
+    except OSError:  # transparent huge pages off
+        memory.close()
+        return None
+    host = np.frombuffer(memory, np.uint8)
+    return cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR, hostbuf=host)
 
 
 def _itemsize(buf: Buffer) -> int:
