@@ -116,21 +116,28 @@ def test_cpu_gemm_work_groups_in_either_order_compute_the_product(order):
 
 @pytest.mark.opencl
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
-@pytest.mark.parametrize("shape", [(67, 45, 37), (40, 512, 24), (33, 129, 300)])
-def test_cpu_gemm_reads_b_from_a_copy_with_padded_rows(layout, shape):
-    # pad_b: a kernel of its own copies B into rows 80 elements longer than a multiple of
-    # 256 (so that rows a power-of-two apart do not share cache sets); the GEMM reads it
+@pytest.mark.parametrize("shape", [(67, 45, 37), (40, 512, 24), (33, 129, 300), (21, 96, 40)])
+def test_cpu_gemm_reads_b_from_a_packed_copy(layout, shape):
+    # pad_b: a kernel of its own copies B first, and the GEMM reads the copy. Where the
+    # work-group tiles divide N (and a work-item's columns are a multiple of 16), into panels
+    # of 16 columns, each contiguous over K (B_panel[j // 16, k, j % 16]); else into rows
+    # 80 elements longer than a multiple of 256 (rows a power of two apart share cache sets)
     M, N, K = shape
-    knobs = {"tile_y": (2, 8), "tile_x": (1, 16), "tile_k": (4,), "tail": "shift", "pad_b": True}
-    cfg = Config(knobs)
+    wide = N % 32 == 0  # two work-items of 16 columns divide N
+    knobs = {"tile_y": (2, 8), "tile_x": (2, 16), "tile_k": (4,), "pad_b": True}
+    cfg = Config(knobs | ({} if wide else {"tail": "shift"}))
     s, args = gemm_cpu(cfg, M, N, K, layout)
     assert cfg.valid
     f = ts.build(s, args, target="opencl")
-    row = args[1].shape[-1]
-    stride = row + (80 - row) % 256
-    assert len(f.get_source().split("__kernel")) == 3  # the copy and the GEMM
-    copy_kernel = f.get_source().split("__kernel")[1]
-    assert "B_global + " in copy_kernel and f"ax0_inner * {stride}" in copy_kernel
+    kernels = f.get_source().split("__kernel")[1:]
+    assert len(kernels) == 2  # the copy and the GEMM
+    if wide:
+        assert "B_panel + " in kernels[0] and "B_panel + " in kernels[1]
+        assert "vload16(0, B_panel + " in kernels[1]  # a work-item's 16 columns at a time
+    else:
+        row = args[1].shape[-1]
+        stride = row + (80 - row) % 256
+        assert "B_global + " in kernels[0] and f"ax0_inner * {stride}" in kernels[0]
     A, B, C = args
     rng = np.random.default_rng(1)
     a, b = random_array(A.shape, "float32", rng), random_array(B.shape, "float32", rng)

@@ -66,10 +66,11 @@ def bind_1d(s: Schedule, stage: Tensor, axis: IterVar, threads: int) -> tuple[It
 
 
 def declare_gemm(
-    M: int, N: int, K: int, layout: str, dtype: str, epilogue: Sequence[str]
+    M: int, N: int, K: int, layout: str, dtype: str, epilogue: Sequence[str], b_panel: int = 0
 ) -> tuple[Schedule, Tensor, Tensor, list[Tensor]]:
     """``(schedule, C, O, [A, B, *epilogue inputs, O])``: the GEMM ``C`` of ``layout`` followed by
-    the elementwise ``epilogue`` whose last stage is ``O`` (``C`` itself without one)."""
-    A, B, C = gemm(M, N, K, layout, dtype)
+    the elementwise ``epilogue`` whose last stage is ``O`` (``C`` itself without one); with
+    ``b_panel``, C reads B packed into panels (``ops.gemm``)."""
+    A, B, C = gemm(M, N, K, layout, dtype, b_panel=b_panel)
     O, extra = make_epilogue(C, epilogue)
     return create_schedule(O.op), C, O, [A, B, *extra, O]

@@ -11,18 +11,23 @@ which work-groups the device runs one after another: ``"cols"``, those along N (
 A's rows), or ``"rows"``, those along M (they share B's column slice, K by the tile's
 columns, which then stays in the core's cache instead of coming from memory for each
 work-group: at 1000^3 on PoCL, 172 -> 263 GFLOP/s at best). ``pad_b`` (where the template
-gives its B operand, ``padded``): B is first copied, by a kernel of its own, into a buffer
-whose rows are padded (``storage_align``: a row stride of 80 more than a multiple of 256
-elements), which the GEMM reads instead. A work-group walks down a slice of B's rows; where
-their stride is a multiple of 2 KiB they fall into a few of the cache's sets and evict each
-other (on PoCL, Intel Xeon VM: 1024^3 166 -> 362 GFLOP/s with the copy, 2048^3 98 -> 190,
-1024x1040x1024 already 319).
+gives its B operand, ``padded``): B is first copied by a kernel of its own, and the GEMM
+reads the copy. A work-item walks down K rows of its columns of B; where B's rows are a
+multiple of 2 KiB apart they fall into a few of the cache's sets and evict each other, and
+where K is large each row is on a page of its own, past the TLB's reach. Where the
+work-group tiles divide N and a work-item's columns are a multiple of 16, the copy packs B
+into panels of 16 columns, each contiguous over K (``ops.gemm``'s ``b_panel``), which fixes
+both; elsewhere it pads B's rows (``storage_align``: a row stride of 80 more than a multiple
+of 256 elements), which fixes the first. On PoCL (Intel Xeon VM), one config: 1024^3 166 ->
+362 GFLOP/s with padded rows; 2048^3 100 -> 230 with padded rows on huge pages, 328-360 with
+panels (numpy: 336-356).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from ...ir.tensor import ComputeOp, IterVar, Tensor, thread_axis
 from ...schedules.schedule import Schedule
@@ -39,9 +44,22 @@ def gemm_cpu(
     dtype: str = "float32",
     epilogue: Sequence[str] = (),
 ) -> tuple[Schedule, list[Tensor]]:
-    s, _, O, args = declare_gemm(M, N, K, layout, dtype, epilogue)
-    schedule_gemm_cpu(cfg, s, O, M, N, K, padded=args[1])
+    # the knobs that decide the declaration, read as schedule_gemm_cpu will define them (it
+    # defines every knob, in the order that every GEMM view shares)
+    tile = chosen(cfg, "tile_x", TILE_X_DEFAULT)
+    ok = isinstance(tile, tuple) and len(tile) == 2 and all(type(v) is int for v in tile)
+    tx, wx = tile if ok else TILE_X_DEFAULT  # (a bad value: the definition refuses it)
+    b_shape = (N, K) if layout == "NT" else (K, N)
+    pad_b = chosen(cfg, "pad_b", pad_pays(M, b_shape)) is True
+    panels = pad_b and N % (tx * wx) == 0 and wx % PANEL == 0
+    s, C, O, args = declare_gemm(M, N, K, layout, dtype, epilogue, PANEL if panels else 0)
+    panel = next((t for t in C.op.input_tensors if t.name == "B_panel"), None)
+    schedule_gemm_cpu(cfg, s, O, M, N, K, padded=args[1], panel=panel)
     return s, args
+
+
+# B packed into panels of this many columns (a cache line of float32), each contiguous over K
+PANEL = 16
 
 
 # B copied with padded rows: their stride becomes PAD_OFFSET more than a multiple of PAD_FACTOR
@@ -54,13 +72,32 @@ def pad_pays(M: int, b_shape: Sequence[int]) -> bool:
     """The default of ``pad_b`` for a GEMM's B: its rows are a multiple of 512 elements long
     (2 KiB of float32: the stride at which they share cache sets), it holds at least 2^20
     elements (its slices stream from memory) and M has at least 512 rows to share the copy's
-    cost. Measured
+    cost. Measured with padded rows (before panels)
     on PoCL (Intel Xeon VM, each predicted config with and without the copy): gains at 1024^3
     (2.2x), 512x512x2048 (1.7x), 1024x2048x512 (2.1x), 1024x1536x1024 (1.5x),
     1000x1024x1000 (2.2x); losses at 512^3 (0.8x), 256x1024x1024 (0.8x), 128x4096x1024
     (0.9x); even at 1024x1024x256 and 2048x512x512."""
     row, size = b_shape[-1], math.prod(b_shape)
     return row % 512 == 0 and size >= 1 << 20 and M >= 512
+
+
+TILE_X_DEFAULT = (2, 16)
+
+
+def chosen(cfg: Config, name: str, default: Any) -> Any:
+    """The value ``cfg`` gives knob ``name`` before it is defined (else ``default``)."""
+    value = cfg.values.get(name, default)
+    return tuple(value) if isinstance(value, list) else value
+
+
+def schedule_panel_copy(s: Schedule, panel: Tensor) -> None:
+    """The kernel packing B into ``B_panel[column // 16, k, column % 16]``: 32 rows of B a
+    work-group, a row's panels one after another, 16-wide vectors (a line of each)."""
+    jo, k, ji = s[panel].op.axis
+    ko, ki = s[panel].split(k, 32)
+    s[panel].reorder(ko, ki, jo, ji)
+    s[panel].vectorize(ji)
+    s[panel].bind(ko, thread_axis("blockIdx.x"))
 
 
 def schedule_padded_copy(s: Schedule, copy: Tensor) -> None:
@@ -87,6 +124,7 @@ def schedule_gemm_cpu(
     k_unroll: int = 1,
     rows_fastest: bool = False,
     padded: Tensor | None = None,
+    panel: Tensor | None = None,
 ) -> None:
     """Schedule the GEMM (plus elementwise epilogue) producing ``O``; ``axes``: the output
     stage's loops that play M and N (default: its last two axes; any before them, a batch,
@@ -115,7 +153,7 @@ def schedule_gemm_cpu(
         N,
         3,
         policy="candidates",
-        default=(2, 16),
+        default=TILE_X_DEFAULT,
         candidates=[(t, w) for t in (1, 2, 4) for w in (8, 16, 32, 64)],
     )
     vec = cfg.define_knob("vec", (16, 8, 4))
@@ -156,7 +194,9 @@ def schedule_gemm_cpu(
     )
 
     comp, out = reduction_and_epilogue(s, O)
-    if pad_b and padded is not None:
+    if pad_b and panel is not None:
+        schedule_panel_copy(s, panel)
+    elif pad_b and padded is not None:
         stored = s.cache_read(padded, "global", [comp]) if copied else padded
         s[stored].storage_align(s[stored].op.axis[-2], PAD_FACTOR, PAD_OFFSET)
         if copied:
