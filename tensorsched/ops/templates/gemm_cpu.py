@@ -50,7 +50,7 @@ def gemm_cpu(
     ok = isinstance(tile, tuple) and len(tile) == 2 and all(type(v) is int for v in tile)
     tx, wx = tile if ok else TILE_X_DEFAULT  # (a bad value: the definition refuses it)
     b_shape = (N, K) if layout == "NT" else (K, N)
-    pad_b = chosen(cfg, "pad_b", pad_pays(M, b_shape)) is True
+    pad_b = chosen(cfg, "pad_b", pad_pays(b_shape)) is True
     panels = pad_b and N % (tx * wx) == 0 and wx % PANEL == 0
     s, C, O, args = declare_gemm(M, N, K, layout, dtype, epilogue, PANEL if panels else 0)
     panel = next((t for t in C.op.input_tensors if t.name == "B_panel"), None)
@@ -68,17 +68,17 @@ PANEL = 16
 PAD_FACTOR, PAD_OFFSET = 256, 80
 
 
-def pad_pays(M: int, b_shape: Sequence[int]) -> bool:
-    """The default of ``pad_b`` for a GEMM's B: its rows are a multiple of 512 elements long
-    (2 KiB of float32: the stride at which they share cache sets), it holds at least 2^20
-    elements (its slices stream from memory) and M has at least 512 rows to share the copy's
-    cost. Measured with padded rows (before panels)
-    on PoCL (Intel Xeon VM, each predicted config with and without the copy): gains at 1024^3
-    (2.2x), 512x512x2048 (1.7x), 1024x2048x512 (2.1x), 1024x1536x1024 (1.5x),
-    1000x1024x1000 (2.2x); losses at 512^3 (0.8x), 256x1024x1024 (0.8x), 128x4096x1024
-    (0.9x); even at 1024x1024x256 and 2048x512x512."""
+def pad_pays(b_shape: Sequence[int]) -> bool:
+    """The default of ``pad_b`` for a GEMM's B: its rows are a multiple of
+    512 elements long (2 KiB of float32: the stride at which they share cache sets) and it
+    holds at least 2^19 elements. Measured on PoCL (Intel Xeon VM, each shape's predicted
+    config with and without the copy, panels where they apply): gains at 1024^3 (2.2x),
+    256x2048x2048 (2.7x), 512x1024x512 (1.55x), 128x4096x1024 (1.45x), 256x1024x1024
+    (1.17x); 1024x1024x256 gains 1.13x and 2048x512x512 1.03x, but 512^3 loses 6% (B of 2^18
+    elements: the copy is not repaid). With padded rows only (before panels), small M lost:
+    256x1024x1024 0.8x, 128x4096x1024 0.9x."""
     row, size = b_shape[-1], math.prod(b_shape)
-    return row % 512 == 0 and size >= 1 << 20 and M >= 512
+    return row % 512 == 0 and size >= 1 << 19
 
 
 TILE_X_DEFAULT = (2, 16)
@@ -171,7 +171,7 @@ def schedule_gemm_cpu(
     # a repacked weight's rows are padded only where the search finds it pays: in VGG-16,
     # ResNet-18 and MobileNet-v1 (channels-last convs) on PoCL, the rule above gained nothing
     copied = padded is not None and not isinstance(padded.op, ComputeOp)
-    pad_b = cfg.define_knob("pad_b", (False, True), default=copied and pad_pays(M, b_shape))
+    pad_b = cfg.define_knob("pad_b", (False, True), default=copied and pad_pays(b_shape))
     cfg.constrain(not pad_b or padded is not None, "this template has no B operand to pad")
     cfg.constrain(wx % vec == 0, "columns per work-item not a multiple of the vector width")
     if k_unroll > 1:
