@@ -69,9 +69,9 @@ PAD_FACTOR, PAD_OFFSET = 256, 80
 
 
 def pad_pays(b_shape: Sequence[int]) -> bool:
-    """The default of ``pad_b`` for a GEMM's B: its rows are a multiple of
-    512 elements long (2 KiB of float32: the stride at which they share cache sets) and it
-    holds at least 2^19 elements. Measured on PoCL (Intel Xeon VM, each shape's predicted
+    """The default of ``pad_b`` for a GEMM's B: its rows are a multiple of 512 elements long
+    (2 KiB of float32: the stride at which they share cache sets) and it holds at least 2^19
+    elements. Measured on PoCL (Intel Xeon VM, each shape's predicted
     config with and without the copy, panels where they apply): gains at 1024^3 (2.2x),
     256x2048x2048 (2.7x), 512x1024x512 (1.55x), 128x4096x1024 (1.45x), 256x1024x1024
     (1.17x); 1024x1024x256 gains 1.13x and 2048x512x512 1.03x, but 512^3 loses 6% (B of 2^18
