@@ -9,7 +9,8 @@ after a pause and three unmeasured runs (OpenBLAS's threads spin for a while aft
 slow whatever runs next: alternating calls cost PoCL a third of its speed), medians: the
 kernel on arrays already on the device (wall clock from launch to ``finish``), as an
 application that keeps its buffers there runs it, numpy on its arrays. ``--time 0`` measures
-the logs' best without tuning.
+the logs' best without tuning. ``--awake``: tuning and measuring with every core kept from
+halting (``ts.runtime.awake_cores``), for virtual machines that slow a core once it has halted.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \\
         .venv/bin/python benchmarks/cpu_tuned.py --time 2m --logs /tmp/cpu_logs \\
@@ -21,6 +22,7 @@ Measure on a quiet machine: numpy's two threads slow down more than PoCL's under
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -32,6 +34,7 @@ import pyopencl.array as cla
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import tensorsched as ts  # noqa: E402
+from tensorsched.runtime.awake import awake_cores  # noqa: E402
 from tensorsched.runtime.numerics import random_array, relative_error  # noqa: E402
 from tensorsched.runtime.table import print_table  # noqa: E402
 from tensorsched.tune.dispatch import apply_best  # noqa: E402
@@ -66,7 +69,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--logs", required=True, help="folder of the tuning logs")
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--template", default="cpu")
+    p.add_argument(
+        "--awake",
+        action="store_true",
+        help="tune and measure with every core kept from halting (ts.runtime.awake_cores: a "
+        "spinner at idle priority on each, numpy's runs included)",
+    )
     a = p.parse_args(argv)
+    with awake_cores() if a.awake else contextlib.nullcontext():
+        run(a)
+
+
+def run(a: argparse.Namespace) -> None:
     os.makedirs(a.logs, exist_ok=True)
     shapes = [tuple(int(x) for x in text.split(",")) for text in a.shapes]
     logs = {sh: os.path.join(a.logs, "gemm_{}x{}x{}.jsonl".format(*sh)) for sh in shapes}

@@ -742,6 +742,12 @@ def opencl_device():
                 'from tensorsched.runtime.device import find_device\nfind_device("no such device")',
                 DeviceError,
             ),
+            (
+                "cores kept awake that this process may not run on",
+                "import os\nwith ts.runtime.awake_cores([max(os.sched_getaffinity(0)) + 1]):\n"
+                "    pass",
+                R,
+            ),
         ],
         device=True,
         machine=True,

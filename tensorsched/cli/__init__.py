@@ -10,6 +10,7 @@ name once ``--import MODULE`` has imported the module that registers them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import hashlib
 import importlib
@@ -38,6 +39,7 @@ from ..ops.pool import MODES
 from ..ops.space import Config
 from ..ops.templates import KINDS, SHAPES
 from ..ops.templates.generic import generic as generic_template
+from ..runtime.awake import awake_cores
 from ..runtime.device import all_devices, current_device, find_device
 from ..runtime.peak import measure_bandwidth, measure_compute
 from ..runtime.table import print_table
@@ -360,7 +362,8 @@ def cmd_tune(args: argparse.Namespace) -> None:
         tasks = _tasks(args, cluster)
         restrict = _restrict(args.knob)
         log = args.log or cache_path("tensorsched_tune.jsonl")
-        rows = _tune_tasks(args, tasks, restrict, log, cluster, kinds)
+        with awake_cores() if args.awake else contextlib.nullcontext():
+            rows = _tune_tasks(args, tasks, restrict, log, cluster, kinds)
     finally:
         if cluster is not None:
             cluster.close()
@@ -769,6 +772,13 @@ def make_parser() -> argparse.ArgumentParser:
         "process opens the device, and four pools of 64 took the first minute",
     )
     tu.add_argument("--seed", type=seed_int, default=0)
+    tu.add_argument(
+        "--awake",
+        action="store_true",
+        help="keep this host's cores from halting while tuning (a spinner at idle priority "
+        "on each: ts.runtime.awake_cores), for a CPU device on a virtual machine, whose "
+        "hypervisor may slow a core once it has halted (PoCL's threads sleep between kernels)",
+    )
     tu.add_argument(
         "--cluster",
         metavar="ADDRESS",
