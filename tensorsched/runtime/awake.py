@@ -3,11 +3,12 @@
 PoCL's worker threads sleep between kernels, and so does a core with nothing to run. On a
 virtual machine the hypervisor may then give that core's time to someone else: on a 2-core
 AMD EPYC VM (PoCL 3.1), a kernel of pure FMAs ran at 225-232 GFLOP/s or at exactly half of
-that, in stretches of 20-90 calls back to back, and a 1023x769x333 GEMM at 2.5-5.0 ms a call
-(numpy, whose OpenBLAS threads spin between calls, held 2.6 ms). ``awake_cores`` starts one
-process per core that spins at ``SCHED_IDLE`` priority: it runs only when nothing else wants
-the core, so it takes no time from the kernels, and the core never halts. With them the FMA
-kernel held 222-233 GFLOP/s in every call (``benchmarks/README.md``). onnxruntime's and
+that, 116-118, for stretches of tens to hundreds of calls back to back, and a 1023x769x333
+GEMM at 2.5-5.0 ms a call (numpy, whose OpenBLAS threads spin between calls, held 2.6 ms).
+``awake_cores`` starts one process per core that spins at ``SCHED_IDLE`` priority: it runs
+only when nothing else wants the core, so the kernels lose next to nothing to it, and the
+core never halts. With them the FMA kernel held 213-229 GFLOP/s in every call
+(``benchmarks/README.md``). onnxruntime's and
 OpenBLAS's thread pools spin between calls for the same reason; PoCL's cannot be told to.
 
 The cost is the cores' idle time, burnt: use it around latency-critical loops, tuning and

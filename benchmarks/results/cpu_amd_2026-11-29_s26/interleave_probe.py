@@ -11,10 +11,10 @@ import time
 import numpy as np
 import pyopencl.array as cla
 
-sys.path.insert(0, os.getcwd())
-import tensorsched as ts
-from tensorsched.runtime.numerics import random_array
-from tensorsched.tune.task import Task
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+import tensorsched as ts  # noqa: E402
+from tensorsched.runtime.numerics import random_array  # noqa: E402
+from tensorsched.tune.task import Task  # noqa: E402
 
 M, N, K = (int(v) for v in sys.argv[1].split(","))
 task = Task("gemm", "cpu", (M, N, K))
