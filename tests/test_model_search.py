@@ -107,7 +107,8 @@ def test_config_features_of_known_configs():
 
 def test_ir_features_of_known_configs():
     limits = DeviceLimits("test / cpu", 4096, (4096, 4096, 4096), 1 << 20)
-    cfg = {"tile_y": (2, 16), "tile_x": (2, 16), "vec": 16, "tile_k": (4,)}
+    # (A's 16 rows a work-item, 2 KiB apart, would be copied into padded rows by default)
+    cfg = {"tile_y": (2, 16), "tile_x": (2, 16), "vec": 16, "tile_k": (4,), "pad_a": False}
     f, why = lower_features(Task("gemm", "cpu", (512, 512, 512)), cfg, limits)
     assert why is None
     assert f["ir.wg_size"] == 4  # 2 x 2 work-items
@@ -129,6 +130,32 @@ def test_ir_features_of_known_configs():
         LIMITS,
     )
     assert why == "work-group of 2048 over the device's 1024"
+
+
+def test_work_items_a_guard_leaves_idle_are_not_counted_as_working():
+    """A CPU GEMM tile of 4 work-items x 32 columns at N = 64: the two work-items past the
+    shape skip the whole body (``if (threadIdx.x * 32 < 64)``), so a work-item loops half as
+    much on average as with 2 work-items, and ``rescaled_ms`` sees the same work in both."""
+    limits = DeviceLimits("test / cpu", 4096, (4096, 4096, 4096), 1 << 20)
+    task = Task("gemm", "cpu", (3136, 64, 576))
+    cfg = {"tile_y": (2, 8), "tile_k": (8,), "vec": 16, "pad_a": False}
+    wide, why = lower_features(task, {**cfg, "tile_x": (4, 32)}, limits)
+    assert why is None and wide["ir.wg_size"] == 8
+    fits, why = lower_features(task, {**cfg, "tile_x": (2, 32)}, limits)
+    assert why is None and fits["ir.wg_size"] == 4
+    assert wide["ir.log2_loop_trips"] == pytest.approx(fits["ir.log2_loop_trips"] - 1)
+    assert model.rescaled_ms(1.0, fits, wide, limits) == pytest.approx(1.0)
+
+
+def test_pass_fraction_of_conditions_on_work_item_indices():
+    tx, bx, i = ts.var("tx"), ts.var("bx"), ts.var("i")
+    axes = {tx: 4, bx: 10}
+    assert features.pass_fraction(tx * 32 < 64, axes) == 0.5
+    assert features.pass_fraction((bx * 4 + tx < 39) & (tx != 0), axes) == pytest.approx(29 / 40)
+    assert features.pass_fraction(tx * 32 < i, axes) is None  # a loop variable: unknown
+    assert features.pass_fraction(ts.const(1, "int32") < 2, axes) is None  # no index at all
+    many = {tx: 1024, bx: 4096}  # sampled, not enumerated
+    assert features.pass_fraction(bx < 1024, many) == pytest.approx(0.25, abs=0.02)
 
 
 def test_lowering_in_a_pool_gives_the_same_features_each_candidate_lowered_once(monkeypatch):
@@ -404,7 +431,7 @@ def test_cli_budget_flags_are_checked(tmp_path, monkeypatch, capsys):
 # logged before the tail knobs existed: a prediction fills them with their defaults at the
 # new shape (the tiles of CPU_512 / CPU_64 do not divide 500 x 520 / 60 x 70: the last tile
 # shifts; their K steps divide 480 / 64: no K tail), and the work-group order, its default
-TAILS = {"tail": "shift", "tail_k": "guard", "group_order": "cols", "pad_b": False}
+TAILS = {"tail": "shift", "tail_k": "guard", "group_order": "cols", "pad_b": False, "pad_a": False}
 CPU_512 = {"tile_y": (4, 8), "tile_x": (2, 32), "vec": 8, "tile_k": (8,)}
 CPU_64 = {"tile_y": (1, 4), "tile_x": (1, 8), "vec": 4, "tile_k": (1,)}
 
@@ -449,7 +476,7 @@ def test_shipped_logs_are_read_by_device(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------- GEMM views
 
 CPU_LIMITS = DeviceLimits("test / cpu", 4096, (4096, 4096, 4096), 1 << 20)
-GUARDS = {"tail": "guard", "tail_k": "guard", "group_order": "cols", "pad_b": False}
+GUARDS = {"tail": "guard", "tail_k": "guard", "group_order": "cols", "pad_b": False, "pad_a": False}
 SMALL_CONV = (1, 8, 8, 8, 64, 3, 3, 1, 1)  # CO 64, 8x8 pixels, K = 8*3*3: GEMM 64 x 64 x 72
 
 

@@ -42,6 +42,7 @@ from ..errors import TensorschedError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import NUMPY
+from ..ir.simplify import size_vars
 from ..ir.visitor import Visitor
 from ..ops.space import Config
 from ..ops.templates import gemm_view
@@ -198,11 +199,82 @@ class SpaceFeatures:
         return grids.astype(np.int64)
 
 
+class _Unknown(Exception):
+    """An expression ``_values`` cannot evaluate."""
+
+
+_ARITH = {
+    "+": np.add,
+    "-": np.subtract,
+    "*": np.multiply,
+    "//": np.floor_divide,
+    "%": np.mod,
+    "min": np.minimum,
+    "max": np.maximum,
+}
+_CMP = {
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+    "==": np.equal,
+    "!=": np.not_equal,
+}
+
+
+def _values(e: E.Expr, env: dict[E.Var, np.ndarray]) -> Any:
+    """``e`` (integer arithmetic and comparisons of ``env``'s variables) over ``env``'s arrays
+    of values; ``_Unknown`` for anything else."""
+    if isinstance(e, E.IntImm):
+        return e.value
+    if isinstance(e, E.Var) and e in env:
+        return env[e]
+    if isinstance(e, E.BinOp) and e.op in _ARITH:
+        with np.errstate(divide="ignore"):
+            return _ARITH[e.op](_values(e.a, env), _values(e.b, env))
+    if isinstance(e, E.Cmp) and e.op in _CMP:
+        return _CMP[e.op](_values(e.a, env), _values(e.b, env))
+    if isinstance(e, E.And):
+        return np.logical_and(_values(e.a, env), _values(e.b, env))
+    if isinstance(e, E.Or):
+        return np.logical_or(_values(e.a, env), _values(e.b, env))
+    if isinstance(e, E.Not):
+        return np.logical_not(_values(e.a, env))
+    raise _Unknown
+
+
+# work-item indices at most this many are enumerated; more are sampled (SAMPLED of them)
+ENUMERATED, SAMPLED = 1 << 18, 1 << 14
+
+
+def pass_fraction(cond: E.Expr, axes: dict[E.Var, int]) -> float | None:
+    """The share of work-items (their indices ``axes``: variable -> extent) for which
+    ``cond`` holds, where it depends on those indices alone (a guard that leaves the
+    work-items of a tile past the shape idle); None for a condition of anything else."""
+    names = size_vars(cond)
+    if not names or any(v not in axes for v in names):
+        return None
+    extents = [axes[v] for v in names]
+    if math.prod(extents) <= ENUMERATED:
+        grids = np.meshgrid(*(np.arange(e, dtype=np.int64) for e in extents), indexing="ij")
+        env = {v: g.ravel() for v, g in zip(names, grids)}
+    else:
+        rng = np.random.default_rng(0)
+        env = {v: rng.integers(0, e, SAMPLED, dtype=np.int64) for v, e in zip(names, extents)}
+    try:
+        held = _values(cond, env)
+    except (_Unknown, TypeError, ValueError):
+        return None
+    return float(np.mean(np.broadcast_to(held, next(iter(env.values())).shape)))
+
+
 class _Walk(Visitor):
     """Weighted counts over a lowered function: each node counts as many times as the loops
-    around it run per work-item."""
+    around it run per work-item, averaged over the work-items: under a condition of the
+    work-item indices alone, by the share of work-items that run it (``pass_fraction``)."""
 
     def __init__(self) -> None:
+        self.axes: dict[E.Var, int] = {}  # the work-item indices around the node
         self.weight, self.guarded = 1.0, 0
         self.load_bytes = self.store_bytes = 0.0
         self.stores = self.guarded_stores = 0.0
@@ -226,9 +298,11 @@ class _Walk(Visitor):
             self.kernel_trips.append(1.0)
         axes = self.kernels[-1]
         axes[t.tag] = max(axes.get(t.tag, 1), int(t.extent))
+        self.axes[t.var] = int(t.extent)
         self.depth += 1
         self.generic_visit(t)
         self.depth -= 1
+        del self.axes[t.var]
 
     def visit_For(self, f: S.For) -> None:
         ext = float(f.extent.value) if isinstance(f.extent, E.IntImm) else 16.0
@@ -245,8 +319,15 @@ class _Walk(Visitor):
         self.weight = old
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> None:
+        share = pass_fraction(s.cond, self.axes)
+        old = self.weight
         self.guarded += 1
-        self.generic_visit(s)
+        self.visit(s.cond)
+        for branch, part in ((s.then, share), (s.orelse, None if share is None else 1 - share)):
+            if branch is not None:
+                self.weight = old if part is None else old * part
+                self.visit(branch)
+        self.weight = old
         self.guarded -= 1
 
     def visit_Allocate(self, a: S.Allocate) -> None:

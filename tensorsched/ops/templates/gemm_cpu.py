@@ -20,7 +20,9 @@ into panels of 16 columns, each contiguous over K (``ops.gemm``'s ``b_panel``), 
 both; elsewhere it pads B's rows (``storage_align``: a row stride of 80 more than a multiple
 of 256 elements), which fixes the first. On PoCL (Intel Xeon VM), one config: 1024^3 166 ->
 362 GFLOP/s with padded rows; 2048^3 100 -> 230 with padded rows on huge pages, 328-360 with
-panels (numpy: 336-356).
+panels (numpy: 336-356). ``pad_a`` (the plain GEMM, A's rows along K): A is copied the
+same way into padded rows, where a work-item's rows of A would fill an L1 set
+(``rows_share_a_set``): 16 rows 8 KiB apart ran at half speed.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from ...ir.dtype import NUMPY
 from ...ir.tensor import ComputeOp, IterVar, Tensor, thread_axis
 from ...schedules.schedule import Schedule
 from ..space import Config, split_axis
@@ -54,7 +59,8 @@ def gemm_cpu(
     panels = pad_b and N % (tx * wx) == 0 and wx % PANEL == 0
     s, C, O, args = declare_gemm(M, N, K, layout, dtype, epilogue, PANEL if panels else 0)
     panel = next((t for t in C.op.input_tensors if t.name == "B_panel"), None)
-    schedule_gemm_cpu(cfg, s, O, M, N, K, padded=args[1], panel=panel)
+    a_rows = args[0] if layout != "TN" else None  # A's rows run along K
+    schedule_gemm_cpu(cfg, s, O, M, N, K, padded=args[1], panel=panel, a_rows=a_rows)
     return s, args
 
 
@@ -79,6 +85,27 @@ def pad_pays(b_shape: Sequence[int]) -> bool:
     256x1024x1024 0.8x, 128x4096x1024 0.9x."""
     row, size = b_shape[-1], math.prod(b_shape)
     return row % 512 == 0 and size >= 1 << 19
+
+
+# a CPU's L1 data cache maps addresses this many bytes apart to the same set (64 sets of
+# 64-byte lines: the L1s of the Intel and AMD x86 cores of this decade), and holds this many
+# lines a set (the fewest ways of those L1s)
+L1_SET_SPAN, L1_WAYS = 4096, 8
+
+
+def rows_share_a_set(rows: int, stride: int) -> bool:
+    """The default of ``pad_a``: as many of a work-item's ``rows`` of A (``stride`` bytes
+    apart) fall into one L1 set as the set holds lines, so that the rows evict one another
+    while B streams past. On PoCL (AMD EPYC VM), each shape's untuned config with A's rows
+    padded against without: 16 rows 8 KiB apart (512x512x2048) 2.1x, 256x256x1024 2.0x; 8
+    rows 4-8 KiB apart 1.0-1.4x (256x2048x2048, 128x4096x1024, 1024^3, 2048^3); 8 rows 2 KiB
+    apart (four a set) 0.96-1.01x, so left unpadded."""
+    return rows * math.gcd(stride, L1_SET_SPAN) // L1_SET_SPAN >= L1_WAYS
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes of one element of scalar ``dtype``."""
+    return np.dtype(NUMPY[dtype]).itemsize
 
 
 TILE_X_DEFAULT = (2, 16)
@@ -125,6 +152,7 @@ def schedule_gemm_cpu(
     rows_fastest: bool = False,
     padded: Tensor | None = None,
     panel: Tensor | None = None,
+    a_rows: Tensor | None = None,
 ) -> None:
     """Schedule the GEMM (plus elementwise epilogue) producing ``O``; ``axes``: the output
     stage's loops that play M and N (default: its last two axes; any before them, a batch,
@@ -173,6 +201,9 @@ def schedule_gemm_cpu(
     copied = padded is not None and not isinstance(padded.op, ComputeOp)
     pad_b = cfg.define_knob("pad_b", (False, True), default=copied and pad_pays(b_shape))
     cfg.constrain(not pad_b or padded is not None, "this template has no B operand to pad")
+    rows_alias = a_rows is not None and rows_share_a_set(wy, K * itemsize(a_rows.dtype))
+    pad_a = cfg.define_knob("pad_a", (False, True), default=rows_alias)
+    cfg.constrain(not pad_a or a_rows is not None, "this template has no A operand to pad")
     cfg.constrain(wx % vec == 0, "columns per work-item not a multiple of the vector width")
     if k_unroll > 1:
         cfg.constrain(kstep * k_unroll <= 24, "unrolls more than 24 reduction steps")
@@ -201,6 +232,10 @@ def schedule_gemm_cpu(
         s[stored].storage_align(s[stored].op.axis[-2], PAD_FACTOR, PAD_OFFSET)
         if copied:
             schedule_padded_copy(s, stored)
+    if pad_a and a_rows is not None:
+        a_copy = s.cache_read(a_rows, "global", [comp])
+        s[a_copy].storage_align(s[a_copy].op.axis[-2], PAD_FACTOR, PAD_OFFSET)
+        schedule_padded_copy(s, a_copy)
     i, j = axes if axes is not None else s[out].op.axis[-2:]  # leading axes: a batch
     by, tyy, wyy = split_axis(s[out], i, (ty, wy), tail)
     bx, txx, wxx = split_axis(s[out], j, (tx, wx), tail)
