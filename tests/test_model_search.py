@@ -134,8 +134,9 @@ def test_ir_features_of_known_configs():
 
 def test_work_items_a_guard_leaves_idle_are_not_counted_as_working():
     """A CPU GEMM tile of 4 work-items x 32 columns at N = 64: the two work-items past the
-    shape skip the whole body (``if (threadIdx.x * 32 < 64)``), so a work-item loops half as
-    much on average as with 2 work-items, and ``rescaled_ms`` sees the same work in both."""
+    shape skip the whole body (``if (threadIdx.x * 32 < 64)``), so on a CPU device a
+    work-item loops half as much on average as with 2 work-items, and ``rescaled_ms`` sees
+    the same work in both."""
     limits = DeviceLimits("test / cpu", 4096, (4096, 4096, 4096), 1 << 20)
     task = Task("gemm", "cpu", (3136, 64, 576))
     cfg = {"tile_y": (2, 8), "tile_k": (8,), "vec": 16, "pad_a": False}
@@ -145,6 +146,11 @@ def test_work_items_a_guard_leaves_idle_are_not_counted_as_working():
     assert why is None and fits["ir.wg_size"] == 4
     assert wide["ir.log2_loop_trips"] == pytest.approx(fits["ir.log2_loop_trips"] - 1)
     assert model.rescaled_ms(1.0, fits, wide, limits) == pytest.approx(1.0)
+    # a GPU runs a warp's work-items in lockstep: the idle ones save no time there
+    gpu = DeviceLimits("test / gpu", 4096, (4096, 4096, 4096), 1 << 20, gpu=True)
+    wide, _ = lower_features(task, {**cfg, "tile_x": (4, 32)}, gpu)
+    fits, _ = lower_features(task, {**cfg, "tile_x": (2, 32)}, gpu)
+    assert wide["ir.log2_loop_trips"] == fits["ir.log2_loop_trips"]
 
 
 def test_pass_fraction_of_conditions_on_work_item_indices():
