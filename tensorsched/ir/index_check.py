@@ -338,6 +338,20 @@ def _evaluate(e: E.Expr, env: dict) -> Any:  # an array or scalar of int64 or bo
     raise _NotEvaluable
 
 
+def evaluate_at(e: E.Expr, env: dict[E.Var, np.ndarray]) -> np.ndarray | None:
+    """The values of ``e`` (integer and boolean scalars of ``env``'s variables) at the points
+    ``env`` gives (Var -> int64 array, one entry per point), with the IR's semantics; None
+    where ``e`` holds anything else (a load, a float, a vector, a variable ``env`` lacks) or a
+    value might overflow int64."""
+    if not _evaluable(e) or not all(v in env for v in free_vars(e)):
+        return None
+    try:
+        with np.errstate(divide="ignore"):
+            return np.asarray(_evaluate(e, env))
+    except (_NotEvaluable, ZeroDivisionError):
+        return None
+
+
 def _conjuncts(cond: E.Expr, negated: bool) -> list[E.Expr]:
     """``cond`` (or its negation) as conditions that all hold: ``a && b`` gives ``a`` and
     ``b``, so one side the check cannot evaluate does not hide the other."""

@@ -42,8 +42,8 @@ from ..errors import TensorschedError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import NUMPY
-from ..ir.simplify import size_vars
-from ..ir.visitor import Visitor
+from ..ir.index_check import evaluate_at
+from ..ir.visitor import Visitor, free_vars
 from ..ops.space import Config
 from ..ops.templates import gemm_view
 from ..runtime.device import DeviceLimits
@@ -199,50 +199,6 @@ class SpaceFeatures:
         return grids.astype(np.int64)
 
 
-class _Unknown(Exception):
-    """An expression ``_values`` cannot evaluate."""
-
-
-_ARITH = {
-    "+": np.add,
-    "-": np.subtract,
-    "*": np.multiply,
-    "//": np.floor_divide,
-    "%": np.mod,
-    "min": np.minimum,
-    "max": np.maximum,
-}
-_CMP = {
-    "<": np.less,
-    "<=": np.less_equal,
-    ">": np.greater,
-    ">=": np.greater_equal,
-    "==": np.equal,
-    "!=": np.not_equal,
-}
-
-
-def _values(e: E.Expr, env: dict[E.Var, np.ndarray]) -> Any:
-    """``e`` (integer arithmetic and comparisons of ``env``'s variables) over ``env``'s arrays
-    of values; ``_Unknown`` for anything else."""
-    if isinstance(e, E.IntImm):
-        return e.value
-    if isinstance(e, E.Var) and e in env:
-        return env[e]
-    if isinstance(e, E.BinOp) and e.op in _ARITH:
-        with np.errstate(divide="ignore"):
-            return _ARITH[e.op](_values(e.a, env), _values(e.b, env))
-    if isinstance(e, E.Cmp) and e.op in _CMP:
-        return _CMP[e.op](_values(e.a, env), _values(e.b, env))
-    if isinstance(e, E.And):
-        return np.logical_and(_values(e.a, env), _values(e.b, env))
-    if isinstance(e, E.Or):
-        return np.logical_or(_values(e.a, env), _values(e.b, env))
-    if isinstance(e, E.Not):
-        return np.logical_not(_values(e.a, env))
-    raise _Unknown
-
-
 # work-item indices at most this many are enumerated; more are sampled (SAMPLED of them)
 ENUMERATED, SAMPLED = 1 << 18, 1 << 14
 
@@ -251,7 +207,7 @@ def pass_fraction(cond: E.Expr, axes: dict[E.Var, int]) -> float | None:
     """The share of work-items (their indices ``axes``: variable -> extent) for which
     ``cond`` holds, where it depends on those indices alone (a guard that leaves the
     work-items of a tile past the shape idle); None for a condition of anything else."""
-    names = size_vars(cond)
+    names = free_vars(cond)
     if not names or any(v not in axes for v in names):
         return None
     extents = [axes[v] for v in names]
@@ -261,9 +217,8 @@ def pass_fraction(cond: E.Expr, axes: dict[E.Var, int]) -> float | None:
     else:
         rng = np.random.default_rng(0)
         env = {v: rng.integers(0, e, SAMPLED, dtype=np.int64) for v, e in zip(names, extents)}
-    try:
-        held = _values(cond, env)
-    except (_Unknown, TypeError, ValueError):
+    held = evaluate_at(cond, env)
+    if held is None or held.dtype != np.bool_:
         return None
     return float(np.mean(np.broadcast_to(held, next(iter(env.values())).shape)))
 
