@@ -108,8 +108,9 @@ def check_call_args(
                 "writeable one (np.empty(...)) to receive the result"
             )
     values = bind_sizes(func, arrays, given)
-    shaped = set(size_vars(tuple(b.shape for b in func.args)))
-    for k, v in getattr(func, "size_args", ()):
+    size_args = getattr(func, "size_args", ())
+    shaped = set(size_vars(tuple(b.shape for b in func.args))) if size_args else set()
+    for k, v in size_args:
         if v not in values:  # a size no shape has (a split factor): only the call gives it
             raise RuntimeCallError(
                 f"{func.name}: the size '{v.name}' is in no argument's shape, so the call "
