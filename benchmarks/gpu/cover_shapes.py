@@ -49,7 +49,13 @@ def main(argv: list[str] | None = None) -> None:
         default=f"{FLOP[0] * 1e-9},{FLOP[1] * 1e-9}",
         help="LO,HI: the shapes' range of work (2 M N K), in GFLOP",
     )
+    p.add_argument(
+        "--log2",
+        default=";".join(f"{lo},{hi}" for lo, hi in LOG2_RANGES),
+        help="LO,HI;LO,HI;LO,HI: the log2 ranges of M, N and K",
+    )
     a = p.parse_args(argv)
+    ranges = [tuple(float(v) for v in r.split(",")) for r in a.log2.split(";")]
     avoid = [
         tuple(int(x) for x in w.strip(",").split(","))
         for w in a.avoid.split("gemm:")
@@ -67,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     far = np.log2(np.array(avoid, dtype=float) + 1) if avoid else np.zeros((0, 3))
     pool: list[tuple[int, int, int]] = []
     while len(pool) < POOL:
-        m, n, k = (round(2 ** rng.uniform(lo, hi)) for lo, hi in LOG2_RANGES)
+        m, n, k = (round(2 ** rng.uniform(lo, hi)) for lo, hi in ranges)
         if not lo <= 2 * m * n * k <= hi:
             continue
         x = np.log2(np.array((m, n, k), dtype=float) + 1)
