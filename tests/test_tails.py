@@ -8,7 +8,7 @@ import pytest
 import tensorsched as ts
 from tensorsched.ops.space import Config
 from tensorsched.ops.templates import gemm_cpu
-from tensorsched.runtime.numerics import random_array
+from tensorsched.runtime.numerics import random_array, relative_error
 from tensorsched.tune.task import Task
 
 
@@ -145,6 +145,55 @@ def test_cpu_gemm_reads_b_from_a_packed_copy(layout, shape):
     f(a, b, c)
     ref = (a.T if layout[0] == "T" else a) @ (b.T if layout[1] == "T" else b)
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+@pytest.mark.parametrize("pad_b", [False, True])
+@pytest.mark.parametrize("shape", [(67, 45, 37), (33, 129, 300), (40, 64, 1024)])
+def test_cpu_gemm_reads_a_from_a_copy_with_padded_rows(layout, pad_b, shape):
+    # pad_a: a kernel of its own copies A into rows 80 elements longer than a multiple of
+    # 256 (a work-item's rows of A a multiple of 4 KiB apart share one L1 set), before B's
+    # copy where there is one; the GEMM reads both copies
+    M, N, K = shape
+    knobs = {"tile_y": (2, 8), "tile_x": (2, 16), "tile_k": (4,), "pad_a": True, "pad_b": pad_b}
+    ragged = M % 16 != 0 or N % 32 != 0
+    cfg = Config(knobs | ({"tail": "shift"} if ragged else {}))
+    s, args = gemm_cpu(cfg, M, N, K, layout)
+    assert cfg.valid
+    f = ts.build(s, args, target="opencl")
+    kernels = {k.split(" void ")[1].split("(")[0]: k for k in f.get_source().split("__kernel")[1:]}
+    assert len(kernels) == 2 + pad_b
+    copy, gemm = kernels["default_function_A_global"], kernels["default_function_C"]
+    stride = K + (80 - K) % 256
+    assert f"A_global + blockIdx_x * {32 * stride} + ax0_inner * {stride}" in copy
+    assert "A_global[" in gemm and " A[" not in gemm and "(A[" not in gemm  # reads the copy
+    A, B, C = args
+    rng = np.random.default_rng(2)
+    a, b = random_array(A.shape, "float32", rng), random_array(B.shape, "float32", rng)
+    c = np.full(C.shape, np.nan, np.float32)
+    f(a, b, c)
+    assert relative_error(c, a @ (b.T if layout[1] == "T" else b)) < 1e-5
+
+
+def test_pad_a_defaults_where_a_work_items_rows_fill_an_l1_set_and_others_refuse_it():
+    def default(shape, rows):
+        _, _, cfg = Task("gemm", "cpu", shape).instantiate({"tile_y": (1, rows)})
+        return cfg.space["pad_a"].default
+
+    assert default((512, 512, 2048), 16) is True  # 16 rows 8 KiB apart: one set, 8 ways
+    assert default((512, 512, 512), 16) is True  # 2 KiB apart: 8 of the 16 in a set
+    assert default((1024, 1024, 1024), 8) is True  # 4 KiB apart: 8 in one set
+    assert default((1024, 1024, 512), 8) is False  # 2 KiB apart: 4 a set
+    assert default((512, 512, 2048), 4) is False
+    assert default((1000, 1000, 1000), 16) is False  # 4000 bytes apart: spread over sets
+    # TN stores A transposed (its rows along M), and a conv scheduled as a GEMM has no A
+    # operand to copy: the knob is there, True refused
+    transposed = Config({"pad_a": True})
+    gemm_cpu(transposed, 512, 512, 2048, "TN")
+    conv = Task("conv2d", "gemm_cpu", (1, 16, 10, 10, 32, 3, 3, 1, 1))
+    for cfg in (transposed, conv.instantiate({"pad_a": True})[2]):
+        assert not cfg.valid and "no A operand to pad" in " ".join(cfg.constraints)
 
 
 @pytest.mark.opencl
