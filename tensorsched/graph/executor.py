@@ -337,7 +337,7 @@ def _attach(net: Net, layer: Layer, device: Device) -> None:
         )
     bufs: dict[Any, Any] = {b: net._bufs[t] for b, t in zip(mod.func.args, tensors)}
     for t in mod.source.temps:
-        nbytes = t.size * np.dtype(dt.NUMPY[t.dtype]).itemsize
+        nbytes = t.size * dt.itemsize(t.dtype)
         bufs[t] = temp_buffer(device.context, nbytes, t in mod.source.zeroed)
     constants = set(net.graph.constants)
     packing = mod.weight_only_kernels(b for b, t in zip(mod.func.args, tensors) if t in constants)

@@ -82,6 +82,14 @@ NUMPY = {
 }
 
 
+_BYTES = {"float32": 4, "float16": 2, "float64": 8, "int32": 4, "int64": 8, "bool": 1}
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes of one value of ``dtype`` (a vector's: its lanes'), as numpy stores it."""
+    return _BYTES[element(dtype)] * lanes(dtype)
+
+
 def to_int(value: object) -> int | None:
     """``value`` as a Python ``int`` when it is an integer (``int``, a numpy integer, any
     ``numbers.Integral``), else None; a ``bool`` is not an integer here."""

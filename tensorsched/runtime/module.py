@@ -620,7 +620,8 @@ class OpenCLModule(ModuleNames):
         if self._temps is None or self._temps_key != key:
             self._temps_key = key
             src = self.source
-            nbytes = {t: evaluate_extent(t.size, sizes or {}) * _itemsize(t) for t in src.temps}
+            values = sizes or {}
+            nbytes = {t: evaluate_extent(t.size, values) * dt.itemsize(t.dtype) for t in src.temps}
             self._temps = {t: temp_buffer(ctx, n, t in src.zeroed) for t, n in nbytes.items()}
         bufs.update(self._temps)
         return bufs, copies
@@ -893,7 +894,3 @@ def huge_page_host_buffer(context: Any, nbytes: int) -> Any | None:
         return None
     host = np.frombuffer(memory, np.uint8)
     return cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR, hostbuf=host)
-
-
-def _itemsize(buf: Buffer) -> int:
-    return np.dtype(dt.NUMPY[buf.dtype]).itemsize

@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import TensorschedError
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.dtype import NUMPY
+from ..ir.dtype import itemsize
 from ..ir.index_check import evaluate_at
 from ..ir.visitor import Visitor, free_vars
 from ..ops.space import Config
@@ -292,14 +292,14 @@ class _Walk(Visitor):
 
     def visit_Allocate(self, a: S.Allocate) -> None:
         if a.buffer.scope in ("shared", "local") and self.allocs:
-            size = a.buffer.size * np.dtype(NUMPY[a.buffer.dtype]).itemsize
+            size = a.buffer.size * itemsize(a.buffer.dtype)
             self.allocs[-1][a.buffer.scope] += size
         self.generic_visit(a)
 
     def _bytes(self, buf: S.Buffer, index: E.Expr) -> float:
         lanes = index.lanes if isinstance(index, E.Ramp) else 1
         self.max_lanes = max(self.max_lanes, lanes)
-        return lanes * np.dtype(NUMPY[buf.dtype]).itemsize * self.weight
+        return lanes * itemsize(buf.dtype) * self.weight
 
     def visit_Store(self, s: S.Store) -> None:
         self.stores += self.weight

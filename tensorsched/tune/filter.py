@@ -14,7 +14,7 @@ import numpy as np
 
 from ..codegen.opencl import KernelSource, emit_opencl
 from ..errors import TensorschedError
-from ..ir.dtype import NUMPY
+from ..ir.dtype import itemsize
 from ..ir.stmt import LoweredFunc
 from ..ir.visitor import Visitor
 from ..runtime.device import DeviceLimits
@@ -46,7 +46,7 @@ def check_limits(
     class _Alloc(Visitor):
         def visit_Allocate(self, a):
             if a.buffer.scope in sizes:
-                sizes[a.buffer.scope] += a.buffer.size * np.dtype(NUMPY[a.buffer.dtype]).itemsize
+                sizes[a.buffer.scope] += a.buffer.size * itemsize(a.buffer.dtype)
             self.generic_visit(a)
 
     _Alloc().visit(func.body)

@@ -31,9 +31,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from ...ir.dtype import NUMPY
+from ...ir.dtype import itemsize
 from ...ir.tensor import ComputeOp, IterVar, Tensor, thread_axis
 from ...schedules.schedule import Schedule
 from ..space import Config, split_axis
@@ -101,11 +99,6 @@ def rows_share_a_set(rows: int, stride: int) -> bool:
     rows 4-8 KiB apart 1.0-1.4x (256x2048x2048, 128x4096x1024, 1024^3, 2048^3); 8 rows 2 KiB
     apart (four a set) 0.96-1.01x, so left unpadded."""
     return rows * math.gcd(stride, L1_SET_SPAN) // L1_SET_SPAN >= L1_WAYS
-
-
-def itemsize(dtype: str) -> int:
-    """Bytes of one element of scalar ``dtype``."""
-    return np.dtype(NUMPY[dtype]).itemsize
 
 
 TILE_X_DEFAULT = (2, 16)
