@@ -45,7 +45,7 @@ H200 = DeviceLimits(
 
 RULES = {
     "rescaled_ms * e^(0.25 d) (today's)": lambda d, ms, src, new: (
-        M.rescaled_ms(ms, src, new, H200) * math.exp(M.GPU_DISTRUST * d)
+        M.rescaled_ms(ms, src, new, H200) * math.exp(M.DISTRUST * d)
     ),
     "rescaled_ms": lambda d, ms, src, new: M.rescaled_ms(ms, src, new, H200),
     "rescaled_ms * e^d": lambda d, ms, src, new: M.rescaled_ms(ms, src, new, H200) * math.exp(d),

@@ -79,9 +79,9 @@ NEAR_VIEW = 1.0
 # 0.75x for the nearest shape's best (0.63x against 0.80x on the 10 shapes farthest from the
 # log: 96x96x9216 0.23x -> 0.80x)
 PREDICT_SHAPES = 5
-# ... each distrusted by e^(distance) on a CPU device, e^(GPU_DISTRUST * distance) on a GPU:
-# there e^distance (until 2026-11-26) let the nearest shapes' bests win however slow
-# ``rescaled_ms`` expected them; on an H100 over 12 GEMM shapes in no log, every logged best
+# ... each distrusted by e^(DISTRUST * distance), on every device. On a GPU e^distance (until
+# 2026-11-26) let the nearest shapes' bests win however slow ``rescaled_ms`` expected them; on
+# an H100 over 12 GEMM shapes in no log, every logged best
 # measured (gpu/results/predict_rank_2026-11-26/), the rule picked configs 0.80x cuBLAS against
 # 0.70x before (0.82x of the best candidate's speed against 0.72x). On PoCL the weaker distrust
 # once picked slower configs (4 of 5 shapes where it changed the pick, 0.15x-0.40x), while the
@@ -89,7 +89,7 @@ PREDICT_SHAPES = 5
 # do not (``features.pass_fraction``), on the AMD EPYC VM over 16 GEMM shapes in no log,
 # e^(0.25 d) picked configs at 0.89x numpy against 0.84x with e^d
 # (results/cpu_amd_2026-11-29_s27/predict.txt)
-GPU_DISTRUST, CPU_DISTRUST = 0.25, 0.25
+DISTRUST = 0.25
 GROUPS_PER_UNIT = 2  # work-groups a CPU device's compute unit counts for, as rescaled_ms assumes
 LAUNCH_MS = 0.003  # a kernel's launch, as rescaled_ms assumes
 # a GPU writes split-K's partial products and reads them again at this cost (2 TB/s, about
@@ -879,9 +879,8 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
     if not records:
         return None
     cands = shape_candidates(task, records, limits, space)
-    distrust = GPU_DISTRUST if limits.gpu else CPU_DISTRUST
     guesses = [
-        (rescaled_ms(ms, src, new, limits) * math.exp(distrust * d), i)
+        (rescaled_ms(ms, src, new, limits) * math.exp(DISTRUST * d), i)
         for i, (d, ms, src, _, new) in enumerate(cands)
     ]
     if guesses:

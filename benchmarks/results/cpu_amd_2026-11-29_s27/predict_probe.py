@@ -1,5 +1,5 @@
 """The untuned prediction on the CPU device under several distance penalties: for each shape,
-the config ``predicted_config`` picks with ``model.CPU_DISTRUST`` set to each of
+the config ``predicted_config`` picks with ``model.DISTRUST`` set to each of
 ``--distrust`` (a rank of e^(distrust * distance) times ``rescaled_ms``), every distinct pick
 built, checked against numpy into a NaN-poisoned output and timed by the wall clock beside
 numpy: three rounds, 10 calls a block after a pause, medians (GFLOP/s).
@@ -31,7 +31,7 @@ for arg in a.shapes:
     task = Task("gemm", "cpu", tuple(int(v) for v in arg.split(",")))
     picks = {}
     for d in a.distrust:
-        model.CPU_DISTRUST = d
+        model.DISTRUST = d
         picks[d] = json.dumps(predicted_config(task) or {}, sort_keys=True)
     med = side_by_side(arg, {c: json.loads(c) for c in dict.fromkeys(picks.values())})
     for d in a.distrust:

@@ -84,7 +84,7 @@ for n, batch in enumerate(batches):
         Ap = [(x[3], x[4]) for x in A]
         sA = mscore(Ap) if Ap else []
         r1, o1 = pick(Ap, sA)
-        tod = [(M.rescaled_ms(x[1], x[2], x[4], H200) * math.exp(M.GPU_DISTRUST * x[0])) for x in A]
+        tod = [(M.rescaled_ms(x[1], x[2], x[4], H200) * math.exp(M.DISTRUST * x[0])) for x in A]
         r0, _ = pick(Ap, [-v for v in tod])
         sB = mscore(B) if B else []
         r2, o2 = pick(B, sB)
