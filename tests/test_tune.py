@@ -26,7 +26,7 @@ import pytest
 import tune_templates  # noqa: F401  (registers the test templates)
 
 import tensorsched as ts
-from tensorsched.errors import TensorschedError
+from tensorsched.errors import RuntimeCallError, TensorschedError
 from tensorsched.ops.space import factorizations
 from tensorsched.runtime.device import DeviceError, DeviceLimits, current_device
 from tensorsched.tune import Config, ConfigError
@@ -1027,3 +1027,43 @@ def test_a_gpu_search_proposes_while_it_builds_and_measures(tmp_path):
     assert fake.during[0] is False  # the first: nothing running yet
     assert all(fake.during[1:])  # the rest overlap a build or a measurement
     assert search.stats["proposed"] == len(configs) and search.stats["runner_s"] > 0
+
+
+def test_a_call_of_device_arrays_skips_the_full_checks_and_stays_right(device, monkeypatch):
+    """Device arrays that the module takes as they are go straight to the launch (the full
+    path's checks are most of our cost of a small kernel's call); anything else, a view at
+    an offset, a numpy array, a wrong shape, takes the full path with its copies and errors."""
+    import pyopencl.array as cla
+
+    from tensorsched.runtime.module import OpenCLModule
+
+    q = device.queue
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((40, 64), "float32"), rng.standard_normal((64, 48), "float32")
+    ref = x.astype(np.float64) @ y
+    # pad_b: B is copied by a kernel of its own into a temporary, made by the first call
+    s, args, _ = Task("gemm", "cpu", (40, 48, 64)).instantiate({"pad_b": True})
+    mod = ts.build(s, args, target="opencl")
+    assert mod.source.temps
+    full = []
+    checked = OpenCLModule._arguments
+    monkeypatch.setattr(
+        OpenCLModule, "_arguments", lambda self, a: full.append(1) or checked(self, a)
+    )
+    dx, dy = cla.to_device(q, x), cla.to_device(q, y)
+    for _ in range(2):
+        out = cla.to_device(q, np.full((40, 48), np.nan, "float32"))
+        mod(dx, dy, ts.nd.NDArray(out, ts.opencl(0)) if _ else out)
+        np.testing.assert_allclose(out.get(), ref, rtol=1e-4, atol=1e-4)
+    assert len(full) == 1  # the first call made the temporary
+    # an output at an offset of a larger buffer: the full path copies it back
+    big = cla.to_device(q, np.full((41, 48), np.nan, "float32"))
+    mod(dx, dy, big[1:])
+    np.testing.assert_allclose(big.get()[1:], ref, rtol=1e-4, atol=1e-4)
+    assert np.isnan(big.get()[0]).all()
+    host = np.full((40, 48), np.nan, "float32")
+    mod(x, y, host)
+    np.testing.assert_allclose(host, ref, rtol=1e-4, atol=1e-4)
+    assert len(full) == 3
+    with pytest.raises(RuntimeCallError, match="has shape"):
+        mod(dx, cla.to_device(q, y[:, :40].copy()), out)
