@@ -176,6 +176,50 @@ def test_cpu_gemm_reads_a_from_a_copy_with_padded_rows(layout, pad_b, shape):
     assert relative_error(c, a @ (b.T if layout[1] == "T" else b)) < 1e-5
 
 
+@pytest.mark.opencl
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
+@pytest.mark.parametrize(
+    "shape, tiles",
+    [
+        ((1, 4096, 64), ((1, 1), (2, 2048), (8,))),  # a matrix-vector product
+        ((3, 1000, 77), ((1, 2), (2, 256), (8,))),  # ragged N and K, rows guarded
+        ((5, 1030, 300), ((2, 1), (1, 1024), (4,))),  # one tile over all but 6 columns
+    ],
+)
+def test_a_wide_tile_walks_its_columns_in_a_loop_the_k_steps_rows_inside(layout, shape, tiles):
+    # more columns than a register tile holds (64): a loop over the work-item's vectors of
+    # sums, each taking the K step's rows in turn, so that every row of B streams through
+    M, N, K = shape
+    (ty, tx, tk), ragged = tiles, N % (tiles[1][0] * tiles[1][1]) != 0
+    knobs = {"tile_y": ty, "tile_x": tx, "tile_k": tk, "vec": 16, "pad_b": False}
+    cfg = Config(knobs | ({"tail": "shift"} if ragged or M % ty[1] else {}))
+    s, args = gemm_cpu(cfg, M, N, K, layout)
+    assert cfg.valid
+    f = ts.build(s, args, target="opencl")
+    src = f.get_source()
+    vectors = tx[1] // 16
+    assert f"C_local[{vectors * ty[1]}]" in src
+    assert f"j_c_outer < {vectors}; ++j_c_outer)" in src  # a loop, not unrolled
+    assert f"C_local[{vectors - 1}]" not in src  # no vector of sums named one by one
+    A, B, C = args
+    rng = np.random.default_rng(3)
+    a, b = random_array(A.shape, "float32", rng), random_array(B.shape, "float32", rng)
+    c = np.full(C.shape, np.nan, np.float32)
+    f(a, b, c)
+    ref = (a.T if layout[0] == "T" else a) @ (b.T if layout[1] == "T" else b)
+    assert relative_error(c, ref) < 1e-5
+
+
+def test_wide_tiles_are_for_few_rows_a_work_item():
+    def valid(ty, tx):
+        return Task("gemm", "cpu", (512, 4096, 512)).instantiate({"tile_y": ty, "tile_x": tx})[2]
+
+    assert valid((1, 2), (1, 2048)).valid and valid((1, 4), (1, 1024)).valid
+    assert valid((1, 32), (1, 64)).valid  # a register tile: as before
+    cfg = valid((1, 4), (1, 2048))
+    assert not cfg.valid and "at most 4096 outputs" in " ".join(cfg.constraints)
+
+
 def test_pad_a_defaults_where_a_work_items_rows_fill_an_l1_set_and_others_refuse_it():
     def default(shape, rows):
         _, _, cfg = Task("gemm", "cpu", shape).instantiate({"tile_y": (1, rows)})
