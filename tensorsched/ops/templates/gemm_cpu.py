@@ -107,9 +107,9 @@ TILE_X_DEFAULT = (2, 16)
 # Columns a work-item may hold in registers: its register tile is unrolled. The WIDE widths
 # are for skinny GEMMs (a matrix-vector product at M = 1): each work-item walks a long
 # stretch of B's rows, the K step's rows together, in a loop over its vectors of sums, which
-# the compiler keeps in memory (L1), at most WIDE_OUTPUTS of them. Streaming 8 KiB of each
-# row is what feeds a core: on PoCL (AMD EPYC VM) 1x4096x4096 ran at 11.5 GFLOP/s with the
-# best of 64 columns, 20.8 with 2048 columns and 8 rows a K step (numpy: 20.4).
+# the compiler keeps in memory (L1), at most WIDE_OUTPUTS of them. Streaming 4-8 KiB of each
+# row is what feeds a core: on PoCL (AMD EPYC VM), 1x4096x4096 at 0.57x numpy with the best
+# tile of 64 columns, 0.82x-0.89x with 1024-2048 columns and 4-8 rows a K step.
 REGISTER_COLUMNS = 64
 WIDE = (256, 1024, 2048)
 WIDE_OUTPUTS = 4096
