@@ -114,6 +114,17 @@ def test_cpu_gemm_work_groups_in_either_order_compute_the_product(order):
     run(s, args, "opencl")
 
 
+def product_error(f, args, layout, seed):
+    """The relative error of built GEMM ``f`` (arguments ``args``, operands laid out as
+    ``layout``) on random operands, into a NaN-poisoned output."""
+    A, B, C = args
+    rng = np.random.default_rng(seed)
+    a, b = random_array(A.shape, "float32", rng), random_array(B.shape, "float32", rng)
+    c = np.full(C.shape, np.nan, np.float32)
+    f(a, b, c)
+    return relative_error(c, (a.T if layout[0] == "T" else a) @ (b.T if layout[1] == "T" else b))
+
+
 @pytest.mark.opencl
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN"])
 @pytest.mark.parametrize("shape", [(67, 45, 37), (40, 512, 24), (33, 129, 300), (21, 96, 40)])
@@ -138,13 +149,7 @@ def test_cpu_gemm_reads_b_from_a_packed_copy(layout, shape):
         row = args[1].shape[-1]
         stride = row + (80 - row) % 256
         assert "B_global + " in kernels[0] and f"ax0_inner * {stride}" in kernels[0]
-    A, B, C = args
-    rng = np.random.default_rng(1)
-    a, b = random_array(A.shape, "float32", rng), random_array(B.shape, "float32", rng)
-    c = np.full(C.shape, np.nan, np.float32)
-    f(a, b, c)
-    ref = (a.T if layout[0] == "T" else a) @ (b.T if layout[1] == "T" else b)
-    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
+    assert product_error(f, args, layout, seed=1) < 1e-5
 
 
 @pytest.mark.opencl
@@ -201,13 +206,7 @@ def test_a_wide_tile_walks_its_columns_in_a_loop_the_k_steps_rows_inside(layout,
     assert f"C_local[{vectors * ty[1]}]" in src
     assert f"j_c_outer < {vectors}; ++j_c_outer)" in src  # a loop, not unrolled
     assert f"C_local[{vectors - 1}]" not in src  # no vector of sums named one by one
-    A, B, C = args
-    rng = np.random.default_rng(3)
-    a, b = random_array(A.shape, "float32", rng), random_array(B.shape, "float32", rng)
-    c = np.full(C.shape, np.nan, np.float32)
-    f(a, b, c)
-    ref = (a.T if layout[0] == "T" else a) @ (b.T if layout[1] == "T" else b)
-    assert relative_error(c, ref) < 1e-5
+    assert product_error(f, args, layout, seed=3) < 1e-5
 
 
 def test_wide_tiles_are_for_few_rows_a_work_item():
