@@ -246,6 +246,21 @@ def test_ir_features_of_split_k_describe_each_kernel_on_its_own():
     assert one["ir.kernels"] == 1 and two["ir.kernels"] == 2
     assert two["ir.wg_size"] == one["ir.wg_size"]
     assert two["ir.log2_work_groups"] == pytest.approx(one["ir.log2_work_groups"] + 1)
+    # the partial products lie in a global buffer between the kernels: M x N a split
+    assert one["temp_bytes"] == 0 and two["temp_bytes"] == 2 * 784 * 512 * 4
+
+
+def test_the_bytes_a_task_moves_and_the_buffers_between_its_kernels():
+    """``task_bytes``: the argument tensors, read or written once whatever the config; the
+    IR's ``temp_bytes``: global buffers between kernels, here the copy of B into panels."""
+    task = Task("gemm", "cpu", (8, 4096, 1024))
+    assert features.task_bytes(task) == 4 * (8 * 1024 + 1024 * 4096 + 8 * 4096)
+    conv = Task("conv2d", "gemm_cpu", (1, 3, 224, 224, 64, 7, 7, 2, 3))
+    assert features.task_bytes(conv) == 4 * (3 * 224 * 224 + 64 * 3 * 49 + 64 * 112 * 112)
+    cfg = {"tile_y": (1, 8), "tile_x": (2, 32), "vec": 16, "tile_k": (4,), "pad_a": False}
+    plain, _ = lower_features(task, {**cfg, "pad_b": False}, CPU_LIMITS)
+    copied, _ = lower_features(task, {**cfg, "pad_b": True}, CPU_LIMITS)
+    assert plain["temp_bytes"] == 0 and copied["temp_bytes"] == 4 * 1024 * 4096
 
 
 def test_model_finds_a_planted_optimum_in_far_fewer_trials_than_random():
@@ -824,6 +839,40 @@ def test_an_untuned_prediction_ranks_the_logged_bests_not_only_the_nearest(tmp_p
     assert model.predict_config(b, past, LIMITS) == fast
 
 
+GEMV = {"tile_y": (1, 1), "tile_x": (1, 1024), "vec": 16, "tile_k": (8,), "pad_b": False}
+
+
+def test_an_untuned_matrix_vector_product_is_not_expected_faster_than_memory_allows(tmp_path):
+    """Scaled by work alone, a 512^3 GEMM's config (268 GFLOP/s there) or a 1 x 1000 x 1000
+    product's (its 4 MB in 10 us) would take a 1 x 4096 x 4096 product in a fraction of the
+    time a logged 1 x 3000 x 6000 product's config took per byte. No config moves 64 MB
+    faster than the logs show the device moving as much
+    (``memory_rate``: 1 x 3000 x 6000's 72 MB in 2 ms; not 1 x 1000 x 1000's 4 MB, which
+    stays in a cache), so both are held to that floor and the nearer shape's config wins.
+    A config that copies B into panels first moves B twice more."""
+    log, dev = tmp_path / "a.jsonl", "test / cpu"
+    gemv = Task("gemm", "cpu", (1, 3000, 6000))
+    write_log(log, dev, gemv, [(GEMV, 2.0)])
+    write_log(log, dev, Task("gemm", "cpu", (1, 1000, 1000)), [(CPU_64, 0.01)])
+    write_log(log, dev, Task("gemm", "cpu", (512, 512, 512)), [(CPU_512, 1.0)])
+    task = Task("gemm", "cpu", (1, 4096, 4096))
+    past = history(task, dev, [str(log)])
+    rate = model.memory_rate(task, past)
+    assert rate == pytest.approx(features.task_bytes(gemv) / 2.0)
+    carried = model.carry_config(GEMV, gemv, task, task.space())
+    by_work = min(
+        (model.rescaled_ms(ms, src, new, CPU_LIMITS), i, c)
+        for i, (_, ms, src, c, new) in enumerate(model.shape_candidates(task, past, CPU_LIMITS))
+    )
+    assert by_work[2]["tile_x"] != GEMV["tile_x"]  # 512^3's or 1 x 1000 x 1000's
+    floor = model.memory_floor_ms(task, {}, rate)
+    assert floor == pytest.approx(features.task_bytes(task) / rate)
+    assert model.memory_floor_ms(task, {"temp_bytes": 1e6}, rate) == pytest.approx(
+        floor + 2e6 / rate
+    )
+    assert model.predict_config(task, past, CPU_LIMITS) == carried
+
+
 def test_an_untuned_prediction_takes_the_tasks_own_logged_best(tmp_path):
     """A shipped log that holds the task itself (TVM's TopHub) gives its fastest trial."""
     log = tmp_path / "a.jsonl"
@@ -874,7 +923,7 @@ def test_a_shipped_log_that_holds_the_task_wins_over_an_active_logs_other_shapes
         assert dispatch.predicted_config(b) == best
 
 
-GPU_48 = DeviceLimits("test / gpu", 1024, (1024, 1024, 64), 48 * 1024, compute_units=48)
+GPU_48 = DeviceLimits("test / gpu", 1024, (1024, 1024, 64), 48 * 1024, compute_units=48, gpu=True)
 
 
 def _gpu_tiled(shape, split):

@@ -268,6 +268,9 @@ def test_pad_b_defaults_where_b_rows_share_cache_sets_and_views_refuse_it():
     assert Task("gemm", "cpu", (256, 1024, 1024)).space().space["pad_b"].default is True
     for shape in ((512, 512, 512), (1024, 1024, 256), (1000, 1000, 1000)):
         assert Task("gemm", "cpu", shape).space().space["pad_b"].default is False
+    # fewer rows of A than PAD_ROWS read B about once: the copy's extra pass is not repaid
+    for m, copied in ((1, False), (8, False), (16, True), (64, True)):
+        assert Task("gemm", "cpu", (m, 4096, 4096)).space().space["pad_b"].default is copied
     # a conv scheduled as a GEMM has no B operand to copy: the knob is there, True refused
     conv = Task("conv2d", "gemm_cpu", (1, 16, 10, 10, 32, 3, 3, 1, 1))
     _, _, cfg = conv.instantiate({"pad_b": True})

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures as cf
+import functools
 import math
 import threading
 import time
@@ -102,6 +103,19 @@ def shape_vector(task: Task) -> tuple[float, ...]:
     if task.kind == "autotvm":  # the template's int arguments (TVM's N, L, M)
         return tuple(float(x) for x in task.args if isinstance(x, int) and not isinstance(x, bool))
     return tuple(float(x) for x in task.shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def task_bytes(task: Task) -> int:
+    """The bytes of ``task``'s argument tensors (inputs and output): what its kernels must move
+    to or from global memory at least once, whatever the config; 0 where a size is not a
+    constant or the template refuses its defaults."""
+    try:
+        _, args, _ = task.instantiate(None)
+        tensors = [a for a in args if hasattr(a, "shape")]  # not a size argument
+        return sum(math.prod(int(x) for x in a.shape) * itemsize(a.dtype) for a in tensors)
+    except (TensorschedError, TypeError, ValueError):
+        return 0
 
 
 def _log2(x: float) -> float:
@@ -242,6 +256,7 @@ class _Walk(Visitor):
         self.kernels: list[dict[str, int]] = []  # each kernel's work-item axes (tag -> extent)
         self.allocs: list[dict[str, int]] = []  # each kernel's shared/local bytes
         self.kernel_trips: list[float] = []  # each kernel's most loop trips per work-item
+        self.temp_bytes = 0  # global buffers between kernels (a copy of B, split-K's partials)
         self.depth = 0
 
     @property
@@ -291,9 +306,11 @@ class _Walk(Visitor):
         self.guarded -= 1
 
     def visit_Allocate(self, a: S.Allocate) -> None:
+        size = a.buffer.size * itemsize(a.buffer.dtype)
         if a.buffer.scope in ("shared", "local") and self.allocs:
-            size = a.buffer.size * itemsize(a.buffer.dtype)
             self.allocs[-1][a.buffer.scope] += size
+        elif a.buffer.scope == "global" and isinstance(size, int):
+            self.temp_bytes += size
         self.generic_visit(a)
 
     def _bytes(self, buf: S.Buffer, index: E.Expr) -> float:
@@ -366,6 +383,8 @@ def ir_features(
         "ir.log2_private_bytes": _log2(private),
         "ir.occupancy": occupancy,
         "ir.guard_fraction": w.guarded_stores / w.stores if w.stores else 0.0,
+        # not a model column: what ``model.rescaled_ms``'s floor adds to the arguments' bytes
+        "temp_bytes": float(w.temp_bytes),
     }
     why = None
     for kernel_threads, _ in kernels:

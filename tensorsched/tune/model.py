@@ -43,7 +43,15 @@ from ..errors import TensorschedError
 from ..ops.space import Config
 from ..ops.templates import TWINS
 from ..runtime.device import PORTABLE_LIMITS, DeviceLimits
-from .features import IR_COLUMNS, Lowered, Lowering, SpaceFeatures, shape_vector, task_gemm_view
+from .features import (
+    IR_COLUMNS,
+    Lowered,
+    Lowering,
+    SpaceFeatures,
+    shape_vector,
+    task_bytes,
+    task_gemm_view,
+)
 from .log import ranked_configs, read_log
 from .record import Record, config_key, jsonable
 from .task import Task
@@ -511,7 +519,8 @@ class CostModel:
                     out[n, index[c]] = v
             if ir and r.ir:
                 for c, v in r.ir.items():
-                    out[n, index[c]] = v
+                    if c in index:  # not ``temp_bytes``, which only rescaled_ms's floor reads
+                        out[n, index[c]] = v
         return out
 
     def score_cheap(self, sf: SpaceFeatures, digits: np.ndarray) -> np.ndarray:
@@ -879,8 +888,16 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
     if not records:
         return None
     cands = shape_candidates(task, records, limits, space)
+    # the memory floor holds on a CPU device only: on the H200's log it changed 5 of the 11
+    # untuned conv picks of session 19's set (the floor counts split-K's partial products,
+    # which a GPU's ``SPLIT_BYTE_MS`` already prices), unmeasured there
+    rate = 0.0 if limits.gpu else memory_rate(task, records, space)
     guesses = [
-        (rescaled_ms(ms, src, new, limits) * math.exp(DISTRUST * d), i)
+        (
+            rescaled_ms(ms, src, new, limits, memory_floor_ms(task, new, rate))
+            * math.exp(DISTRUST * d),
+            i,
+        )
         for i, (d, ms, src, _, new) in enumerate(cands)
     ]
     if guesses:
@@ -973,8 +990,37 @@ def _split_to_fill(
     return None if target == split else {**config, "split_k": target}
 
 
+def memory_rate(task: Task, records: Sequence[Record], space: Config | None = None) -> float:
+    """The device's memory bandwidth as its logs show it, for data of ``task``'s size, in bytes
+    a ms (0 where no logged shape has a size and a time): the fastest rate at which a logged
+    shape's best config moved its argument tensors (``features.task_bytes``), among the shapes
+    whose tensors are at least as large as ``task``'s (or, past them all, the largest). A
+    smaller shape stays in a cache between calls: on the AMD EPYC VM a 4 MB matrix-vector
+    product moved 95 GB/s, a 72 MB one 36."""
+    space = space if space is not None else task.space()
+    rates = [
+        (task_bytes(there), task_bytes(there) / recs[0].device_ms)
+        for _, there, recs in logged_shapes(task, space, records)
+        if recs[0].device_ms
+    ]
+    need = min(task_bytes(task), max((size for size, _ in rates), default=0))
+    return max((r for size, r in rates if size >= need), default=0.0)
+
+
+def memory_floor_ms(task: Task, feats: dict[str, float], rate: float) -> float:
+    """The least time a config of ``task`` (IR features ``feats``) can take at ``rate`` bytes a
+    ms (``memory_rate``): its argument tensors moved once, and each global buffer between its
+    kernels (a copy of B, split-K's partial products) written and read once; 0 at no rate."""
+    moved = task_bytes(task) + 2 * feats.get("temp_bytes", 0.0)
+    return moved / rate if rate > 0 else 0.0
+
+
 def rescaled_ms(
-    ms: float, there: dict[str, float], here: dict[str, float], limits: DeviceLimits
+    ms: float,
+    there: dict[str, float],
+    here: dict[str, float],
+    limits: DeviceLimits,
+    floor_ms: float = 0.0,
 ) -> float:
     """The time a config measured at ``ms`` on another shape (IR features ``there``) should
     take on this one (``here``): its kernels' launch cost (and on a GPU the traffic of a split
@@ -982,8 +1028,10 @@ def rescaled_ms(
     work-groups times each work-group's work (its work-items' loop trips: a tile that
     overhangs the shape counts whole). A wave is as many work-groups as the compute units run
     at once: on a GPU as many as fit each unit's work-items and ``__local`` memory (the
-    device's work-group limits, a lower bound), elsewhere ``GROUPS_PER_UNIT``. Crude, and
-    meant only to rank the logged shapes' bests against one another."""
+    device's work-group limits, a lower bound), elsewhere ``GROUPS_PER_UNIT``; the rest is at
+    least ``floor_ms`` (``memory_floor_ms``: work alone would have a matrix-vector product
+    take a compute-bound GEMM's config at that GEMM's FLOP rate). Crude, and meant only to
+    rank the logged shapes' bests against one another."""
 
     def at_once(f: dict[str, float]) -> int:
         if not limits.gpu:
@@ -1006,7 +1054,7 @@ def rescaled_ms(
         return cost
 
     rest = max(ms - fixed(there), 0.1 * ms) * work(here) / work(there)
-    return fixed(here) + rest
+    return fixed(here) + max(rest, floor_ms)
 
 
 def sibling_records(task: Task, device: str) -> list[Record]:

@@ -54,7 +54,7 @@ def gemm_cpu(
     ok = isinstance(tile, tuple) and len(tile) == 2 and all(type(v) is int for v in tile)
     tx, wx = tile if ok else TILE_X_DEFAULT  # (a bad value: the definition refuses it)
     b_shape = (N, K) if layout == "NT" else (K, N)
-    pad_b = chosen(cfg, "pad_b", pad_pays(b_shape)) is True
+    pad_b = chosen(cfg, "pad_b", pad_pays(b_shape, M)) is True
     panels = pad_b and N % (tx * wx) == 0 and wx % PANEL == 0
     s, C, O, args = declare_gemm(M, N, K, layout, dtype, epilogue, PANEL if panels else 0)
     panel = next((t for t in C.op.input_tensors if t.name == "B_panel"), None)
@@ -73,17 +73,25 @@ PANEL = 16
 PAD_FACTOR, PAD_OFFSET = 256, 80
 
 
-def pad_pays(b_shape: Sequence[int]) -> bool:
-    """The default of ``pad_b`` for a GEMM's B: its rows are a multiple of 512 elements long
-    (2 KiB of float32: the stride at which they share cache sets) and it holds at least 2^19
-    elements. Measured on PoCL (Intel Xeon VM, each shape's predicted
-    config with and without the copy, panels where they apply): gains at 1024^3 (2.2x),
-    256x2048x2048 (2.7x), 512x1024x512 (1.55x), 128x4096x1024 (1.45x), 256x1024x1024
-    (1.17x); 1024x1024x256 gains 1.13x and 2048x512x512 1.03x, but 512^3 loses 6% (B of 2^18
-    elements: the copy is not repaid). With padded rows only (before panels), small M lost:
-    256x1024x1024 0.8x, 128x4096x1024 0.9x."""
+def pad_pays(b_shape: Sequence[int], rows: int) -> bool:
+    """The default of ``pad_b`` for a GEMM's B, read by ``rows`` rows of A (M): B's rows are a
+    multiple of 512 elements long (2 KiB of float32: the stride at which they share cache
+    sets), it holds at least 2^19 elements, and at least ``PAD_ROWS`` rows read it. Measured
+    on PoCL (Intel Xeon VM, each shape's predicted config with and without the copy, panels
+    where they apply): gains at 1024^3 (2.2x), 256x2048x2048 (2.7x), 512x1024x512 (1.55x),
+    128x4096x1024 (1.45x), 256x1024x1024 (1.17x); 1024x1024x256 gains 1.13x and 2048x512x512
+    1.03x, but 512^3 loses 6% (B of 2^18 elements: the copy is not repaid). With padded rows
+    only (before panels), small M lost: 256x1024x1024 0.8x, 128x4096x1024 0.9x."""
     row, size = b_shape[-1], math.prod(b_shape)
-    return row % 512 == 0 and size >= 1 << 19
+    return row % 512 == 0 and size >= 1 << 19 and rows >= PAD_ROWS
+
+
+# B is copied (``pad_pays``) only for at least this many rows of A: fewer read B about once,
+# so the copy's extra pass over it is not repaid. On PoCL (AMD EPYC VM, the untuned pick with
+# and without the copy, x4096x4096): M = 1 3.9 -> 12.3 GFLOP/s without it, 4 12.0 -> 17.1,
+# 8 33.1 -> 59.3 (8x1024x1024 49 -> 82); M = 16 40.9 against 34.6 without (16x2048x2048 77
+# against 63), 64 71 against 36, 256 125 against 40
+PAD_ROWS = 16
 
 
 # a CPU's L1 data cache maps addresses this many bytes apart to the same set (64 sets of
@@ -203,7 +211,7 @@ def schedule_gemm_cpu(
     # a repacked weight's rows are padded only where the search finds it pays: in VGG-16,
     # ResNet-18 and MobileNet-v1 (channels-last convs) on PoCL, the rule above gained nothing
     copied = padded is not None and not isinstance(padded.op, ComputeOp)
-    pad_b = cfg.define_knob("pad_b", (False, True), default=copied and pad_pays(b_shape))
+    pad_b = cfg.define_knob("pad_b", (False, True), default=copied and pad_pays(b_shape, M))
     cfg.constrain(not pad_b or padded is not None, "this template has no B operand to pad")
     rows_alias = a_rows is not None and rows_share_a_set(wy, K * itemsize(a_rows.dtype))
     pad_a = cfg.define_knob("pad_a", (False, True), default=rows_alias)
