@@ -888,9 +888,10 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
     if not records:
         return None
     cands = shape_candidates(task, records, limits, space)
-    # the memory floor holds on a CPU device only: on the H200's log it changed 5 of the 11
-    # untuned conv picks of session 19's set (the floor counts split-K's partial products,
-    # which a GPU's ``SPLIT_BYTE_MS`` already prices), unmeasured there
+    # the memory floor holds on a CPU device only: on the H200 (the floor on, the arguments'
+    # bytes alone), the six untuned picks it changed went 1.03x -> 0.75x cuBLAS/cuDNN
+    # (geomeans; a 7x7x512 conv 4.1x -> 1.5x, 4x8192x8192 1.1x -> 0.5x), two matrix-vector
+    # products gained (gpu/results/predict_floor_2026-11-29/)
     rate = 0.0 if limits.gpu else memory_rate(task, records, space)
     guesses = [
         (
