@@ -17,6 +17,7 @@ import tensorsched as ts
 from tensorsched.ir import expr as E
 from tensorsched.ir.printer import print_expr
 from tensorsched.ir.simplify import simplify
+from tensorsched.ir.structural import structural_equal
 
 
 def ir(s, args):
@@ -190,6 +191,37 @@ def test_compute_at_renames_a_shadowing_loop_variable():
           }
         }
     """)
+
+
+def test_a_double_buffered_stage_printed_twice_renames_its_loops_inside_a_namesake():
+    """Double buffering prints a stage's loops twice (the prologue, then in the consumer's
+    loop) with the same variables. Inside a consumer's loop named like one of them, the
+    second printing takes a suffix, so that the slot index ``(ax1.inner + 1)%2`` still
+    names the consumer's loop (found by the schedule fuzzer: the text once bound it to the
+    stage's own loop)."""
+    A, B = ts.placeholder((1, 1), name="A"), ts.placeholder((1, 3), name="B")
+    k = ts.reduce_axis((0, 1), name="k")
+    C = ts.compute((1, 3), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    _, _, ii, ji = s[C].tile(*s[C].op.axis, x_factor=2, y_factor=3)
+    s[C].bind(ii, ts.thread_axis("threadIdx.y"))
+    s[C].bind(ji, ts.thread_axis("threadIdx.x"))
+    BS = s.cache_read(B, "shared", [C])
+    s[BS].tile(*s[BS].op.axis, x_factor=1, y_factor=2)  # its loops: ax1.outer, ax1.inner
+    BSS = s.cache_read(BS, "shared", [C])
+    s[BSS].compute_at(s[C], s[C].op.reduce_axis[0])
+    ax0o, _ = s[BSS].split(BSS.op.axis[0], nparts=3)
+    ax1o, ax1i = s[BSS].split(BSS.op.axis[1], nparts=2)  # a loop named ax1.inner too
+    s[BSS].reorder(ax0o, ax1o)
+    s[BSS].bind(ax0o, ts.thread_axis("threadIdx.x"))
+    s[BSS].bind(ax1o, ts.thread_axis("threadIdx.y"))
+    s[BS].double_buffer("shared")
+    s[BS].compute_at(s[BSS], ax1i)
+    func = ts.lower(s, [A, B, C], name="f")
+    text = func.script()
+    assert "for (ax1.inner_1, 0, 2)" in text
+    assert "B.shared[(ax1.inner + 1)%2*3 + ax1.outer*2 + ax1.inner_1]" in text
+    assert structural_equal(ts.parse_ir(text), func)
 
 
 def test_bind_prints_thread_extents():

@@ -51,23 +51,27 @@ class Printer:
 
     def __init__(self) -> None:
         self.names: dict[E.Var, str] = {}  # Var -> printed name
-        self.in_scope: dict[str, int] = {}  # printed name -> count of binders using it
+        self.in_scope: dict[str, list[E.Var]] = {}  # printed name -> its binders, innermost last
 
     # ---- names
 
     def bind(self, var: E.Var) -> str:
+        """The name ``var``'s binder prints: its own, unless a binder of another variable in
+        scope has it (a stage whose loops are printed twice, as double buffering's prologue
+        and in the loop, has the same variables each time: inside a consumer's loop of the
+        same name, they take a suffix)."""
         name = var.name
-        if name in self.in_scope and self.in_scope[name] > 0 and self.names.get(var) != name:
+        if self.in_scope.get(name) and self.in_scope[name][-1] is not var:
             k = 1
-            while f"{name}_{k}" in self.in_scope and self.in_scope[f"{name}_{k}"] > 0:
+            while self.in_scope.get(f"{name}_{k}"):
                 k += 1
             name = f"{name}_{k}"
         self.names[var] = name
-        self.in_scope[name] = self.in_scope.get(name, 0) + 1
+        self.in_scope.setdefault(name, []).append(var)
         return name
 
     def unbind(self, var: E.Var) -> None:
-        self.in_scope[self.names[var]] -= 1
+        self.in_scope[self.names[var]].pop()
 
     def var(self, v: E.Var) -> str:
         return ident(self.names.get(v, v.name))
