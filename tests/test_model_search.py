@@ -873,6 +873,21 @@ def test_an_untuned_matrix_vector_product_is_not_expected_faster_than_memory_all
     assert model.predict_config(task, past, CPU_LIMITS) == carried
 
 
+def test_the_memory_rate_counts_every_task_of_the_devices_shipped_logs(tmp_path, monkeypatch):
+    """A family of compute-bound tasks shows its kernels' rates, not the memory's: the rate
+    also counts the device's shipped tasks of other families (on the AMD EPYC VM, a first
+    layer's conv family alone gave 19 GB/s, and a floor that tied its candidates)."""
+    dev = "test / cpu"
+    monkeypatch.setattr(model, "LOGS_DIR", str(tmp_path))
+    model.shipped_rates.cache_clear()
+    gemv = Task("gemm", "cpu", (1, 3000, 6000))
+    write_log(tmp_path / f"{model.device_slug(dev)}.jsonl", dev, gemv, [(GEMV, 2.0)])
+    task = Task("gemm", "cpu", (1, 4096, 4096))
+    assert model.memory_rate(task, [], dev) == pytest.approx(features.task_bytes(gemv) / 2.0)
+    assert model.memory_rate(task, []) == 0.0  # no device: the records' alone
+    model.shipped_rates.cache_clear()
+
+
 def test_an_untuned_prediction_takes_the_tasks_own_logged_best(tmp_path):
     """A shipped log that holds the task itself (TVM's TopHub) gives its fastest trial."""
     log = tmp_path / "a.jsonl"

@@ -28,6 +28,7 @@ the trials so far, explored by simulated annealing, with transfer from earlier l
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -892,7 +893,7 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
     # bytes alone), the six untuned picks it changed went 1.03x -> 0.75x cuBLAS/cuDNN
     # (geomeans; a 7x7x512 conv 4.1x -> 1.5x, 4x8192x8192 1.1x -> 0.5x), two matrix-vector
     # products gained (gpu/results/predict_floor_2026-11-29/)
-    rate = 0.0 if limits.gpu else memory_rate(task, records, space)
+    rate = 0.0 if limits.gpu else memory_rate(task, records, limits.name, space)
     guesses = [
         (
             rescaled_ms(ms, src, new, limits, memory_floor_ms(task, new, rate))
@@ -991,21 +992,49 @@ def _split_to_fill(
     return None if target == split else {**config, "split_k": target}
 
 
-def memory_rate(task: Task, records: Sequence[Record], space: Config | None = None) -> float:
+def memory_rate(
+    task: Task, records: Sequence[Record], device: str | None = None, space: Config | None = None
+) -> float:
     """The device's memory bandwidth as its logs show it, for data of ``task``'s size, in bytes
     a ms (0 where no logged shape has a size and a time): the fastest rate at which a logged
-    shape's best config moved its argument tensors (``features.task_bytes``), among the shapes
-    whose tensors are at least as large as ``task``'s (or, past them all, the largest). A
-    smaller shape stays in a cache between calls: on the AMD EPYC VM a 4 MB matrix-vector
-    product moved 95 GB/s, a 72 MB one 36."""
+    task's best config moved its argument tensors (``features.task_bytes``): of the logged
+    shapes of ``records`` (``task``'s family) and of every task in ``device``'s shipped logs
+    (``shipped_rates``: a family of compute-bound tasks shows its kernels' rates, not the
+    memory's), among those whose tensors are at least as large as ``task``'s (or, past them
+    all, the largest). A smaller one stays in a cache between calls: on the AMD EPYC VM a
+    4 MB matrix-vector product moved 95 GB/s, a 72 MB one 36."""
     space = space if space is not None else task.space()
     rates = [
         (task_bytes(there), task_bytes(there) / recs[0].device_ms)
         for _, there, recs in logged_shapes(task, space, records)
         if recs[0].device_ms
     ]
+    rates += shipped_rates(device) if device else []
     need = min(task_bytes(task), max((size for size, _ in rates), default=0))
-    return max((r for size, r in rates if size >= need), default=0.0)
+    return max((r for size, r in rates if size >= need and size > 0), default=0.0)
+
+
+@functools.lru_cache(maxsize=8)
+def shipped_rates(device: str) -> list[tuple[int, float]]:
+    """``(bytes, bytes a ms)`` of each task of ``device``'s shipped logs: its argument tensors'
+    bytes (``features.task_bytes``) over its fastest config's time (the median of that
+    config's measurements). Computed once per process."""
+    by_task: dict[str, list[Record]] = {}
+    for path in shipped_logs(device):
+        for (dev, _), items in _read_by_family(path).items():
+            for (key, _), r in items if dev == device else ():
+                if r.status == "ok" and r.device_ms:
+                    by_task.setdefault(key, []).append(r)
+    out = []
+    for recs in by_task.values():
+        best = ranked_configs(recs)[0]
+        try:
+            size = task_bytes(Task.from_dict(best.task))
+        except TensorschedError:  # a task of a template this process lacks
+            continue
+        if size and best.device_ms:
+            out.append((size, size / best.device_ms))
+    return out
 
 
 def memory_floor_ms(task: Task, feats: dict[str, float], rate: float) -> float:
