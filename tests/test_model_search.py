@@ -879,13 +879,11 @@ def test_the_memory_rate_counts_every_task_of_the_devices_shipped_logs(tmp_path,
     layer's conv family alone gave 19 GB/s, and a floor that tied its candidates)."""
     dev = "test / cpu"
     monkeypatch.setattr(model, "LOGS_DIR", str(tmp_path))
-    model.shipped_rates.cache_clear()
     gemv = Task("gemm", "cpu", (1, 3000, 6000))
     write_log(tmp_path / f"{model.device_slug(dev)}.jsonl", dev, gemv, [(GEMV, 2.0)])
     task = Task("gemm", "cpu", (1, 4096, 4096))
     assert model.memory_rate(task, [], dev) == pytest.approx(features.task_bytes(gemv) / 2.0)
     assert model.memory_rate(task, []) == 0.0  # no device: the records' alone
-    model.shipped_rates.cache_clear()
 
 
 def test_an_untuned_prediction_takes_the_tasks_own_logged_best(tmp_path):

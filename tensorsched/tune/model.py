@@ -1014,13 +1014,22 @@ def memory_rate(
     return max((r for size, r in rates if size >= need and size > 0), default=0.0)
 
 
-@functools.lru_cache(maxsize=8)
 def shipped_rates(device: str) -> list[tuple[int, float]]:
     """``(bytes, bytes a ms)`` of each task of ``device``'s shipped logs: its argument tensors'
     bytes (``features.task_bytes``) over its fastest config's time (the median of that
-    config's measurements). Computed once per process."""
+    config's measurements). Computed once per process while the logs keep their sizes and
+    times."""
+    paths = shipped_logs(device)
+    stamps = tuple((p, os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths)
+    return _shipped_rates(device, stamps)
+
+
+@functools.lru_cache(maxsize=8)
+def _shipped_rates(
+    device: str, stamps: tuple[tuple[str, int, int], ...]
+) -> list[tuple[int, float]]:
     by_task: dict[str, list[Record]] = {}
-    for path in shipped_logs(device):
+    for path, _, _ in stamps:
         for (dev, _), items in _read_by_family(path).items():
             for (key, _), r in items if dev == device else ():
                 if r.status == "ok" and r.device_ms:
