@@ -303,3 +303,23 @@ def test_unrolled_loop_holding_an_allocation_declares_one_buffer_per_copy():
     text = emit_opencl(ts.lower(s, [A, B], name="k")).text
     decls = re.findall(r"^\s*float (\w+)\[", text, re.M)
     assert len(decls) == 4 and len(set(decls)) == 4, text
+
+
+def test_a_wrong_device_result_is_the_devices_only_where_oclgrind_computes_it_right():
+    """A case wrong on the OpenCL device is re-run under Oclgrind's checks: right there (and
+    against numpy) makes it the device compiler's miscompile; wrong there too, ours."""
+    from fuzzing.run import _right_under_oclgrind
+
+    from tensorsched.runtime.oclgrind import available
+
+    if not available():
+        pytest.skip("Oclgrind is not installed")
+    A, B = ts.placeholder((5, 7), name="A"), ts.placeholder((7, 3), name="B")
+    k = ts.reduce_axis((0, 7), name="k")
+    C = ts.compute((5, 3), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], ts.thread_axis("threadIdx.y"))
+    s[C].bind(C.op.axis[1], ts.thread_axis("threadIdx.x"))
+    func = ts.lower(s, [A, B, C], name="k")
+    assert _right_under_oclgrind(func, {"args": [A, B, C], "ref": lambda a, b: a @ b}, 0)
+    assert not _right_under_oclgrind(func, {"args": [A, B, C], "ref": lambda a, b: a @ b + 1}, 0)
