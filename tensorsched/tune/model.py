@@ -890,9 +890,9 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
         return None
     cands = shape_candidates(task, records, limits, space)
     # the memory floor holds on a CPU device only: on the H200 (the floor on, the arguments'
-    # bytes alone), the six untuned picks it changed went 1.03x -> 0.75x cuBLAS/cuDNN
-    # (geomeans; a 7x7x512 conv 4.1x -> 1.5x, 4x8192x8192 1.1x -> 0.5x), two matrix-vector
-    # products gained (gpu/results/predict_floor_2026-11-29/)
+    # bytes alone) the four GEMM picks it changes went 0.67x -> 0.56x cuBLAS (geomeans:
+    # 4x8192x8192 1.1x -> 0.5x, its rate that of the largest logged GEMMs, compute-bound;
+    # two of three matrix-vector products gained; gpu/results/predict_floor_2026-11-29/)
     rate = 0.0 if limits.gpu else memory_rate(task, records, limits.name, space)
     guesses = [
         (
