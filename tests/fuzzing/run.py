@@ -43,10 +43,9 @@ def run_case(case, target="python", seed=0, stats=None):
     bounds and uninitialised-value checks). The outcome is counted in ``stats`` (default:
     a throwaway ``FuzzStats`` when none is given)."""
     stats = FuzzStats() if stats is None else stats
-    import numpy as np
 
     import tensorsched as ts
-    from tensorsched.runtime.numerics import check_numerics, compare, make_arrays
+    from tensorsched.runtime.numerics import check_numerics
 
     ns = {}
     exec(compile(PRELUDE + header(case), f"<fuzz {case.workload}>", "exec"), ns)
@@ -94,14 +93,7 @@ def run_case(case, target="python", seed=0, stats=None):
         )
     try:
         if target == "oclgrind":
-            from tensorsched.runtime.oclgrind import run_checked
-
-            arrays, ins, outs = make_arrays(ns["args"], seed)
-            run_checked(func, arrays)
-            expected = ns["ref"](*[a.astype(np.float64) for a in ins])
-            expected = expected if isinstance(expected, tuple) else (expected,)
-            for (t, a), e in zip(outs, expected):
-                compare(a, e, t.dtype, name=t.name)
+            _check_under_oclgrind(func, ns, seed)
         else:
             check_numerics(func, ns["args"], ns["ref"], target=target, seed=seed)
     except CodegenError as exc:
@@ -126,26 +118,34 @@ def run_case(case, target="python", seed=0, stats=None):
     return _count(stats, case, Outcome("passed", None, "", func))
 
 
+def _check_under_oclgrind(func, ns, seed):
+    """Run ``func`` under Oclgrind with its checkers and compare its outputs with the case's
+    numpy reference; raise ``OclgrindError`` or ``NumericsMismatch``."""
+    import numpy as np
+
+    from tensorsched.runtime.numerics import compare, make_arrays
+    from tensorsched.runtime.oclgrind import run_checked
+
+    arrays, ins, outs = make_arrays(ns["args"], seed)
+    run_checked(func, arrays)
+    expected = ns["ref"](*[a.astype(np.float64) for a in ins])
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    for (t, a), e in zip(outs, expected):
+        compare(a, e, t.dtype, name=t.name)
+
+
 def _right_under_oclgrind(func, ns, seed):
     """Whether ``func``'s kernels, whose results on the OpenCL device were wrong, run right
     under Oclgrind with its checkers (no race, out-of-bounds access, uninitialised read or
     divergent barrier) and match numpy: then the device's compiler miscompiled correct code
     (PoCL 3.1 does: ``benchmarks/results/cpu_amd_2026-11-29_s29/pocl_miscompile.py``). False
     where Oclgrind is not installed."""
-    import numpy as np
-
-    from tensorsched.runtime.numerics import compare, make_arrays
-    from tensorsched.runtime.oclgrind import OclgrindError, available, run_checked
+    from tensorsched.runtime.oclgrind import OclgrindError, available
 
     if not available():
         return False
-    arrays, ins, outs = make_arrays(ns["args"], seed)
     try:
-        run_checked(func, arrays)
-        expected = ns["ref"](*[a.astype(np.float64) for a in ins])
-        expected = expected if isinstance(expected, tuple) else (expected,)
-        for (t, a), e in zip(outs, expected):
-            compare(a, e, t.dtype, name=t.name)
+        _check_under_oclgrind(func, ns, seed)
     except (OclgrindError, NumericsMismatch):
         return False
     return True
