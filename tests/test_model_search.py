@@ -857,7 +857,7 @@ def test_an_untuned_matrix_vector_product_is_not_expected_faster_than_memory_all
     write_log(log, dev, Task("gemm", "cpu", (512, 512, 512)), [(CPU_512, 1.0)])
     task = Task("gemm", "cpu", (1, 4096, 4096))
     past = history(task, dev, [str(log)])
-    rate = model.memory_rate(task, past)
+    rate = model.memory_rate(task, model.logged_shapes(task, task.space(), past))
     assert rate == pytest.approx(features.task_bytes(gemv) / 2.0)
     carried = model.carry_config(GEMV, gemv, task, task.space())
     by_work = min(
@@ -883,7 +883,7 @@ def test_the_memory_rate_counts_every_task_of_the_devices_shipped_logs(tmp_path,
     write_log(tmp_path / f"{model.device_slug(dev)}.jsonl", dev, gemv, [(GEMV, 2.0)])
     task = Task("gemm", "cpu", (1, 4096, 4096))
     assert model.memory_rate(task, [], dev) == pytest.approx(features.task_bytes(gemv) / 2.0)
-    assert model.memory_rate(task, []) == 0.0  # no device: the records' alone
+    assert model.memory_rate(task, []) == 0.0  # no device: the logged shapes' alone
 
 
 def test_an_untuned_prediction_takes_the_tasks_own_logged_best(tmp_path):

@@ -888,12 +888,13 @@ def predict_from_shapes(task: Task, records: Sequence[Record], limits: DeviceLim
     records = _family_records(task, records)
     if not records:
         return None
-    cands = shape_candidates(task, records, limits, space)
+    shapes = logged_shapes(task, space, records)
+    cands = shape_candidates(task, records, limits, space, shapes)
     # the memory floor holds on a CPU device only: on the H200 (the floor on, the arguments'
     # bytes alone) the four GEMM picks it changes went 0.67x -> 0.56x cuBLAS (geomeans:
     # 4x8192x8192 1.1x -> 0.5x, its rate that of the largest logged GEMMs, compute-bound;
     # two of three matrix-vector products gained; gpu/results/predict_floor_2026-11-29/)
-    rate = 0.0 if limits.gpu else memory_rate(task, records, limits.name, space)
+    rate = 0.0 if limits.gpu else memory_rate(task, shapes, limits.name)
     guesses = [
         (
             rescaled_ms(ms, src, new, limits, memory_floor_ms(task, new, rate))
@@ -932,16 +933,23 @@ def _family_records(task: Task, records: Sequence[Record]) -> list[Record]:
 
 
 def shape_candidates(
-    task: Task, records: Sequence[Record], limits: DeviceLimits, space: Config | None = None
+    task: Task,
+    records: Sequence[Record],
+    limits: DeviceLimits,
+    space: Config | None = None,
+    shapes: Sequence[tuple[float, Task, list[Record]]] | None = None,
 ) -> list[tuple[float, float, dict[str, float], dict[str, Any], dict[str, float]]]:
     """What ``predict_from_shapes`` ranks: ``(distance, logged ms, IR features there,
     config here, IR features here)`` of the best config of each of the ``PREDICT_SHAPES``
-    nearest logged shapes of ``records`` (``task``'s family), made legal here, and of each
-    such config with its K split over as many work-groups as fill the device once (where
-    that differs); those that do not lower here are left out."""
+    nearest logged shapes of ``records`` (``task``'s family; ``shapes``: their
+    ``logged_shapes``, where the caller has them), made legal here, and of each such config
+    with its K split over as many work-groups as fill the device once (where that differs);
+    those that do not lower here are left out."""
     space = space if space is not None else task.space()
     lowering = Lowering(limits)
-    shapes = logged_shapes(task, space, records)[:PREDICT_SHAPES]
+    if shapes is None:
+        shapes = logged_shapes(task, space, records)
+    shapes = shapes[:PREDICT_SHAPES]
     here = [carry_config(recs[0].config, there, task, space) for _, there, recs in shapes]
     lowered = lowering.many(
         [(task, c) for c in here] + [(there, recs[0].config) for _, there, recs in shapes]
@@ -993,20 +1001,19 @@ def _split_to_fill(
 
 
 def memory_rate(
-    task: Task, records: Sequence[Record], device: str | None = None, space: Config | None = None
+    task: Task, shapes: Sequence[tuple[float, Task, list[Record]]], device: str | None = None
 ) -> float:
     """The device's memory bandwidth as its logs show it, for data of ``task``'s size, in bytes
     a ms (0 where no logged shape has a size and a time): the fastest rate at which a logged
-    task's best config moved its argument tensors (``features.task_bytes``): of the logged
-    shapes of ``records`` (``task``'s family) and of every task in ``device``'s shipped logs
+    task's best config moved its argument tensors (``features.task_bytes``): of ``shapes``
+    (``logged_shapes`` of ``task``'s family) and of every task in ``device``'s shipped logs
     (``shipped_rates``: a family of compute-bound tasks shows its kernels' rates, not the
     memory's), among those whose tensors are at least as large as ``task``'s (or, past them
     all, the largest). A smaller one stays in a cache between calls: on the AMD EPYC VM a
     4 MB matrix-vector product moved 95 GB/s, a 72 MB one 36."""
-    space = space if space is not None else task.space()
     rates = [
         (task_bytes(there), task_bytes(there) / recs[0].device_ms)
-        for _, there, recs in logged_shapes(task, space, records)
+        for _, there, recs in shapes
         if recs[0].device_ms
     ]
     rates += shipped_rates(device) if device else []
