@@ -296,6 +296,26 @@ def test_every_batch_tries_a_neighbour_of_the_fastest_trials():
     assert len({config_key(c) for c in picks}) == len(picks)
 
 
+@register_template("gemm", "gemm_few_valid")
+def gemm_few_valid(cfg, M, N, K, dtype="float32", epilogue=()):
+    """``gemm_planted_cost`` whose only valid points have one row of 128 work-items: 1 in 64."""
+    s, args = gemm_planted_cost(cfg, M, N, K, dtype, epilogue)
+    cfg.constrain(cfg["tile_y"] == (1,) and cfg["tile_x"] == (128,), "not one row of 128")
+    return s, args
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_space_of_few_valid_points_still_gives_a_first_batch(seed):
+    """Where random points are rarely valid (gpu_tiled at small shapes: 1-5%), a batch whose
+    draws were all proven invalid is drawn again with twice as many: the search starts
+    instead of ending with no config measured."""
+    task = Task("gemm", "gemm_few_valid", (256, 256, 16))
+    prop = ModelProposer(task, task.space(), LIMITS, (), seed=seed)
+    assert prop.size > model.EXHAUSTIVE  # drawn at random, not scored whole
+    c = prop.next()
+    assert c is not None and c["tile_y"] == (1,) and c["tile_x"] == (128,), c
+
+
 def test_model_whole_space_scoring_finds_the_optimum_of_a_small_space():
     task = Task("gemm", "gemm_planted_cost", (256, 256, 16))
     space = task.space().restrict({"order": [4, 5], "unroll": [1, 2]})

@@ -69,6 +69,7 @@ LOCAL = 1  # candidates a batch: one knob of one of the INCUMBENTS fastest trial
 INCUMBENTS = 3
 BATCH = 8  # candidates proposed per model round
 SHORTLIST = 3  # the annealing's shortlist is this many batches, re-ranked with IR features
+REFILLS = 8  # rounds of a batch's refill (the random draws doubling each round)
 EXHAUSTIVE = 4096  # spaces up to this size are scored whole instead of annealed
 MIN_ROWS = 4  # rows (with at least two distinct labels) before a model is fitted
 # the best configs of the nearest logged shapes are measured first: on an H100, over 20 GEMM
@@ -706,7 +707,10 @@ class ModelProposer:
         return self.queue.pop(0) if self.queue else None
 
     def _refill(self) -> None:
-        for _ in range(4):  # rounds whose candidates were all proven invalid are retried
+        # rounds whose candidates were all proven invalid are retried, each drawing twice as
+        # many random points as the last: in a space where few points are valid (1-5% of
+        # gpu_tiled's at small shapes) a batch's few random draws may all fail
+        for attempt in range(REFILLS):
             if len(self.seen) >= self.size:
                 return
             ready = self.model.fit()
@@ -718,7 +722,9 @@ class ModelProposer:
             if n_local:
                 picks += self._keep_valid(self._neighbours(n_local, keys))
                 keys = {config_key(c) for c in picks}
-            picks += self._keep_valid(self._random_points(self.batch - len(picks), keys))
+            want = self.batch - len(picks)
+            drawn = self._keep_valid(self._random_points(want << attempt, keys))
+            picks += drawn[:want]
             for c in picks:
                 self.seen.add(config_key(c))
             self.queue += picks
