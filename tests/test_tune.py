@@ -189,9 +189,9 @@ def test_real_template_spaces_have_their_known_sizes():
     # gemm cpu: tile_y 3*6, tile_x 3*7, vec 3, tile_k 4, tail, tail_k, group_order, pad_b, pad_a 2 each;
     # gpu_tiled:
     # tile_y/x 2*7*4 each, tile_k 4, unroll_k, a_layout, a_pad, fetch_vec, tail, tail_k 2 each,
-    # reg_fetch 3, double_buffer 4, split_k 5, warp 3, slice_k 4, split_sum 2
+    # reg_fetch 3, double_buffer 4, split_k 5, warp 3, slice_k 4, split_sum 2, stage 3
     assert Task("gemm", "cpu", (256, 256, 256)).space().size() == 18 * 21 * 3 * 4 * 2**5
-    gpu_size = 56 * 56 * 4 * 2**6 * 3 * 4 * 5 * 3 * 4 * 2
+    gpu_size = 56 * 56 * 4 * 2**6 * 3 * 4 * 5 * 3 * 4 * 2 * 3
     assert Task("gemm", "gpu_tiled", (128, 128, 128)).space().size() == gpu_size
     # the cpu template's constraint: columns per work-item a multiple of the vector width
     _, _, cfg = Task("gemm", "cpu", (256, 256, 256)).instantiate({"tile_x": (2, 8), "vec": 16})

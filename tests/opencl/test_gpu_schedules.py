@@ -257,6 +257,59 @@ def test_gpu_gemm_work_groups_one_or_two_rows_tall(shape, knobs, rng):
 @pytest.mark.parametrize(
     "shape,knobs,epilogue",
     [
+        ((1, 301, 260), dict(tile_x=(1, 64, 4), split_k=4, tail="shift"), ()),
+        ((1, 77, 90), dict(tile_x=(2, 32, 1), reg_fetch=2, tile_k=(16,)), ("bias",)),
+        ((1, 300, 1000), dict(tile_x=(1, 32, 4), slice_k=8), ()),
+        ((1, 300, 601), dict(tile_x=(1, 64, 2), split_k=4, split_sum="group"), ("relu",)),
+        ((37, 45, 70), dict(tile_y=(2, 1, 8), tile_x=(1, 32, 1), tail_k="peel", tail="shift"), ()),
+    ],
+    ids=["gemv-split", "gemv-bias", "gemv-sliced", "gemv-group-relu", "rows-in-registers"],
+)
+@pytest.mark.parametrize("stage", ["a", "none"])
+def test_gpu_gemm_reads_operands_from_global_memory(shape, knobs, epilogue, stage, rng):
+    """``stage``: B (``"a"``), or A and B (``"none"``), read by each work-item from global
+    memory straight into registers, no ``__local`` tile of them: work-groups one work-item
+    tall, where each element of B is used by one work-item."""
+    M, N, K = shape
+    knobs = dict({"tile_y": (1, 1, 1), "a_pad": 0}, **knobs, stage=stage)
+    if stage == "none":
+        knobs["double_buffer"] = "none"
+    cfg = Config(knobs)
+    s, args = TEMPLATES["gemm"]["gpu_tiled"](cfg, M, N, K, epilogue=epilogue)
+    assert cfg.valid, cfg.constraints
+    src = ts.build(s, args, target="opencl").get_source()
+    assert "B_shared" not in src
+    assert ("A_shared" in src) == (stage == "a")
+    if stage == "none" and knobs.get("slice_k", 1) == 1 and knobs.get("split_sum") != "group":
+        assert "barrier" not in src and "__local" not in src
+    inputs = [rng.standard_normal([int(d) for d in t.shape], dtype=np.float32) for t in args[:-1]]
+    ref = epilogue_ref(inputs[0].astype(np.float64) @ inputs[1], epilogue, inputs[2:])
+    check(s, args, inputs, ref)
+
+
+def test_operands_from_global_memory_need_one_row_of_work_items():
+    """Rows of work-items would each load the same elements of B; without ``__local`` tiles,
+    their knobs (layout, padding, fill width, double buffering) have nothing to act on."""
+    for knobs, words in (
+        (dict(tile_y=(1, 2, 1), tile_x=(1, 32, 1), stage="a"), "more than one row"),
+        (dict(tile_y=(1, 1, 1), tile_x=(1, 32, 1), stage="none"), "no __local tile"),
+    ):
+        cfg = Config(dict(knobs, a_pad=0))
+        TEMPLATES["gemm"]["gpu_tiled"](cfg, 1, 64, 64)
+        assert not cfg.valid and any(words in c for c in cfg.constraints), cfg.constraints
+    cfg = Config(dict(tile_y=(1, 1, 1), tile_x=(1, 32, 1), stage="none", double_buffer="none"))
+    TEMPLATES["gemm"]["gpu_tiled"](cfg, 1, 64, 64)
+    assert not cfg.valid  # a_pad 4 (default) pads a tile of one row: refused as before
+    cfg = Config(
+        dict(tile_y=(1, 1, 1), tile_x=(1, 32, 1), stage="none", double_buffer="none", a_pad=0)
+    )
+    TEMPLATES["gemm"]["gpu_tiled"](cfg, 1, 64, 64)
+    assert cfg.valid, cfg.constraints
+
+
+@pytest.mark.parametrize(
+    "shape,knobs,epilogue",
+    [
         ((64, 64, 64), dict(tile_y=(1, 8, 4), tile_x=(1, 8, 4), tile_k=(8,), slice_k=2), ()),
         (
             (100, 70, 301),

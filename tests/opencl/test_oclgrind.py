@@ -165,6 +165,17 @@ def test_gpu_gemm_of_one_row_is_race_free(rng):
     check_gpu_gemm_clean((1, 70, 40), knobs, "one_row", rng)
 
 
+@pytest.mark.parametrize("stage", ["a", "none"])
+def test_gpu_gemm_reading_operands_from_global_memory_is_race_free(stage, rng):
+    """``stage``: B (and A) read by each work-item straight from global memory, the K split
+    and its tail peeled: the A tile's fills (``"a"``) and the partial sums."""
+    knobs = {"tile_y": (1, 1, 2), "tile_x": (1, 32, 2), "split_k": 2}
+    knobs |= {"a_pad": 0, "tail": "shift", "tail_k": "peel", "stage": stage}
+    if stage == "none":
+        knobs |= {"double_buffer": "none", "reg_fetch": 2}
+    check_gpu_gemm_clean((3, 70, 41), knobs, f"stage_{stage}", rng)
+
+
 def test_gpu_gemm_with_k_sliced_within_a_work_group_is_race_free(rng):
     """``slice_k``: two sets of work-items take alternate halves of each K step from the same
     double-buffered tiles, store their register tiles in one ``__local`` array, and every

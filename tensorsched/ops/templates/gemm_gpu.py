@@ -58,6 +58,15 @@ TFLOP/s, benchmarks/gpu/results/sweep_run8_h200.txt). Knobs:
   outer loop; as cuBLAS's kernels hold a step's operands; at most ``MAX_REGISTER_FLOATS``
   with the register tile). On the H200 ``2`` ran 1.00x-1.04x the logged bests with ``0`` /
   ``1`` on four mid-size shapes (benchmarks/gpu/results/ptx_cuda_2026-11-26/regfetch2.txt).
+- ``stage``: the operands copied into ``__local`` tiles: ``"both"``; ``"a"``, B read by each
+  work-item from global memory straight into registers; ``"none"``, A as well, with no
+  barrier left. For work-groups one work-item tall (``tile_y`` of 1 work-item: the rows of
+  work-items would each load the same elements of B), where every element of B is used by
+  one work-item only, as in a matrix-vector product. On the H200, at the logged bests' tiles,
+  ``"a"`` ran 1.06x-1.10x on three small matrix-vector products (up to 16 MB of B), 0.82x on
+  1x4096x4096 (64 MB) and 0.45x in work-groups two rows tall; 45 s of search with it found
+  ``"a"`` 1.18x and 1.08x faster than the best staged config on 1x1024x2048 and 1x1500x6000
+  (benchmarks/gpu/results/stage_2026-11-29/): the search chooses.
 - ``warp``: ``0``: a two-dimensional work-group (``threadIdx.x`` along N, ``.y`` along M), a
   warp of 32 consecutive work-items being whole rows of it; ``8`` / ``4``: one dimension,
   numbered so that every 32 consecutive work-items compute an 8 x 4 / 4 x 8 block (M x N) of
@@ -149,6 +158,8 @@ def schedule_gemm_gpu(
     warp = cfg.define_knob("warp", (0, 8, 4))
     slice_k = cfg.define_knob("slice_k", SLICE_K)
     split_sum = cfg.define_knob("split_sum", ("kernel", "group"))
+    stage = cfg.define_knob("stage", ("both", "a", "none"))
+    stage_a, stage_b = stage != "none", stage == "both"
     by_group = split_k > 1 and split_sum == "group"
     bm, bn = vy * ty * wy, vx * tx * wx
     threads = tx * ty * slice_k
@@ -169,10 +180,19 @@ def schedule_gemm_gpu(
         f"register tile and a K step's operands over {MAX_REGISTER_FLOATS} floats",
     )
     cfg.constrain(
-        (a_rows + bn) * kstep * slice_k * 4 * (1 + (dbuf in ("shared", "both")))
+        (a_rows * stage_a + bn * stage_b) * kstep * slice_k * 4 * (1 + (dbuf in ("shared", "both")))
         + (slice_k * bm * bn * 4 if slice_k > 1 else 0)
         <= limits.local_mem_size,
         f"__local tiles over the device's {limits.local_mem_size // 1024} KiB",
+    )
+    cfg.constrain(
+        stage_b or ty == 1,
+        "B read from global memory by a work-group of more than one row of work-items: "
+        "each row would load the same elements",
+    )
+    cfg.constrain(
+        stage_a or (a_layout == "col" and a_pad == 0 and fetch_vec == 1 and dbuf == "none"),
+        "stage='none': no __local tile to lay out, fill or double-buffer",
     )
     cfg.constrain(a_pad == 0 or a_layout == "col", "a_pad pads the column-major tile only")
     cfg.constrain(a_pad < bm, "a_pad pads columns of the A tile longer than a_pad")
@@ -234,8 +254,9 @@ def schedule_gemm_gpu(
     else:
         comp, out = (s.cache_write(O, "local"), O) if R is O else (R, O)
         i, j = axes if axes is not None else s[out].op.axis[-2:]  # leading axes: a batch
-    AA = s.cache_read(A, "shared", [comp])
-    BB = s.cache_read(B, "shared", [comp])
+    # the operands the work-group shares through __local tiles; the rest read from global
+    AA = s.cache_read(A, "shared", [comp]) if stage_a else A
+    BB = s.cache_read(B, "shared", [comp]) if stage_b else B
 
     by, vyy, tyy, wyy = split_axis(s[out], i, (vy, ty, wy), tail)
     bx, vxx, txx, wxx = split_axis(s[out], j, (vx, tx, wx), tail)
@@ -282,13 +303,14 @@ def schedule_gemm_gpu(
         for T in (AL, BL):
             s[T].compute_at(s[comp], ki if reg_fetch == 1 else ko)
             *_, r, c = s[T].op.axis
-            s[T].vectorize(c if T is BL or a_layout == "row" else r)
+            s[T].vectorize(c if T is BL or a_layout == "row" or not stage_a else r)
 
-    if a_layout == "col":
+    if stage_a and a_layout == "col":
         s[AA].transform_layout(lambda *ax: [*ax[:-2], ax[-1], ax[-2]])
         if 0 < a_pad < bm:  # columns bm + a_pad elements apart
             s[AA].storage_align(AA.op.axis[-1], bm, a_pad)
-    for T, width in ((AA, kstep), (BB, bn)):
+    tiles = [(AA, kstep)] * stage_a + [(BB, bn)] * stage_b
+    for T, width in tiles:
         s[T].compute_at(s[comp], ko)
         vec = math.gcd(fetch_vec, width)
         fused = s[T].fuse(*s[T].op.axis)
