@@ -4,6 +4,8 @@ times the weight transposed by a kernel of its own). Each config checked against
 random data into a NaN-poisoned output, at shapes no tile divides; the transposition runs
 once when a network is built; the graph picks them from ``DENSE_GEMM_ROWS`` rows."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,8 @@ from tensorsched.graph import Graph, build
 from tensorsched.graph.tasks import DENSE_GEMM_ROWS, choose_template
 from tensorsched.ops.dense import dense_ref
 from tensorsched.ops.templates import GEMM_VIEWS
+from tensorsched.runtime.device import current_limits
+from tensorsched.tune import dispatch
 from tensorsched.tune.model import knobs_of
 from tensorsched.tune.task import Task
 
@@ -54,6 +58,27 @@ def test_the_gemm_templates_share_the_gemm_logs_knobs():
         dense = Task("dense", template, (64, 96, 128), "float32", ())
         assert GEMM_VIEWS[("dense", template)][1](dense.shape) == (64, 96, 128)
         assert knobs_of(dense.space()) == knobs_of(Task("gemm", gemm, (64, 96, 128)).space())
+
+
+def test_a_gpu_takes_the_gemm_template_for_few_rows_where_the_logs_know_so_few(tmp_path):
+    """On a GPU a dense layer of fewer than ``DENSE_GEMM_ROWS`` rows takes the GEMM template
+    where the logs its untuned config is predicted from hold a GEMM of as few rows (on the
+    H200, 0.99x-5.5x the matrix-vector template at 1-16 rows); where they hold only taller
+    ones, the matrix-vector template (the GEMM's defaults ran 0.40x-0.77x of it)."""
+    device = current_limits().name
+    for rows, tall in ((1, True), (3, True), (1, False), (7, False)):
+        log = tmp_path / f"{rows}_{tall}.jsonl"
+        logged = Task("gemm", "gpu_tiled", (2 if tall else 1, 1000, 300))
+        with open(log, "w") as f:
+            rec = {"task": json.loads(logged.key()), "device": device, "config": {},
+                   "status": "ok", "device_ms": 0.01, "gflops": logged.flop / 1e4, "error": "",
+                   "timestamp": 1.0}  # fmt: skip
+            f.write(json.dumps(rec) + "\n")
+        with dispatch.apply_best(str(log), device=device):
+            gemm = rows >= logged.shape[0]
+            want = "gemm_gpu" if gemm else "gpu"
+            assert choose_template("dense", (rows, 1024, 256), (), True) == want, (rows, tall)
+            assert choose_template("dense", (rows, 1024, 256), (), False) == "cpu"
 
 
 def test_rows_choose_the_template_and_the_transposition_runs_once():

@@ -38,7 +38,7 @@ from ..ops.templates.conv3d import conv3d_direct, pool3d_direct
 from ..ops.templates.injective import inline_injective, schedule_injective, schedule_row_groups
 from ..ops.transform import concat, flatten, reshape, strided_slice, transpose
 from ..schedules.schedule import Schedule, create_schedule
-from ..tune.dispatch import best_config, predicted_config
+from ..tune.dispatch import best_config, fewest_logged_rows, predicted_config
 from ..tune.record import Record
 from ..tune.task import Task
 from .graph import Graph, GraphError, Node, node_pool_mode, slice_plan
@@ -61,7 +61,12 @@ TEMPLATE_CHOICE: dict[str, dict[str, tuple[str, ...]]] = {
 # type's GEMM template first (benchmarks/dense_rows.py, O = 1024, K = 256, against the
 # matrix-vector template: on PoCL 0.65x at 4 rows, 2.0x at 8, 3.2x at 128; on the H200 0.40x
 # at 8 rows (the GEMM's defaults), 2.2x at 16 (a config predicted from the GEMM log), 4.1x at
-# 128)
+# 128). On a GPU, fewer rows take it too where the logs hold GEMMs of as few rows, which its
+# untuned config is predicted from: on the H200, with the shipped matrix-vector products, 0.99x
+# - 1.88x at one row, 1.5x - 5.5x at 2-16 (O x K 1024x256, 1000x4096, 4096x4096, 4096x25088;
+# benchmarks/gpu/results/stage_2026-11-29/dense_rows_*.txt); with the GEMM's defaults, 0.40x -
+# 0.77x. The matrix-vector template reads the weight once a row. On PoCL the GEMM template lost
+# at one row of 4096x4096 (0.62x) with such logs, so a CPU device keeps the row count.
 DENSE_GEMM_ROWS = {"gpu": 16, "cpu": 8}
 DENSE_GEMM = {"gpu": "gemm_gpu", "cpu": "gemm_cpu"}
 
@@ -144,7 +149,8 @@ def choose_template(kind: str, shape: tuple[int, ...], epilogue: Sequence[str], 
                     records: Sequence[Record] = ()) -> str:  # fmt: skip
     """The template for a workload: the fastest one in ``records`` (a tuning log's, of this
     kind, shape and epilogue), else the first registered one of ``TEMPLATE_CHOICE`` (for a
-    dense layer of ``DENSE_GEMM_ROWS`` rows or more, its GEMM template first)."""
+    dense layer of ``DENSE_GEMM_ROWS`` rows or more, its GEMM template first; on a GPU also
+    of fewer, where the logs its config is predicted from hold a GEMM of as few rows)."""
     table = templates_of(kind)
     best: tuple[float, str] | None = None
     for r in records:
@@ -160,7 +166,12 @@ def choose_template(kind: str, shape: tuple[int, ...], epilogue: Sequence[str], 
         return best[1]
     device = "gpu" if gpu else "cpu"
     choices = TEMPLATE_CHOICE[kind][device]
-    if kind == "dense" and shape[0] >= DENSE_GEMM_ROWS[device]:
+    if kind == "dense" and (
+        shape[0] >= DENSE_GEMM_ROWS[device]
+        or gpu
+        and fewest_logged_rows(Task(kind, DENSE_GEMM[device], shape, "float32", tuple(epilogue)))
+        <= shape[0]
+    ):
         choices = (DENSE_GEMM[device], *choices)
     for name in choices:
         if name in table:

@@ -15,10 +15,12 @@ logs too, at the GEMM's extents, and a GEMM from such convs' logs (``model.famil
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..runtime.device import DeviceLimits, current_limits
+from .features import shape_vector
 from .log import best_records, read_log
 from .model import history, own_best, predict_from_shapes, same_family, shipped_logs, sibling_logs
 from .record import Record
@@ -70,6 +72,34 @@ def instantiate(
     return s, args
 
 
+def _sources(task: Task) -> list[tuple[DeviceLimits, list[Record]]]:
+    """The records of ``task``'s family that ``predicted_config`` reads, in its order, each
+    with the limits it predicts for: the active logs (last applied first), the current
+    device's shipped logs, then those of a device on its platform."""
+    sources = [(lim, same_family(task, records)) for lim, records in reversed(_LOGS)]
+    limits = current_limits()
+    paths = shipped_logs(limits.name)
+    if paths:
+        sources.append((limits, history(task, limits.name, paths)))
+    sibling = sibling_logs(limits.name)  # one on its platform, after this device's own
+    if sibling is not None:
+        sources.append((limits, history(task, sibling[0], sibling[1])))
+    return sources
+
+
+def fewest_logged_rows(task: Task) -> float:
+    """The fewest rows (first extent of the GEMM view, ``features.shape_vector``) of a shape
+    of ``task``'s family with a correct trial in the logs ``predicted_config`` reads;
+    infinity where they hold none."""
+    rows = [
+        shape_vector(Task.from_dict(r.task))[0]
+        for _, records in _sources(task)
+        for r in records
+        if r.status == "ok"
+    ]
+    return min(rows, default=math.inf)
+
+
 def predicted_config(task: Task) -> dict | None:
     """A config for a task no active log has: its own best trial in the package's shipped logs
     (``model.own_best``), else one predicted from the records of other shapes of its
@@ -79,14 +109,7 @@ def predicted_config(task: Task) -> dict | None:
     H200's: ``model.sibling_logs``; a task that this device's shipped log lacks, such as a
     network's layer tuned on another machine, takes that device's best); ``None`` when none
     of them know the family."""
-    sources = [(lim, same_family(task, records)) for lim, records in reversed(_LOGS)]
-    limits = current_limits()
-    paths = shipped_logs(limits.name)
-    if paths:
-        sources.append((limits, history(task, limits.name, paths)))
-    sibling = sibling_logs(limits.name)  # one on its platform, after this device's own
-    if sibling is not None:
-        sources.append((limits, history(task, sibling[0], sibling[1])))
+    sources = _sources(task)
     for lim, records in sources:  # the task itself, in any of them, first
         config = own_best(task, records, lim)
         if config is not None:
