@@ -323,3 +323,39 @@ def test_a_wrong_device_result_is_the_devices_only_where_oclgrind_computes_it_ri
     func = ts.lower(s, [A, B, C], name="k")
     assert _right_under_oclgrind(func, {"args": [A, B, C], "ref": lambda a, b: a @ b}, 0)
     assert not _right_under_oclgrind(func, {"args": [A, B, C], "ref": lambda a, b: a @ b + 1}, 0)
+
+
+def test_kernels_with_a_barrier_in_a_loop_are_checked_in_a_child_process(monkeypatch):
+    """PoCL 3.1 aborts the process on some legal kernels with barriers inside loops
+    (``benchmarks/results/cpu_amd_2026-11-29_s30/pocl_abort.py``): the OpenCL fuzz test runs
+    such cases in a child process, and a child killed by a signal is the device's fault
+    where Oclgrind computes the case right."""
+    import subprocess
+
+    from fuzzing import run as fuzz_run_module
+
+    from tensorsched.ops.templates import TEMPLATES
+    from tensorsched.runtime.numerics import NumericsMismatch
+
+    s, args = TEMPLATES["gemm"]["gpu_tiled"](ts.ops.space.Config(), 40, 72, 40)
+    assert fuzz_run_module._barrier_in_a_loop(ts.build(s, args, target="opencl"))
+    A = ts.placeholder((8,), name="A")
+    B = ts.compute((8,), lambda i: A[i] + 1, name="B")
+    plain = ts.create_schedule(B.op)
+    assert not fuzz_run_module._barrier_in_a_loop(ts.build(plain, [A, B], target="opencl"))
+
+    monkeypatch.setattr(fuzz_run_module, "to_python", lambda case, target: "pass")
+    for code, err, want in (
+        (0, "", None),
+        (-6, "python: ParallelRegion.cc:427: Assertion failed.", "signal 6"),
+        (1, "tensorsched.runtime.numerics.NumericsMismatch: C differs", NumericsMismatch),
+    ):
+        done = subprocess.CompletedProcess([], code, "", err)
+        monkeypatch.setattr(subprocess, "run", lambda *a, done=done, **k: done)
+        if isinstance(want, type):
+            with pytest.raises(want):
+                fuzz_run_module._check_in_a_child(None, 0)
+        elif want is None:
+            assert fuzz_run_module._check_in_a_child(None, 0) is None
+        else:
+            assert want in fuzz_run_module._check_in_a_child(None, 0)

@@ -56,7 +56,7 @@ class Step:
 
 @dataclass
 class Outcome:
-    status: str  # passed / rejected / handled / miscompiled (wrong on the device only)
+    status: str  # passed / rejected / handled / miscompiled (wrong or aborted on the device only)
     step: int | None = None  # index of the step that raised (len(steps): at lowering)
     error: str = ""
     func: object = field(default=None, repr=False)  # the lowered function, when passed

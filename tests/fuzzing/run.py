@@ -94,6 +94,12 @@ def run_case(case, target="python", seed=0, stats=None):
     try:
         if target == "oclgrind":
             _check_under_oclgrind(func, ns, seed)
+        elif target == "opencl" and _barrier_in_a_loop(ts.build(func, target="opencl")):
+            aborted = _check_in_a_child(case, seed)
+            if aborted is not None:
+                if not _right_under_oclgrind(func, ns, seed):
+                    _fail(case, f"the OpenCL device aborted, and Oclgrind too: {aborted}", target)
+                return _count(stats, case, Outcome("miscompiled", None, aborted, func))
         else:
             check_numerics(func, ns["args"], ns["ref"], target=target, seed=seed)
     except CodegenError as exc:
@@ -116,6 +122,41 @@ def run_case(case, target="python", seed=0, stats=None):
             exc,
         )
     return _count(stats, case, Outcome("passed", None, "", func))
+
+
+def _barrier_in_a_loop(module) -> bool:
+    """Whether a kernel of ``module``'s OpenCL source has a barrier inside a ``for`` loop."""
+    blocks: list[bool] = []  # open blocks, True for a loop's
+    for line in module.get_source().splitlines():
+        text = line.strip()
+        if "barrier(" in text and any(blocks):
+            return True
+        blocks = blocks[: len(blocks) - text.count("}")] if text.startswith("}") else blocks
+        if text.endswith("{"):
+            blocks.append(text.startswith("for ("))
+    return False
+
+
+def _check_in_a_child(case, seed):
+    """Check the case on the OpenCL device in a child process, as ``to_python`` prints it:
+    None where it matched numpy; the device's last words where the process was killed by a
+    signal. PoCL 3.1's work-group compiler aborts the process on some legal kernels with
+    barriers inside loops (``benchmarks/results/cpu_amd_2026-11-29_s30/pocl_abort.py``),
+    which would end the test run. A wrong result raises ``NumericsMismatch`` here as it
+    would have in this process."""
+    import subprocess
+    import sys
+
+    code = to_python(case, "opencl").replace("target='opencl')", f"target='opencl', seed={seed})")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    if p.returncode == 0:
+        return None
+    last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+    if p.returncode < 0:
+        return f"the device's compiler killed the process (signal {-p.returncode}): {last}"
+    if "NumericsMismatch" in p.stderr:
+        raise NumericsMismatch(last)
+    raise RuntimeError(f"the case's child process failed (exit {p.returncode}): {last}")
 
 
 def _check_under_oclgrind(func, ns, seed):
@@ -167,8 +208,8 @@ def summary_lines(stats):
             f"{g('legal:passed', 0)}; refused with a TensorschedError: "
             f"{g('legal:rejected', 0)}"
             + (
-                f"; wrong on the OpenCL device but right under Oclgrind's checks (the "
-                f"device's compiler): {g('legal:miscompiled', 0)}"
+                f"; wrong on the OpenCL device, or aborted by its compiler, but right under "
+                f"Oclgrind's checks (the device's compiler): {g('legal:miscompiled', 0)}"
                 if g("legal:miscompiled", 0)
                 else ""
             )
