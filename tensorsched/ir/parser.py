@@ -37,6 +37,7 @@ import json
 import math
 import operator
 import os
+import threading
 
 import numpy as np
 from lark import Lark, Token, Transformer, Tree, v_args
@@ -94,19 +95,27 @@ def binary_rules(table=BINARY, operand="unary"):
     return "\n".join(lines) + "\n"
 
 
+# Lark reads a grammar's string literals with ``ast.literal_eval``, and CPython 3.11's ``ast``
+# is not safe to call from two threads at once ("SystemError: AST constructor recursion depth
+# mismatch"): a Dask worker that built two tuning candidates at once, each parser's first
+# use, failed so. Every use of ``ast`` here holds this lock.
+AST_LOCK = threading.Lock()
+
+
 @functools.cache
 def ir_parser():
     """The LALR parser of the IR text (built once)."""
     with open(GRAMMAR_FILE) as f:
         grammar = f.read()
-    return Lark(
-        grammar + binary_rules(),
-        parser="lalr",
-        propagate_positions=True,
-        maybe_placeholders=True,
-        lexer_callbacks={"NAME": _unquote},
-        start=["start", "expr"],
-    )
+    with AST_LOCK:
+        return Lark(
+            grammar + binary_rules(),
+            parser="lalr",
+            propagate_positions=True,
+            maybe_placeholders=True,
+            lexer_callbacks={"NAME": _unquote},
+            start=["start", "expr"],
+        )
 
 
 class _BadQuotedName(Exception):
@@ -444,7 +453,8 @@ class IRBuilder(Transformer):
         try:
             if not eq or not key.isidentifier():
                 raise ValueError
-            value = ast.literal_eval(value.strip())
+            with AST_LOCK:
+                value = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
             raise self.error(
                 "a pragma line is '// pragma key = value' with a Python literal "

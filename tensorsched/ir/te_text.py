@@ -46,7 +46,7 @@ from . import dtype as dt
 from . import expr as E
 from . import intrin as I
 from .index_check import bounds
-from .parser import _error_at, _expected, binary_rules, check_depth, is_dtype
+from .parser import AST_LOCK, _error_at, _expected, binary_rules, check_depth, is_dtype
 from .precedence import BINARY
 from .tensor import compute, placeholder, reduce_axis
 
@@ -74,9 +74,13 @@ UNARY_CALLS = {
 def te_parser():
     with open(GRAMMAR_FILE) as f:
         grammar = f.read()
-    return Lark(
-        grammar + binary_rules(), parser="lalr", propagate_positions=True, maybe_placeholders=True
-    )
+    with AST_LOCK:  # Lark's grammar loader uses ``ast`` (parser.AST_LOCK)
+        return Lark(
+            grammar + binary_rules(),
+            parser="lalr",
+            propagate_positions=True,
+            maybe_placeholders=True,
+        )
 
 
 def parse_shapes(text):
