@@ -338,11 +338,13 @@ def test_kernels_with_a_barrier_in_a_loop_are_checked_in_a_child_process(monkeyp
     from tensorsched.runtime.numerics import NumericsMismatch
 
     s, args = TEMPLATES["gemm"]["gpu_tiled"](ts.ops.space.Config(), 40, 72, 40)
-    assert fuzz_run_module._barrier_in_a_loop(ts.build(s, args, target="opencl"))
+    assert fuzz_run_module._barrier_in_a_loop(ts.build(s, args, target="opencl").get_source())
     A = ts.placeholder((8,), name="A")
     B = ts.compute((8,), lambda i: A[i] + 1, name="B")
     plain = ts.create_schedule(B.op)
-    assert not fuzz_run_module._barrier_in_a_loop(ts.build(plain, [A, B], target="opencl"))
+    assert not fuzz_run_module._barrier_in_a_loop(
+        ts.build(plain, [A, B], target="opencl").get_source()
+    )
 
     monkeypatch.setattr(fuzz_run_module, "to_python", lambda case, target: "pass")
     for code, err, want in (
