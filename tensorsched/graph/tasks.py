@@ -166,13 +166,11 @@ def choose_template(kind: str, shape: tuple[int, ...], epilogue: Sequence[str], 
         return best[1]
     device = "gpu" if gpu else "cpu"
     choices = TEMPLATE_CHOICE[kind][device]
-    if kind == "dense" and (
-        shape[0] >= DENSE_GEMM_ROWS[device]
-        or gpu
-        and fewest_logged_rows(Task(kind, DENSE_GEMM[device], shape, "float32", tuple(epilogue)))
-        <= shape[0]
-    ):
-        choices = (DENSE_GEMM[device], *choices)
+    if kind == "dense":
+        rows = shape[0]
+        gemm = Task(kind, DENSE_GEMM[device], shape, "float32", tuple(epilogue))
+        if rows >= DENSE_GEMM_ROWS[device] or (gpu and fewest_logged_rows(gemm) <= rows):
+            choices = (DENSE_GEMM[device], *choices)
     for name in choices:
         if name in table:
             return name
