@@ -15,7 +15,7 @@ of its loops, its storage scope and its buffer, as one frozen ``Bounds`` (TVM's 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 import networkx as nx
@@ -151,6 +151,7 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
         op = t.op
         if isinstance(op, PlaceholderOp) and op not in placeholders and op not in inf.state_of:
             placeholders[op] = S.Buffer(op.name, op.dtype, op.shape, image=op in sched.image_inputs)
+    _distinct_names(inf, placeholders)
     frozen = MappingProxyType
     return Bounds(
         sched,
@@ -169,6 +170,33 @@ def infer_bound(sched: Schedule, args: Sequence[Tensor] = ()) -> Bounds:
         frozen(inf.clipped),
         frozen(inf.var_ranges),
     )
+
+
+def _distinct_names(inf: _Inference, placeholders: dict[PlaceholderOp, S.Buffer]) -> None:
+    """Give the buffers of tensors that share a name (TVM's names are hints: its
+    ``test_nearbyint`` calls the input and the output ``A``) distinct ones, the later with a
+    ``_1``, ``_2`` suffix, the arguments' inputs first, so that the IR text names each buffer
+    once (its parser reads the same name as one buffer)."""
+    seen: dict[str, S.Buffer] = {}
+    renamed: dict[S.Buffer, S.Buffer] = {}
+
+    def distinct(b: S.Buffer) -> S.Buffer:
+        if b in renamed:
+            return renamed[b]
+        if seen.setdefault(b.name, b) is b:
+            return b
+        k = 1
+        while f"{b.name}_{k}" in seen:
+            k += 1
+        renamed[b] = seen[f"{b.name}_{k}"] = replace(b, name=f"{b.name}_{k}")
+        return renamed[b]
+
+    for op, b in placeholders.items():
+        placeholders[op] = distinct(b)
+    for st, bufs in inf.buffers.items():
+        inf.buffers[st] = tuple(distinct(b) for b in bufs)
+    for st, b in inf.buffer.items():
+        inf.buffer[st] = distinct(b)
 
 
 def _whole(shape: Sequence[Extent]) -> Region:
