@@ -28,6 +28,7 @@ from .ir.expr import Call as _Call  # ts.tir.Call
 from .ir.intrin import MORE_UNARY as _MORE_UNARY  # the te / tir namespaces' too
 from .ir.intrin import CallEffectKind as _CallEffectKind
 from .ir.intrin import (
+    Cast,
     abs,
     acos,
     acosh,
@@ -38,25 +39,38 @@ from .ir.intrin import (
     atan,
     atan2,
     atanh,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     call_intrin,
     call_pure_extern,
     ceil,
+    clz,
     comm_reducer,
     const,
+    copysign,
     cos,
     cosh,
+    decl_tensor_intrin,
     erf,
     exp,
     exp2,
     exp10,
+    extern,
     fabs,
     floor,
     floordiv,
     floormod,
     fmod,
+    hypot,
     if_then_else,
     indexdiv,
     indexmod,
+    isfinite,
+    isinf,
+    isnan,
+    ldexp,
     log,
     log1p,
     log2,
@@ -65,9 +79,14 @@ from .ir.intrin import (
     max_value,
     min,
     min_value,
+    nearbyint,
+    nextafter,
+    popcount,
     power,
     round,
     rsqrt,
+    shift_left,
+    shift_right,
     sigmoid,
     sin,
     sinh,
@@ -154,6 +173,25 @@ __all__ = [
     "acosh",
     "atanh",
     "erf",
+    "nearbyint",
+    "popcount",
+    "clz",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "hypot",
+    "copysign",
+    "nextafter",
+    "ldexp",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "shift_left",
+    "shift_right",
+    "Cast",
+    "decl_tensor_intrin",
+    "extern",
     "te",
     "tir",
     "min_value",
@@ -203,6 +241,12 @@ _MATH = (
     "max", "min",
     *_MORE_UNARY,
 )  # fmt: skip
+# tvm.te has these too (decl_tensor_intrin and extern refuse with a ComputeError)
+_TE_MORE = ("nearbyint", "popcount", "isnan", "isinf", "isfinite")
+_TIR_MORE = (
+    *_TE_MORE, "hypot", "copysign", "nextafter", "ldexp", "clz", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "shift_left", "shift_right", "Cast",
+)  # fmt: skip
 
 
 def _namespace(name: str, doc: str, names: tuple[str, ...]) -> _types.ModuleType:
@@ -223,12 +267,13 @@ te = _namespace(
     (
         "placeholder", "compute", "var", "size_var", "reduce_axis", "thread_axis", "sum",
         "comm_reducer", "scan", "tag_scope", "create_schedule", "lower", "build", *_MATH,
+        *_TE_MORE, "decl_tensor_intrin", "extern",
     ),
 )  # fmt: skip
 tir = _namespace(
     "tir",
     "TVM's scalar-expression names (tvm.tir), as tensorsched has them; Select is if_then_else.",
-    ("var", "size_var", *_MATH),
+    ("var", "size_var", *_MATH, *_TIR_MORE),
 )
 tir.Select = if_then_else  # type: ignore[attr-defined]
 tir.call_pure_extern = call_pure_extern  # type: ignore[attr-defined]
@@ -237,5 +282,5 @@ tir.Call = _Call  # type: ignore[attr-defined]
 tir.CallEffectKind = _CallEffectKind  # type: ignore[attr-defined]
 _sys.modules[f"{__name__}.autotvm"] = autotvm  # import tensorsched.autotvm, as tvm.autotvm
 tir.op = _namespace(  # type: ignore[attr-defined]
-    "tir.op", "TVM's tvm.tir.op: the scalar functions.", ("var", "size_var", *_MATH)
+    "tir.op", "TVM's tvm.tir.op: the scalar functions.", ("var", "size_var", *_MATH, *_TIR_MORE)
 )

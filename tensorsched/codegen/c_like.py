@@ -72,6 +72,8 @@ class CStyleEmitter:
         "cos": "cos",
         "sin": "sin",
         **{name: name for name in MORE_UNARY},
+        **{n: n for n in ("hypot", "copysign", "nextafter", "ldexp", "rint", "popcount", "clz")},
+        **{n: n for n in ("isnan", "isinf", "isfinite")},
     }
 
     def __init__(self, names: Names) -> None:
@@ -184,6 +186,10 @@ class CStyleEmitter:
         if e.name == "sigmoid":
             one = self.expr(E.FloatImm(1.0, dt.element(e.dtype)))
             return f"({one} / ({one} + exp(-({args[0]}))))", ATOM
+        if e.name in E.BITWISE:  # C's operators; the parentheses keep them apart
+            return f"({args[0]} {E.BITWISE[e.name]} {args[1]})", ATOM
+        if e.name == "bitwise_not":
+            return f"(~{args[0]})", ATOM
         if e.name not in self.calls:
             raise CodegenError(f"no C spelling for intrinsic '{e.name}'")
         return f"{self.calls[e.name]}({', '.join(args)})", ATOM

@@ -8,12 +8,16 @@ or a read of an unwritten element fails loudly instead of passing by luck.
 
 from __future__ import annotations
 
+import builtins
 import keyword
 import math
 from collections.abc import Callable, Iterable, Iterator
 
+import numpy as np
+
 from ..errors import CodegenError, RuntimeCallError
 from ..ir import dtype as dt
+from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.intrin import MORE_UNARY
 from ..ir.simplify import func_size_vars
@@ -38,7 +42,10 @@ _CALLS = {
     "cos": "_cos",
     "sin": "_sin",
     **{name: f"_{name}" for name in MORE_UNARY},
+    **{n: f"_{n}" for n in ("hypot", "copysign", "ldexp", "rint", "isnan", "isinf", "isfinite")},
+    **{n: f"_{n}" for n in ("popcount", "clz", "nextafter", "shift_left")},  # + the dtype
 }
+_WITH_DTYPE = ("popcount", "clz", "nextafter", "shift_left")  # the dtype is their last argument
 
 
 def _exp(x):
@@ -111,6 +118,37 @@ def _rsqrt(x):
     if x == 0:
         return math.copysign(math.inf, x)
     return 1.0 / math.sqrt(x) if x > 0 else math.nan
+
+
+_hypot, _copysign, _isnan, _isinf, _isfinite = (
+    math.hypot, math.copysign, math.isnan, math.isinf, math.isfinite
+)  # fmt: skip
+_rint = _integral(builtins.round)  # halves to even, as C's rint
+_ldexp = _nan_on_domain_error(lambda x, e: math.ldexp(x, int(e)))  # overflow: inf
+
+
+def _bits(dtype):
+    return np.iinfo(dtype).bits
+
+
+def _popcount(x, dtype):
+    return bin(x & ((1 << _bits(dtype)) - 1)).count("1")  # of the two's complement
+
+
+def _clz(x, dtype):
+    return _bits(dtype) - (x & ((1 << _bits(dtype)) - 1)).bit_length()
+
+
+def _shift_left(x, n, dtype):
+    """``x << n`` wrapped to the signed integer ``dtype``, as the device's shift gives it."""
+    bits = _bits(dtype)
+    v = (x << n) & ((1 << bits) - 1)
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def _nextafter(x, y, dtype):
+    """The next value of ``dtype`` (not of Python's double) after ``x`` towards ``y``."""
+    return float(np.nextafter(np.asarray(x, dtype), np.asarray(y, dtype)))
 
 
 _exp2, _exp10 = _overflowing(lambda x: 2.0**x), _overflowing(lambda x: 10.0**x)
@@ -265,9 +303,16 @@ class PythonEmitter:
         return f"int({v})"
 
     def e_Call(self, e):
+        args = [self.expr(a) for a in e.args]
+        if e.name in E.BITWISE and e.name != "shift_left":  # Python's own operators
+            return f"({args[0]} {E.BITWISE[e.name]} {args[1]})"
+        if e.name == "bitwise_not":
+            return f"(~{args[0]})"
         if e.name not in _CALLS:
             raise CodegenError(f"python backend: unknown intrinsic '{e.name}'")
-        return f"{_CALLS[e.name]}({', '.join(self.expr(a) for a in e.args)})"
+        if e.name in _WITH_DTYPE:
+            args.append(repr(dt.element(e.dtype)))
+        return f"{_CALLS[e.name]}({', '.join(args)})"
 
     def e_Load(self, e):
         if dt.lanes(e.index.dtype) != 1:

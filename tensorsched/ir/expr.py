@@ -92,14 +92,40 @@ class ExprOps:
     def not_equal(self, o: ExprLike) -> Cmp:
         return cmp("!=", self, o)
 
-    def __and__(self, o: ExprLike) -> And:
-        return And(as_expr(self), as_expr(o))
+    # ``& | ^ ~`` are logical on conditions and bitwise on integers, ``<< >>`` shift
+    # integers (TVM's ``bitwise_and`` ... ``shift_right``)
+    def __and__(self, o: ExprLike) -> Expr:
+        return bitwise("bitwise_and", self, o)
 
-    def __or__(self, o: ExprLike) -> Or:
-        return Or(as_expr(self), as_expr(o))
+    def __rand__(self, o: ExprLike) -> Expr:
+        return bitwise("bitwise_and", o, self)
 
-    def __invert__(self) -> Not:
-        return Not(as_expr(self))
+    def __or__(self, o: ExprLike) -> Expr:
+        return bitwise("bitwise_or", self, o)
+
+    def __ror__(self, o: ExprLike) -> Expr:
+        return bitwise("bitwise_or", o, self)
+
+    def __xor__(self, o: ExprLike) -> Expr:
+        return bitwise("bitwise_xor", self, o)
+
+    def __rxor__(self, o: ExprLike) -> Expr:
+        return bitwise("bitwise_xor", o, self)
+
+    def __lshift__(self, o: ExprLike) -> Expr:
+        return bitwise("shift_left", self, o)
+
+    def __rlshift__(self, o: ExprLike) -> Expr:
+        return bitwise("shift_left", o, self)
+
+    def __rshift__(self, o: ExprLike) -> Expr:
+        return bitwise("shift_right", self, o)
+
+    def __rrshift__(self, o: ExprLike) -> Expr:
+        return bitwise("shift_right", o, self)
+
+    def __invert__(self) -> Expr:
+        return bitwise_not(self)
 
     def astype(self, dtype: str) -> Expr:
         e = as_expr(self)
@@ -524,6 +550,48 @@ def unify(x: object, y: object) -> tuple[Expr, Expr]:
         if eb != target:
             b = Cast(dt.with_lanes(target, dt.lanes(b.dtype)), b)
     return a, b
+
+
+# TVM's bitwise intrinsics on integers, each a C operator (a ``Call``, as TVM has them)
+BITWISE = {
+    "bitwise_and": "&",
+    "bitwise_or": "|",
+    "bitwise_xor": "^",
+    "shift_left": "<<",
+    "shift_right": ">>",
+}
+
+
+def bitwise(name: str, x: object, y: object) -> Expr:
+    """TVM's ``bitwise_and`` / ``bitwise_or`` / ``bitwise_xor`` / ``shift_left`` /
+    ``shift_right`` (``&``, ``|``, ``^``, ``<<``, ``>>`` on expressions): of two integers a
+    call of the integer dtype; of two conditions ``&``, ``|`` and ``^`` are the logical and,
+    or and inequality, as TVM's bitwise operators are on booleans."""
+    a, b = unify(x, y)
+    if dt.is_bool(a.dtype) and name != "shift_left" and name != "shift_right":
+        if name == "bitwise_and":
+            return And(a, b)
+        return Or(a, b) if name == "bitwise_or" else Cmp("!=", a, b)
+    if not dt.is_int(a.dtype):
+        raise ComputeError(
+            f"'{BITWISE[name]}' ({name}) of {a.dtype} operands: bitwise operators take integers "
+            "(and '&', '|', '^' conditions); combine float conditions with ts.all / ts.any, or "
+            "cast with .astype('int32')"
+        )
+    return Call(name, (a, b), a.dtype)
+
+
+def bitwise_not(x: object) -> Expr:
+    """TVM's ``bitwise_not`` (``~`` on an expression): a call on an integer, the logical not
+    of a condition."""
+    a = as_expr(x)
+    if dt.is_bool(a.dtype):
+        return Not(a)
+    if not dt.is_int(a.dtype):
+        raise ComputeError(
+            f"'~' (bitwise_not) of a {a.dtype} expression: it takes an integer or a condition"
+        )
+    return Call("bitwise_not", (a,), a.dtype)
 
 
 def binop(op: str, x: object, y: object) -> BinOp:

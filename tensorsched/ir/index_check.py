@@ -9,6 +9,7 @@ loop values of a counterexample. ``parse_ir`` (``parser.py``) runs it on every a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -263,6 +264,8 @@ def _evaluable(e: E.Expr) -> bool:
     if isinstance(e, E.Cast):
         return dt.lanes(e.dtype) == 1 and not dt.is_float(e.dtype) and _evaluable(e.value)
     if isinstance(e, E.Call):
+        if e.name in _BIT_OPS or e.name == "bitwise_not":  # TVM's bitwise intrinsics
+            return dt.lanes(e.dtype) == 1 and all(_evaluable(a) for a in e.args)
         return e.name == "likely" and len(e.args) == 1 and _evaluable(e.args[0])
     return False
 
@@ -290,6 +293,27 @@ _INT_OPS = {
     "%": _floor_op(np.remainder),  # the sign of the divisor
     "min": np.minimum,
     "max": np.maximum,
+}
+
+
+def _shift_left(a, b):
+    if np.any(b < 0) or np.any(b >= 62):
+        raise _NotEvaluable
+    return _checked(np.left_shift(_checked(a), b))
+
+
+def _shift_right(a, b):
+    if np.any(b < 0) or np.any(b >= 64):
+        raise _NotEvaluable
+    return np.right_shift(a, b)  # arithmetic, as the device's on signed integers
+
+
+_BIT_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+    "shift_left": _shift_left,
+    "shift_right": _shift_right,
 }
 _CMP_OPS = {
     "<": np.less,
@@ -333,8 +357,11 @@ def _evaluate(e: E.Expr, env: dict) -> Any:  # an array or scalar of int64 or bo
     if isinstance(e, E.Cast):
         v = _evaluate(e.value, env)
         return v != 0 if dt.is_bool(e.dtype) else np.asarray(v, dtype=np.int64)
-    if isinstance(e, E.Call):  # likely(x)
-        return _evaluate(e.args[0], env)
+    if isinstance(e, E.Call):  # likely(x) and the bitwise intrinsics
+        args = [_evaluate(a, env) for a in e.args]
+        if e.name == "bitwise_not":
+            return np.invert(args[0])
+        return _BIT_OPS[e.name](*args) if e.name in _BIT_OPS else args[0]
     raise _NotEvaluable
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -246,21 +246,35 @@ def fabs(x: E.ExprLike) -> E.Call:
     return _float_call("fabs", x)
 
 
-def floor(x: E.ExprLike) -> E.Call:
-    return _float_call("floor", x)
+def _rounding(name: str, x: E.ExprLike) -> E.Expr:
+    """A rounding function: an integer or a condition is its own value (TVM returns it
+    unchanged), a float the call."""
+    if isinstance(x, E.ExprOps) and not dt.is_float(E.as_expr(x).dtype):
+        return E.as_expr(x)
+    return _float_call(name, x)
 
 
-def ceil(x: E.ExprLike) -> E.Call:
-    return _float_call("ceil", x)
+def floor(x: E.ExprLike) -> E.Expr:
+    return _rounding("floor", x)
 
 
-def round(x: E.ExprLike) -> E.Call:  # noqa: A001
+def ceil(x: E.ExprLike) -> E.Expr:
+    return _rounding("ceil", x)
+
+
+def round(x: E.ExprLike) -> E.Expr:  # noqa: A001
     """To the nearest integer value, halves away from zero (C's and OpenCL's ``round``)."""
-    return _float_call("round", x)
+    return _rounding("round", x)
 
 
-def trunc(x: E.ExprLike) -> E.Call:
-    return _float_call("trunc", x)
+def trunc(x: E.ExprLike) -> E.Expr:
+    return _rounding("trunc", x)
+
+
+def nearbyint(x: E.ExprLike) -> E.Expr:
+    """To the nearest integer value, halves to even (TVM's ``nearbyint``, numpy's ``rint``:
+    OpenCL C's ``rint``)."""
+    return _rounding("rint", x)
 
 
 def cos(x: E.ExprLike) -> E.Call:
@@ -332,6 +346,97 @@ def _binary_float(name: str, what: str) -> Callable[[E.ExprLike, E.ExprLike], E.
 
 fmod = _binary_float("fmod", "``x - y * trunc(x / y)``, the remainder with the sign of ``x``")
 atan2 = _binary_float("atan2", "The arc tangent of ``y / x`` in the quadrant of ``(x, y)``")
+hypot = _binary_float("hypot", "``sqrt(x*x + y*y)`` without overflow in the squares")
+copysign = _binary_float("copysign", "``|x|`` with the sign of ``y``")
+nextafter = _binary_float("nextafter", "The next value of the dtype after ``x`` towards ``y``")
+
+
+def ldexp(x: E.ExprLike, exp: E.ExprLike) -> E.Call:
+    """``x * 2**exp`` for a float ``x`` and an integer ``exp`` (OpenCL C's ``ldexp``)."""
+    a, e = E.as_expr(x, "float32"), E.as_expr(exp, "int32")
+    if not dt.is_float(a.dtype) or not dt.is_int(e.dtype):
+        raise ComputeError(
+            f"ts.ldexp(x, exp) needs a float x and an integer exp, got {a.dtype} and {e.dtype}"
+        )
+    return E.Call("ldexp", (a, e.astype("int32")), a.dtype)
+
+
+# ---------------------------------------------------------------- integers and float classes
+
+
+def _int_call(name: str, x: E.ExprLike) -> E.Call:
+    e = E.as_expr(x)
+    if not dt.is_int(e.dtype):
+        raise ComputeError(
+            f"ts.tir.{name} needs an integer argument, got {e.dtype}; use .astype('int32')"
+        )
+    return E.Call(name, (e,), e.dtype)
+
+
+def popcount(x: E.ExprLike) -> E.Call:
+    """The number of bits set in an integer (in its two's complement, so -1 of int32 has 32;
+    OpenCL C's ``popcount``)."""
+    return _int_call("popcount", x)
+
+
+def clz(x: E.ExprLike) -> E.Call:
+    """The number of leading zero bits of an integer (its width for 0; OpenCL C's ``clz``)."""
+    return _int_call("clz", x)
+
+
+def bitwise_and(x: E.ExprLike, y: E.ExprLike) -> E.Expr:
+    """``x & y`` of integers (of conditions, their logical and)."""
+    return E.bitwise("bitwise_and", x, y)
+
+
+def bitwise_or(x: E.ExprLike, y: E.ExprLike) -> E.Expr:
+    """``x | y`` of integers (of conditions, their logical or)."""
+    return E.bitwise("bitwise_or", x, y)
+
+
+def bitwise_xor(x: E.ExprLike, y: E.ExprLike) -> E.Expr:
+    """``x ^ y`` of integers (of conditions, whether they differ)."""
+    return E.bitwise("bitwise_xor", x, y)
+
+
+def bitwise_not(x: E.ExprLike) -> E.Expr:
+    """``~x`` of an integer (of a condition, its negation)."""
+    return E.bitwise_not(x)
+
+
+def shift_left(x: E.ExprLike, y: E.ExprLike) -> E.Expr:
+    """``x << y`` of integers."""
+    return E.bitwise("shift_left", x, y)
+
+
+def shift_right(x: E.ExprLike, y: E.ExprLike) -> E.Expr:
+    """``x >> y`` of integers (arithmetic: the sign bit is kept)."""
+    return E.bitwise("shift_right", x, y)
+
+
+def _float_class(name: str, of_int: bool) -> Callable[[E.ExprLike], E.Expr]:
+    def fn(x: E.ExprLike) -> E.Expr:
+        e = E.as_expr(x, "float32")
+        if not dt.is_float(e.dtype):  # an integer is never NaN nor infinite
+            return E.TRUE if of_int else E.FALSE
+        return E.Call(name, (e,), "bool")
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (
+        f"TVM's ``{name}``: a condition on a float (OpenCL C's ``{name}``); of an integer "
+        f"the constant {of_int}."
+    )
+    return fn
+
+
+isnan = _float_class("isnan", False)
+isinf = _float_class("isinf", False)
+isfinite = _float_class("isfinite", True)
+
+
+def Cast(dtype: str, value: E.ExprLike) -> E.Expr:  # noqa: N802 (TVM's constructor name)
+    """TVM's ``tir.Cast(dtype, value)``: ``value.astype(dtype)``."""
+    return E.as_expr(value).astype(dtype)
 
 
 def const(value: object, dtype: str | None = None) -> E.Expr:
@@ -533,3 +638,31 @@ class CallEffectKind:
     Embedded = 5
     SpecialCallArg = 6
     ControlJump = 7
+
+
+# ---------------------------------------------------------------- refused te functions
+
+
+def decl_tensor_intrin(
+    op: Any, fcompute: Callable[..., Any], *args: Any, **kwargs: Any
+) -> NoReturn:
+    """TVM's ``te.decl_tensor_intrin``: refused, with what to do instead (``tensorize``'s
+    intrinsic; an OpenCL C 1.2 kernel has no tensor instructions to declare)."""
+    name = getattr(op, "name", repr(op))
+    raise ComputeError(
+        f"te.decl_tensor_intrin of compute '{name}': tensor intrinsics (and Stage.tensorize) "
+        "are not supported: a kernel is OpenCL C 1.2, which has no tensor instructions to map "
+        "a loop nest onto; keep the computation as a ts.compute and schedule its loops "
+        "(unroll / vectorize emit OpenCL vector code)"
+    )
+
+
+def extern(
+    shape: Any, inputs: Any, fcompute: Callable[..., Any], name: str = "extern", **kwargs: Any
+) -> NoReturn:
+    """TVM's ``te.extern``: refused (there are no packed functions to call from a kernel)."""
+    raise ComputeError(
+        f"te.extern '{name}': external functions are not supported: a kernel is one "
+        "self-contained OpenCL C program with no packed-function runtime to call into; write "
+        "the computation with ts.compute, or run it on the host between module calls"
+    )

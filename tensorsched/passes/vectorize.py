@@ -63,9 +63,12 @@ class _Vec(Mutator):
         return E.BinOp(e.op, self._widen(a), self._widen(b))
 
     def visit_Call(self, e):
-        return E.Call(
-            e.name, tuple(self._widen(self.vec(a)) for a in e.args), dt.with_lanes(e.dtype, self.n)
-        )
+        args = [self.vec(a) for a in e.args]
+        if not all(dt.is_float(x.dtype) for x in (e, *args)) and any(
+            dt.lanes(a.dtype) > 1 for a in args
+        ):
+            raise _CannotVectorize()  # integer intrinsics and float tests (isnan): keep scalar
+        return E.Call(e.name, tuple(self._widen(a) for a in args), dt.with_lanes(e.dtype, self.n))
 
     def visit_Select(self, e):
         # a test the lanes share (a padded row, read a channel vector at a time) picks whole

@@ -580,6 +580,18 @@ class Stage:
             )
         self.align[self.op.axis.index(axis)] = (f, o)
 
+    def tensorize(self, var: IterVar, tensor_intrin: object) -> None:
+        """TVM's ``tensorize``: refused. It replaces the loops from ``var`` inwards with a call
+        of a hardware tensor intrinsic (``te.decl_tensor_intrin``); an OpenCL C 1.2 kernel has
+        no such intrinsics to call and tensorsched no registry of them."""
+        raise self._error(
+            "tensorize",
+            "tensor intrinsics are not supported (an OpenCL C 1.2 kernel has no tensor "
+            "instructions to map the loops onto); leave the loops as they are and schedule "
+            "them with unroll / vectorize, which emit OpenCL vector code",
+            var,
+        )
+
 
 class Group:
     """A group of stages (``s.create_group``) placed as a unit: ``compute_at`` computes each
