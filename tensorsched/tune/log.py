@@ -14,11 +14,13 @@ import fcntl
 import json
 import math
 import os
+import stat
 import statistics
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, replace
+from typing import BinaryIO
 
 from ..errors import TensorschedError
 from .record import (  # noqa: F401  (re-exported: a log's records)
@@ -36,20 +38,38 @@ class LogError(TensorschedError):
     """The log cannot be read or written (full disk, permissions ...)."""
 
 
+MAX_LINE_BYTES = 1 << 20  # a record is a few hundred bytes; an expr task's text a few KiB
+
+
 def read_log(path: str) -> list[Record]:
     """The records of a log that meet the schema (``record.check_record``); a line that does
-    not parse or a record that does not meet it is skipped with a warning naming the file and
-    line. Nothing is imported or run but the registered templates the records name."""
+    not parse, is longer than ``MAX_LINE_BYTES`` or holds a record that does not meet it is
+    skipped with a warning naming the file and line. Nothing is imported or run but the
+    registered templates the records name. A log that does not exist holds no record; one
+    that is not a regular file (a folder, a FIFO, a device such as ``/dev/zero``) is a
+    ``LogError``, never a read that blocks or does not end."""
     records: list[Record] = []
-    if not os.path.exists(path):
+    try:  # non-blocking: opening a FIFO that no one writes returns at once (to be refused)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
         return records
-    try:
-        f = open(path, encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise LogError(f"cannot read the tuning log {path}: {exc.strerror or exc}") from None
-    spaces = KnobSpaces()
-    with f:
-        for n, line in enumerate(f, 1):
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL character
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise LogError(f"cannot read the tuning log {path}: {why}") from None
+    kind = _not_regular(os.fstat(fd).st_mode)
+    if kind:
+        os.close(fd)
+        raise LogError(
+            f"cannot read the tuning log {path}: it is {kind}, not a file; give the path of a "
+            "JSON-lines file"
+        )
+    with os.fdopen(fd, "rb") as f:
+        spaces = KnobSpaces()
+        for n, raw in enumerate(_lines(f), 1):
+            if raw is None:
+                _skip(path, n, f"longer than {MAX_LINE_BYTES} bytes")
+                continue
+            line = raw.decode("utf-8", errors="replace")
             if not line.strip():
                 continue
             try:
@@ -59,6 +79,49 @@ def read_log(path: str) -> list[Record]:
             except RecordError as exc:
                 _skip(path, n, str(exc))
     return records
+
+
+def _not_regular(mode: int) -> str:
+    """What a file of ``mode`` is where it is not a regular file (else "")."""
+    if stat.S_ISREG(mode):
+        return ""
+    kinds = {
+        stat.S_ISDIR: "a folder",
+        stat.S_ISFIFO: "a FIFO (a named pipe)",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISSOCK: "a socket",
+    }
+    return next((what for test, what in kinds.items() if test(mode)), "not a regular file")
+
+
+def _check_is_file(path: str, verb: str) -> None:
+    """``LogError`` where ``path`` is there but is not a regular file (a folder, a FIFO, a
+    device): a log is read and appended to as a file."""
+    try:
+        kind = _not_regular(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return  # not there (yet): opening it says what is wrong
+    if kind:
+        raise LogError(
+            f"cannot {verb} the tuning log {path}: it is {kind}, not a file; give the path of "
+            "a JSON-lines file"
+        )
+
+
+def _lines(f: BinaryIO) -> Iterator[bytes | None]:
+    """The lines of ``f``, each read in at most ``MAX_LINE_BYTES`` (and its newline); a line
+    longer than that is read through in pieces and given as None."""
+    while True:
+        raw = f.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = f.readline(MAX_LINE_BYTES)
+            yield None
+        else:
+            yield raw
 
 
 def _skip(path: str, line: int, why: str) -> None:
@@ -85,6 +148,7 @@ class LogLock:
         self._fd: int | None = None
 
     def acquire(self) -> LogLock:
+        _check_is_file(self.log_path, "lock")  # before the lock file is made beside it
         for _ in range(20):
             try:
                 os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
@@ -155,6 +219,7 @@ class LogWriter:
         folder = os.path.dirname(os.path.abspath(path))
         # a previous run killed mid-line leaves no newline: start on a fresh line
         self._needs_newline = False
+        _check_is_file(path, "open")
         try:
             os.makedirs(folder, exist_ok=True)
             if os.path.exists(path) and os.path.getsize(path) > 0:

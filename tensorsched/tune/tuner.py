@@ -235,7 +235,8 @@ def tune(
     transfer = [transfer] if isinstance(transfer, str) else list(transfer)
     for path in transfer:
         if not os.path.isfile(path):
-            raise TensorschedError(f"transfer log {path} does not exist")
+            what = "is not a file" if os.path.exists(path) else "does not exist"
+            raise TensorschedError(f"transfer log {path} {what}")
     if strategy == "model":
         require_lightgbm()
     modules = worker_modules(task)
