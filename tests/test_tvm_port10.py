@@ -648,3 +648,187 @@ def test_select_variants_and_typed_constants(target):
     f(a, ii, b, h)
     np.testing.assert_array_equal(b, want_b)
     np.testing.assert_allclose(h, a.astype("float16") * np.float16(0.5), rtol=1e-3)
+
+
+# ---------------------------------------------------------------- scans with inlined bodies
+
+
+def two_state_scan(m, n, inline_shared):
+    """``test_scan_inline1`` / ``test_scan_inline2``: two states whose updates read stages
+    between them and the states; returns ``(x, res1, res2, stages)``."""
+    x = te.compute((m, n), lambda i, j: tvm.tir.const(1, "float32"), name="x")
+    s_state1, s_state2 = te.placeholder((m, n)), te.placeholder((m, n))
+    s_init1 = te.compute((1, n), lambda _, i: x[0, i])
+    s_init2 = te.compute((1, n), lambda _, i: x[0, i])
+    if inline_shared:  # one stage read by both updates' stages
+        s_xx = te.compute((m, n), lambda t, i: s_state1[t - 1, i] + s_state2[t - 1, i], "xx")
+        s_x1 = te.compute((m, n), lambda t, i: s_xx[t, i] + x[t, i], name="x1")
+        s_x2 = te.compute((m, n), lambda t, i: s_xx[t, i] + s_state2[t - 1, 2], name="x2")
+        stages = [s_xx, s_x1, s_x2]
+    else:
+        s_x1 = te.compute((m, n), lambda t, i: s_state1[t - 1, i] + x[t, i], name="x1")
+        s_x2 = te.compute((m, n), lambda t, i: s_state2[t - 1, i] + 1, name="x2")
+        stages = [s_x1]
+    s_update1 = te.compute((m, n), lambda t, i: s_x1[t, i], "u1")
+    s_update2 = te.compute((m, n), lambda t, i: s_x2[t, i], "u2")
+    res1, res2 = tvm.te.scan([s_init1, s_init2], [s_update1, s_update2], [s_state1, s_state2])
+    return x, res1, res2, stages
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("inline_shared", [False, True])
+def test_scan_inline(target, inline_shared):
+    m, n = te.var("m"), te.var("n")
+    x, res1, res2, stages = two_state_scan(m, n, inline_shared)
+    s = te.create_schedule(res1.op)
+    for st in stages:
+        s[st].compute_inline()
+    M, N = 6, 5
+    r1, r2 = np.ones((M, N)), np.ones((M, N))
+    for t in range(1, M):
+        if inline_shared:
+            xx = r1[t - 1] + r2[t - 1]
+            r1[t], r2[t] = xx + 1, xx + r2[t - 1, 2]
+        else:
+            r1[t], r2[t] = r1[t - 1] + 1, r2[t - 1] + 1
+    f = build(s, [x, res1, res2], target)
+    xs, o1, o2 = (np.full((M, N), np.nan, "float32") for _ in range(3))
+    f(xs, o1, o2)
+    np.testing.assert_allclose(o1, r1, rtol=1e-6)
+    np.testing.assert_allclose(o2, r2, rtol=1e-6)
+    np.testing.assert_array_equal(xs, np.ones((M, N)))  # x is an argument: computed too
+
+
+# ---------------------------------------------------------------- more of test_te_schedule_ops.py
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_local_stage_predicate2(target):
+    # a "local" cache computed at the block axis and spread over the threads, and a "shared"
+    # stage at a serial loop between the block and thread axes, both bound to one thread
+    # axis of a given range (150: none of the splits divide it)
+    n = 150
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda bi: A[bi] + 1, name="B")
+    C = te.compute((n,), lambda ci: B[ci] + 2, name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "local", [B])
+    s[B].set_scope("shared")
+    block_x = thr("blockIdx.x")
+    thread_x = te.thread_axis((0, 32), "threadIdx.x")
+    oc, ic = s[C].split(s[C].op.axis[0], factor=64)
+    ooc, ioc = s[C].split(oc, factor=2)
+    oic, iic = s[C].split(ic, factor=32)
+    s[C].bind(ooc, block_x)
+    s[C].bind(iic, thread_x)
+    s[B].compute_at(s[C], ioc)
+    ob, ib = s[B].split(s[B].op.axis[0], factor=32)
+    s[B].bind(ib, thread_x)
+    s[AA].compute_root()
+    s[AA].compute_at(s[C], ooc)
+    oaa, iaa = s[AA].split(s[AA].op.axis[0], factor=32)
+    s[AA].bind(iaa, thread_x)
+    a = rand(n, seed=31)
+    run(s, [A, C], target, [a], [a.astype("float64") + 3])
+
+
+# ---------------------------------------------------------------- integration/test_reduce.py
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_warp_reduction_of_a_tuple(target):
+    # test_warp_reduction2: an (add, multiply) tuple reducer across 32 work-items of
+    # threadIdx.x, rows on threadIdx.y (thread axes with ranges) and blockIdx.x
+    def fcombine(x, y):
+        return x[0] + y[0], x[1] * y[1]
+
+    def fidentity(t0, t1):
+        return tvm.tir.const(0, t0), tvm.tir.const(1, t1)
+
+    add_mul_reducer = te.comm_reducer(fcombine, fidentity, name="add_mul_reducer")
+    m, n = 15, 101
+    A0 = te.placeholder((m, n), name="A0", dtype="float32")
+    A1 = te.placeholder((m, n), name="A1", dtype="float32")
+    k = te.reduce_axis((0, n), "k")
+    T0, T1 = te.compute((m,), lambda i: add_mul_reducer((A0[i, k], A1[i, k]), axis=k), name="T")
+    s = te.create_schedule(T0.op)
+    ko, _ = s[T0].split(k, nparts=32)
+    xo, xi = s[T0].split(s[T0].op.axis[0], factor=2)
+    s[T0].bind(ko, te.thread_axis((0, 32), "threadIdx.x"))
+    s[T0].bind(xi, te.thread_axis((0, 2), "threadIdx.y"))
+    s[T0].bind(xo, thr("blockIdx.x"))
+    a0 = rand(m, n, seed=32)
+    a1 = (1 + (rand(m, n, seed=33) - 1) * 0.02).astype("float32")  # a product near 1
+    wants = [a0.astype("float64").sum(1), a1.astype("float64").prod(1)]
+    run(s, [A0, A1, T0, T1], target, [a0, a1], wants)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_warp_reduction_max_with_thread_ranges(target):
+    # test_warp_reduction1 at its odd size (m = 10, n = 20): more work-items than elements
+    nthx, nthy = 32, 4
+    m, n = 10, 20
+    A = te.placeholder((m, n), name="A")
+    k = te.reduce_axis((0, n))
+    B = te.compute((m,), lambda i: te.max(A[i][k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, _ = s[B].split(s[B].op.reduce_axis[0], nparts=nthx)
+    s[B].bind(ko, te.thread_axis((0, nthx), "threadIdx.x"))
+    xo, xi = s[B].split(s[B].op.axis[0], factor=nthy)
+    s[B].bind(xi, te.thread_axis((0, nthy), "threadIdx.y"))
+    s[B].bind(xo, thr("blockIdx.x"))
+    a = rand(m, n, seed=34) - 2.0  # all negative: an identity of 0 would show
+    run(s, [A, B], target, [a], [a.max(1)])
+
+
+# ---------------------------------------------------------------- test_codegen_llvm.py
+
+
+DIVIDENDS = [(-12, -12), (-11, -1), (-11, 0), (0, 0), (12, 12), (1, 11), (0, 11), (-11, 11)]
+DIVISORS = [(-11, -1), (-11, 1), (-4, -4), (-2, -2), (1, 11), (0, 11), (4, 4), (2, 2), (-11, 11)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_div_and_mod_semantics(target, dtype):
+    # test_llvm_div: truncdiv/truncmod and floordiv/floormod of every sign combination, the
+    # operands clipped with min/max so that the simplifier knows their ranges (its
+    # bound-aware rules for // and % must keep the semantics); every case is a stage of one
+    # schedule, built once
+    args, wants = [], []
+    for start, end in DIVIDENDS:
+        for dstart, dend in DIVISORS:
+            for floor_div in (False, True):
+                A = te.placeholder((end - start + 1,), name="A", dtype=dtype)
+                B = te.placeholder((dend - dstart + 1,), name="B", dtype=dtype)
+
+                def clip(x, lo, hi):
+                    if lo == hi:  # a single point: the constant itself
+                        return tvm.tir.const(lo, dtype)
+                    return te.min(tvm.tir.const(hi, dtype), te.max(tvm.tir.const(lo, dtype), x))
+
+                div = te.floordiv if floor_div else tvm.tir.truncdiv
+                mod = te.floormod if floor_div else tvm.tir.truncmod
+                D, M = te.compute(
+                    (end - start + 1, dend - dstart + 1),
+                    lambda i, j: (  # noqa: B023 (called here)
+                        div(clip(A[i], start, end), clip(B[j], dstart, dend)),  # noqa: B023
+                        mod(clip(A[i], start, end), clip(B[j], dstart, dend)),  # noqa: B023
+                    ),
+                    name="DM",
+                )
+                a = np.arange(start, end + 1, dtype=dtype)
+                b = np.arange(dstart, dend + 1, dtype=dtype)
+                if dstart <= 0 <= dend:
+                    b[-dstart] = 1  # no division by zero
+                x, y = a[:, None].astype(np.int64), b[None, :].astype(np.int64)
+                q = x // y if floor_div else np.trunc(x / y).astype(np.int64)
+                args += [(A, a), (B, b), (D, None), (M, None)]
+                wants += [q.astype(dtype), (x - q * y).astype(dtype)]
+    s = te.create_schedule([t.op for t, v in args if v is None][::2])
+    f = build(s, [t for t, _ in args], target)
+    outs = [np.full(w.shape, -77, dtype) for w in wants]
+    it = iter(outs)
+    f(*[v if v is not None else next(it) for _, v in args])
+    for out, want in zip(outs, wants):
+        np.testing.assert_array_equal(out, want)
