@@ -6,9 +6,13 @@
 ``isinf`` / ``isfinite`` tests of TOPI's math, ``unittest/test_te_tensor.py`` (``conv1d`` on a
 shape ``n + 2``, a tuple reduction with a condition on integers, the tensor intrinsic
 declaration), ``unittest/test_te_schedule_ops.py`` (mixed inlining and ``compute_at``, the
-bound condition of a padded stage under a ``local`` ``cache_read``), ``unittest/
-test_tir_transform_storage_flatten.py`` (``storage_align`` of an intermediate), and schedule
-primitives in the combinations TVM's tests and tutorials use: chains of ``compute_inline``,
+bound condition of a padded stage under a ``local`` ``cache_read``, two-state scans with
+inlined bodies, ``test_local_stage_predicate2``), ``integration/test_reduce.py`` (the warp
+reductions: a tuple reducer and a max across threads with thread ranges),
+``unittest/test_codegen_llvm.py::test_llvm_div`` (truncated and floor division and modulo over
+every sign combination, operands clipped so the simplifier knows their ranges),
+``unittest/test_tir_transform_storage_flatten.py`` (``storage_align`` of an intermediate), and
+schedule primitives in the combinations TVM's tests and tutorials use: chains of ``compute_inline``,
 ``compute_at`` at an outer and an inner loop, a fuse split again, ``reorder`` after ``fuse``,
 ``cache_read`` for several readers, ``set_scope``, ``rfactor`` with ``factor_axis`` bound to
 threads, ``comm_reducer`` with an identity that is not zero, and symbolic sizes.
@@ -21,7 +25,9 @@ conditions, a ComputeError on floats), with ``ts.tir.bitwise_*`` and ``shift_*``
 ``copysign``, ``nextafter``, ``ldexp`` and ``tir.Cast`` (they did not exist); ``floor``,
 ``ceil``, ``round``, ``trunc`` of an integer return it, as in TVM (a ComputeError before).
 Refused with their errors: ``Stage.tensorize`` / ``te.decl_tensor_intrin`` and ``te.extern``
-(no tensor intrinsics or packed functions in an OpenCL C kernel). Every kernel runs on the
+(no tensor intrinsics or packed functions in an OpenCL C kernel). Also fixed: tensors that
+share a name (``test_nearbyint`` names its input and output ``A``) get distinct buffer names,
+so the lowered IR text parses back. Every kernel runs on the
 python target and the CPU OpenCL device against numpy on random data, at sizes no split factor
 divides, into NaN-poisoned (integers: sentinel-filled) outputs."""
 
