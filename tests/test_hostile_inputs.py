@@ -37,9 +37,11 @@ that fails the test instead of hanging it.
 import contextlib
 import json
 import os
+import re
 import signal
 import warnings
 
+import numpy as np
 import pytest
 
 from tensorsched.cli import main
@@ -180,3 +182,145 @@ def test_resume_and_transfer_from_what_is_not_a_file_exit_2(tmp_path, fifo, kind
         assert main([*tune, "--log", str(tmp_path / "t.jsonl"), "--transfer", path]) == 2
     assert f"transfer log {path} is not a file" in capsys.readouterr().err
     assert not (tmp_path / "t.jsonl").exists()
+
+
+# ---------------------------------------------------------------- command-line arguments
+
+
+def test_a_shapes_table_that_is_not_utf8_or_not_a_file(tmp_path, fifo, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"8,8,8,1\n\xff\xfe16,16,16,1\n")
+    tune = ["tune", "gemm", "--log", str(tmp_path / "t.jsonl"), "--template", "cpu"]
+    assert main([*tune, "--shapes", str(bad)]) == 2
+    assert f"--shapes {bad}:2: byte 0xff is not UTF-8 text" in capsys.readouterr().err
+    for path in (fifo, "/dev/zero", str(tmp_path)):
+        with no_hang():
+            assert main([*tune, "--shapes", path]) == 2
+        assert f"--shapes {path} is a" in capsys.readouterr().err
+    assert main([*tune, "--shapes", str(tmp_path / "none.csv")]) == 2
+    assert "cannot read --shapes" in capsys.readouterr().err
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "knob",
+    [
+        "tile_k=" + "[" * 50_000 + "]" * 50_000,  # deeper than Python's recursion
+        "vec=[" + "9" * 5000 + "]",  # more digits than int() converts
+        "vec=[1,",
+    ],
+)
+def test_a_knob_that_json_cannot_read_exits_2(tmp_path, knob, capsys):
+    argv = ["tune", "gemm", "--shape", "8,8,8", "--template", "cpu"]
+    assert main([*argv, "--log", str(tmp_path / "t.jsonl"), "--knob", knob]) == 2
+    err = capsys.readouterr().err
+    assert "expected NAME=JSON-LIST" in err and len(err) < 1000
+
+
+@pytest.mark.parametrize(
+    "shape, message",
+    [
+        ("0,16,16", "3 positive ints"),
+        ("-16,16,16", "3 positive ints"),
+        (f"{2**63},16,16", "is over 2147483647"),
+        ("16.5,16,16", "comma-separated integers"),
+        ("9" * 5000 + ",16,16", r"comma-separated integers, got '9+\.\.\. \(5006 characters\)'"),
+    ],
+)
+def test_tune_shape_zeros_negatives_2_63_floats(tmp_path, shape, message, capsys):
+    argv = ["tune", "gemm", f"--shape={shape}", "--template", "cpu"]
+    assert main([*argv, "--log", str(tmp_path / "t.jsonl")]) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("extent", ["9" * 5000, str(2**63), "-3", "0", "2.5"])
+def test_expr_extents_out_of_range(tmp_path, extent, capsys):
+    argv = ["ir", "--expr", "C[i] = A[i] * 2.0", "--shape", f"i={extent}"]
+    assert main(argv) == 2
+    assert "tensorsched: " in capsys.readouterr().err
+    assert main(["ir", "--expr", "C[i] = A[i] * 2.0", "--shape", "i=0004"]) == 0  # leading 0s
+
+
+@pytest.fixture
+def onnx_file(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    path = tmp_path / "relu.onnx"
+    onnx.save(m, path)
+    return str(path)
+
+
+def test_net_seed_and_timeout_are_checked(onnx_file, tmp_path, capsys):
+    run = ["net", "run", onnx_file, "--target", "python"]
+    for bad in (["--seed", "-1"], ["--seed", str(2**64)]):
+        with pytest.raises(SystemExit) as exc:
+            main([*run, *bad])
+        assert exc.value.code == 2
+    for bad in ("nan", "-1", "inf"):
+        with pytest.raises(SystemExit):
+            main(["net", "tune", onnx_file, "--log", str(tmp_path / "t.jsonl"), "--timeout", bad])
+    assert "expected a positive number of seconds" in capsys.readouterr().err
+
+
+def _npy_claiming(shape, dtype="<f4"):
+    """A ``.npy`` whose header claims ``shape`` but that holds 16 bytes of data."""
+    header = f"{{'descr': '{dtype}', 'fortran_order': False, 'shape': {shape}, }}"
+    header += " " * (117 - len(header)) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 16
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (_npy_claiming((10**12,)), r"'x' has shape \(1000000000000,\); the network takes \(2, 3\)"),
+        (_npy_claiming((2, 3), "<U1"), "holds <U1 elements; give numbers"),
+        (_npy_claiming((2, 3), "<c8"), "holds complex64 elements"),
+        (_npy_claiming((2, 3), "|O"), "holds object elements"),
+        (_npy_claiming((2, 3), "<f8"), "'x' ends after 16 of its 48 bytes"),
+        (b"PK\x03\x04 not a zip", "not a readable .npy or .npz file"),
+        (b"garbage", "not a readable .npy or .npz file"),
+    ],
+)
+def test_net_input_is_checked_before_its_data_is_read(
+    onnx_file, tmp_path, content, message, capsys
+):
+    path = tmp_path / "in.npy"
+    path.write_bytes(content)
+    assert main(["net", "run", onnx_file, "--target", "python", "--input", str(path)]) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_net_input_of_a_npz_claiming_a_huge_shape(onnx_file, tmp_path, capsys):
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "in.npz", "w") as z:
+        z.writestr("x.npy", _npy_claiming((2**40, 2**20)))
+    argv = ["net", "run", onnx_file, "--target", "python", "--input", str(tmp_path / "in.npz")]
+    assert main(argv) == 2
+    assert "the network takes (2, 3)" in capsys.readouterr().err
+
+
+def test_net_input_that_is_not_a_file(onnx_file, tmp_path, fifo, capsys):
+    for path in (fifo, "/dev/zero", str(tmp_path)):
+        with no_hang():
+            assert main(["net", "run", onnx_file, "--target", "python", "--input", path]) == 2
+        assert f"--input {path} is a" in capsys.readouterr().err
+
+
+def test_net_output_is_written_where_it_says_and_nowhere_else(onnx_file, tmp_path, capsys):
+    out = tmp_path / "y"  # no .npy: np.save would have written y.npy
+    assert main(["net", "run", onnx_file, "--target", "python", "--output", str(out)]) == 0
+    assert out.exists() and not (tmp_path / "y.npy").exists()
+    assert np.load(out).shape == (2, 3)
+    before = sorted(os.listdir(tmp_path))
+    for option, action in (("--output", "run"), ("--out", "export")):
+        for path in (tmp_path / "none" / "y.npy", tmp_path / "relu.onnx" / "y", tmp_path):
+            argv = ["net", action, onnx_file, "--target", "python", option, str(path)]
+            assert main(argv) == 2
+            assert f"tensorsched: {option} {path}" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == before

@@ -15,7 +15,6 @@ import csv
 import hashlib
 import importlib
 import json
-import math
 import os
 import re
 import sys
@@ -49,7 +48,7 @@ from ..tune.distributed import Cluster
 from ..tune.log import best_records, read_log
 from ..tune.task import INDEX_MAX, ShapeError, Task, task_shape
 from ..tune.tuner import VERIFY_TIMES, VERIFY_TOP, parse_duration, tune, tune_devices
-from .net import add_net_parser, cmd_net, count
+from .net import add_net_parser, cmd_net, count, open_regular, positive_seconds, seed_int
 from .worker import add_worker_parser, cmd_worker
 
 # a small ACL-style search list (``compare`` without ``--acl-full``): one config per strategy
@@ -148,7 +147,8 @@ def _parse_ints(text: str, what: str) -> tuple[int, ...]:
     try:
         vals = tuple(int(x) for x in text.split(","))
     except ValueError:
-        raise ShapeError(f"{what} must be comma-separated integers, got '{text}'") from None
+        shown = text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+        raise ShapeError(f"{what} must be comma-separated integers, got '{shown}'") from None
     big = [v for v in vals if abs(v) > INDEX_MAX]
     if big:
         raise ShapeError(f"{what}: {big[0]} is over {INDEX_MAX}, the largest 32-bit index")
@@ -208,10 +208,11 @@ def check_extents(text: str, what: str) -> str:
     """``text`` (extents as ``i=64,j=64`` or ``A=34x34``) unless a number in it is over the
     32-bit index range."""
     for m in re.finditer(r"\d+", text or ""):
-        if int(m.group()) > INDEX_MAX:
-            raise TensorschedError(
-                f"{what}: {m.group()} is over {INDEX_MAX}, the largest 32-bit index"
-            )
+        digits = m.group()
+        value = digits.lstrip("0") or "0"
+        if len(value) > 10 or int(value) > INDEX_MAX:  # int() refuses 4300 digits and more
+            shown = digits if len(digits) <= 40 else f"{digits[:20]}... ({len(digits)} digits)"
+            raise TensorschedError(f"{what}: {shown} is over {INDEX_MAX}, the largest 32-bit index")
     return text
 
 
@@ -249,13 +250,7 @@ def _tasks(args: argparse.Namespace, cluster: Cluster | None = None) -> list[Tas
             f"--shapes reads GEMM and conv2d tables; give a {args.kind} shape with --shape"
         )
     if args.shapes:
-        try:
-            with open(args.shapes, newline="") as f:
-                rows = list(csv.reader(f))
-        except OSError as exc:
-            raise TensorschedError(
-                f"cannot read --shapes {args.shapes}: {exc.strerror or exc}"
-            ) from None
+        rows = list(csv.reader(_read_table(args.shapes).splitlines()))
         if args.kind == "gemm":
             for n, row in enumerate(rows, 1):
                 if not row or not row[0].strip() or not row[0].strip().lstrip("-").isdigit():
@@ -306,6 +301,29 @@ def _tasks(args: argparse.Namespace, cluster: Cluster | None = None) -> list[Tas
     return tasks
 
 
+MAX_TABLE_BYTES = 1 << 24  # a --shapes table: a line a shape
+
+
+def _read_table(path: str) -> str:
+    """The text of the ``--shapes`` table ``path``: a regular file of UTF-8 text of at most
+    ``MAX_TABLE_BYTES`` (a ``TensorschedError`` naming it otherwise)."""
+    with open_regular(path, "--shapes") as f:
+        try:
+            data = f.read(MAX_TABLE_BYTES + 1)
+        except OSError as exc:
+            raise TensorschedError(f"cannot read --shapes {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_TABLE_BYTES:
+        raise TensorschedError(f"--shapes {path} is over {MAX_TABLE_BYTES} bytes; split it")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise TensorschedError(
+            f"--shapes {path}:{line}: byte {data[exc.start]:#04x} is not UTF-8 text; give a "
+            "CSV table"
+        ) from None
+
+
 def _is_gpu(args: argparse.Namespace, cluster: Cluster | None) -> bool:
     """Whether the device tuned for is a GPU: those ``--device`` names on ``cluster`` (all
     GPUs or none, as one template is tuned for them all), else this host's."""
@@ -339,13 +357,15 @@ def _restrict(items: Sequence[str] | None) -> dict[str, list]:
         name, eq, values = item.partition("=")
         try:
             parsed = json.loads(values) if eq else None
-        except json.JSONDecodeError as exc:
-            parsed, why = None, f": {exc}"
+        except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError, or an int
+            # of more digits than Python converts; RecursionError: lists nested too deep
+            parsed, why = None, f": {str(exc)[:200] or type(exc).__name__}"
         else:
             why = ""
         if not name or not isinstance(parsed, list):
+            shown = item if len(item) <= 80 else f"{item[:60]}... ({len(item)} characters)"
             raise TensorschedError(
-                f"--knob {item!r}: expected NAME=JSON-LIST, e.g. tile_k=[[8],[16]] "
+                f"--knob {shown!r}: expected NAME=JSON-LIST, e.g. tile_k=[[8],[16]] "
                 f"or double_buffer='[\"local\"]'{why}"
             )
         out[name] = parsed
@@ -617,28 +637,6 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"expected a positive integer (1 to {INDEX_MAX}), got {text!r}"
         )
-    return value
-
-
-def seed_int(text: str) -> int:
-    """An argparse type: a random seed, an integer from 0 to 2**63 - 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**63 - 1, got {text!r}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a finite positive number of seconds (at most a week)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not (math.isfinite(value) and 0 < value <= 7 * 24 * 3600):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
 
 

@@ -16,11 +16,14 @@ eager (cuDNN, fp32, TF32 off) where torch can use a CUDA GPU."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
+import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any, BinaryIO
 
 import numpy as np
 
@@ -37,7 +40,7 @@ from ..nets import NETS
 from ..runtime.device import resolve_device
 from ..runtime.table import print_table
 from ..tune.distributed import Cluster
-from ..tune.log import read_log
+from ..tune.log import not_regular, read_log
 from ..tune.tuner import VERIFY_TOP, parse_duration, tune
 
 
@@ -87,34 +90,93 @@ def _inputs(g: Graph, path: str | None, seed: int = 0) -> dict[str, np.ndarray]:
     ``.npy`` for a network of one input, a ``.npz`` of arrays by input name), else seeded
     random ones: floats from a normal distribution, booleans either way, integers from 0 up
     to the smallest axis they index (``take``: token ids within the vocabulary), else 0 or 1
-    (a mask)."""
+    (a mask). An array's header is checked against the network's input (shape, a numeric
+    type) before its data is read: a header of a few bytes asks for no more memory than the
+    network takes."""
     if path is None:
         rng = np.random.default_rng(seed)
         return {t: _random_input(g, t, host, rng) for t, host in zip(g.inputs, g.input_types)}
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
+    with open_regular(path, "--input") as f:
+        try:
+            if f.read(4) != b"PK\x03\x04":  # a .npy (a .npz is a zip of them)
+                f.seek(0)
+                if len(g.inputs) != 1:
+                    raise TensorschedError(
+                        f"--input {path}: the network takes {len(g.inputs)} inputs "
+                        f"({', '.join(g.inputs)}); give a .npz of arrays by those names"
+                    )
+                return {g.inputs[0]: _npy(f, g, g.inputs[0], path)}
+            f.seek(0)
+            with zipfile.ZipFile(f) as z:
+                members = {n.removesuffix(".npy"): n for n in z.namelist()}
+                arrays = {}
+                for t in g.inputs:
+                    if t not in members:
+                        raise TensorschedError(
+                            f"--input {path} has no array '{t}' (the network's input)"
+                        )
+                    with z.open(members[t]) as m:
+                        arrays[t] = _npy(m, g, t, path)
+                return arrays
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            raise TensorschedError(
+                f"--input {path}: not a readable .npy or .npz file ({exc})"
+            ) from None
+
+
+def _npy(f: IO[bytes], g: Graph, t: str, path: str) -> np.ndarray:
+    """The array of input ``t`` that the ``.npy`` data in ``f`` holds: its header's shape must
+    be the input's and its type a number's (or bool) before its data is read."""
+    version = np.lib.format.read_magic(f)
+    header = (
+        np.lib.format.read_array_header_1_0
+        if version == (1, 0)
+        else np.lib.format.read_array_header_2_0
+    )
+    shape, fortran, dtype = header(f)
+    want = g.tensors[t].shape
+    if tuple(shape) != want:
         raise TensorschedError(
-            f"--input {path}: not a readable .npy or .npz file ({exc})"
+            f"--input {path}: '{t}' has shape {tuple(shape)}; the network takes {want}"
+        )
+    if dtype.hasobject or dtype.kind not in "biuf":
+        raise TensorschedError(
+            f"--input {path}: '{t}' holds {dtype} elements; give numbers (float, int or bool)"
+        )
+    size = math.prod(shape) * dtype.itemsize
+    data = f.read(size)
+    if len(data) != size:
+        raise TensorschedError(f"--input {path}: '{t}' ends after {len(data)} of its {size} bytes")
+    arr = np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
+    return np.ascontiguousarray(arr.astype(dtype.newbyteorder("=")))
+
+
+def open_regular(path: str, what: str) -> BinaryIO:
+    """``path`` opened to read, where it is a regular file; a ``TensorschedError`` that names
+    option ``what`` where it is not there, is a folder, a FIFO or a device (which would block
+    or never end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TensorschedError(f"cannot read {what} {path}: {why}") from None
+    kind = not_regular(os.fstat(fd).st_mode)
+    if kind:
+        os.close(fd)
+        raise TensorschedError(f"{what} {path} is {kind}, not a file")
+    return os.fdopen(fd, "rb")
+
+
+def write_to(path: str, what: str) -> BinaryIO:
+    """``path`` opened to write (made or emptied): exactly that file, in a folder that is
+    there; a ``TensorschedError`` naming option ``what`` where it cannot be."""
+    try:
+        return open(path, "wb")
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TensorschedError(
+            f"cannot write {what} {path}: {why} (its folder must be there)"
         ) from None
-    if isinstance(data, np.ndarray):
-        if len(g.inputs) != 1:
-            raise TensorschedError(
-                f"--input {path}: the network takes {len(g.inputs)} inputs "
-                f"({', '.join(g.inputs)}); give a .npz of arrays by those names"
-            )
-        data = {g.inputs[0]: data}
-    arrays = {}
-    for t in g.inputs:
-        if t not in data:
-            raise TensorschedError(f"--input {path} has no array '{t}' (the network's input)")
-        x, shape = data[t], g.tensors[t].shape
-        if tuple(x.shape) != shape:
-            raise TensorschedError(
-                f"--input {path}: '{t}' has shape {x.shape}; the network takes {shape}"
-            )
-        arrays[t] = np.ascontiguousarray(x)
-    return arrays
 
 
 def _random_input(g: Graph, t: str, host: str, rng: np.random.Generator) -> np.ndarray:
@@ -190,8 +252,9 @@ def _run(args: argparse.Namespace) -> None:
     if args.check:
         ref = run_reference(g, x)[g.outputs[0]]
         print(f"max relative error against numpy (float64): {max_rel_error(out, ref):.2e}")
-    if args.output:
-        np.save(args.output, out)
+    if args.output:  # written where it says (np.save of a name would add .npy)
+        with write_to(args.output, "--output") as f:
+            np.save(f, out)
         print(f"output written to {args.output}")
     if args.profile:
         print(net.profile(x, repeat=args.repeat))
@@ -369,7 +432,9 @@ def plot_latency(rows: list[list[str]], path: str) -> None:
 def _export(args: argparse.Namespace) -> None:
     if os.path.exists(args.out) and not args.force:
         raise TensorschedError(f"{args.out} exists; pass --force to overwrite it")
-    to_onnx(_model(args), args.out)
+    model = to_onnx(_model(args))
+    with write_to(args.out, "--out") as f:
+        f.write(model.SerializeToString())
     print(f"written {args.out}")
 
 
@@ -380,6 +445,28 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if not 1 <= value <= 2**31 - 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """An argparse type: a random seed, an integer from 0 to 2**63 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**63 - 1, got {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite positive number of seconds (at most a week)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not (math.isfinite(value) and 0 < value <= 7 * 24 * 3600):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
 
 
@@ -425,7 +512,7 @@ def add_net_parser(sub: Any) -> None:
     p.add_argument("--check", action="store_true", help="run: error against numpy")
     p.add_argument("--profile", action="store_true", help="run: the per-layer table")
     p.add_argument("--repeat", type=_positive, default=20, help="timed runs (bench, profile)")
-    p.add_argument("--seed", type=int, default=0, help="the random input's seed")
+    p.add_argument("--seed", type=seed_int, default=0, help="the random input's seed")
     p.add_argument(
         "--fp16",
         action="store_true",
@@ -462,7 +549,9 @@ def add_net_parser(sub: Any) -> None:
     )
     p.add_argument("--strategy", choices=["model", "grid", "random"], default="model")
     p.add_argument("--transfer", action="append", metavar="LOG")
-    p.add_argument("--timeout", type=float, default=60.0, help="tune: seconds per candidate")
+    p.add_argument(
+        "--timeout", type=positive_seconds, default=60.0, help="tune: seconds per candidate"
+    )
     p.add_argument("--quiet", action="store_true", help="tune: no progress bars")
     p.add_argument(
         "--cluster", metavar="ADDRESS", help="tune: measure on a Dask cluster (or 'local')"
@@ -476,5 +565,13 @@ def _check_args(args: argparse.Namespace) -> None:
         raise TensorschedError("net tune needs --log FILE (the JSON-lines log to write)")
     if args.action == "export" and not args.out:
         raise TensorschedError("net export needs --out FILE.onnx")
+    for option, path in (("--output", args.output), ("--out", args.out)):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise TensorschedError(
+                f"{option} {path}: the folder {os.path.dirname(os.path.abspath(path))} is not "
+                "there; make it first (nothing is made but the file named)"
+            )
+        if path and os.path.isdir(path):
+            raise TensorschedError(f"{option} {path} is a folder; name the file to write")
     if (args.acl_configs or args.acl_lists) and not args.acl:
         raise TensorschedError("--acl-configs and --acl-lists go with --acl DIR")

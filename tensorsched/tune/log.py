@@ -56,7 +56,7 @@ def read_log(path: str) -> list[Record]:
     except (OSError, ValueError) as exc:  # ValueError: a path with a NUL character
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise LogError(f"cannot read the tuning log {path}: {why}") from None
-    kind = _not_regular(os.fstat(fd).st_mode)
+    kind = not_regular(os.fstat(fd).st_mode)
     if kind:
         os.close(fd)
         raise LogError(
@@ -81,8 +81,8 @@ def read_log(path: str) -> list[Record]:
     return records
 
 
-def _not_regular(mode: int) -> str:
-    """What a file of ``mode`` is where it is not a regular file (else "")."""
+def not_regular(mode: int) -> str:
+    """What a file of ``mode`` (``os.stat``) is where it is not a regular file (else "")."""
     if stat.S_ISREG(mode):
         return ""
     kinds = {
@@ -99,7 +99,7 @@ def _check_is_file(path: str, verb: str) -> None:
     """``LogError`` where ``path`` is there but is not a regular file (a folder, a FIFO, a
     device): a log is read and appended to as a file."""
     try:
-        kind = _not_regular(os.stat(path).st_mode)
+        kind = not_regular(os.stat(path).st_mode)
     except (OSError, ValueError):
         return  # not there (yet): opening it says what is wrong
     if kind:
