@@ -45,6 +45,7 @@ import numpy as np
 import pytest
 
 from tensorsched.cli import main
+from tensorsched.errors import TensorschedError
 from tensorsched.tune.dispatch import apply_best
 from tensorsched.tune.log import MAX_LINE_BYTES, LogError, read_log
 from tensorsched.tune.record import PEAK_FLOPS
@@ -324,3 +325,268 @@ def test_net_output_is_written_where_it_says_and_nowhere_else(onnx_file, tmp_pat
             assert main(argv) == 2
             assert f"tensorsched: {option} {path}" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == before
+
+
+# ---------------------------------------------------------------- ONNX models
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from tensorsched.frontend.onnx import MAX_FOLD, OnnxImportError, from_onnx  # noqa: E402
+
+I64 = np.int64
+
+
+def _vi(name, shape, t=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def _init(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def _model(nodes, inputs=None, outputs=None, inits=(), opset=17):
+    inputs = [_vi("x", [2, 3])] if inputs is None else inputs
+    outputs = [_vi("y", None)] if outputs is None else outputs
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _one(op, ins, inits=(), **attrs):
+    return _model([helper.make_node(op, list(ins), ["y"], "n", **attrs)], inits=inits)
+
+
+def _folded_then_added(op, consts, **attrs):
+    """``op`` of constants only (folded at import), added to the input ``x`` of shape (1,)."""
+    names = [f"c{k}" for k in range(len(consts))]
+    nodes = [
+        helper.make_node(op, names, ["r"], "fold", **attrs),
+        helper.make_node("Add", ["x", "r"], ["y"]),
+    ]
+    inits = [_init(n, c) for n, c in zip(names, consts)]
+    return _model(nodes, [_vi("x", [1])], inits=inits)
+
+
+def _shape_model(op, shape):
+    return _one(op, ["x", "s"], [_init("s", np.array(shape, I64))])
+
+
+# (what, model, the message): the model must raise a TensorschedError matching the message
+REFUSED = [
+    # constant folding that asks for 10^12 elements or negative sizes
+    ("ConstantOfShape 10^12", _folded_then_added("ConstantOfShape", [np.array([10**6, 10**6], I64)]), f"at most 8 dims and {MAX_FOLD} elements"),
+    ("ConstantOfShape -1", _folded_then_added("ConstantOfShape", [np.array([-1], I64)]), "is more than tensorsched computes"),
+    ("ConstantOfShape 2^32 x 2^32 x 4", _folded_then_added("ConstantOfShape", [np.array([2**32, 2**32, 4], I64)]), "is more than tensorsched computes"),
+    ("Range of 10^12", _folded_then_added("Range", [np.array(0, I64), np.array(10**12, I64), np.array(1, I64)]), "is more than tensorsched computes"),
+    ("Range by a float step of 1e-12", _folded_then_added("Range", [np.array(0, np.float32), np.array(1, np.float32), np.array(1e-12, np.float32)]), "is more than tensorsched computes"),
+    ("Range by 0", _folded_then_added("Range", [np.array(0, I64), np.array(9, I64), np.array(0, I64)]), "delta must be non-zero"),
+    ("Range of float64 extremes", _folded_then_added("Range", [np.array(-1e308), np.array(1e308), np.array(1e-308)]), "finite"),
+    ("Expand of a constant to 10^12", _folded_then_added("Expand", [np.ones(1, np.float32), np.array([10**6, 10**6], I64)]), "is more than tensorsched computes"),
+    ("Expand of a constant to 2^63-1 squared", _folded_then_added("Expand", [np.ones(1, np.float32), np.array([2**63 - 1] * 2, I64)]), "cannot evaluate it"),
+    ("Tile of a constant 2^40 times", _folded_then_added("Tile", [np.ones(2, np.float32), np.array([2**40], I64)]), "must be at most 8 positive dims"),
+    ("Pad of a constant by 10^12", _folded_then_added("Pad", [np.ones(2, np.float32), np.array([10**12, 10**12], I64)]), "are too large"),
+    ("Reshape of a constant to 10^12", _folded_then_added("Reshape", [np.ones(4, np.float32), np.array([10**6, 10**6], I64)]), "cannot evaluate it"),
+    ("Add broadcasting constants to 10^10", _folded_then_added("Add", [np.ones((10**5, 1), np.float32), np.ones((1, 10**5), np.float32)]), "is more than tensorsched computes"),
+    ("Einsum of constants to 10^8", _folded_then_added("Einsum", [np.ones((100, 100), np.float32)] * 2, equation="ij,kl->ijkl"), "is more than tensorsched computes"),
+    ("Concat of constants past the total", _folded_then_added("Concat", [np.ones(10**7, np.float32)] * 7, axis=0), "exceed 67108864 elements"),
+    # shapes of computed tensors
+    ("Expand to 10^6 x 10^6", _shape_model("Expand", [10**6, 10**6, 1]), "do not broadcast"),
+    ("Expand to a negative size", _shape_model("Expand", [-1, 3]), "must be positive"),
+    ("Expand to 0", _shape_model("Expand", [0, 3]), "must be positive"),
+    ("Tile 10^6 x 10^6 times", _shape_model("Tile", [10**6, 10**6]), "has more than 2147483647 elements"),
+    ("Tile 2^62 times", _shape_model("Tile", [2**62, 2**62]), "must be at most 8 positive dims"),
+    ("Tile 0 times", _shape_model("Tile", [0, 2]), "must be 2 positive ints"),
+    ("Reshape to -1, -1", _shape_model("Reshape", [-1, -1]), "bad target shape"),
+    ("Reshape to 2^63-1", _shape_model("Reshape", [2**63 - 1]), "cannot be reshaped"),
+    ("Pad by 10^6", _one("Pad", ["x", "p"], [_init("p", np.array([0, 0, 10**6, 10**6], I64))]), "more than 2147483647 elements"),
+    ("Pad by 2^62", _one("Pad", ["x", "p"], [_init("p", np.array([2**62, 0, 2**62, 0], I64))]), "too large"),
+    ("Pad cropping everything", _one("Pad", ["x", "p"], [_init("p", np.array([-5, 0, 0, 0], I64))]), "crop all of axis 0"),
+    ("Resize to 10^12 elements", _one("Resize", ["x", "", "", "s"], [_init("s", np.array([10**6, 10**6], I64))]), "more than 2147483647 elements"),
+    ("Resize by 1e9", _one("Resize", ["x", "", "s"], [_init("s", np.array([1e9, 1e9], np.float32))]), "give the output shape"),
+    ("Resize by -2", _one("Resize", ["x", "", "s"], [_init("s", np.array([-2, 1], np.float32))]), "must be 2 positive"),
+    ("Resize by infinity", _one("Resize", ["x", "", "s"], [_init("s", np.array([np.inf, 1], np.float32))]), "must be 2 positive"),
+    ("Resize to size 2^63-1", _one("Resize", ["x", "", "", "s"], [_init("s", np.array([2**63 - 1, 3], I64))]), "must be 2 positive ints"),
+    # graph structure
+    ("a cycle", _model([helper.make_node("Relu", ["b"], ["a"]), helper.make_node("Add", ["a", "x"], ["b"]), helper.make_node("Relu", ["b"], ["y"])]), "reads 'b', which no earlier node defines"),
+    ("a node reading an undefined name", _one("Relu", ["nowhere"]), "reads 'nowhere', which no earlier node defines"),
+    ("two nodes writing one name", _model([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Sigmoid", ["x"], ["y"], "n2")]), "tensor 'y' is defined twice"),
+    ("a node overwriting the input", _model([helper.make_node("Relu", ["x"], ["x"])], outputs=[_vi("x", None)]), "tensor 'x' is defined twice"),
+    ("an input declared twice", _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [2, 3]), _vi("x", [4])]), "input 'x' is declared twice"),
+    ("an input and an initializer of two shapes", _model([helper.make_node("Relu", ["x"], ["y"])], inits=[_init("x", np.ones(7, np.float32))]), r"declared of shape \(2, 3\), but the initializer of that name has shape \(7,\)"),
+    ("no outputs", _model([helper.make_node("Relu", ["x"], ["y"])], outputs=[]), "has no outputs"),
+    ("Loop", _one("Loop", ["x"], body=helper.make_graph([], "b", [], [])), "operator 'Loop' is not supported"),
+    ("If", _one("If", ["x"], then_branch=helper.make_graph([], "b", [], []), else_branch=helper.make_graph([], "b", [], [])), "operator 'If' is not supported"),
+    ("Scan", _one("Scan", ["x"], body=helper.make_graph([], "b", [], []), num_scan_inputs=1), "operator 'Scan' is not supported"),
+    ("a graph attribute on Relu", _one("Relu", ["x"], body=helper.make_graph([], "b", [], [])), "attribute body of type 5 is not supported"),
+    # opsets
+    ("opset 1", _model([helper.make_node("Relu", ["x"], ["y"])], opset=1), "default opset is 1"),
+    ("opset 99", _model([helper.make_node("Relu", ["x"], ["y"])], opset=99), "default opset 99: tensorsched reads opsets 13 to"),
+    ("opset 2^62", _model([helper.make_node("Relu", ["x"], ["y"])], opset=2**62), "reads opsets 13 to"),
+    # attributes of the wrong type or value
+    ("Gemm alpha NaN", _one("Gemm", ["x", "w"], [_init("w", np.ones((3, 4), np.float32))], alpha=float("nan")), "attribute alpha must be a finite float, got nan"),
+    ("Gemm beta infinity", _one("Gemm", ["x", "w", "c"], [_init("w", np.ones((3, 4), np.float32)), _init("c", np.ones(4, np.float32))], beta=float("inf")), "attribute beta must be a finite float, got inf"),
+    ("Gemm transB a string", _one("Gemm", ["x", "w"], [_init("w", np.ones((3, 4), np.float32))], transB="yes"), "attribute transB must be 0 or 1, got 'yes'"),
+    ("AveragePool count_include_pad a string", _model([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], count_include_pad="x")], [_vi("x", [1, 1, 4, 4])]), "count_include_pad must be 0 or 1"),
+    ("Conv strides of floats", _model([helper.make_node("Conv", ["x", "w"], ["y"], strides=[1.5, 1.0])], [_vi("x", [1, 3, 8, 8])], inits=[_init("w", np.ones((4, 3, 3, 3), np.float32))]), "strides must be a list of ints"),
+    ("Conv group a string", _model([helper.make_node("Conv", ["x", "w"], ["y"], group="two")], [_vi("x", [1, 3, 8, 8])], inits=[_init("w", np.ones((4, 3, 3, 3), np.float32))]), "groups must be a positive int"),
+    ("Softmax axis 2^63-1", _one("Softmax", ["x"], axis=2**63 - 1), "out of range"),
+    ("Transpose perm of 10^5", _one("Transpose", ["x"], perm=list(range(10**5))), "attribute perm has 100000 values"),
+    ("Cast to 100", _one("Cast", ["x"], to=100), "not an ONNX element type"),
+    # tensors: 0-d and 0-sized, raw_data against dims, dims beyond int64
+    ("a 0-d input computed on alone", _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [])]), r"its output is a scalar \(0-d\)"),
+    ("a 0-sized input", _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [0, 3])]), "holds no empty tensor"),
+    ("a 0-sized initializer as an operand", _one("Add", ["x", "w"], [_init("w", np.ones((0, 3), np.float32))]), r"input 'w' is an empty constant \(shape \(0, 3\)\)"),
+    ("a ConstantOfShape of 0 elements as an operand", _folded_then_added("ConstantOfShape", [np.array([0], I64)]), r"input 'r' is an empty constant \(shape \(0,\)\)"),
+]  # fmt: skip
+
+
+def _raw_short():
+    t = _init("w", np.ones((2, 3), np.float32))
+    t.raw_data = t.raw_data[:-1]
+    return _one("Add", ["x", "w"], [t])
+
+
+def _dims(dims, data=True):
+    t = _init("w", np.ones((2, 3), np.float32))
+    del t.dims[:]
+    t.dims.extend(dims)
+    if not data:
+        t.ClearField("raw_data")
+    return _one("Add", ["x", "w"], [t])
+
+
+REFUSED += [
+    ("raw_data shorter than dims", _raw_short(), "23 bytes stored for dims"),
+    ("dims 2^62 x 4 without data", _dims([2**62, 4], data=False), "bad dims"),
+    ("dims whose product passes int64", _dims([2**32] * 3), "bad dims"),
+    ("negative dims", _dims([-2, -3]), "bad dims"),
+    ("dims of 2 x 3 without data", _dims([2, 3], data=False), "0 values stored"),
+]
+
+
+@pytest.mark.parametrize("what, model, message", REFUSED, ids=[c[0] for c in REFUSED])
+def test_a_hostile_model_is_refused_saying_why(what, model, message):
+    with pytest.raises(TensorschedError, match=message):
+        from_onnx(model)
+
+
+ACCEPTED = [
+    ("Expand of a computed tensor to 10^6 x 2 x 3", _shape_model("Expand", [10**6, 2, 3]), (10**6, 2, 3)),
+    ("Reshape copying a dim (0)", _shape_model("Reshape", [0, 3]), (2, 3)),
+    ("Slice from -2^63 to 2^63-1", _one("Slice", ["x", "a", "b"], [_init("a", np.array([-(2**63)], I64)), _init("b", np.array([2**63 - 1], I64))]), (2, 3)),
+    ("Pow by a 0-d input", _model([helper.make_node("Pow", ["x", "e"], ["y"])], [_vi("x", [2, 3]), _vi("e", [])]), (2, 3)),
+    ("a 0-d initializer", _one("Add", ["x", "w"], [_init("w", np.array(2.0, np.float32))]), (2, 3)),
+    ("Gemm alpha of an int attribute", _one("Gemm", ["x", "w"], [_init("w", np.ones((3, 4), np.float32))], alpha=2), (2, 4)),
+    ("a graph output listed twice", _model([helper.make_node("Relu", ["x"], ["y"])], outputs=[_vi("y", None), _vi("y", None)]), (2, 3)),
+    ("opset 13", _model([helper.make_node("Relu", ["x"], ["y"])], opset=13), (2, 3)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("what, model, shape", ACCEPTED, ids=[c[0] for c in ACCEPTED])
+def test_a_valid_model_near_the_limits_is_read(what, model, shape):
+    g = from_onnx(model)
+    assert g.tensors[g.outputs[0]].shape == shape
+
+
+def test_the_newest_opset_onnx_knows_is_read():
+    newest = onnx.defs.onnx_opset_version()
+    g = from_onnx(_model([helper.make_node("Relu", ["x"], ["y"])], opset=newest))
+    assert g.tensors[g.outputs[0]].shape == (2, 3)
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], opset=13)
+    m.opset_import.append(helper.make_opsetid("ai.onnx", newest + 1))
+    with pytest.raises(OnnxImportError, match="opsets 13 and .* for the default domain"):
+        from_onnx(m)
+
+
+@pytest.mark.parametrize(
+    "shapes, message",
+    [
+        ({"x": (1.5, 3)}, "give a tuple of positive ints"),
+        ({"x": "13"}, "give a tuple of positive ints"),
+        ({"x": 3}, "give a tuple of positive ints"),
+        ({"x": (True, 3)}, "give a tuple of positive ints"),
+        ({"x": (-1, 3)}, "must be at most 8 positive dims"),
+        ({"x": (2**63, 3)}, "must be at most 8 positive dims"),
+        (
+            {"nope": (2, 3)},
+            r"shapes name 'nope', which is not an input of the model \(its inputs: x\)",
+        ),
+    ],
+)
+def test_shapes_given_for_the_inputs_are_checked(shapes, message):
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", ["N", 3])])
+    with pytest.raises(OnnxImportError, match=message):
+        from_onnx(m, shapes=shapes)
+    assert from_onnx(m, shapes={"x": (np.int64(4), 3)}).tensors["y"].shape == (4, 3)
+
+
+def _model_bytes():
+    return _one("Add", ["x", "w"], [_init("w", np.ones((2, 3), np.float32))]).SerializeToString()
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: d / "fifo.onnx", "not a regular file"),
+        (lambda d: "/dev/zero", "not a regular file"),
+        (lambda d: d, "it is a folder"),
+        (lambda d: "a\x00b.onnx", "embedded null byte"),
+        (lambda d: d / "none.onnx", "No such file or directory"),
+        (lambda d: d / "empty.onnx", "it holds no graph and no opset \\(it is empty\\)"),
+        (lambda d: d / "half.onnx", "is not an ONNX model"),
+        (lambda d: d / "text.onnx", "is not an ONNX model"),
+    ],
+)
+def test_a_model_file_that_is_not_one(tmp_path, make, message):
+    os.mkfifo(tmp_path / "fifo.onnx")
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    (tmp_path / "half.onnx").write_bytes(_model_bytes()[:40])
+    (tmp_path / "text.onnx").write_text("ir_version: 8\ngraph { }\n")
+    with no_hang(), pytest.raises(OnnxImportError, match=message):
+        from_onnx(str(make(tmp_path)))
+    with pytest.raises(OnnxImportError, match="holds no graph and no opset"):
+        from_onnx(b"")
+
+
+def test_a_model_that_is_a_link_to_a_model_is_read(tmp_path):
+    (tmp_path / "m.onnx").write_bytes(_model_bytes())
+    os.symlink(tmp_path / "m.onnx", tmp_path / "link.onnx")
+    assert from_onnx(str(tmp_path / "link.onnx")).tensors["y"].shape == (2, 3)
+
+
+def _external(tmp_path, location, **info):
+    m = _one("Add", ["x", "w"], [_init("w", np.ones((2, 3), np.float32))])
+    t = m.graph.initializer[0]
+    (tmp_path / "w.bin").write_bytes(t.raw_data)
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    t.external_data.add(key="location", value=location)
+    for k, v in info.items():
+        t.external_data.add(key=k, value=v)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "location, info, message",
+    [
+        ("w.bin", {"offset": "\u0663"}, "external data offset '\u0663' is not a byte count"),
+        ("w.bin", {"length": "9" * 19}, "9999999999999999999 bytes at offset 0"),
+        ("w.bin", {"offset": "-4"}, "is not a byte count"),
+        ("fifo.bin", {}, "is not a file inside the model's folder"),
+        ("zero.bin", {}, "is not a file inside the model's folder"),
+        ("../w.bin", {}, "is not a file name inside the model's folder"),
+        ("m.onnx", {}, "bytes at offset 0 of 'm.onnx'"),
+    ],
+)
+def test_external_data_that_is_not_a_tensor_file(tmp_path, location, info, message):
+    os.mkfifo(tmp_path / "fifo.bin")
+    os.symlink("/dev/zero", tmp_path / "zero.bin")
+    path = _external(tmp_path, location, **info)
+    with no_hang(), pytest.raises(OnnxImportError, match=message):
+        from_onnx(path)
+    assert from_onnx(_external(tmp_path, "w.bin", offset="0", length="24")).tensors["w"].shape == (
+        2,
+        3,
+    )

@@ -2,7 +2,8 @@
 ``to_onnx(graph)`` writes a graph as a model.
 
 A model is untrusted data. It is parsed by the ``onnx`` package (protobuf) and then read, never
-run: the file's size, the default opset (13 or later), every tensor's shape and element count,
+run: the file (a regular one, its size), the default opset (13 to the newest the ``onnx``
+package knows), every tensor's shape and element count,
 each initializer's stored bytes against its declared dims, and each operator's attributes are
 checked before anything is allocated from them. Weights a model keeps in files beside it
 (``external_data``, what torch's exporter writes for large models) are read only for a model
@@ -60,6 +61,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -119,14 +121,7 @@ def _load(model_or_path: Any) -> Any:
         where = "<bytes>"
     elif isinstance(model_or_path, (str, os.PathLike)):
         where = os.fspath(model_or_path)
-        try:
-            size = os.path.getsize(where)
-            if size > MAX_FILE_BYTES:
-                raise OnnxImportError(f"{where}: {size} bytes, more than {MAX_FILE_BYTES}")
-            with open(where, "rb") as f:
-                data = f.read()
-        except OSError as exc:
-            raise OnnxImportError(f"cannot read ONNX model {where}: {exc.strerror}") from None
+        data = _read_model_file(where)
     else:
         raise OnnxImportError(
             "from_onnx takes an onnx.ModelProto, a path or bytes, got "
@@ -137,9 +132,44 @@ def _load(model_or_path: Any) -> Any:
         model.ParseFromString(data)
     except Exception as exc:  # noqa: BLE001  (protobuf's DecodeError and friends)
         raise OnnxImportError(f"{where} is not an ONNX model: {exc}") from None
+    if not model.HasField("graph") and not len(model.opset_import):
+        raise OnnxImportError(
+            f"{where} is not an ONNX model: it holds no graph and no opset"
+            + (" (it is empty)" if not data else "")
+        )
     if where != "<bytes>":
         _read_external(model, os.path.dirname(os.path.abspath(where)), where)
     return model
+
+
+def _read_model_file(where: Any) -> bytes:
+    """The bytes of the model file ``where``: a regular file (a FIFO or a device such as
+    ``/dev/zero`` would block or never end) of at most ``MAX_FILE_BYTES``."""
+    try:  # non-blocking: opening a FIFO that no one writes returns at once (to be refused)
+        fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL character
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        shown = where if isinstance(exc, OSError) else repr(where)
+        raise OnnxImportError(f"cannot read ONNX model {shown}: {why}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+        os.close(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise OnnxImportError(f"cannot read ONNX model {where}: it is a folder")
+        if not stat.S_ISREG(st.st_mode):
+            raise OnnxImportError(
+                f"cannot read ONNX model {where}: it is not a regular file (a FIFO or a "
+                "device, say); give the path of an .onnx file"
+            )
+        raise OnnxImportError(f"{where}: {st.st_size} bytes, more than {MAX_FILE_BYTES}")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise OnnxImportError(f"cannot read ONNX model {where}: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:  # it grew while read
+        raise OnnxImportError(f"{where}: more than {MAX_FILE_BYTES} bytes")
+    return data
 
 
 def _tensors_of(graph: Any) -> Any:
@@ -161,7 +191,7 @@ def _external_int(info: dict[str, str], key: str, what: str) -> int | None:
     if key not in info:
         return None
     text = info[key]
-    if not text.isdigit() or len(text) > 19:
+    if not (text.isascii() and text.isdigit()) or len(text) > 19:
         raise OnnxImportError(f"{what}: external data {key} {text!r} is not a byte count")
     return int(text)
 
@@ -414,15 +444,44 @@ class _Reader:
                 f"the model's default opset is {version}; tensorsched reads opset {MIN_OPSET} "
                 "and later (convert it with onnx.version_converter.convert_version)"
             )
+        newest = _onnx().defs.onnx_opset_version()
+        both = {opsets[d] for d in ("", "ai.onnx") if d in opsets}
+        if version > newest or len(both) > 1:
+            what = (
+                f"opsets {' and '.join(map(str, sorted(both)))} for the default domain"
+                if len(both) > 1
+                else f"default opset {version}"
+            )
+            raise OnnxImportError(
+                f"the model's {what}: tensorsched reads opsets {MIN_OPSET} to {newest} (the "
+                "newest the onnx package here knows; an operator's meaning may change in a "
+                "later one), once each; convert it with onnx.version_converter.convert_version"
+            )
         self.opset = version
         graph = m.graph
         if len(graph.node) > MAX_NODES:
             raise OnnxImportError(f"the model has {len(graph.node)} nodes, more than {MAX_NODES}")
         for init in graph.initializer:
             self._add_constant(init.name, _tensor(init, "initializer"), "initializer")
+        names = [vi.name for vi in graph.input]
+        unknown = sorted(set(self.shapes) - set(names))
+        if unknown:
+            raise OnnxImportError(
+                f"shapes name '{unknown[0]}', which is not an input of the model (its inputs: "
+                f"{', '.join(names) or 'none'})"
+            )
+        if not len(graph.output):
+            raise OnnxImportError("the model has no outputs: its graph computes nothing")
+        declared: set[str] = set()
         for vi in graph.input:
-            if self.known(vi.name):
-                continue  # an initializer listed as an input (older exporters)
+            if vi.name in declared:
+                raise OnnxImportError(
+                    f"input '{vi.name}' is declared twice; give each input its own name"
+                )
+            declared.add(vi.name)
+            if self.known(vi.name):  # an initializer listed as an input (older exporters)
+                self._check_initializer_input(vi)
+                continue
             host = self._input_type(vi)
             self.g.input(vi.name, self._input_shape(vi), host=host)
             if KIND_OF[host] != "float":
@@ -465,6 +524,20 @@ class _Reader:
             self.floats[name] = value
             if value.size:  # the graph holds no empty tensor
                 self.g.constant(name, value)
+
+    def _check_initializer_input(self, vi: Any) -> None:
+        """An input that an initializer gives: where the input declares every dim, the
+        initializer has those dims."""
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is None or not tt.HasField("shape"):
+            return
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        have = self.shape_of(vi.name)
+        if None not in dims and tuple(dims) != tuple(have):
+            raise OnnxImportError(
+                f"input '{vi.name}' is declared of shape {tuple(dims)}, but the initializer of "
+                f"that name has shape {tuple(have)}"
+            )
 
     def _input_type(self, vi: Any) -> str:
         """The element type callers give input ``vi`` in (``HOST_OF``); the graph holds it as
@@ -509,7 +582,16 @@ class _Reader:
 
     def _input_shape(self, vi: Any) -> tuple[int, ...]:
         if vi.name in self.shapes:
-            return _dims(list(self.shapes[vi.name]), f"input '{vi.name}'")
+            given = self.shapes[vi.name]
+            ok = isinstance(given, (tuple, list)) and all(
+                isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in given
+            )
+            if not ok:
+                raise OnnxImportError(
+                    f"shapes['{vi.name}'] = {str(given)[:80]!r}: give a tuple of positive ints, "
+                    "e.g. (1, 3, 224, 224)"
+                )
+            return _dims([int(d) for d in given], f"input '{vi.name}'")
         tt = vi.type.tensor_type
         give = (
             f"give its shape: from_onnx(model, shapes={{'{vi.name}': (1, 3, 224, 224)}}) "
@@ -590,6 +672,12 @@ class _Reader:
                     "model's inputs"
                 )
         except GraphError as exc:
+            empty = [t for t in ins if t in self.floats and f"reads '{t}'," in str(exc)]
+            if empty:  # a constant of no element, which the graph does not hold
+                raise OnnxImportError(
+                    f"{where}: input '{empty[0]}' is an empty constant (shape "
+                    f"{self.floats[empty[0]].shape}); tensorsched's graph holds no empty tensor"
+                ) from None
             raise OnnxImportError(f"{where}: {exc}") from None
         # layout operators (and KIND_EXACT of integers): the outputs keep the type of
         # the data (a Gather's first input; its indices are integers whatever it gathers)
@@ -1126,7 +1214,7 @@ def _pool(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str, 
     if op == "max_pool2d":
         r.g.max_pool2d(ins[0], kernel, strides, pads, name=name, ceil_mode=bool(ceil))
     else:
-        include = bool(a.get("count_include_pad", 0))
+        include = _flag(a, "count_include_pad", where)
         r.g.avg_pool2d(ins[0], kernel, strides, pads, include, name=name, ceil_mode=bool(ceil))
     _rename_output(r, name, out)
 
@@ -1216,16 +1304,18 @@ def _gemm(r: _Reader, name: str, where: str, a: dict, ins: list[str], out: str) 
     B = r.const(ins[1], where).astype(np.float64)
     if B.ndim != 2:
         raise OnnxImportError(f"{where}: B must be 2-d, got shape {B.shape}")
-    W = (B if a.get("transB", 0) else B.T) * a.get("alpha", 1.0)
+    trans_a, trans_b = (_flag(a, k, where) for k in ("transA", "transB"))
+    alpha, beta = (_float_attr(a, k, 1.0, where) for k in ("alpha", "beta"))
+    W = (B if trans_b else B.T) * alpha
     x = ins[0]
     if len(r.g.tensors[x].shape) != 2:
         raise OnnxImportError(f"{where}: A must be 2-d, got {r.g.tensors[x].shape}")
-    if a.get("transA", 0):
+    if trans_a:
         x = r.g.transpose(x, [1, 0], name=r.g.fresh_name(name + "_at"))
     m = r.g.tensors[x].shape[0]
     b, matrix = None, None
     if len(ins) == 3 and ins[2]:
-        C = r.const(ins[2], where).astype(np.float64) * a.get("beta", 1.0)
+        C = r.const(ins[2], where).astype(np.float64) * beta
         if C.ndim > 2 or np.broadcast_shapes(C.shape, (m, W.shape[0])) != (m, W.shape[0]):
             raise OnnxImportError(
                 f"{where}: C of shape {C.shape} does not broadcast to ({m}, {W.shape[0]})"
@@ -1384,6 +1474,14 @@ def _arity(x: Values, lo: int, hi: int, where: str) -> None:
     if not lo <= len(x) <= hi or any(v is None for v in x[:lo]):
         want = str(lo) if lo == hi else f"{lo} to {hi}"
         raise OnnxImportError(f"{where}: takes {want} inputs, got {len(x)}")
+
+
+def _flag(a: Mapping[str, Any], key: str, where: str) -> bool:
+    """The 0-or-1 attribute ``key`` (transA, count_include_pad ...), default 0."""
+    v = a.get(key, 0)
+    if v not in (0, 1) or isinstance(v, (str, float)):
+        raise OnnxImportError(f"{where}: attribute {key} must be 0 or 1, got {v!r}")
+    return bool(v)
 
 
 def _int_attr(a: Mapping[str, Any], key: str, default: int, where: str) -> int:

@@ -309,6 +309,11 @@ class Graph:
                 raise GraphError(f"node '{name}' ({op}) reads '{t}', which no node defines")
         node = Node(name, op, list(inputs), "", dict(attrs or {}))
         info = infer_shape(self, node)
+        if not info.shape:  # of scalar operands only (a 0-d model input): no loop to run it
+            raise GraphError(
+                f"node '{name}' ({op}): its output is a scalar (0-d), which the graph does "
+                "not hold; give its operands a dim of 1"
+            )
         out = output or self.fresh_name(name if name not in self.tensors else f"{name}_out")
         self.tensors[out] = self._check_new_tensor(out, info.shape, info.dtype)
         node.output = out
