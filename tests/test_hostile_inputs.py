@@ -45,7 +45,7 @@ import numpy as np
 import pytest
 
 from tensorsched.cli import main
-from tensorsched.errors import TensorschedError
+from tensorsched.errors import ParseError, TensorschedError
 from tensorsched.tune.dispatch import apply_best
 from tensorsched.tune.log import MAX_LINE_BYTES, LogError, read_log
 from tensorsched.tune.record import PEAK_FLOPS
@@ -590,3 +590,66 @@ def test_external_data_that_is_not_a_tensor_file(tmp_path, location, info, messa
         2,
         3,
     )
+
+
+# ---------------------------------------------------------------- IR and te text
+
+N = 10**5
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("!" * N + "true", "nests more than 128 operators deep"),
+        ("+".join(["1"] * N), "nests more than 128 operators deep"),
+        ("(" * N + "1", "the text ends too early"),
+        (
+            "1" + "0" * 5000,
+            r"the integer 10000000000000000000\.\.\. \(5001 digits\) is beyond int64",
+        ),
+        ("1e400f", "1e400 is beyond float32"),
+        ("a\x00b", "unexpected character '\\\\x00'"),
+    ],
+)
+def test_hostile_ir_expressions_are_parse_errors(text, message):
+    from tensorsched.ir.parser import parse_ir_expr
+
+    with pytest.raises(ParseError, match=message):
+        parse_ir_expr(text)
+
+
+def test_ir_text_nested_parentheses_and_loops():
+    from tensorsched.ir.parser import parse_ir, parse_ir_expr
+
+    assert str(parse_ir_expr("(" * N + "1" + ")" * N)) == "1"  # parentheses add no depth
+    with pytest.raises(ParseError, match="blocks nest more than 64 deep"):
+        parse_ir("for (i, 0, 4) {" * 10_000 + "}" * 10_000)
+
+
+def test_te_text_nesting_literals_and_shapes():
+    from tensorsched.ir.te_text import parse_expr
+
+    assert parse_expr("C[i] = " + "(" * N + "A[i]" + ")" * N, "i=4")["C"].shape == (4,)
+    bad = [
+        ("C[i] = " + "-" * N + "A[i]", "i=4", "nests more than 128 operators deep"),
+        ("C[i] = A[i] + " + "9" * 5000, "i=4", r"99999999999999999999\.\.\. \(5000 characters\)"),
+        ("C[i] = A[i] + 1e400", "i=4", "the number 1e400 is beyond every type"),
+        ("C[i] = A[i]", "i=4,i=5", "shapes: 'i' is given twice"),
+        ("C[i] = A[i]", f"i={2**63}", "more than int64"),
+        (
+            "C[i,j,k] = A[i] + B[j] + D[k]",
+            ",".join(f"{v}=2147483647" for v in "ijk"),
+            "more than int64",
+        ),
+        ("C[i] = A[i + 4611686018427387904 * 4]", "i=4", "cannot size input .A. from this index"),
+    ]
+    for text, shapes, message in bad:
+        with pytest.raises(TensorschedError, match=message):
+            parse_expr(text, shapes)
+
+
+def test_cli_expr_of_deep_text_exits_2(capsys):
+    assert main(["ir", "--expr", "C[i] = " + "-" * N + "A[i]", "--shape", "i=4"]) == 2
+    assert "nests more than 128 operators deep" in capsys.readouterr().err
+    assert main(["ir", "--expr", "C[i] = A[i] * 2.0", "--shape", "i=4,i=8"]) == 2
+    assert "shapes: 'i' is given twice" in capsys.readouterr().err

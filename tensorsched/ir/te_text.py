@@ -96,6 +96,8 @@ def parse_shapes(text):
             dims = ()
         if not eq or not name.strip().isidentifier() or not dims or min(dims) <= 0:
             raise ParseError(f"shapes: '{item}' is not name=extent (i=64) or tensor=dims (A=34x34)")
+        if name.strip() in out:
+            raise ParseError(f"shapes: '{name.strip()}' is given twice; give each name once")
         out[name.strip()] = dims[0] if len(dims) == 1 and "x" not in value else dims
     return out
 
