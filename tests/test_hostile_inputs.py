@@ -21,14 +21,15 @@ Covered here:
   declared twice with two shapes, opsets beyond the ``onnx`` package's, a model without
   outputs, ``shapes=`` that are not positive integers, external-data offsets spelt in non-ASCII
   digits;
-- te text (``parse_expr``, ``tune --expr``): a name given twice in the shapes.
+- te text (``parse_expr``, ``tune --expr``): a name given twice in the shapes;
+- the graph: a node whose output is a scalar (a Relu of a 0-d model input crashed its kernel).
 
 Inputs that were already handled and are kept so by a test here: ConstantOfShape / Range /
 Expand / Tile / Pad / Resize asking for 10^12 elements or negative sizes, a cycle, an
 undefined name, Loop / If / Scan, opset 1, raw_data of the wrong length, huge dims, a truncated
 or non-protobuf model, external data through ``..``, an absolute path or a link, 10^5 nested
 parentheses in IR and te text, integer literals of 5000 digits, ``--shape`` with zeros,
-negatives, 2^63 or floats.
+negatives, 2^63 or floats, ``source --out`` in folders not there (made, as documented).
 
 Every test is fast and none depends on timing: a read that would block is guarded by an alarm
 that fails the test instead of hanging it.
@@ -653,3 +654,16 @@ def test_cli_expr_of_deep_text_exits_2(capsys):
     assert "nests more than 128 operators deep" in capsys.readouterr().err
     assert main(["ir", "--expr", "C[i] = A[i] * 2.0", "--shape", "i=4,i=8"]) == 2
     assert "shapes: 'i' is given twice" in capsys.readouterr().err
+
+
+def test_source_out_in_a_folder_not_there_is_made_and_only_it(tmp_path, capsys):
+    """``--out`` names a folder to write the kernels in; folders on its path are made (as
+    ``tune --log`` makes the log's), nothing else is written."""
+    log = tmp_path / "log.jsonl"
+    log.write_text(record() + "\n")
+    out = tmp_path / "a" / "b"
+    assert main(["source", "--log", str(log), "--out", str(out)]) == 0
+    assert sorted(os.listdir(out)) == ["gemm_cpu_16x16x16.cl", "gemm_cpu_16x16x16.json"]
+    assert sorted(os.listdir(tmp_path)) == ["a", "log.jsonl"]
+    assert main(["source", "--log", str(log), "--out", str(log / "x")]) == 2
+    assert f"cannot make --out {log / 'x'}: Not a directory" in capsys.readouterr().err
