@@ -53,6 +53,11 @@ RULES = {
 }
 
 
+def full(task: Task, config: dict) -> dict:
+    """``config`` with every knob it does not name at its default (given the others)."""
+    return {**(M.defaults_with(task, config) or {}), **config}
+
+
 def geomean(xs: list[float]) -> float:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
@@ -89,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
             task = Task.from_dict(recs[0].task)
             ranked = ranked_configs(recs, key)
             best = ranked[0].device_ms
-            ms = {r.config_key(): r.device_ms for r in ranked}
+            # a log older than a knob lacks it: its configs keyed with that knob's default
+            ms = {config_key(full(task, r.config)): r.device_ms for r in ranked}
             pick = M.predict_from_shapes(task, before, H200)
             got = ms.get(config_key(pick)) if pick else None
             family = M._family_records(task, before)
