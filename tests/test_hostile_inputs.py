@@ -243,6 +243,27 @@ def test_expr_extents_out_of_range(tmp_path, extent, capsys):
     assert main(["ir", "--expr", "C[i] = A[i] * 2.0", "--shape", "i=0004"]) == 0  # leading 0s
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--expr", "C[i, j] = A[i, j] * 2.0", "--shape", "i=2000000000,j=2000000000"],
+        ["gemm", "--shape", "100000,100000,100000", "--template", "cpu"],
+    ],
+)
+def test_tune_of_tensors_larger_than_the_device_allocates_is_refused_up_front(
+    tmp_path, argv, capsys
+):
+    """Every trial would fail making its inputs (numpy tracebacks in the log, no kernel):
+    ``tune`` says which tensor is too large for the device before it starts, and writes no
+    log."""
+    log = tmp_path / "t.jsonl"
+    assert main(["tune", *argv, "--trials", "2", "--log", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert "CL_DEVICE_MAX_MEM_ALLOC_SIZE" in err and "give smaller extents" in err
+    assert "tensor A needs" in err
+    assert not log.exists()
+
+
 @pytest.fixture
 def onnx_file(tmp_path):
     onnx = pytest.importorskip("onnx")

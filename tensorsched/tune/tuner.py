@@ -39,6 +39,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..errors import TensorschedError
+from ..ir.dtype import itemsize
 from ..ops.space import Config
 from ..ops.templates import template_module, template_payload
 from ..runtime.device import DeviceLimits, current_device, resolve_device
@@ -148,6 +149,44 @@ def parse_duration(text: str | float | int) -> float:
     return value
 
 
+def check_fits(task: Task, device: Any) -> None:
+    """Refuse ``task`` where one of its argument tensors is larger than ``device`` allocates
+    (``CL_DEVICE_MAX_MEM_ALLOC_SIZE``) or all of them than its memory: every trial would fail
+    making its inputs (an expression of 2 * 10^9 x 2 * 10^9 extents once logged three numpy
+    tracebacks and no kernel)."""
+    try:
+        _, args, _ = task.instantiate(None)
+    except TensorschedError:
+        return  # the template's defaults are refused: the trials say why
+    sizes = [
+        (str(getattr(a, "name", "?")), math.prod(int(x) for x in a.shape) * itemsize(a.dtype))
+        for a in args
+        if hasattr(a, "shape") and all(isinstance(x, numbers.Integral) for x in a.shape)
+    ]
+    cl_dev = getattr(device, "cl_device", None)
+    most = int(getattr(cl_dev, "max_mem_alloc_size", 0) or 0)
+    total = int(getattr(cl_dev, "global_mem_size", 0) or 0)
+    big = [(name, size) for name, size in sizes if most and size > most]
+    if big or (total and sum(size for _, size in sizes) > total):
+        listed = ", ".join(f"{name} {_bytes(size)}" for name, size in sizes)
+        what = (
+            f"tensor {big[0][0]} needs {_bytes(big[0][1])}, more than the {_bytes(most)} "
+            "the device allocates at once (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"
+            if big
+            else f"its tensors need more than the device's {_bytes(total)} of memory"
+        )
+        raise TaskError(
+            f"{task} cannot run on {device.name}: {what} ({listed}); give smaller extents"
+        )
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("EB", 1 << 60), ("PB", 1 << 50), ("TB", 1 << 40), ("GB", 1 << 30)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n / (1 << 20):.1f} MB"
+
+
 def tune(
     task: Task,
     log_path: str,
@@ -253,6 +292,7 @@ def tune(
             if not device:  # the workers use this process's device (set_device() included)
                 dev = current_device()
                 device = f"{dev.platform_index}:{dev.device_index}"
+            check_fits(task, resolve_device(device))
         on = device or ""
         space = task.space()
         if restrict:
