@@ -507,7 +507,10 @@ def add_net_parser(sub: Any) -> None:
         "--input",
         help="run: a .npy of the network's input (a .npz of arrays by name for several inputs)",
     )
-    p.add_argument("--output", help="run: write the output as .npy")
+    p.add_argument(
+        "--output",
+        help="run: write the output to this path, in .npy format (the folder must exist)",
+    )
     p.add_argument("--target", choices=["opencl", "python"], default="opencl")
     p.add_argument("--check", action="store_true", help="run: error against numpy")
     p.add_argument("--profile", action="store_true", help="run: the per-layer table")
