@@ -25,6 +25,9 @@ from .errors import (
     TensorschedError,
 )
 from .ir.expr import Call as _Call  # ts.tir.Call
+from .ir.expr import FloatImm as _FloatImm  # ts.tir.FloatImm ... for isinstance checks
+from .ir.expr import IntImm as _IntImm
+from .ir.expr import Var as _Var
 from .ir.intrin import MORE_UNARY as _MORE_UNARY  # the te / tir namespaces' too
 from .ir.intrin import CallEffectKind as _CallEffectKind
 from .ir.intrin import (
@@ -98,8 +101,16 @@ from .ir.intrin import (
     truncdiv,
     truncmod,
 )
+from .ir.intrin import create_prim_func as _create_prim_func  # refused, as extern
+from .ir.intrin import gradient as _gradient
+from .ir.intrin import hybrid_script as _hybrid_script
 from .ir.parser import parse_ir
 from .ir.te_text import parse_expr
+from .ir.tensor import ComputeOp as _ComputeOp  # ts.te.ComputeOp ... for isinstance checks
+from .ir.tensor import IterVar as _IterVar
+from .ir.tensor import PlaceholderOp as _PlaceholderOp
+from .ir.tensor import ScanOp as _ScanOp
+from .ir.tensor import Tensor as _Tensor
 from .ir.tensor import (
     compute,
     placeholder,
@@ -276,6 +287,22 @@ tir = _namespace(
     ("var", "size_var", *_MATH, *_TIR_MORE),
 )
 tir.Select = if_then_else  # type: ignore[attr-defined]
+tir.sum = sum  # type: ignore[attr-defined]
+tir.comm_reducer = comm_reducer  # type: ignore[attr-defined]
+tir.IntImm = _IntImm  # type: ignore[attr-defined]
+tir.FloatImm = _FloatImm  # type: ignore[attr-defined]
+tir.Var = _Var  # type: ignore[attr-defined]
+tir.IterVar = _IterVar  # type: ignore[attr-defined]
+te.Tensor = _Tensor  # type: ignore[attr-defined]
+te.ComputeOp = _ComputeOp  # type: ignore[attr-defined]
+te.PlaceholderOp = _PlaceholderOp  # type: ignore[attr-defined]
+te.ScanOp = _ScanOp  # type: ignore[attr-defined]
+te.schedule = schedule  # type: ignore[attr-defined]  # tvm.te.schedule.InferBound ...
+te.gradient = _gradient  # type: ignore[attr-defined]  # refused: a ComputeError
+te.create_prim_func = _create_prim_func  # type: ignore[attr-defined]  # refused
+_hybrid = _types.ModuleType(f"{__name__}.te.hybrid", "TVM's te.hybrid: its script is refused.")
+_hybrid.script = _hybrid_script  # type: ignore[attr-defined]
+te.hybrid = _hybrid  # type: ignore[attr-defined]
 tir.call_pure_extern = call_pure_extern  # type: ignore[attr-defined]
 tir.call_intrin = call_intrin  # type: ignore[attr-defined]
 tir.Call = _Call  # type: ignore[attr-defined]

@@ -666,3 +666,32 @@ def extern(
         "self-contained OpenCL C program with no packed-function runtime to call into; write "
         "the computation with ts.compute, or run it on the host between module calls"
     )
+
+
+def gradient(output: Any, inputs: Any, head: Any = None) -> NoReturn:
+    """TVM's ``te.gradient``: refused (tensorsched has no automatic differentiation)."""
+    name = getattr(getattr(output, "op", output), "name", repr(output))
+    raise ComputeError(
+        f"te.gradient of '{name}': automatic differentiation is not supported: tensorsched "
+        "compiles the computations it is given and derives none; write each derivative as a "
+        "ts.compute of its own (the adjoint of a sum of products is another sum of products)"
+    )
+
+
+def hybrid_script(func: Any = None, **kwargs: Any) -> NoReturn:
+    """TVM's ``te.hybrid.script`` decorator: refused (no hybrid script front end)."""
+    name = getattr(func, "__name__", repr(func))
+    raise ComputeError(
+        f"te.hybrid.script of '{name}': hybrid script is not supported: tensorsched has the "
+        "classic te front end only; write the loops' body as ts.compute expressions (a "
+        "sequential dependence as ts.scan) and the loops themselves with a schedule"
+    )
+
+
+def create_prim_func(ops: Any, **kwargs: Any) -> NoReturn:
+    """TVM's ``te.create_prim_func``: refused (there is no TensorIR)."""
+    raise ComputeError(
+        "te.create_prim_func: TensorIR (PrimFunc, tir.Schedule, TVMScript) is not supported: "
+        "tensorsched is the classic te pipeline; schedule the tensors with "
+        "ts.create_schedule and lower them with ts.lower"
+    )
