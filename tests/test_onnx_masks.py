@@ -125,3 +125,19 @@ def test_a_layer_norm_written_as_its_steps_becomes_one_node(square):
     assert ops.get("layer_norm") == 1 and "reduce" not in ops and "sqrt" not in ops
     kept = check(steps(True), {"x": x}, tol=2e-5)
     assert "layer_norm" not in optimize(kept).op_counts()
+
+
+def test_a_float64_constant_beyond_float32s_range_is_an_infinity():
+    """A float64 model's mask filled with float64's lowest value: float32 holds it as -inf,
+    which masks the softmax as well (onnxruntime's exp of -1.8e308 is 0 too), and the import
+    says nothing (numpy's overflow warning stays in)."""
+    import warnings
+
+    fill = np.array([0.0, 0.0, np.finfo(np.float64).min], np.float64)
+    f64 = TensorProto.DOUBLE
+    m = model([n("Add", ["x", "c"], ["s"]), n("Softmax", ["s"], ["y"], axis=-1)],
+              [("x", f64, [2, 3])], [("y", f64, [2, 3])], [("c", fill)])  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from_onnx(m)
+    check(m, {"x": RNG.standard_normal((2, 3))}, tol=1e-6)

@@ -46,7 +46,9 @@ with onnxruntime. An integer or boolean input is read as a computed one (``KIND_
 values must be within 2**24 (float32 holds them exactly; checked at each run). An integer
 output is rounded to its type, a boolean one is its mask. float16 is computed in float32
 (rounded once, at the output: more accurate than onnxruntime's float16 arithmetic), float64 in
-float32 (about 1e-7 relative, not float64's 1e-16; its values within float32's range).
+float32 (about 1e-7 relative, not float64's 1e-16; its values within float32's range: a
+float64 constant beyond it becomes an infinity, as a mask's fill of float64's lowest value
+does, without a warning).
 
 Constants are folded at import (``FOLD``): any of those operators, and the shape arithmetic of
 exporters (Shape, Size, ConstantOfShape, Range, Expand, Equal, Less, Greater, And, Or, Xor,
@@ -515,7 +517,8 @@ class _Reader:
         elif arr.dtype.kind in "iu":
             self.ints[name] = arr.astype(np.int64)
         else:
-            value = arr.astype(np.float32)
+            with np.errstate(over="ignore"):  # beyond float32's range: an infinity
+                value = arr.astype(np.float32)
             if np.any(np.isnan(value)):  # an infinity is a value (attention masks: -inf)
                 raise OnnxImportError(
                     f"{what} '{name}' holds nan; tensorsched's constants are numbers (inf and "
