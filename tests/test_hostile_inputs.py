@@ -44,6 +44,7 @@ import warnings
 
 import numpy as np
 import pytest
+from test_log_safety import TASK  # the cpu GEMM at 16x16x16, as a log names it
 
 from tensorsched.cli import main
 from tensorsched.errors import ParseError, TensorschedError
@@ -51,15 +52,6 @@ from tensorsched.tune.dispatch import apply_best
 from tensorsched.tune.log import MAX_LINE_BYTES, LogError, read_log
 from tensorsched.tune.record import PEAK_FLOPS
 
-TASK = {
-    "kind": "gemm",
-    "template": "cpu",
-    "shape": [16, 16, 16],
-    "dtype": "float32",
-    "epilogue": [],
-    "expr": "",
-    "expr_shapes": "",
-}
 GOOD = {"tile_y": [2, 4], "tile_x": [2, 8], "vec": 8, "tile_k": [4]}  # in cpu's space
 FLOP = 2 * 16**3
 
