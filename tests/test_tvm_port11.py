@@ -1,23 +1,32 @@
 """TVM classic ``te`` programs ported in the eleventh round: TOPI's operators as TVM's tests
 write them by hand with ``te.compute`` (``topi/python/test_topi_pooling.py``'s max and average
-pooling with padding and strides, global pooling, ``test_topi_softmax.py``'s softmax and
-log-softmax, ``test_topi_batch_matmul.py``, ``test_topi_dense.py`` with its bias and relu,
-``test_topi_conv2d_nchw.py`` with stride and dilation, ``test_topi_depthwise_conv2d.py`` with a
-channel multiplier, ``test_topi_group_conv2d.py``, ``test_topi_lrn.py``,
-``test_topi_upsampling.py``, ``test_topi_transform.py``'s transpose), reductions of several axes
-and with conditions, argmin with a tuple reducer, a multi-output ``te.compute`` placed with
-``compute_at``, ``vthread`` in the GPU GEMM schedule of ``topi/cuda`` and
-``gallery/how_to/optimize_operators/opt_conv_cuda.py``, and a scan of running maxima.
+pooling with padding and strides, global and adaptive pooling, ``test_topi_softmax.py``'s
+softmax and log-softmax, ``test_topi_batch_matmul.py``, ``test_topi_dense.py`` with its bias
+and relu, ``test_topi_conv2d_nchw.py`` with stride and dilation,
+``test_topi_depthwise_conv2d.py`` with a channel multiplier, ``test_topi_group_conv2d.py``,
+``test_topi_conv2d_transpose_nchw.py`` as dilate, pad and convolve, ``test_topi_lrn.py``,
+``test_topi_upsampling.py``, ``test_topi_transform.py``'s transpose, ``take`` (clip and wrap)
+and mirror pad, ``test_topi_broadcast.py``'s comparison and ``where``), ``topi.cuda``'s
+``schedule_reduce`` (rfactor, a store predicate on ``threadIdx.x == 0``), reductions of several
+axes (layer norm, a triangular sum with rfactor, two reduce axes fused across threads), argmin
+with a tuple reducer, a multi-output ``te.compute`` placed with ``compute_at``, ``vthread`` in
+the GPU GEMM of ``topi/cuda`` and ``opt_conv_cuda.py``, ``integration/test_gemm.py``'s
+double-buffered shared tiles, and a scan of running maxima.
 
 Fixed in this round: TVM's names that programs use to inspect what they built, which were
 missing (an AttributeError): ``te.Tensor``, ``te.ComputeOp``, ``te.PlaceholderOp``,
 ``te.ScanOp`` (``isinstance(T.op, te.ComputeOp)``), ``te.schedule`` (TVM's module of
 ``create_schedule``, ``InferBound`` ...), ``tir.sum``, ``tir.comm_reducer``, ``tir.IntImm``,
-``tir.FloatImm``, ``tir.Var``, ``tir.IterVar``. Refused with a ComputeError saying what to do
-instead (they were an AttributeError): ``te.gradient`` (automatic differentiation),
-``te.hybrid.script`` and ``te.create_prim_func`` (TensorIR). Every kernel runs on the python
-target and the CPU OpenCL device against numpy on random data, at sizes no split factor
-divides, into NaN-poisoned outputs."""
+``tir.FloatImm``, ``tir.Var``, ``tir.IterVar``; ``tvm.ir.structural_equal`` and
+``assert_structural_equal`` (a ValueError, as TVM's, when the trees differ). Refused with a
+ComputeError saying what to do instead (they were an AttributeError): ``te.gradient``
+(automatic differentiation), ``te.hybrid.script`` and ``te.create_prim_func`` (TensorIR). Stays
+refused, as in TVM: a reduction inside a larger body (TOPI's adaptive pool divides in a stage
+of its own). ``take``'s ``mode="fast"`` (an unclamped index read from a tensor) is left out:
+it lowers and runs, but ``parse_ir`` cannot prove such an index inside its buffer, so its
+printed IR does not parse back (guard or clip the index, as TOPI's default mode does). Every
+kernel runs on the python target and the CPU OpenCL device against numpy on random data, at
+sizes no split factor divides, into NaN-poisoned outputs."""
 
 import numpy as np
 import pytest
@@ -462,7 +471,186 @@ def test_transpose_through_a_shared_tile(target):
     run(s, [A, B], target, [a], [a.T.astype("float64")])
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_adaptive_avg_pool_with_windows_depending_on_the_output_index(target):
+    # topi's adaptive pool: each output's window starts at floor(o * in / out) and ends at
+    # ceil((o + 1) * in / out); the sum is a stage of its own (a reduction must be a body's
+    # top, as in TVM) and the division by the window's size another
+    N, C, H, W, OH, OW = 1, 3, 11, 13, 4, 5
+    data = te.placeholder((N, C, H, W), name="data")
+
+    def bounds(o, osz, isz):
+        return (o * isz) // osz, ((o + 1) * isz + osz - 1) // osz
+
+    def window_sum(n, c, h, w):
+        (hs, he), (ws, we) = bounds(h, OH, H), bounds(w, OW, W)
+        rh = te.reduce_axis((0, he - hs), name="rh")
+        rw = te.reduce_axis((0, we - ws), name="rw")
+        return te.sum(data[n, c, hs + rh, ws + rw], axis=[rh, rw])
+
+    def window_avg(n, c, h, w):
+        (hs, he), (ws, we) = bounds(h, OH, H), bounds(w, OW, W)
+        return psum[n, c, h, w] / ((he - hs) * (we - ws)).astype("float32")
+
+    psum = te.compute((N, C, OH, OW), window_sum, name="adaptive_pool_sum")
+    out = te.compute((N, C, OH, OW), window_avg, name="adaptive_pool_avg")
+    s = te.create_schedule(out.op)
+    bx, tx = flat_gpu(s, out, 16)
+    s[psum].compute_at(s[out], tx)
+    x = rnd((N, C, H, W), 30)
+    want = np.zeros((N, C, OH, OW))
+    for h in range(OH):
+        for w in range(OW):
+            hs, he = h * H // OH, -(-(h + 1) * H // OH)
+            ws, we = w * W // OW, -(-(w + 1) * W // OW)
+            want[:, :, h, w] = x[:, :, hs:he, ws:we].astype("float64").mean(axis=(2, 3))
+    run(s, [data, out], target, [x], [want])
+
+
+def test_a_reduction_inside_a_larger_body_is_refused_as_in_tvm():
+    data = te.placeholder((4, 9), name="data")
+    k = te.reduce_axis((0, 9), name="k")
+    with pytest.raises(ComputeError, match=r"'mean'.*whole body.*own stage"):
+        te.compute((4,), lambda i: te.sum(data[i, k], axis=k) / 9.0, name="mean")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_conv2d_transpose_as_dilate_pad_and_conv(target):
+    # topi's conv2d_transpose_nchw: the input dilated by the stride, padded by
+    # kernel - 1 - padding, then a convolution with the flipped kernel
+    N, C, H, W, F, K, S, P = 1, 2, 5, 6, 3, 3, 2, 1
+    data = te.placeholder((N, C, H, W), name="data")
+    kernel = te.placeholder((C, F, K, K), name="kernel")
+    DH, DW = (H - 1) * S + 1, (W - 1) * S + 1
+    zero = te.const(0.0, "float32")
+    dil = te.compute(
+        (N, C, DH, DW),
+        lambda n, c, y, x: te.if_then_else(
+            te.all(y % S == 0, x % S == 0), data[n, c, y // S, x // S], zero
+        ),
+        name="DilatedInput",
+    )
+    bp = K - 1 - P
+    padded = ts.pad(dil, (0, 0, bp, bp), (0, 0, bp, bp), name="data_pad")
+    OH, OW = DH + 2 * bp - K + 1, DW + 2 * bp - K + 1
+    rc = te.reduce_axis((0, C), name="rc")
+    ry = te.reduce_axis((0, K), name="ry")
+    rx = te.reduce_axis((0, K), name="rx")
+    out = te.compute(
+        (N, F, OH, OW),
+        lambda n, f, y, x: te.sum(
+            padded[n, rc, y + ry, x + rx] * kernel[rc, f, K - 1 - ry, K - 1 - rx],
+            axis=[rc, ry, rx],
+        ),
+        name="conv2d_transpose_nchw",
+    )
+    s = te.create_schedule(out.op)
+    s[dil].compute_inline()
+    s[padded].compute_inline()
+    flat_gpu(s, out, 32)
+    a, w = rnd((N, C, H, W), 31), rnd((C, F, K, K), 32)
+    full = np.zeros((N, F, (H - 1) * S + K, (W - 1) * S + K))
+    for y in range(H):
+        for x in range(W):
+            contrib = np.einsum("nc,cfab->nfab", a[:, :, y, x].astype("float64"), w)
+            full[:, :, y * S : y * S + K, x * S : x * S + K] += contrib
+    run(s, [data, kernel, out], target, [a, w], [full[:, :, P : P + OH, P : P + OW]])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_take_with_an_index_tensor(target, mode):
+    # topi.take (an embedding lookup): an index read from another tensor, clipped into the
+    # table (topi's default mode) or wrapped around it; the indices go past both ends
+    V, D, L = 17, 9, 13
+    table = te.placeholder((V, D), name="table")
+    idx = te.placeholder((L,), name="indices", dtype="int32")
+
+    def row(i):
+        if mode == "clip":
+            return te.min(te.max(idx[i], 0), V - 1)
+        return te.floormod(idx[i], V)
+
+    out = te.compute((L, D), lambda i, j: table[row(i), j], name="T_take")
+    s = te.create_schedule(out.op)
+    flat_gpu(s, out, 16)
+    t = rnd((V, D), 33)
+    ix = np.random.default_rng(34).integers(-2 * V, 2 * V, L).astype("int32")
+    rows = np.clip(ix, 0, V - 1) if mode == "clip" else np.mod(ix, V)
+    run(s, [table, idx, out], target, [t, ix], [t[rows].astype("float64")])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_mirror_pad_reflect(target):
+    H, W, P = 7, 9, 2
+    A = te.placeholder((H, W), name="A")
+
+    def reflect(i, n):
+        inside = te.if_then_else(i >= n + P, 2 * (n - 1) + P - i, i - P)
+        return te.if_then_else(i < P, P - i, inside)
+
+    B = te.compute(
+        (H + 2 * P, W + 2 * P), lambda i, j: A[reflect(i, H), reflect(j, W)], name="MirrorPad"
+    )
+    s = te.create_schedule(B.op)
+    flat_gpu(s, B, 16)
+    a = rnd((H, W), 35)
+    run(s, [A, B], target, [a], [np.pad(a, P, mode="reflect").astype("float64")])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_comparison_output_and_where(target):
+    # topi.greater (a bool tensor) and topi.where reading it, two outputs of one schedule
+    M, N = 9, 14
+    A = te.placeholder((M, N), name="A")
+    B = te.placeholder((N,), name="B")
+    C = te.compute((M, N), lambda i, j: A[i, j] > B[j], name="T_greater")
+    D = te.compute((M, N), lambda i, j: te.if_then_else(C[i, j], A[i, j], B[j]), name="T_where")
+    s = te.create_schedule([C.op, D.op])
+    flat_gpu(s, C, 16)
+    flat_gpu(s, D, 16)
+    a, b = rnd((M, N), 36), rnd((N,), 37)
+    run(s, [A, B, C, D], target, [a, b], [a > b, np.where(a > b, a, b).astype("float64")])
+
+
 # ---------------------------------------------------------------- reductions
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_topi_schedule_reduce_with_rfactor_and_a_store_predicate(target):
+    # topi.cuda.schedule_reduce: the reduce axis split by the thread count, rfactor, the final
+    # reduction across threadIdx.x and only thread 0 storing
+    M, N, nthr = 5, 67, 16
+    A = te.placeholder((M, N), name="A")
+    k = te.reduce_axis((0, N), name="k")
+    B = te.compute((M,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=nthr)
+    BF = s.rfactor(B, ki)
+    tx = thr("threadIdx.x")
+    s[B].bind(s[B].op.axis[0], thr("blockIdx.x"))
+    s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    s[B].set_store_predicate(tx.var.equal(0))
+    a = rnd((M, N), 38)
+    run(s, [A, B], target, [a], [a.astype("float64").sum(axis=1)])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_max_over_two_fused_reduce_axes_across_threads(target):
+    N, H, W = 3, 6, 17
+    x = te.placeholder((N, H, W), name="x")
+    r1 = te.reduce_axis((0, H), name="r1")
+    r2 = te.reduce_axis((0, W), name="r2")
+    m = te.compute((N,), lambda n: te.max(x[n, r1, r2], axis=[r1, r2]), name="m")
+    s = te.create_schedule(m.op)
+    fo, fi = s[m].split(s[m].fuse(r1, r2), factor=8)
+    mf = s.rfactor(m, fi)
+    s[m].bind(m.op.axis[0], thr("blockIdx.x"))
+    s[m].bind(s[m].op.reduce_axis[0], thr("threadIdx.x"))
+    s[mf].compute_at(s[m], s[m].op.reduce_axis[0])
+    a = rnd((N, H, W), 39)
+    run(s, [x, m], target, [a], [a.astype("float64").max(axis=(1, 2))])
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -614,6 +802,38 @@ def test_scan_of_running_maxima(target):
     run(s, [X, res], target, [a], [np.maximum.accumulate(a.astype("float64"), axis=0)])
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_gemm_double_buffered_shared_tiles_and_local_fragments(target):
+    # integration/test_gemm.py's schedule without its vthreads: shared tiles double-buffered
+    # at the k step, local copies at the inner k loop, a local accumulator
+    M, N, K, t = 21, 19, 23, 8
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
+    AL, BL = s.cache_read(AA, "local", [C]), s.cache_read(BB, "local", [C])
+    CL = s.cache_write(C, "local")
+    by, bx, ty, tx = s[C].tile(C.op.axis[0], C.op.axis[1], x_factor=t, y_factor=t)
+    thread_x, thread_y = thr("threadIdx.x"), thr("threadIdx.y")
+    s[C].bind(by, thr("blockIdx.y"))
+    s[C].bind(bx, thr("blockIdx.x"))
+    s[C].bind(ty, thread_y)
+    s[C].bind(tx, thread_x)
+    s[CL].compute_at(s[C], tx)
+    ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=4)
+    for cached in (AA, BB):
+        s[cached].compute_at(s[CL], ko)
+        s[cached].bind(s[cached].op.axis[0], thread_y)
+        s[cached].bind(s[cached].op.axis[1], thread_x)
+        s[cached].double_buffer()
+    s[AL].compute_at(s[CL], ki)
+    s[BL].compute_at(s[CL], ki)
+    a, b = rnd((M, K), 40), rnd((K, N), 41)
+    run(s, [A, B, C], target, [a, b], [a.astype("float64") @ b.astype("float64")])
+
+
 # ---------------------------------------------------------------- names and refusals
 
 
@@ -655,3 +875,22 @@ def test_gradient_hybrid_and_tensor_ir_are_refused():
     with pytest.raises(ComputeError, match=r"te\.create_prim_func.*TensorIR.*ts\.lower"):
         te.create_prim_func([A, B])
     assert issubclass(ComputeError, TensorschedError)
+
+
+def test_structural_equal_of_two_lowerings():
+    # tvm.ir.structural_equal / assert_structural_equal, as TVM's tests compare lowerings
+    def lowered(**split):
+        A = te.placeholder((10,), name="A")
+        B = te.compute((10,), lambda i: A[i] * 2.0, name="B")
+        s = te.create_schedule(B.op)
+        s[B].split(B.op.axis[0], **split)
+        return tvm.lower(s, [A, B], simple_mode=True)
+
+    assert tvm.ir.structural_equal(lowered(factor=4), lowered(nparts=3))
+    tvm.ir.assert_structural_equal(lowered(factor=4), lowered(factor=4))
+    assert not tvm.ir.structural_equal(lowered(factor=4), lowered(factor=5))
+    with pytest.raises(ValueError, match=r"assert_structural_equal: the two trees differ"):
+        tvm.ir.assert_structural_equal(lowered(factor=4), lowered(factor=5))
+    i = te.var("i")
+    assert tvm.ir.structural_equal(i * 2 + 1, i * 2 + 1)
+    assert not tvm.ir.structural_equal(i * 2 + 1, i * 2 + 2)

@@ -1,8 +1,17 @@
 """The IR: expressions, statements, tensors and their text. ``tvm.ir``'s registration
 functions are here too (``ts.ir.register_intrin_lowering``), each refused: tensorsched has no
-registry of intrinsics or per-target lowering rules."""
+registry of intrinsics or per-target lowering rules. ``ts.ir.structural_equal`` and
+``assert_structural_equal`` compare IR trees up to the names of the variables they bind."""
 
 from ..errors import ComputeError
+from .structural import assert_structural_equal, structural_equal
+
+__all__ = [
+    "assert_structural_equal",
+    "register_intrin_lowering",
+    "register_op_attr",
+    "structural_equal",
+]
 
 
 def _no_registry(call: str) -> ComputeError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..errors import ComputeError
 from . import expr as E
 from . import stmt as S
 
@@ -50,3 +51,19 @@ class _Equal:
 def structural_equal(a: object, b: object) -> bool:
     """Whether two IR trees are equal up to the names of the variables they bind."""
     return _Equal().eq(a, b)
+
+
+class StructuralMismatch(ComputeError, ValueError):
+    """``assert_structural_equal`` of two different trees: TVM raises a ValueError there,
+    which this also is."""
+
+
+def assert_structural_equal(lhs: object, rhs: object) -> None:
+    """TVM's ``tvm.ir.assert_structural_equal``: a ``StructuralMismatch`` (a ValueError)
+    showing both trees when they differ beyond the names of the variables they bind."""
+    if not structural_equal(lhs, rhs):
+        raise StructuralMismatch(
+            "assert_structural_equal: the two trees differ (beyond the names of the variables "
+            f"they bind):\n--- lhs\n{lhs}\n--- rhs\n{rhs}\ncompare them with "
+            "ts.ir.structural_equal, or print both with ts.lower(..., simple_mode=True)"
+        )
