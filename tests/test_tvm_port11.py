@@ -11,14 +11,17 @@ and mirror pad, ``test_topi_broadcast.py``'s comparison and ``where``), ``topi.c
 axes (layer norm, a triangular sum with rfactor, two reduce axes fused across threads), argmin
 with a tuple reducer, a multi-output ``te.compute`` placed with ``compute_at``, ``vthread`` in
 the GPU GEMM of ``topi/cuda`` and ``opt_conv_cuda.py``, ``integration/test_gemm.py``'s
-double-buffered shared tiles, and a scan of running maxima.
+double-buffered shared tiles, ``test_codegen_bool.py``'s bool stage (both of its schedules),
+and a scan of running maxima.
 
 Fixed in this round: TVM's names that programs use to inspect what they built, which were
 missing (an AttributeError): ``te.Tensor``, ``te.ComputeOp``, ``te.PlaceholderOp``,
 ``te.ScanOp`` (``isinstance(T.op, te.ComputeOp)``), ``te.schedule`` (TVM's module of
 ``create_schedule``, ``InferBound`` ...), ``tir.sum``, ``tir.comm_reducer``, ``tir.IntImm``,
 ``tir.FloatImm``, ``tir.Var``, ``tir.IterVar``; ``tvm.ir.structural_equal`` and
-``assert_structural_equal`` (a ValueError, as TVM's, when the trees differ). Refused with a
+``assert_structural_equal`` (a ValueError, as TVM's, when the trees differ); a loop's
+constant extent reads as TVM's ``axis.dom.extent.value`` (an int, as before, that also has
+``.value``; ``test_te_schedule.py::test_rfactor`` reads it so). Refused with a
 ComputeError saying what to do instead (they were an AttributeError): ``te.gradient``
 (automatic differentiation), ``te.hybrid.script`` and ``te.create_prim_func`` (TensorIR). Stays
 refused, as in TVM: a reduction inside a larger body (TOPI's adaptive pool divides in a stage
@@ -834,6 +837,31 @@ def test_gemm_double_buffered_shared_tiles_and_local_fragments(target):
     run(s, [A, B, C], target, [a, b], [a.astype("float64") @ b.astype("float64")])
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("schedule", ["llvm", "gpu"])
+def test_cmp_load_store(target, schedule):
+    # test_codegen_bool.py: a bool stage stored and loaded again, combined with te.all and
+    # cast; the llvm schedule splits twice and marks the middle loop parallel
+    n = 37
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute(A.shape, lambda *i: A(*i) > B(*i), name="C")
+    D = te.compute(C.shape, lambda *i: te.all(C(*i), A(*i) > 1).astype("float32"), name="D")
+    s = te.create_schedule(D.op)
+    if schedule == "llvm":
+        xo, xi = s[C].split(C.op.axis[0], factor=4)
+        xo1, xo2 = s[C].split(xo, factor=3)
+        s[C].parallel(xo2)
+    else:
+        for stage in (C, D):
+            xo, xi = s[stage].split(stage.op.axis[0], factor=4)
+            s[stage].bind(xo, thr("blockIdx.x"))
+            s[stage].bind(xi, thr("threadIdx.x"))
+    a, b = rnd((n,), 42, 0.0, 2.0), rnd((n,), 43, 0.0, 2.0)
+    want = np.logical_and(a > b, a > 1).astype("float64")
+    run(s, [A, B, D], target, [a, b], [want])
+
+
 # ---------------------------------------------------------------- names and refusals
 
 
@@ -894,3 +922,18 @@ def test_structural_equal_of_two_lowerings():
     i = te.var("i")
     assert tvm.ir.structural_equal(i * 2 + 1, i * 2 + 1)
     assert not tvm.ir.structural_equal(i * 2 + 1, i * 2 + 2)
+
+
+def test_axis_extents_read_as_tvm_reads_them():
+    # TVM's programs read a loop's extent as ``axis.dom.extent.value``
+    # (test_te_schedule.py::test_rfactor, autotvm templates)
+    A = te.placeholder((7, 12), name="A")
+    k = te.reduce_axis((0, 12), name="k")
+    B = te.compute((7,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    assert [ax.dom.extent.value for ax in B.op.axis] == [7]
+    assert (k.dom.min.value, k.dom.extent.value) == (0, 12)
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(k, factor=4)
+    s.rfactor(B, ki)
+    assert s[B].op.body[0].axis[0].dom.extent.value == 4
+    assert B.op.axis[0].dom.extent + 1 == 8 and isinstance(k.dom.extent, int)

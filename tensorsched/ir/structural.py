@@ -15,6 +15,10 @@ def _fields(node):
     return [(f.name, getattr(node, f.name)) for f in dataclasses.fields(node) if f.compare]
 
 
+def _plain_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
 class _Equal:
     def __init__(self):
         self.vmap = {}  # Var of a -> Var of b, for bound variables
@@ -22,6 +26,8 @@ class _Equal:
     def eq(self, a, b):
         if a is b:
             return True
+        if _plain_int(a) and _plain_int(b):  # a Range's IntValue equals the int it holds
+            return int(a) == int(b)
         if type(a) is not type(b):
             return False
         if isinstance(a, E.Var):

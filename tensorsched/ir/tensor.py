@@ -27,13 +27,31 @@ THREAD_TAGS = (
 )
 
 
+class IntValue(int):
+    """A constant bound of a ``Range``: an int that also reads as TVM's ``IntImm``
+    (``axis.dom.extent.value``, as TVM's programs and templates read a loop's extent)."""
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+
 @dataclass(frozen=True)
 class Range:
-    """``[min, min + extent)``; each an int, or an expression of size variables (an
-    ``Extent``; typed ``Any``, as ``Shape`` is, for the integer-only callers)."""
+    """``[min, min + extent)``; each an int (an ``IntValue``, so ``.extent.value`` reads it
+    as in TVM), or an expression of size variables (an ``Extent``; typed ``Any``, as
+    ``Shape`` is, for the integer-only callers)."""
 
     min: Any
     extent: Any
+
+    def __post_init__(self) -> None:
+        for name in ("min", "extent"):
+            v = getattr(self, name)
+            if type(v) is int:
+                object.__setattr__(self, name, IntValue(v))
 
 
 Shape = tuple[Any, ...]
