@@ -21,7 +21,8 @@ missing (an AttributeError): ``te.Tensor``, ``te.ComputeOp``, ``te.PlaceholderOp
 ``tir.FloatImm``, ``tir.Var``, ``tir.IterVar``; ``tvm.ir.structural_equal`` and
 ``assert_structural_equal`` (a ValueError, as TVM's, when the trees differ); a loop's
 constant extent reads as TVM's ``axis.dom.extent.value`` (an int, as before, that also has
-``.value``; ``test_te_schedule.py::test_rfactor`` reads it so). Refused with a
+``.value``; ``test_te_schedule.py::test_rfactor`` reads it so), and an axis has TVM's
+``iter_type`` and ``thread_tag``. Refused with a
 ComputeError saying what to do instead (they were an AttributeError): ``te.gradient``
 (automatic differentiation), ``te.hybrid.script`` and ``te.create_prim_func`` (TensorIR). Stays
 refused, as in TVM: a reduction inside a larger body (TOPI's adaptive pool divides in a stage
@@ -937,3 +938,8 @@ def test_axis_extents_read_as_tvm_reads_them():
     s.rfactor(B, ki)
     assert s[B].op.body[0].axis[0].dom.extent.value == 4
     assert B.op.axis[0].dom.extent + 1 == 8 and isinstance(k.dom.extent, int)
+    IterVar = tvm.tir.IterVar
+    assert B.op.axis[0].iter_type == IterVar.DataPar and k.iter_type == IterVar.CommReduce
+    tx = te.thread_axis("threadIdx.x")
+    assert tx.iter_type == IterVar.ThreadIndex and tx.thread_tag == "threadIdx.x"
+    assert B.op.axis[0].thread_tag == ""

@@ -123,6 +123,18 @@ class IterVar(E.ExprOps):
         return self.var.name
 
     @property
+    def iter_type(self) -> int:
+        """TVM's ``IterVar.iter_type`` of the axis itself: ``DataPar``, ``CommReduce`` or
+        ``ThreadIndex`` (a loop's annotation is in ``Stage.iter_var_attrs``, as in TVM)."""
+        kinds = {"reduce": self.CommReduce, "thread": self.ThreadIndex}
+        return kinds.get(self.kind, self.DataPar)
+
+    @property
+    def thread_tag(self) -> str:
+        """TVM's ``IterVar.thread_tag``: ``threadIdx.x`` ... for a thread axis, else ``""``."""
+        return self.tag if self.kind == "thread" else ""
+
+    @property
     def domain(self) -> Range:
         """``dom`` of a data or reduce axis, which always has one (a thread axis has none)."""
         if self.dom is None:
