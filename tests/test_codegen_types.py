@@ -174,3 +174,42 @@ def test_kernels_are_clean_under_oclgrind(kernel, rng):
     assert result.log.strip() == ""
     ((t, out),) = outs
     compare(out, ref(*ins), t.dtype, name=t.name)
+
+
+def test_a_kernel_reading_back_its_output_takes_its_inputs_without_restrict_on_nvidia():
+    """NVIDIA's OpenCL compiler dropped every store to the int output of TVM's argmin (a tuple
+    reducer summed into its outputs in global memory) where its inputs were ``const restrict``
+    (H200, driver 580; right without ``restrict`` on them or with -cl-opt-disable). Such a
+    kernel's read-only buffers are ``TS_RESTRICT_IN``: nothing on NVIDIA, ``restrict`` on
+    every other device. A kernel that keeps its sums in registers keeps ``restrict``."""
+
+    def argmin_combine(x, y):
+        keep = x[1] <= y[1]
+        return ts.if_then_else(keep, x[0], y[0]), ts.if_then_else(keep, x[1], y[1])
+
+    def argmin_identity(t0, t1):
+        return ts.const(-1, t0), ts.max_value(t1)
+
+    argmin = ts.comm_reducer(argmin_combine, argmin_identity, name="argmin")
+    idx = ts.placeholder((9, 31), name="idx", dtype="int32")
+    val = ts.placeholder((9, 31), name="val")
+    k = ts.reduce_axis((0, 31), name="k")
+    t0, t1 = ts.compute((9,), lambda i: argmin((idx[i, k], val[i, k]), axis=k), name="T")
+    s = ts.create_schedule(t0.op)
+    text = emit_opencl(ts.lower(s, [idx, val, t0, t1], name="f")).text
+    assert "#ifdef __NV_CL_C_VERSION\n#define TS_RESTRICT_IN\n#else" in text
+    assert "const int* TS_RESTRICT_IN idx" in text and "const float* TS_RESTRICT_IN val" in text
+    assert "int* restrict T_v0" in text and "float* restrict T_v1" in text
+
+    A = ts.placeholder((16, 16), name="A")
+    B = ts.placeholder((16, 16), name="B")
+    r = ts.reduce_axis((0, 16), name="r")
+    C = ts.compute((16, 16), lambda i, j: ts.sum(A[i, r] * B[r, j], axis=r), name="C")
+    s = ts.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    i, j = s[C].op.axis
+    s[C].bind(i, ts.thread_axis("blockIdx.x"))
+    s[C].bind(j, ts.thread_axis("threadIdx.x"))
+    s[CL].compute_at(s[C], j)
+    text = emit_opencl(ts.lower(s, [A, B, C], name="g")).text
+    assert "TS_RESTRICT_IN" not in text and "const float* restrict A" in text

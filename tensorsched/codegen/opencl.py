@@ -69,7 +69,7 @@ KEYWORDS = (
     *("max", "min", "fmax", "fmin", "select", "mad", "fma", "dot", "barrier", "mem_fence"),
     *(f"get_{w}" for w in ("group_id", "local_id", "global_id", "local_size", "num_groups")),
     *("get_global_size", "read_imagef", "vload_half", "vstore_half", "ts_v", "ts_sampler"),
-    *("atomic_inc", "atomic_xchg", "ts_last_group", "TS_DEVICE_FENCE"),
+    *("atomic_inc", "atomic_xchg", "ts_last_group", "TS_DEVICE_FENCE", "TS_RESTRICT_IN"),
     *(f"{f}{n}" for f in ("vload", "vstore") for n in (2, 3, 4, 8, 16)),
     *(  # vector types and the conversions to them
         f"{conv}{t}{n}"
@@ -109,6 +109,15 @@ HELPERS = {
     '#define TS_DEVICE_FENCE() asm volatile("membar.gl;" ::: "memory")\n'
     "#else\n"
     "#define TS_DEVICE_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)\n"
+    "#endif",
+    # the read-only buffers of a kernel that reads back a global buffer it writes: NVIDIA's
+    # OpenCL compiler (driver 580) dropped every store to an int output of such a kernel
+    # (TVM's argmin as a tuple reducer, test_tvm_port11) where they were `const restrict`;
+    # right without `restrict` on them or with -cl-opt-disable. Elsewhere they keep it
+    "TS_RESTRICT_IN": "#ifdef __NV_CL_C_VERSION\n"
+    "#define TS_RESTRICT_IN\n"
+    "#else\n"
+    "#define TS_RESTRICT_IN restrict\n"
     "#endif",
 }
 
@@ -365,12 +374,19 @@ class OpenCLEmitter(CStyleEmitter):
     def scalar_param(self, v: E.Var) -> str:
         return f"const {self.ctype(v.dtype)} {self.var(v)}"
 
-    def param(self, b: S.Buffer, written: bool) -> str:
+    def param(self, b: S.Buffer, written: bool, read_back: bool = False) -> str:
+        """A buffer argument: ``const`` where the kernel only reads it, and ``restrict``; a
+        read-only one of a kernel that reads back what it writes (``read_back``) is
+        ``TS_RESTRICT_IN``, not ``restrict`` on NVIDIA."""
         if b.image:
             return f"__read_only image2d_t {self.buf(b)}"
         const = "" if written else "const "
         t = "half" if dt.element(b.dtype) == "float16" else self.ctype(b.dtype)
-        return f"{self.global_qualifier} {const}{t}* restrict {self.buf(b)}"
+        restrict = "restrict"
+        if read_back and not written:
+            restrict = "TS_RESTRICT_IN"
+            self.helpers.add("TS_RESTRICT_IN")
+        return f"{self.global_qualifier} {const}{t}* {restrict} {self.buf(b)}"
 
 
 _SIMP = Simplifier()
@@ -557,7 +573,10 @@ def emit_opencl(func: S.LoweredFunc, fp16: str = "storage") -> KernelSource:
         scalars = _scalars(func, col, kname)
         em = OpenCLEmitter(Names(KEYWORDS), fp16)
         em.index_type = _index_type(col, [*order, *col.allocs], gsize, scalars)
-        params = [em.param(b, b in col.writes) for b in order]
+        # a global buffer written and read in this kernel, not through a last-group sum
+        # (whose kernels the tuner checks on the device): TS_RESTRICT_IN
+        read_back = not col.counters and any(b in col.reads for b in col.writes if b in order)
+        params = [em.param(b, b in col.writes, read_back) for b in order]
         params += [em.scalar_param(v) for v in scalars]
         lines = []
         if col.launch and all(isinstance(n, int) for n in lsize):
