@@ -10,6 +10,7 @@ from ..ir.simplify import Extent, extent_expr
 from ..ir.tensor import ComputeOp, IterVar, Range, ScanOp
 from ..ir.visitor import Visitor
 from .bound import infer_bound
+from .relations import Fuse, Singleton, Split  # TVM's relation classes (s[T].relations)
 from .schedule import Group, IterAttr, Schedule, Stage, create_schedule
 from .schedule_ops import schedule_to_stmt
 
@@ -17,6 +18,7 @@ __all__ = [
     "AutoInlineBroadcast",
     "AutoInlineElemWise",
     "AutoInlineInjective",
+    "Fuse",
     "Group",
     "IterAttr",
     "InferBound",
@@ -24,6 +26,8 @@ __all__ = [
     "Range",
     "Schedule",
     "ScheduleOps",
+    "Singleton",
+    "Split",
     "Stage",
     "create_schedule",
 ]
