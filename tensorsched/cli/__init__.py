@@ -48,7 +48,15 @@ from ..tune.distributed import Cluster
 from ..tune.log import best_records, read_log
 from ..tune.task import INDEX_MAX, ShapeError, Task, task_shape
 from ..tune.tuner import VERIFY_TIMES, VERIFY_TOP, parse_duration, tune, tune_devices
-from .net import add_net_parser, cmd_net, count, open_regular, positive_seconds, seed_int
+from .net import (
+    add_net_parser,
+    cmd_net,
+    count,
+    open_regular,
+    positive_int,
+    positive_seconds,
+    seed_int,
+)
 from .worker import add_worker_parser, cmd_worker
 
 # a small ACL-style search list (``compare`` without ``--acl-full``): one config per strategy
@@ -625,19 +633,6 @@ def cmd_ir(args: argparse.Namespace) -> None:
         print(emit_opencl(func).text)
     else:
         print(func.script() if args.func else func)
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: an integer from 1 to 2**31 - 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= value <= INDEX_MAX:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive integer (1 to {INDEX_MAX}), got {text!r}"
-        )
-    return value
 
 
 def duration(text: str) -> float:

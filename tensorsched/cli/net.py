@@ -41,6 +41,7 @@ from ..runtime.device import resolve_device
 from ..runtime.table import print_table
 from ..tune.distributed import Cluster
 from ..tune.log import not_regular, read_log
+from ..tune.task import INDEX_MAX
 from ..tune.tuner import VERIFY_TOP, parse_duration, tune
 
 
@@ -438,13 +439,16 @@ def _export(args: argparse.Namespace) -> None:
     print(f"written {args.out}")
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: an integer from 1 to 2**31 - 1."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= value <= 2**31 - 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if not 1 <= value <= INDEX_MAX:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer (1 to {INDEX_MAX}), got {text!r}"
+        )
     return value
 
 
@@ -495,7 +499,7 @@ def add_net_parser(sub: Any) -> None:
     p.add_argument("model", help=f"{', '.join(NETS)} or the path of an .onnx file")
     p.add_argument("--device", help="P:D or part of a device name")
     p.add_argument("--log", help="tuning log: the configs to build with (tune: where to write)")
-    p.add_argument("--image-size", type=_positive, help="built-in nets: image side (224)")
+    p.add_argument("--image-size", type=positive_int, help="built-in nets: image side (224)")
     p.add_argument(
         "--shape",
         action="append",
@@ -514,7 +518,7 @@ def add_net_parser(sub: Any) -> None:
     p.add_argument("--target", choices=["opencl", "python"], default="opencl")
     p.add_argument("--check", action="store_true", help="run: error against numpy")
     p.add_argument("--profile", action="store_true", help="run: the per-layer table")
-    p.add_argument("--repeat", type=_positive, default=20, help="timed runs (bench, profile)")
+    p.add_argument("--repeat", type=positive_int, default=20, help="timed runs (bench, profile)")
     p.add_argument("--seed", type=seed_int, default=0, help="the random input's seed")
     p.add_argument(
         "--fp16",
@@ -530,7 +534,7 @@ def add_net_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--acl-configs",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="bench --acl: the first N configs of each strategy's search list",
     )
@@ -540,9 +544,9 @@ def add_net_parser(sub: Any) -> None:
         help="bench --acl: search lists saved by an earlier ACL-style tuning in DIR",
     )
     p.add_argument("--plot", help="bench: write a PNG bar chart (needs matplotlib)")
-    p.add_argument("--trials", type=_positive, help="tune: candidates per task")
+    p.add_argument("--trials", type=positive_int, help="tune: candidates per task")
     p.add_argument("--time", type=_duration, help="tune: time per task (90s, 2m)")
-    p.add_argument("--early-stop", type=_positive, metavar="N")
+    p.add_argument("--early-stop", type=positive_int, metavar="N")
     p.add_argument(
         "--verify",
         type=count,
