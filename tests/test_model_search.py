@@ -16,6 +16,7 @@ from tensorsched.errors import TensorschedError
 from tensorsched.ops.gemm import gemm
 from tensorsched.runtime.device import DeviceLimits, current_limits
 from tensorsched.tune import dispatch, features, model, register_template
+from tensorsched.tune.ahead import ProposeAhead
 from tensorsched.tune.features import Lowering, SpaceFeatures, lower_features
 from tensorsched.tune.log import read_log
 from tensorsched.tune.model import ModelProposer, fit_config, history, nearest_bests
@@ -1003,3 +1004,96 @@ def test_a_k_split_is_kept_within_two_waves_and_cut_past_them():
     assert split(96, 16) is None  # one wave exactly: the largest that fits is its own
     assert split(640, 16) == 2  # 40 a split: 80 <= 96
     assert split(784, 4) == 1  # 196 a split: none fits, the smallest
+
+
+# ---- proposing ahead in a thread (a GPU's model search)
+
+
+class Counting:
+    """A proposer of ``n`` numbered configs that records what it is told, optionally failing
+    at its ``fail_at``-th proposal."""
+
+    def __init__(self, n: int, fail_at: int = -1):
+        self.n, self.fail_at, self.given, self.told = n, fail_at, 0, []
+
+    def next(self):
+        if self.given == self.fail_at:
+            raise TensorschedError("planted failure")
+        if self.given >= self.n:
+            return None
+        self.given += 1
+        return {"i": self.given - 1}
+
+    def observe(self, config, status, gflops):
+        self.told.append((config["i"], status, gflops))
+
+    def state(self):
+        return f"{len(self.told)} told"
+
+
+def test_a_proposer_run_ahead_hands_out_each_candidate_once_and_learns_every_result():
+    inner = Counting(40)
+    ahead = ProposeAhead(inner, 6)
+    got = []
+    try:
+        while (c := ahead.next()) is not None:
+            got.append(c["i"])
+            ahead.observe(c, "ok", float(c["i"]))
+        assert got == list(range(40)) and ahead.next() is None
+        deadline = time.time() + 10
+        while len(inner.told) < 40 and time.time() < deadline:
+            time.sleep(0.01)  # the thread learns the last results after the last proposal
+        assert inner.told == [(i, "ok", float(i)) for i in range(40)]
+        assert ahead.state() == "40 told"
+        assert inner.given - len(got) == 0  # nothing proposed past the end
+    finally:
+        ahead.close()
+    assert not ahead._thread.is_alive()
+
+
+def test_a_proposer_run_ahead_stays_at_most_its_queue_ahead_and_raises_what_it_raised():
+    inner = Counting(100, fail_at=12)
+    ahead = ProposeAhead(inner, 4)
+    try:
+        first = ahead.next()
+        deadline = time.time() + 10
+        while inner.given < 5 and time.time() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)
+        assert first == {"i": 0} and inner.given == 5  # one taken, four ready
+        got = [ahead.next()["i"] for _ in range(11)]
+        assert got == list(range(1, 12))
+        with pytest.raises(TensorschedError, match="planted failure"):
+            ahead.next()
+    finally:
+        ahead.close()
+
+
+@pytest.mark.opencl
+def test_a_gpu_search_by_model_proposes_ahead_and_logs_each_trial_once(
+    device, tmp_path, monkeypatch
+):
+    """Not on a CPU device (the device's kind faked), the model search takes its candidates
+    from a ``ProposeAhead``: a budget past the space's 8 points measures each point once,
+    all correct, and the search ends when the proposer is spent; the thread stops."""
+    from tensorsched.runtime.device import Device
+    from tensorsched.tune import tuner
+
+    made = []
+
+    class Recorded(ProposeAhead):
+        def __init__(self, proposer, ahead):
+            super().__init__(proposer, ahead)
+            made.append(self)
+
+    monkeypatch.setattr(Device, "is_cpu", property(lambda self: False))
+    monkeypatch.setattr(tuner, "ProposeAhead", Recorded)
+    task = Task("gemm", "gemm_tiny", (24, 16, 20))
+    log = str(tmp_path / "g.jsonl")
+    res = tune(task, log, strategy="model", trials=10, timeout=20.0, repeat=2, n_build=2,
+               progress=False, verify=0)  # fmt: skip
+    recs = read_log(log)
+    assert len(made) == 1 and not made[0]._thread.is_alive()
+    assert task.space().size() == 8
+    assert len(recs) == 8 and len({r.config_key() for r in recs}) == 8
+    assert res.counts == {"ok": 8} and all(r.status == "ok" for r in recs)

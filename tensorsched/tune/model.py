@@ -683,15 +683,29 @@ class ModelProposer:
     def _keep_valid(self, configs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """The ``configs`` whose lowering may run; each provably invalid one is learned as a
         failure and counted in ``filtered``."""
-        out = []
-        for c, (ir, why) in zip(configs, self._lower(configs)):
+        return self._valid(configs, self._lower(configs))
+
+    def _valid(
+        self, configs: Sequence[dict[str, Any]], lowered: Sequence[Lowered], most: int = -1
+    ) -> list[dict[str, Any]]:
+        """The first ``most`` (all, where negative) of ``configs`` whose lowering (``lowered``)
+        may run; each provably invalid one up to there is learned as a failure and counted in
+        ``filtered``."""
+        out: list[dict[str, Any]] = []
+        for c, (ir, why) in zip(configs, lowered):
+            if 0 <= most <= len(out):
+                break
             if why is None:
                 out.append(c)
                 continue
-            self.filtered += 1
-            self.seen.add(config_key(c))
-            self.model.add(Row(self.task.key(), self.sf.features(c), ir, None))
+            self._refused(c, ir)
         return out
+
+    def _refused(self, config: dict[str, Any], ir: dict[str, float] | None) -> None:
+        """Learn a candidate its lowering proved invalid, as a failure, and never propose it."""
+        self.filtered += 1
+        self.seen.add(config_key(config))
+        self.model.add(Row(self.task.key(), self.sf.features(config), ir, None))
 
     def _lower(self, configs: Sequence[dict[str, Any]]) -> list[Lowered]:
         return self.lowering.many([(self.task, c) for c in configs])
@@ -707,9 +721,12 @@ class ModelProposer:
         return self.queue.pop(0) if self.queue else None
 
     def _refill(self) -> None:
-        # rounds whose candidates were all proven invalid are retried, each drawing twice as
-        # many random points as the last: in a space where few points are valid (1-5% of
-        # gpu_tiled's at small shapes) a batch's few random draws may all fail
+        # a batch: the model's best of its shortlist, LOCAL neighbours of the fastest trials
+        # and random points, all lowered in one call (so in parallel, where the proposer has a
+        # pool: three calls in a row cost three lowerings' latency, most of a GPU search's
+        # proposing time). Rounds whose candidates were all proven invalid are retried, each
+        # drawing twice as many random points as the last: in a space where few points are
+        # valid (1-5% of gpu_tiled's at small shapes) a batch's few random draws may all fail
         for attempt in range(REFILLS):
             if len(self.seen) >= self.size:
                 return
@@ -717,14 +734,19 @@ class ModelProposer:
             n_explore = max(1, round(self.batch * self.explore))
             n_local = min(LOCAL, self.batch - n_explore) if ready and self.explore else 0
             n_model = self.batch - n_explore - n_local if ready else 0
-            picks = self._model_picks(n_model) if n_model else []
-            keys = {config_key(c) for c in picks}
-            if n_local:
-                picks += self._keep_valid(self._neighbours(n_local, keys))
-                keys = {config_key(c) for c in picks}
+            short = self._shortlist(n_model * SHORTLIST) if n_model else []
+            keys = {config_key(c) for c in short}
+            local = self._neighbours(n_local, keys) if n_local else []
+            # random draws for the explore share and for the model's picks that the lowering
+            # may prove invalid (the first ``want`` valid ones are kept, the rest stay unseen)
+            drawn = self._random_points(
+                ((self.batch - n_model - n_local) << attempt) + n_model, keys
+            )
+            lowered = self._lower(short + local + drawn)
+            picks = self._model_picks(n_model, short, lowered[: len(short)]) if n_model else []
+            picks += self._valid(local, lowered[len(short) : len(short) + len(local)])
             want = self.batch - len(picks)
-            drawn = self._keep_valid(self._random_points(want << attempt, keys))
-            picks += drawn[:want]
+            picks += self._valid(drawn, lowered[len(short) + len(local) :], want)
             for c in picks:
                 self.seen.add(config_key(c))
             self.queue += picks
@@ -771,17 +793,23 @@ class ModelProposer:
                 out.append(c)
         return out
 
-    def _model_picks(self, n: int) -> list[dict[str, Any]]:
+    def _model_picks(
+        self,
+        n: int,
+        short: Sequence[dict[str, Any]] | None = None,
+        lowered: Sequence[Lowered] | None = None,
+    ) -> list[dict[str, Any]]:
         """The ``n`` best unseen candidates: scored by the config model over the space (whole,
-        or by annealing), the shortlist lowered (dropping what it proves invalid) and
-        re-ranked by the IR model."""
-        short = self._shortlist(n * SHORTLIST)
+        or by annealing: ``short``, unless given with its ``lowered``), the shortlist lowered
+        (dropping what it proves invalid) and re-ranked by the IR model."""
+        if short is None:
+            short = self._shortlist(n * SHORTLIST)
+        if lowered is None:
+            lowered = self._lower(short)
         rows, configs = [], []
-        for c, (ir, why) in zip(short, self._lower(short)):
+        for c, (ir, why) in zip(short, lowered):
             if why is not None:
-                self.filtered += 1
-                self.seen.add(config_key(c))
-                self.model.add(Row(self.task.key(), self.sf.features(c), ir, None))
+                self._refused(c, ir)
                 continue
             rows.append(Row(self.task.key(), self.sf.features(c), ir, None))
             configs.append(c)

@@ -43,11 +43,19 @@ from ..ir.dtype import itemsize
 from ..ops.space import Config
 from ..ops.templates import template_module, template_payload
 from ..runtime.device import DeviceLimits, current_device, resolve_device
+from .ahead import ProposeAhead
 from .distributed import Cluster, ClusterError, cluster_of
 from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
 from .log import LogLock, LogWriter, Record, best_records, config_key, read_log
 from .measure import TIME_BUDGET_MS, Runner, prebuild, signature, worker_pool
-from .model import LOWER_WORKERS, ModelProposer, past_records, require_lightgbm, sibling_records
+from .model import (
+    BATCH,
+    LOWER_WORKERS,
+    ModelProposer,
+    past_records,
+    require_lightgbm,
+    sibling_records,
+)
 from .task import Task, TaskError
 
 STRATEGIES = ("model", "grid", "random")
@@ -281,6 +289,7 @@ def tune(
     modules = worker_modules(task)
     pool, close = cluster_of(cluster) if cluster is not None else (None, None)
     proposer: Any = None
+    ahead_of: ProposeAhead | None = None
     hidden = _main_hidden(any(isinstance(m, bytes) for m in modules))
     hidden.__enter__()
     try:
@@ -323,16 +332,19 @@ def tune(
                     task, space, proposer, done, writer, limits, pool, resource, modules, timeout
                 )
             else:
+                quiet = resolve_device(on or None).is_cpu
+                if strategy == "model" and not quiet:  # a GPU's: proposed in a thread
+                    ahead_of = ProposeAhead(proposer, 2 * BATCH)
                 search = Search(
                     task,
                     space,
-                    proposer,
+                    ahead_of or proposer,
                     done,
                     LogWriter(log_path),
                     Runner(on, timeout, task.to_dict(), _specs(task), limits, modules),
                     BuildPool(n_build or max(1, os.cpu_count() or 2), on, limits, modules),
                     limits,
-                    quiet=resolve_device(on or None).is_cpu,
+                    quiet=quiet,
                 )
             setup_s = time.time() - t0  # learning from the logs: not part of ``time_s``
             end = time.time() + seconds if seconds is not None else None
@@ -359,6 +371,8 @@ def tune(
             search.counts = {k: v for k, v in search.counts.items() if v}
             all_best = best_records(read_log(log_path), task.key(), limits.name)
     finally:
+        if ahead_of is not None:
+            ahead_of.close()
         if isinstance(proposer, ModelProposer):
             proposer.close()
         if close is not None:
@@ -695,8 +709,10 @@ class Search(Trials):
     then measured one by one with no build running, so that compiling never slows a kernel
     being timed (on 2 cores it did, by up to half, and the search ranked configs by noise).
     Otherwise (a GPU) each candidate is measured in a thread while this one proposes the next
-    candidates and sends them to the pool: the proposer's time (the model strategy's) hides
-    behind the measurement. The proposer is asked and told in the same order either way."""
+    candidates and sends them to the pool, and the model strategy's proposer runs ahead in a
+    thread of its own (``ahead.ProposeAhead``): its time, not the measurements', bounded a
+    GPU's search. Where it does not run ahead, the proposer is asked and told in the same
+    order either way."""
 
     def __init__(
         self,
