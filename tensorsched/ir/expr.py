@@ -26,6 +26,13 @@ if TYPE_CHECKING:  # stmt.py imports this module
     from .tensor import IterVar, Tensor
 
 
+class TensorOperand:
+    """A tensor as an operand of ``+ - * /`` (``te.Tensor``): an expression on its left gives
+    way to the tensor's reflected operator (``n + A`` is a tensor, as with TVM's TOPI)."""
+
+    __slots__ = ()
+
+
 class ExprOps:
     """Operator sugar shared by expressions and iteration variables."""
 
@@ -36,24 +43,32 @@ class ExprOps:
         def as_expr(self) -> Expr: ...
 
     def __add__(self, o: ExprLike) -> BinOp:
+        if isinstance(o, TensorOperand):
+            return NotImplemented  # the tensor's __radd__: an elementwise stage
         return binop("+", self, o)
 
     def __radd__(self, o: ExprLike) -> BinOp:
         return binop("+", o, self)
 
     def __sub__(self, o: ExprLike) -> BinOp:
+        if isinstance(o, TensorOperand):
+            return NotImplemented  # the tensor's __rsub__: an elementwise stage
         return binop("-", self, o)
 
     def __rsub__(self, o: ExprLike) -> BinOp:
         return binop("-", o, self)
 
     def __mul__(self, o: ExprLike) -> BinOp:
+        if isinstance(o, TensorOperand):
+            return NotImplemented  # the tensor's __rmul__: an elementwise stage
         return binop("*", self, o)
 
     def __rmul__(self, o: ExprLike) -> BinOp:
         return binop("*", o, self)
 
     def __truediv__(self, o: ExprLike) -> BinOp:
+        if isinstance(o, TensorOperand):
+            return NotImplemented  # the tensor's __rtruediv__: an elementwise stage
         return binop("/", self, o)
 
     def __rtruediv__(self, o: ExprLike) -> BinOp:

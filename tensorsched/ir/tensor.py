@@ -354,8 +354,12 @@ class ScanOp(ComputeOp):
         return f"scan({self.name})"
 
 
-class Tensor:
-    """The output of an operation; index it with ``T[i, j]`` or ``T[i][j]``."""
+class Tensor(E.TensorOperand):
+    """The output of an operation; index it with ``T[i, j]`` or ``T[i][j]``.
+
+    ``+ - * /`` with a tensor are stages, as TVM's TOPI overloads them: two tensors give a
+    broadcast (numpy's rule; tagged ``"broadcast"``), a tensor and a scalar (a number, an
+    expression, an element ``B[0, 0]``) an elementwise stage (tagged ``"elemwise"``)."""
 
     def __init__(
         self, op: Operation, shape: Shape, dtype: str, name: str, value_index: int = 0
@@ -392,11 +396,103 @@ class Tensor:
     def __repr__(self) -> str:
         return f"Tensor({self.name}, {self.shape}, {self.dtype})"
 
+    def __add__(self, o: Any) -> Tensor:
+        return tensor_arith("+", self, o)
+
+    def __radd__(self, o: Any) -> Tensor:
+        return tensor_arith("+", o, self)
+
+    def __sub__(self, o: Any) -> Tensor:
+        return tensor_arith("-", self, o)
+
+    def __rsub__(self, o: Any) -> Tensor:
+        return tensor_arith("-", o, self)
+
+    def __mul__(self, o: Any) -> Tensor:
+        return tensor_arith("*", self, o)
+
+    def __rmul__(self, o: Any) -> Tensor:
+        return tensor_arith("*", o, self)
+
+    def __truediv__(self, o: Any) -> Tensor:
+        return tensor_arith("/", self, o)
+
+    def __rtruediv__(self, o: Any) -> Tensor:
+        return tensor_arith("/", o, self)
+
+    def __neg__(self) -> Tensor:
+        return tensor_arith("*", self, -1)  # TVM's ExprOp.__neg__ multiplies by -1
+
     def __hash__(self) -> int:
         return id(self)
 
     def __eq__(self, other: object) -> bool:
         return self is other
+
+
+_ARITH_NAMES = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide"}
+
+
+def broadcast_shape(a: Sequence[Any], b: Sequence[Any], where: str = "add") -> Shape:
+    """numpy's broadcast of two shapes (aligned on the right, a 1 stretches), or a
+    ``ComputeError`` naming both. Symbolic dimensions broadcast when they are the same size
+    variable, or against a 1."""
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(pa, pb):
+        if isinstance(y, int) and y == 1 or _same_dim(x, y):
+            out.append(x)
+        elif isinstance(x, int) and x == 1:
+            out.append(y)
+        else:
+            raise ComputeError(
+                f"{where}: shapes {tuple(a)} and {tuple(b)} do not broadcast (numpy's rule: "
+                "equal dimensions, or one of them 1)"
+            )
+    return tuple(out)
+
+
+def _same_dim(x: Any, y: Any) -> bool:
+    if isinstance(x, int) and isinstance(y, int):
+        return x == y
+    return x is y
+
+
+def broadcast_load(t: Tensor, idx: Sequence[Any]) -> Any:
+    """``t`` read at the index ``idx`` of a broadcast output: dims aligned on the right,
+    size-1 dims read at 0."""
+    own = idx[len(idx) - t.ndim :]
+    return t(*(0 if isinstance(d, int) and d == 1 else i for i, d in zip(own, t.shape)))
+
+
+def tensor_arith(op: str, a: Any, b: Any) -> Tensor:
+    """``a op b`` where one operand or both are tensors, as TVM's TOPI overloads ``+ - * /``:
+    two tensors broadcast into a stage ``T_add`` ... tagged ``"broadcast"``; a tensor and a
+    scalar (number, expression, element) give an elementwise stage tagged ``"elemwise"``."""
+    fn = {
+        "+": lambda x, y: x + y,
+        "-": lambda x, y: x - y,
+        "*": lambda x, y: x * y,
+        "/": lambda x, y: x / y,
+    }[op]
+    name = f"T_{_ARITH_NAMES[op]}"
+    tags = ("", "") if TagScope.get_current() else ("broadcast", "elemwise")  # a scope's wins
+    for x in (a, b):
+        if not isinstance(x, (Tensor, E.ExprOps, int, float)):
+            raise ComputeError(
+                f"'{op}' of a tensor and {type(x).__name__} {x!r}: the other operand must be "
+                "a tensor, a number or an expression"
+            )
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        shape = broadcast_shape(a.shape, b.shape, f"'{op}' of '{a.name}' and '{b.name}'")
+        return compute(
+            shape, lambda *i: fn(broadcast_load(a, i), broadcast_load(b, i)), name, tags[0]
+        )
+    t = a if isinstance(a, Tensor) else b
+    if t is a:
+        return compute(t.shape, lambda *i: fn(t(*i), b), name, tags[1])
+    return compute(t.shape, lambda *i: fn(a, t(*i)), name, tags[1])
 
 
 class _Slice(E.ExprOps):

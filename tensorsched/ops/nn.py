@@ -36,7 +36,8 @@ from ..errors import ComputeError
 from ..ir import expr as E
 from ..ir import intrin as I
 from ..ir.expr import const
-from ..ir.tensor import Tensor, compute, placeholder, reduce_axis
+from ..ir.tensor import Tensor, broadcast_shape, compute, placeholder, reduce_axis
+from ..ir.tensor import broadcast_load as _broadcast_load
 
 
 def bias_add(
@@ -80,23 +81,6 @@ def clip(data: Tensor, lo: float, hi: float, name: str = "clip") -> Tensor:
 def relu6(data: Tensor, name: str = "relu6") -> Tensor:
     """``min(max(data, 0), 6)`` (MobileNet's activation)."""
     return clip(data, 0.0, 6.0, name=name)
-
-
-def broadcast_shape(a: Sequence[int], b: Sequence[int], where: str = "add") -> tuple[int, ...]:
-    """numpy's broadcast of two shapes, or a ``ComputeError`` naming both."""
-    n = max(len(a), len(b))
-    pa, pb = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    if any(x != y and 1 not in (x, y) for x, y in zip(pa, pb)):
-        raise ComputeError(
-            f"{where}: shapes {tuple(a)} and {tuple(b)} do not broadcast (numpy's rule)"
-        )
-    return tuple(max(x, y) for x, y in zip(pa, pb))
-
-
-def _broadcast_load(t: Tensor, idx: Sequence[Any]) -> Any:
-    """``t`` read at the output index ``idx``: dims aligned on the right, size-1 dims at 0."""
-    own = idx[len(idx) - t.ndim :]
-    return t[tuple(0 if d == 1 else i for i, d in zip(own, t.shape))]
 
 
 def _binary(a: Tensor, b: Tensor, name: str, fn: Callable[[Any, Any], Any]) -> Tensor:
