@@ -96,6 +96,7 @@ class Stage:
         self.store_predicate: E.Expr | None = None  # set_store_predicate(): stores only where
         self.is_output = False
         self.group: Group | None = None  # the create_group group it belongs to
+        self.env_thread_axes: tuple[IterVar, ...] = ()  # a scan's env_threads()
 
     @property
     def name(self) -> str:
@@ -406,6 +407,25 @@ class Stage:
             )
         a.bind = thread
 
+    def env_threads(self, threads: IterVar | Sequence[IterVar]) -> None:
+        """TVM's ``env_threads`` of a scan (its persistent kernel): the work-items that run the
+        scan's steps. tensorsched runs a scan's steps in the work-items that its init and
+        update are bound to already (one kernel, a barrier after each step where a step
+        reads what others wrote), so this records the threads and checks them; a stage
+        cannot be computed at one of them (compute it at a loop of the update instead)."""
+        if not isinstance(self.op, ScanOp):
+            raise self._error(
+                "env_threads", "it is not a scan; env_threads applies to a scan's stage"
+            )
+        given = [threads] if isinstance(threads, IterVar) else list(threads)
+        for t in given:
+            if not isinstance(t, IterVar) or t.kind != "thread" or t.tag == "vthread":
+                raise self._error(
+                    "env_threads",
+                    f"expected thread axes (ts.thread_axis('blockIdx.x') ...), got {t!r}",
+                )
+        self.env_thread_axes = tuple(given)
+
     def set_store_predicate(self, predicate: E.ExprLike) -> None:
         """Store the stage's results only where ``predicate`` holds (TVM's
         ``set_store_predicate``; ``tx.var.equal(0)`` names the work-item index of the thread
@@ -442,6 +462,18 @@ class Stage:
                 f"stage '{parent.name}' was inlined "
                 "(compute_inline) and has no loops; attach it to a stage that "
                 "has loops",
+            )
+        if isinstance(parent.op, ScanOp) and (
+            iv in parent.env_thread_axes or iv is parent.op.scan_axis
+        ):
+            what = "one of its env_threads" if iv in parent.env_thread_axes else "its step"
+            updates = ", ".join(f"'{t.name}'" for t in parent.op.updates)
+            raise self._error(
+                "compute_at",
+                f"axis '{iv.var.name}' is {what} of scan '{parent.name}'; tensorsched "
+                "computes nothing between a scan's steps but its parts: compute "
+                f"'{self.name}' at a loop of the update ({updates}) instead",
+                iv,
             )
         parent._check_leaf("compute_at", iv)
         if self.is_output:

@@ -351,14 +351,20 @@ def _build_scan(ctx: _Builder, st: Stage, env: Env) -> S.Stmt:
     steps = [build_stage(ctx, x, env) for x in updates]
     if not _steps_own_elements(ctx, st, list(zip(inits, firsts)), list(zip(updates, steps))):
         parts = {*inits, *updates}
-        tags = {
-            tag
+        bound = [
+            (x, iv, tag)
             for x in ctx.stages
             if x in parts or any(p in parts for p, _ in ancestors(x))
             for iv in x.leaf_iter_vars
             if (tag := bound_tag(x, iv)) is not None and tag != "vthread"
-        }
-        block = sorted(tag for tag in tags if tag.startswith("blockIdx"))
+        ]
+        tags = {tag for _, _, tag in bound}
+        # a blockIdx of one work-group (TVM's persistent kernels on one block) is no spread
+        block = sorted(
+            tag
+            for x, iv, tag in bound
+            if tag.startswith("blockIdx") and launch_extent(x, iv, ctx.ext[x][iv]) != 1
+        )
         if block:
             raise ScheduleError(
                 "bind",
