@@ -18,7 +18,7 @@ from ..errors import ParseError
 from . import dtype as dt
 from . import expr as E
 from .simplify import Lin, Simplifier, const_bound
-from .visitor import Mutator, free_vars
+from .visitor import Mutator, Visitor, free_vars
 
 
 class IndexBoundsError(ParseError):
@@ -509,8 +509,31 @@ def index_reach(
     parts = _connected([t for t in terms if _evaluable(t[1])], usable)
     rest = [t for t in terms if not _evaluable(t[1])]
     if rest:
-        why = why or "it depends on values read from a buffer at run time"
+        why = why or _not_evaluable_why([a for _, a in rest])
     return _sum(parts, rest, ranges, facts, why, lin.const)
+
+
+def _not_evaluable_why(terms: list[E.Expr]) -> str:
+    """Why the exact check cannot run through ``terms``: a load (run-time data) or a float
+    (an index computed as ``int32(floor(y * 0.5f))``, which it does not evaluate)."""
+    found: set[str] = set()
+
+    class _Kinds(Visitor):
+        def visit(self, e: Any) -> Any:
+            if isinstance(e, E.TensorLoad | E.Load):
+                found.add("load")
+            elif isinstance(e, E.Expr) and dt.is_float(e.dtype):
+                found.add("float")
+            return super().visit(e)
+
+    for t in terms:
+        _Kinds().visit(t)
+    if "load" in found or not found:
+        return "it depends on values read from a buffer at run time"
+    return (
+        "it is computed from a float (a cast of floor or round of a float expression), "
+        "which the check does not evaluate; clamp it into the buffer with min and max"
+    )
 
 
 def _sum(parts, rest, ranges, facts, why, const=0) -> Reach:
