@@ -102,6 +102,7 @@ from .ir.intrin import (
     truncmod,
 )
 from .ir.intrin import create_prim_func as _create_prim_func  # refused, as extern
+from .ir.intrin import custom_pass as _custom_pass  # TVM's pass-writing names: refused
 from .ir.intrin import gradient as _gradient
 from .ir.intrin import hybrid_script as _hybrid_script
 from .ir.parser import parse_ir
@@ -308,6 +309,16 @@ tir.call_intrin = call_intrin  # type: ignore[attr-defined]
 tir.Call = _Call  # type: ignore[attr-defined]
 tir.CallEffectKind = _CallEffectKind  # type: ignore[attr-defined]
 _sys.modules[f"{__name__}.autotvm"] = autotvm  # import tensorsched.autotvm, as tvm.autotvm
+# low_level_custom_pass.py's names, each refused with what to do instead (a LoweringError)
+_stmt_functor = _types.ModuleType(f"{__name__}.tir.stmt_functor", "Refused: custom passes.")
+for _n in ("post_order_visit", "ir_transform", "substitute"):
+    setattr(_stmt_functor, _n, _custom_pass(f"tir.stmt_functor.{_n}"))
+tir.stmt_functor = _stmt_functor  # type: ignore[attr-defined]
+_tir_transform = _types.ModuleType(f"{__name__}.tir.transform", "Refused: custom passes.")
+_tir_transform.prim_func_pass = _custom_pass("tir.transform.prim_func_pass")  # type: ignore[attr-defined]
+tir.transform = _tir_transform  # type: ignore[attr-defined]
+transform = _types.ModuleType(f"{__name__}.transform", "Refused: custom passes.")
+transform.PassContext = _custom_pass("transform.PassContext")  # type: ignore[attr-defined]
 tir.op = _namespace(  # type: ignore[attr-defined]
     "tir.op", "TVM's tvm.tir.op: the scalar functions.", ("var", "size_var", *_MATH, *_TIR_MORE)
 )

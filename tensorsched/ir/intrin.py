@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ..errors import ComputeError
+from ..errors import ComputeError, LoweringError
 from . import dtype as dt
 from . import expr as E
 from .tensor import IterVar
@@ -695,3 +695,21 @@ def create_prim_func(ops: Any, **kwargs: Any) -> NoReturn:
         "tensorsched is the classic te pipeline; schedule the tensors with "
         "ts.create_schedule and lower them with ts.lower"
     )
+
+
+def custom_pass(name: str) -> Callable[..., NoReturn]:
+    """TVM's names for writing a lowering pass of one's own (``tir.stmt_functor.
+    post_order_visit`` / ``ir_transform``, ``tir.transform.prim_func_pass``,
+    ``transform.PassContext`` with ``"tir.add_lower_pass"``): refused, each naming itself."""
+
+    def refused(*args: Any, **kwargs: Any) -> NoReturn:
+        raise LoweringError(
+            f"{name}: custom lowering passes are not supported: the pass list is fixed "
+            "(tensorsched.passes.pipeline). To inspect or change the loop IR, take "
+            "ts.lower(s, args), walk or rewrite its body with tensorsched.ir.visitor's "
+            "Visitor / StmtMutator (or edit its printed text and ts.parse_ir it), and give "
+            "the result to ts.build"
+        )
+
+    refused.__name__ = name.rsplit(".", 1)[-1]
+    return refused
