@@ -965,18 +965,19 @@ class Overlap:
 
     restarts, n, generation = 0, 1, 0
 
-    def __init__(self, configs, task):
+    def __init__(self, configs, task, slow=None):
         self.configs = list(configs)
+        self.slow = dict(slow or {})  # config key -> seconds its build takes
         self.result = {"status": "ok", "device_ms": 1.0, "gflops": task.flop / 1e6}  # 1 ms
         self.busy = 0  # builds and measurements running now
         self.lock = threading.Lock()
         self.during = []
         self.threads = cf.ThreadPoolExecutor(4)
 
-    def _work(self, value):
+    def _work(self, value, seconds=0.05):
         with self.lock:
             self.busy += 1
-        time.sleep(0.05)
+        time.sleep(seconds)
         with self.lock:
             self.busy -= 1
         return value
@@ -996,7 +997,8 @@ class Overlap:
         return ""
 
     def submit(self, task_dict, config):
-        return self.threads.submit(self._work, ("ok", "", b"artifact"))
+        seconds = self.slow.get(config_key(config), 0.05)
+        return self.threads.submit(self._work, ("ok", "", b"artifact"), seconds)
 
     def measure(self, task_dict, config, repeat, artifact, budget_ms, upcoming):
         return self._work(dict(self.result))
@@ -1013,8 +1015,8 @@ class Overlap:
 
 def test_a_gpu_search_proposes_while_it_builds_and_measures(tmp_path):
     """Not quiet (a GPU device), the search measures after the first few proposals and then
-    proposes while it waits for a build or a measurement; the trials are logged in the
-    proposer's order."""
+    proposes while it waits for a build or a measurement; every trial is logged once (in
+    the order the builds end, here the proposer's)."""
     task = tmpl("gemm_tiny")
     space = task.space()
     configs = list(space.points())

@@ -6,11 +6,13 @@ and what bounds that rate.
    to build the OpenCL program on the device (the same with ``compile``, less the first);
    each config's source is new to the driver (random configs, no repeats).
 2. The tuner itself (``tune``, model search from the shipped log, into a fresh log) for
-   ``SECONDS`` on each shape with ``BUILD`` build workers: configs a minute and its
-   ``stats`` (seconds waiting for builds, in the runner, loading, checking, timing,
-   proposing, lowering in the proposer).
+   ``SECONDS`` on each shape with ``BUILD`` build workers: configs a minute, the best, and
+   its ``stats`` (seconds waiting for builds, in the runner, loading, checking, timing,
+   proposing, lowering in the proposer); once for each of ``VARIANTS`` (``;``-separated,
+   each ``batch=B,lowerers=L`` or empty: the model strategy's batch and the most lowering
+   processes, set in this process).
 
-    . benchmarks/gpu/gpu_env.sh && [N=24] [SECONDS=40] [BUILD=15] \\
+    . benchmarks/gpu/gpu_env.sh && [N=24] [SECONDS=40] [BUILD=15] [VARIANTS=";batch=16"] \\
         python benchmarks/gpu/throughput_probe.py MxNxK [MxNxK ...]
 """
 
@@ -26,11 +28,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 
 from tensorsched.runtime.device import current_device, current_limits  # noqa: E402
-from tensorsched.tune import Task, tune  # noqa: E402
+from tensorsched.tune import Task, model, tune, tuner  # noqa: E402
 from tensorsched.tune.measure import build_candidate  # noqa: E402
 
 
 def serial(task: Task, n: int, rng: np.random.Generator) -> None:
+    if n <= 0:
+        return
     space = task.space()
     limits = current_limits()
     gen_s, cl_s, seen = [], [], set()
@@ -60,14 +64,44 @@ def serial(task: Task, n: int, rng: np.random.Generator) -> None:
     )
 
 
-def tuned(task: Task, seconds: float, build: int) -> None:
-    with tempfile.TemporaryDirectory() as d:
-        r = tune(task, os.path.join(d, "log.jsonl"), time_s=seconds, n_build=build,
-                 progress=False)  # fmt: skip
+def tuned(task: Task, seconds: float, build: int, variant: str) -> None:
+    """``tune`` for ``seconds`` with the proposer's constants of ``variant`` (``batch=16``,
+    ``lowerers=12``, comma-separated; empty: as shipped), set in this process."""
+    saved = {}
+    for item in filter(None, variant.split(",")):
+        name, value = item.split("=")
+        mod, attr = {"batch": (model, "BATCH"), "lowerers": (tuner, "LOWER_WORKERS")}[name]
+        saved[(mod, attr)] = getattr(mod, attr)
+        setattr(mod, attr, int(value))
+        if name == "batch":
+            saved[(tuner, "BATCH")] = tuner.BATCH
+            tuner.BATCH = int(value)
+            model.ModelProposer.__init__.__defaults__ = _with_batch(int(value))
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            r = tune(task, os.path.join(d, "log.jsonl"), time_s=seconds, n_build=build,
+                     progress=False)  # fmt: skip
+    finally:
+        for (mod, attr), value in saved.items():
+            setattr(mod, attr, value)
+        model.ModelProposer.__init__.__defaults__ = DEFAULTS
     st = {k: round(v, 1) if isinstance(v, float) else v for k, v in sorted(r.stats.items())}
-    print(f"  tune {task}: {r.measured} logged in {r.seconds:.0f} s = {r.rate:.0f} a minute, "
-          f"counts {r.counts}")  # fmt: skip
+    best = f"{r.best.gflops / 1e3:.2f} TFLOP/s" if r.best and r.best.gflops else "none"
+    print(f"  tune {task} [{variant or 'as shipped'}]: {r.measured} logged in {r.seconds:.0f} s "
+          f"= {r.rate:.0f} a minute, best {best}, counts {r.counts}")  # fmt: skip
     print(f"    stats {st}")
+
+
+DEFAULTS = model.ModelProposer.__init__.__defaults__
+
+
+def _with_batch(batch: int) -> tuple:
+    """``ModelProposer.__init__``'s defaults with its ``batch`` default set to ``batch``."""
+    names = model.ModelProposer.__init__.__code__.co_varnames[
+        1 : model.ModelProposer.__init__.__code__.co_argcount
+    ]
+    first = len(names) - len(DEFAULTS)
+    return tuple(batch if names[first + i] == "batch" else d for i, d in enumerate(DEFAULTS))
 
 
 def main() -> None:
@@ -79,8 +113,9 @@ def main() -> None:
     print(f"device {current_device()}; cpus {os.cpu_count()}; build workers {build}")
     for t in tasks:
         serial(t, n, rng)
-    for t in tasks:
-        tuned(t, seconds, build)
+    for variant in os.environ.get("VARIANTS", "").split(";"):
+        for t in tasks:
+            tuned(t, seconds, build, variant)
 
 
 if __name__ == "__main__":

@@ -708,11 +708,11 @@ class Search(Trials):
     measurements take turns, as AutoTVM's local runner does: a batch is built in parallel,
     then measured one by one with no build running, so that compiling never slows a kernel
     being timed (on 2 cores it did, by up to half, and the search ranked configs by noise).
-    Otherwise (a GPU) each candidate is measured in a thread while this one proposes the next
-    candidates and sends them to the pool, and the model strategy's proposer runs ahead in a
-    thread of its own (``ahead.ProposeAhead``): its time, not the measurements', bounded a
-    GPU's search. Where it does not run ahead, the proposer is asked and told in the same
-    order either way."""
+    Otherwise (a GPU) each candidate is measured, in the order the builds end, in a thread
+    while this one proposes the next candidates and sends them to the pool, and the model
+    strategy's proposer runs ahead in a thread of its own (``ahead.ProposeAhead``): its time,
+    not the measurements', bounded a GPU's search. Quiet, the trials are logged in the
+    proposer's order."""
 
     def __init__(
         self,
@@ -762,9 +762,7 @@ class Search(Trials):
                 if self._should_stop(early_stop):
                     self.pending.clear()
                     break
-                cand = self.pending.popleft()
-                if not self.quiet:
-                    self._propose_until(cand.future, budget, ahead)
+                cand = self.pending.popleft() if self.quiet else self._first_built(budget, ahead)
                 status, error, artifact = self._built(cand)
                 if status != "ok":
                     res = {"status": status, "error": error}
@@ -828,6 +826,25 @@ class Search(Trials):
                 else:
                     res = {"status": status, "error": error}
                 self._log(cand.config, res, remeasure=True)
+
+    def _first_built(self, budget: int, ahead: int) -> Pending:
+        """The first pending candidate whose build has ended, proposing while none has. A
+        GPU's search measures in the order the builds end: in the order they were sent, one
+        slow compile (NVIDIA's took up to 4 s, its median 0.2) held up the measurements of
+        every candidate built after it, and once ``ahead`` of them waited, the pool too."""
+        while True:
+            for i, cand in enumerate(self.pending):
+                if cand.future is None or cand.future.done():
+                    del self.pending[i]
+                    return cand
+            if not self._top_up(budget, ahead, 1):
+                t = time.perf_counter()
+                cf.wait(
+                    [p.future for p in self.pending if p.future is not None],
+                    timeout=1.0,
+                    return_when=cf.FIRST_COMPLETED,
+                )
+                self.stats["wait_build_s"] += time.perf_counter() - t
 
     def _propose_until(self, future: cf.Future | None, budget: int, ahead: int) -> None:
         """Propose and send one candidate at a time to the pool while ``future`` runs and
@@ -1135,9 +1152,12 @@ def _faster(a: Record, b: Record) -> bool:
 
 
 def _built(pending: Iterable[Pending], n: int) -> list[bytes]:
-    """The artifacts of the first ``n`` pending candidates whose build has finished."""
-    out = []
-    for cand in list(pending)[:n]:
+    """The artifacts of the first ``n`` pending candidates whose build has finished (the next
+    to be measured, in the order the builds end)."""
+    out: list[bytes] = []
+    for cand in list(pending):
+        if len(out) >= n:
+            break
         fut = cand.future
         if fut is None or not fut.done() or fut.cancelled() or fut.exception() is not None:
             continue
