@@ -1069,3 +1069,35 @@ def test_a_call_of_device_arrays_skips_the_full_checks_and_stays_right(device, m
     assert len(full) == 3
     with pytest.raises(RuntimeCallError, match="has shape"):
         mod(dx, cla.to_device(q, y[:, :40].copy()), out)
+
+
+@pytest.mark.opencl
+def test_a_warmed_module_has_launched_each_kernel_and_runs_right_after(device):
+    """``OpenCLModule.warm`` launches each kernel of a module once, one work-group over zeros
+    (what the tuner's build workers do on a CPU device, so that PoCL's compile for the
+    work-group size happens there); the module then computes right. A module of symbolic
+    sizes is not warmed."""
+    from tensorsched.runtime.module import OpenCLModule
+
+    s, args, _ = Task("gemm", "cpu", (37, 45, 29)).instantiate({"pad_b": True})
+    mod = ts.build(s, args, target="opencl")
+    assert len(mod.source.kernels) == 2  # B's copy, then the product
+    launched = []
+    kernels = mod.kernels
+    mod.kernels = [
+        (lambda k: lambda q, g, loc, *a: launched.append((g, loc)) or k(q, g, loc, *a))(k)
+        for k in kernels
+    ]
+    assert mod.warm() is True
+    assert [g == loc for g, loc in launched] == [True, True]  # one work-group each
+    mod.kernels = kernels
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((37, 29), "float32"), rng.standard_normal((29, 45), "float32")
+    out = np.full((37, 45), np.nan, "float32")
+    mod(a, b, out)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    n = ts.var("n")
+    A = ts.placeholder((n,), name="A")
+    B = ts.compute((n,), lambda i: A[i] * 2.0, name="B")
+    sym = OpenCLModule(ts.lower(ts.create_schedule(B.op), [A, B], name="twice"))
+    assert sym.warm() is False

@@ -38,7 +38,8 @@ from ..runtime.device import (
     current_device,
     find_device,
 )
-from .measure import Runner, import_modules, prebuild
+from .measure import Runner, prebuild
+from .workers import import_modules
 
 RESOURCE_PREFIX = "opencl:"
 # a worker process's environment: pyopencl's notice that a build logged something (NVIDIA's

@@ -50,9 +50,9 @@ from ..ops.templates import gemm_view
 from ..runtime.device import DeviceLimits
 from ..schedules.lower import lower
 from .filter import PRIVATE_BYTES
-from .measure import worker_pool
 from .record import config_key
 from .task import Task
+from .workers import worker_pool
 
 Lowered = tuple[dict[str, float] | None, str | None]  # lower_features's (features, why)
 
@@ -334,6 +334,17 @@ class _Walk(Visitor):
     def visit_Ramp(self, r: E.Ramp) -> None:
         self.max_lanes = max(self.max_lanes, r.lanes)
         self.generic_visit(r)
+
+
+def group_steps(func: S.LoweredFunc) -> float:
+    """The most loop steps one work-group of any of ``func``'s kernels runs: its work-items
+    times the loop trips of each (a loop of a size known only at run time counted as 16)."""
+    w = _Walk(averaged=False)
+    w.visit(func.body)
+    items = [
+        math.prod(e for t, e in axes.items() if t.startswith("threadIdx")) for axes in w.kernels
+    ]
+    return max((n * trips for n, trips in zip(items, w.kernel_trips)), default=w.trips)
 
 
 def ir_features(

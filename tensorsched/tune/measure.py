@@ -2,7 +2,8 @@
 
 - ``prebuild`` (run in a pool of processes, many candidates at a time) instantiates a
   candidate, lowers it, generates its OpenCL C, filters it by the device's limits and builds
-  its program (which reports compiler errors early and fills the driver's cache); it returns
+  its program (which reports compiler errors early and fills the driver's cache; on a CPU
+  device it also launches each kernel once, ``OpenCLModule.warm``); it returns
   the module as a ``ModuleArtifact`` (pickled): the source and the launch table of its
   kernels, plus the program binary where the driver keeps no cache of source builds.
 - ``Runner`` is one long-lived worker process that loads each artifact (no lowering, no code
@@ -19,11 +20,8 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
-import importlib
 import multiprocessing as mp
 import os
-import pickle
-import threading
 import time
 import traceback
 from collections import namedtuple
@@ -39,60 +37,19 @@ from ..runtime.device import Device, DeviceLimits, current_device
 from ..runtime.module import ModuleArtifact, OpenCLModule, Timing, caches_source_builds
 from ..schedules.lower import lower
 from .check import RTOL, OutputCheck, poison  # noqa: F401  (RTOL: the tolerances, re-exported)
+from .features import group_steps
 from .filter import check_limits
 from .task import Task
+from .workers import _IMPORT_ERROR, exit_with_parent, import_modules
 
 START_TIMEOUT = 120.0  # seconds a fresh worker may take to start (imports, device, inputs)
 TIME_BUDGET_MS = 50.0  # stop repeating once the timed runs took this long (>= 3 runs)
+# a build on a CPU device launches each kernel as one work-group (``OpenCLModule.warm``) only
+# where that work-group runs at most this many loop steps (``features.group_steps``): a 64x64
+# tile of a GEMM with K = 4096 runs 2**24
+WARM_STEPS = 2.0**26
 
 ArgSpec = namedtuple("ArgSpec", "shape dtype")
-
-
-def exit_with_parent() -> None:
-    """In a worker process: exit when the tuner that started it dies (``kill -9`` included),
-    even while a hung kernel holds the main thread, instead of lingering as an orphan."""
-    parent = os.getppid()
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
-def import_modules(modules: tuple[str | bytes, ...]) -> None:
-    """In a worker process: import the modules that registered the user's templates (named by
-    the tuner's own process from its registry, never by a log). An item that is bytes is a
-    registration the tuner's process pickled itself (``autotvm``: a template defined in the
-    main script, sent by value as TVM's workers get it, so that the script is not run again):
-    unpickled and called. Neither comes from a log."""
-    for item in modules:
-        if isinstance(item, bytes):
-            pickle.loads(item)()
-        else:
-            importlib.import_module(item)
-
-
-_IMPORT_ERROR: list[str] = []  # in a build worker: why the user's modules did not import
-
-
-def init_worker(modules: tuple[str | bytes, ...] = ()) -> None:
-    """A build worker's start: exit with the tuner, find the user's templates (a module that
-    does not import is reported by each build, not by a broken pool)."""
-    exit_with_parent()
-    try:
-        import_modules(modules)
-    except Exception:  # noqa: BLE001
-        _IMPORT_ERROR.append(traceback.format_exc(limit=3)[-2000:])
-
-
-def worker_pool(n: int, modules: tuple[str | bytes, ...] = ()) -> cf.ProcessPoolExecutor:
-    """``n`` worker processes, started fresh (spawn: no forked OpenCL state), each exiting
-    with this one and importing the user's template ``modules`` (``init_worker``)."""
-    return cf.ProcessPoolExecutor(
-        n, mp_context=mp.get_context("spawn"), initializer=init_worker, initargs=(modules,)
-    )
 
 
 def _select_device(device: str | None) -> None:
@@ -140,6 +97,13 @@ def build_candidate(
         if not compile:
             return "ok", "", art, None
         mod = OpenCLModule.from_artifact(art, device, cache=False)
+        if mod.device.is_cpu and group_steps(func) <= WARM_STEPS:
+            # PoCL compiles a kernel for its work-group size at its first launch (up to 16 s
+            # for a large unrolled tile) and keeps it by the source: here, in the build pool's
+            # processes at once, that leaves the runner's first launch (the check, under the
+            # timeout) a cache hit. Only where one work-group's run is short, since no
+            # timeout guards it here (a kernel that runs for hours runs it in the runner)
+            mod.warm()
     except BuildError as exc:
         return "build_error", str(exc)[:2000], None, None
     except TensorschedError as exc:

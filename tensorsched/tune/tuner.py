@@ -47,7 +47,7 @@ from .ahead import ProposeAhead
 from .distributed import Cluster, ClusterError, cluster_of
 from .filter import PRIVATE_BYTES, check_limits, early_filter  # noqa: F401
 from .log import LogLock, LogWriter, Record, best_records, config_key, read_log
-from .measure import TIME_BUDGET_MS, Runner, prebuild, signature, worker_pool
+from .measure import TIME_BUDGET_MS, Runner, prebuild, signature
 from .model import (
     BATCH,
     LOWER_WORKERS,
@@ -57,6 +57,7 @@ from .model import (
     sibling_records,
 )
 from .task import Task, TaskError
+from .workers import worker_pool
 
 STRATEGIES = ("model", "grid", "random")
 MEASURED = ("ok", "wrong", "timeout", "crash", "error")  # statuses that reached the runner
