@@ -770,7 +770,9 @@ class Search(Trials):
                     if not self.quiet:
                         self._top_up(budget, ahead, 1)
                 elif self.quiet:  # the batch's builds end before anything is timed
+                    t = time.perf_counter()
                     cf.wait([p.future for p in self.pending if p.future is not None])
+                    self.stats["wait_build_s"] += time.perf_counter() - t
                     res = self._measure(cand.config, artifact, repeat, budget_ms)
                 else:  # measured in a thread while the next are proposed and built
                     if self.measurer is None:
