@@ -23,4 +23,4 @@ done
 wait
 grep -h "configs measured" $OUT/runs/tuned_*.log
 grep -hE "^(GEMM|conv) .*\|" $OUT/runs/tuned_old.txt $OUT/runs/tuned_new.txt
-cd $OUT && tar czf run1_ab.tgz logs_old logs_new runs && rm -rf logs_old logs_new runs
+cd $OUT && tar czf ${TGZ:-run1_ab.tgz} logs_old logs_new runs && rm -rf logs_old logs_new runs
