@@ -16,12 +16,14 @@ and what bounds that rate.
         python benchmarks/gpu/throughput_probe.py MxNxK [MxNxK ...]
 """
 
+import contextlib
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
+from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -65,26 +67,20 @@ def serial(task: Task, n: int, rng: np.random.Generator) -> None:
 
 
 def tuned(task: Task, seconds: float, build: int, variant: str) -> None:
-    """``tune`` for ``seconds`` with the proposer's constants of ``variant`` (``batch=16``,
-    ``lowerers=12``, comma-separated; empty: as shipped), set in this process."""
-    saved = {}
+    """``tune`` for ``seconds`` with the proposer's settings of ``variant`` (``batch=16``,
+    ``lowerers=12``, comma-separated; empty: as shipped), patched in this process: the model
+    strategy's batch (and the queue it runs ahead, two batches), and the most processes that
+    lower its candidates."""
+    patches = contextlib.ExitStack()
     for item in filter(None, variant.split(",")):
         name, value = item.split("=")
-        mod, attr = {"batch": (model, "BATCH"), "lowerers": (tuner, "LOWER_WORKERS")}[name]
-        saved[(mod, attr)] = getattr(mod, attr)
-        setattr(mod, attr, int(value))
         if name == "batch":
-            saved[(tuner, "BATCH")] = tuner.BATCH
-            tuner.BATCH = int(value)
-            model.ModelProposer.__init__.__defaults__ = _with_batch(int(value))
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            r = tune(task, os.path.join(d, "log.jsonl"), time_s=seconds, n_build=build,
-                     progress=False)  # fmt: skip
-    finally:
-        for (mod, attr), value in saved.items():
-            setattr(mod, attr, value)
-        model.ModelProposer.__init__.__defaults__ = DEFAULTS
+            patches.enter_context(mock.patch.object(tuner, "ModelProposer", _batched(int(value))))
+            patches.enter_context(mock.patch.object(tuner, "BATCH", int(value)))
+        else:
+            patches.enter_context(mock.patch.object(tuner, "LOWER_WORKERS", int(value)))
+    with patches, tempfile.TemporaryDirectory() as d:
+        r = tune(task, os.path.join(d, "log.jsonl"), time_s=seconds, n_build=build, progress=False)
     st = {k: round(v, 1) if isinstance(v, float) else v for k, v in sorted(r.stats.items())}
     best = f"{r.best.gflops / 1e3:.2f} TFLOP/s" if r.best and r.best.gflops else "none"
     print(f"  tune {task} [{variant or 'as shipped'}]: {r.measured} logged in {r.seconds:.0f} s "
@@ -92,16 +88,14 @@ def tuned(task: Task, seconds: float, build: int, variant: str) -> None:
     print(f"    stats {st}")
 
 
-DEFAULTS = model.ModelProposer.__init__.__defaults__
+def _batched(batch: int) -> type:
+    """``ModelProposer`` proposing ``batch`` candidates a round."""
 
+    class Batched(model.ModelProposer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{**kwargs, "batch": batch})
 
-def _with_batch(batch: int) -> tuple:
-    """``ModelProposer.__init__``'s defaults with its ``batch`` default set to ``batch``."""
-    names = model.ModelProposer.__init__.__code__.co_varnames[
-        1 : model.ModelProposer.__init__.__code__.co_argcount
-    ]
-    first = len(names) - len(DEFAULTS)
-    return tuple(batch if names[first + i] == "batch" else d for i, d in enumerate(DEFAULTS))
+    return Batched
 
 
 def main() -> None:
