@@ -23,7 +23,7 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, TypeVar
 
 import numpy as np
 
@@ -439,50 +439,56 @@ def _export(args: argparse.Namespace) -> None:
     print(f"written {args.out}")
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer from 1 to 2**31 - 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= value <= INDEX_MAX:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive integer (1 to {INDEX_MAX}), got {text!r}"
-        )
-    return value
+T = TypeVar("T")
 
 
-def seed_int(text: str) -> int:
-    """An argparse type: a random seed, an integer from 0 to 2**63 - 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**63 - 1, got {text!r}")
-    return value
+def _argument_type(
+    parse: Callable[[str], T], ok: Callable[[T], bool], unparsed: str, expected: str, doc: str
+) -> Callable[[str], T]:
+    """An argparse type: ``parse`` of the text, refused unless ``ok``; the messages say what
+    was ``expected`` (``unparsed``: where the text does not parse)."""
+
+    def check(text: str) -> T:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {unparsed}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    check.__doc__ = doc
+    return check
 
 
-def positive_seconds(text: str) -> float:
-    """An argparse type: a finite positive number of seconds (at most a week)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not (math.isfinite(value) and 0 < value <= 7 * 24 * 3600):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
-def count(text: str) -> int:
-    """An argparse type: an integer from 0 to 1000 (how many of something; 0: none)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0, got {text!r}") from None
-    if not 0 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 1000, got {text!r}")
-    return value
+positive_int = _argument_type(
+    int,
+    lambda v: 1 <= v <= INDEX_MAX,
+    "a positive integer",
+    f"a positive integer (1 to {INDEX_MAX})",
+    "An argparse type: an integer from 1 to 2**31 - 1.",
+)
+seed_int = _argument_type(
+    int,
+    lambda v: 0 <= v < 2**63,
+    "an integer",
+    "an integer from 0 to 2**63 - 1",
+    "An argparse type: a random seed, an integer from 0 to 2**63 - 1.",
+)
+positive_seconds = _argument_type(
+    float,
+    lambda v: math.isfinite(v) and 0 < v <= 7 * 24 * 3600,
+    "seconds",
+    "a positive number of seconds",
+    "An argparse type: a finite positive number of seconds (at most a week).",
+)
+count = _argument_type(
+    int,
+    lambda v: 0 <= v <= 1000,
+    "an integer from 0",
+    "an integer from 0 to 1000",
+    "An argparse type: an integer from 0 to 1000 (how many of something; 0: none).",
+)
 
 
 def _duration(text: str) -> float:
